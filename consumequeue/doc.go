@@ -1,0 +1,129 @@
+// Package consumequeue keeps, for every topic/partition, a dense index from
+// logical offset to the record's place in the commit log: the RocketMQ
+// consume queue. The dispatcher is its only writer; brokers read it to
+// serve fetches and offset lookups.
+//
+// # Layout
+//
+// One directory per queue, <Dir>/<topic>/<partition>/, holding files of
+// fixed-size entry slots. A file is named by the logical offset of its slot
+// 0 as 20 zero-padded digits, and that offset is always a multiple of
+// EntriesPerFile, so an offset's file and slot are arithmetic (O(1) Get)
+// and the same entries always land at the same bytes: deleting every queue
+// directory and re-dispatching the same log rebuilds identical files.
+//
+// A file starts at 4 KiB and doubles as entries arrive, up to its full size
+// header+EntriesPerFile*32 (9.6 MB at the default 300,000 entries). Its size
+// is a function of the highest slot written alone. Growth is fallocate (so a
+// full disk is ErrDiskFull, not a SIGBUS on a write into a hole), then
+// unmap and remap. New files are written under a .tmp name and renamed, so
+// a file under its final name always has a header.
+//
+// # File format, version 1 (all integers big-endian)
+//
+// Header, 32 bytes at offset 0:
+//
+//	0  uint32 Magic          0x55435146 ("UCQF")
+//	4  uint16 Version        1
+//	6  uint16 EntrySize      32
+//	8  int64  BaseOffset     logical offset of slot 0 (= the file name)
+//	16 int64  StartOffset    first offset that may hold an entry
+//	24 uint32 EntriesPerFile slots in a full file
+//	28 uint32 CRC32C         Castagnoli, over bytes 0..27
+//
+// StartOffset equals BaseOffset except in a queue's first file: a queue
+// created at an offset that is not a multiple of EntriesPerFile, or whose
+// head was dropped by DeleteBefore, starts there, and MinOffset after a
+// restart is the first file's StartOffset. It may equal
+// BaseOffset+EntriesPerFile: a queue whose entries were all deleted keeps
+// one file with no entries to remember MaxOffset.
+//
+// Entry slot i at byte 32+32*i, for logical offset BaseOffset+i:
+//
+//	0  int64  Offset          the slot's own logical offset
+//	8  int64  PhysOffset      record position in the commit log (>= 0)
+//	16 int64  StoreTimestamp  unix ms assigned by the log
+//	24 int32  Size            record size (> 0)
+//	28 uint32 CRC32C          Castagnoli, over bytes 0..27
+//
+// A slot is written only if its CRC matches, its Offset is its own and its
+// Size is positive; anything else (zeros, a torn write, garbage, a slot
+// shifted from elsewhere) reads as not written. 32-byte slots never cross
+// a page.
+//
+// # Offsets and recovery
+//
+// MinOffset is the first entry present and MaxOffset one past the last
+// (the next Append). Entries are appended in order, so written slots form a
+// prefix and opening a queue finds MaxOffset by binary search in its last
+// file. A crash can leave entries after the dispatcher's last checkpoint
+// missing, torn, or present past a hole; TruncateFrom(checkpoint) cuts at the
+// first entry that is invalid or points at or past the checkpoint. All
+// entries before the cut are durable and point below it, so that predicate
+// is monotonic along the queue and binary search finds the cut; the rest of
+// the file is zeroed (only chunks not already zero are written), the file is
+// cut back to the size its surviving entries imply, and later files go.
+//
+// DeleteBefore(minPhys) raises MinOffset to the first entry with
+// PhysOffset >= minPhys, found by binary search (PhysOffset grows along a
+// queue). A file is deleted when every one of its slots lies before that
+// entry, that is when BaseOffset+EntriesPerFile <= the new MinOffset; the
+// last file always stays. In the first remaining file StartOffset is raised
+// and the slots before it are zeroed, which is exactly what a rebuild from
+// the retained log writes.
+//
+// OffsetForTime binary-searches StoreTimestamp, which never decreases along
+// a queue because the log assigns it under its append lock.
+//
+// # Concurrency
+//
+// One appender, many readers. Append writes the slot's 32 bytes into the
+// mapping and only then publishes MaxOffset with an atomic store; a reader
+// checks the offset against MaxOffset first, so it never sees a half-written
+// entry. Each file has a RWMutex: readers copy an entry out under the read
+// lock, and the rare operations that replace the mapping (growth, eviction,
+// truncation, deletion) take the write lock. The list of a queue's files is
+// an atomically swapped slice.
+//
+// # Scale
+//
+// Nothing is opened at Store.Open. A queue is opened on first use, which
+// reads its directory, maps its last file and reads its first file's
+// header. A file is mapped only when touched and its descriptor is closed
+// right after mmap (the mapping stays valid), so open descriptors never grow
+// with the number of partitions. At most Options.MaxMapped files (default
+// 16,384) are mapped at once: mapping one more unmaps the least recently
+// used, after msync if it was written. A use re-promotes a file only after
+// MaxMapped/2 other promotions (memcached's lazy bump), so repeated reads of
+// a hot file cost two atomic loads rather than a global lock.
+//
+// A busy partition touches one file (its tail) for writes and usually the
+// same one for reads, so 10,000 partitions need about 10,000 mappings, well
+// within vm.max_map_count 65,530 and the 20,000 open-file limit, which this
+// package does not consume at all. Past that:
+//
+//   - Map count: the live working set, not the partition count, is bounded
+//     by MaxMapped. Raising MaxMapped toward ~55,000 (leaving the rest of
+//     vm.max_map_count to the commit log, the Go runtime and libraries)
+//     keeps ~50,000 active partitions fully mapped; beyond that raise
+//     vm.max_map_count.
+//   - LRU thrash: when more files are active than MaxMapped, each miss costs
+//     open+fstat+mmap+close (a few microseconds) and evicting a written file
+//     costs an msync. Throughput degrades gradually rather than failing;
+//     a dispatcher round-robining over more active partitions than MaxMapped
+//     is the worst case.
+//   - Inodes and dentries: every partition costs a directory plus at least
+//     one file (4 KiB minimum). 1,000,000 partitions are ~2,000,000 inodes
+//     and ~4 GB of minimum-size files, and a topic's directory holds one
+//     entry per partition (ext4 and xfs index large directories).
+//   - Memory: a mapped file's resident tail is one or two pages, so 50,000
+//     mapped files pin ~200-400 MB of page cache and their page tables.
+//   - Start-up: opening the Store is constant; the first touch of each
+//     queue costs a readdir, one mmap and a short binary search, so
+//     TruncateFrom/DeleteBefore over all queues is linear in the partition
+//     count.
+//
+// A structurally damaged queue (bad header, missing middle file) fails to
+// open with ErrCorrupt; the index is derived data, so removing the queue's
+// directory and re-dispatching rebuilds it.
+package consumequeue

@@ -1,0 +1,246 @@
+package consumequeue
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"sync"
+	"sync/atomic"
+
+	"github.com/edsrzf/mmap-go"
+	"golang.org/x/sys/unix"
+)
+
+// errRemoved tells a reader that the file went away (DeleteBefore,
+// TruncateFrom, DeleteTopic or Close) between finding it and reading it.
+var errRemoved = errors.New("consumequeue: file removed")
+
+// file is one consume-queue file. It is mapped only while in use: mu
+// guards the mapping, which readers copy entries out of under a read lock
+// and which eviction, growth and removal replace under the write lock. No
+// file descriptor is kept: it is closed as soon as the mapping exists.
+type file struct {
+	path string
+	base int64
+	epf  int
+	lru  *lru
+
+	mu      sync.RWMutex
+	m       mmap.MMap // nil while unmapped
+	removed bool
+
+	dirty atomic.Bool // written since the last msync
+
+	// lru bookkeeping; elem is guarded by lru.mu.
+	elem     *lruElem
+	listed   atomic.Bool
+	lastMove atomic.Uint64
+}
+
+func (f *file) fullSize() int64 { return headerSize + int64(f.epf)*entrySize }
+
+// slotBytes returns the bytes of slot in the mapping, or nil when the file
+// is not (yet) that large. Caller holds mu and f.m != nil.
+func (f *file) slotBytes(slot int) []byte {
+	off := headerSize + slot*entrySize
+	if off+entrySize > len(f.m) {
+		return nil
+	}
+	return f.m[off : off+entrySize : off+entrySize]
+}
+
+// mapLocked maps the file and checks its header. Caller holds mu for writing.
+func (f *file) mapLocked() error {
+	if f.removed {
+		return errRemoved
+	}
+	fd, err := os.OpenFile(f.path, os.O_RDWR, 0)
+	if err != nil {
+		return fmt.Errorf("consumequeue: open %s: %w", f.path, err)
+	}
+	defer fd.Close()
+	st, err := fd.Stat()
+	if err != nil {
+		return fmt.Errorf("consumequeue: stat %s: %w", f.path, err)
+	}
+	if st.Size() < headerSize || st.Size() > f.fullSize() {
+		return fmt.Errorf("consumequeue: %s: size %d outside [%d, %d]: %w", f.path, st.Size(), headerSize, f.fullSize(), ErrCorrupt)
+	}
+	m, err := mmap.MapRegion(fd, int(st.Size()), mmap.RDWR, 0, 0)
+	if err != nil {
+		return fmt.Errorf("consumequeue: mmap %s: %w", f.path, err)
+	}
+	if err := f.checkHeader(m); err != nil {
+		_ = m.Unmap()
+		return err
+	}
+	f.m = m
+	f.lru.mapped.Add(1)
+	return nil
+}
+
+func (f *file) checkHeader(b []byte) error {
+	h, err := decodeHeader(b)
+	if err != nil {
+		return fmt.Errorf("consumequeue: %s: %w", f.path, err)
+	}
+	if h.Base != f.base || h.EntriesPerFile != f.epf {
+		return fmt.Errorf("consumequeue: %s: header base %d with %d entries per file, want base %d with %d: %w",
+			f.path, h.Base, h.EntriesPerFile, f.base, f.epf, ErrCorrupt)
+	}
+	return nil
+}
+
+// header returns the decoded header of a mapped file. Caller holds mu.
+func (f *file) header() header {
+	h, _ := decodeHeader(f.m)
+	return h
+}
+
+// ensureMappedLocked maps the file if needed and reports whether it did.
+// Caller holds mu for writing.
+func (f *file) ensureMappedLocked() (bool, error) {
+	if f.m != nil {
+		return false, nil
+	}
+	if err := f.mapLocked(); err != nil {
+		return false, err
+	}
+	return true, nil
+}
+
+// unmapLocked msyncs the mapping if it was written and unmaps it, so the
+// data reaches the disk before the file can leave the dirty list unnoticed.
+// Caller holds mu for writing.
+func (f *file) unmapLocked(sync bool) error {
+	if f.m == nil {
+		return nil
+	}
+	var err error
+	if sync && f.dirty.Swap(false) {
+		if err = f.m.Flush(); err != nil {
+			f.dirty.Store(true)
+			err = fmt.Errorf("consumequeue: msync %s: %w", f.path, err)
+		}
+	}
+	if uerr := f.m.Unmap(); uerr != nil && err == nil {
+		err = fmt.Errorf("consumequeue: munmap %s: %w", f.path, uerr)
+	}
+	f.m = nil
+	f.lru.mapped.Add(-1)
+	return err
+}
+
+// resizeLocked changes the file's size to size and remaps it. Growth uses
+// fallocate so that the blocks exist: a write through a mapping of a hole
+// on a full disk is a SIGBUS, a failed fallocate is an error. Caller holds
+// mu for writing and the file is mapped.
+func (f *file) resizeLocked(size int64) error {
+	if int64(len(f.m)) == size {
+		return nil
+	}
+	fd, err := os.OpenFile(f.path, os.O_RDWR, 0)
+	if err != nil {
+		return fmt.Errorf("consumequeue: open %s: %w", f.path, err)
+	}
+	defer fd.Close()
+	grow := size > int64(len(f.m))
+	if grow {
+		if err := allocate(fd, size); err != nil {
+			return fmt.Errorf("consumequeue: grow %s to %d: %w", f.path, size, err)
+		}
+	}
+	if err := f.m.Unmap(); err != nil {
+		return fmt.Errorf("consumequeue: munmap %s: %w", f.path, err)
+	}
+	f.m = nil
+	f.lru.mapped.Add(-1)
+	if !grow {
+		if err := fd.Truncate(size); err != nil {
+			return fmt.Errorf("consumequeue: truncate %s to %d: %w", f.path, size, err)
+		}
+	}
+	m, err := mmap.MapRegion(fd, int(size), mmap.RDWR, 0, 0)
+	if err != nil {
+		return fmt.Errorf("consumequeue: mmap %s: %w", f.path, err)
+	}
+	f.m = m
+	f.lru.mapped.Add(1)
+	return nil
+}
+
+// allocate extends fd to size with real blocks. File systems without
+// fallocate fall back to ftruncate.
+func allocate(fd *os.File, size int64) error {
+	for {
+		err := unix.Fallocate(int(fd.Fd()), 0, 0, size)
+		switch {
+		case err == nil:
+			return nil
+		case errors.Is(err, unix.EINTR):
+			continue
+		case errors.Is(err, unix.ENOSPC), errors.Is(err, unix.EDQUOT):
+			return fmt.Errorf("%w: %w", ErrDiskFull, err)
+		case errors.Is(err, unix.EOPNOTSUPP), errors.Is(err, unix.ENOSYS):
+			return fd.Truncate(size)
+		default:
+			return err
+		}
+	}
+}
+
+// read copies the entry in slot out of the mapping, mapping the file first
+// if it is not mapped. ok is false for a slot that holds no valid entry.
+func (f *file) read(slot int, off int64) (e Entry, ok bool, err error) {
+	f.mu.RLock()
+	if f.m != nil {
+		e, ok = decodeEntry(f.slotBytes(slot), off)
+		f.mu.RUnlock()
+		f.lru.use(f)
+		return e, ok, nil
+	}
+	f.mu.RUnlock()
+
+	f.mu.Lock()
+	if _, err := f.ensureMappedLocked(); err != nil {
+		f.mu.Unlock()
+		return Entry{}, false, err
+	}
+	e, ok = decodeEntry(f.slotBytes(slot), off)
+	f.mu.Unlock()
+	f.lru.use(f)
+	return e, ok, nil
+}
+
+// lock takes the write lock with the file mapped. The caller must call
+// unlock, which also records the use with the LRU.
+func (f *file) lock() error {
+	f.mu.Lock()
+	if _, err := f.ensureMappedLocked(); err != nil {
+		f.mu.Unlock()
+		return err
+	}
+	return nil
+}
+
+func (f *file) unlock() {
+	f.mu.Unlock()
+	f.lru.use(f)
+}
+
+// markDirty records a write so that the next Flush msyncs this file.
+func (f *file) markDirty() {
+	if !f.dirty.Load() && f.dirty.CompareAndSwap(false, true) {
+		f.lru.addDirty(f)
+	}
+}
+
+// remove unmaps the file for good; later reads get errRemoved. With sync
+// the mapping is msynced first (Close); files about to be deleted are not.
+func (f *file) remove(sync bool) error {
+	f.lru.remove(f)
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.removed = true
+	return f.unmapLocked(sync)
+}

@@ -1,0 +1,133 @@
+package consumequeue
+
+import (
+	"encoding/binary"
+	"fmt"
+	"hash/crc32"
+)
+
+const (
+	headerSize = 32
+	entrySize  = 32
+
+	fileMagic   uint32 = 0x55435146 // "UCQF"
+	fileVersion uint16 = 1
+
+	// minFileSize is the size a new file starts at; files double from here
+	// up to their full size.
+	minFileSize = 4096
+)
+
+var castagnoli = crc32.MakeTable(crc32.Castagnoli)
+
+// Entry locates one logical offset's record in the commit log.
+type Entry struct {
+	PhysOffset     int64 // physical offset of the record in the commit log
+	Size           int32 // record size in bytes
+	StoreTimestamp int64 // unix ms the log assigned to the record
+}
+
+// header is the decoded form of a file's first headerSize bytes.
+type header struct {
+	Base           int64 // offset of slot 0; a multiple of EntriesPerFile
+	Start          int64 // first offset that may hold an entry, in [Base, Base+EntriesPerFile]
+	EntriesPerFile int
+}
+
+func encodeHeader(b []byte, h header) {
+	_ = b[headerSize-1]
+	binary.BigEndian.PutUint32(b[0:], fileMagic)
+	binary.BigEndian.PutUint16(b[4:], fileVersion)
+	binary.BigEndian.PutUint16(b[6:], entrySize)
+	binary.BigEndian.PutUint64(b[8:], uint64(h.Base))
+	binary.BigEndian.PutUint64(b[16:], uint64(h.Start))
+	binary.BigEndian.PutUint32(b[24:], uint32(h.EntriesPerFile))
+	binary.BigEndian.PutUint32(b[28:], crc32.Checksum(b[:28], castagnoli))
+}
+
+// decodeHeader checks everything the header can check by itself; whether
+// Base matches the file name and EntriesPerFile the store is the caller's job.
+func decodeHeader(b []byte) (header, error) {
+	if len(b) < headerSize {
+		return header{}, fmt.Errorf("header: %d bytes, need %d: %w", len(b), headerSize, ErrCorrupt)
+	}
+	if got, want := binary.BigEndian.Uint32(b[28:]), crc32.Checksum(b[:28], castagnoli); got != want {
+		return header{}, fmt.Errorf("header: crc %08x, computed %08x: %w", got, want, ErrCorrupt)
+	}
+	if m := binary.BigEndian.Uint32(b[0:]); m != fileMagic {
+		return header{}, fmt.Errorf("header: magic %08x: %w", m, ErrCorrupt)
+	}
+	if v := binary.BigEndian.Uint16(b[4:]); v != fileVersion {
+		return header{}, fmt.Errorf("header: version %d, this build reads %d: %w", v, fileVersion, ErrCorrupt)
+	}
+	if es := binary.BigEndian.Uint16(b[6:]); es != entrySize {
+		return header{}, fmt.Errorf("header: entry size %d, want %d: %w", es, entrySize, ErrCorrupt)
+	}
+	h := header{
+		Base:           int64(binary.BigEndian.Uint64(b[8:])),
+		Start:          int64(binary.BigEndian.Uint64(b[16:])),
+		EntriesPerFile: int(binary.BigEndian.Uint32(b[24:])),
+	}
+	if h.EntriesPerFile < 1 || h.EntriesPerFile > maxEntriesPerFile {
+		return header{}, fmt.Errorf("header: entries per file %d: %w", h.EntriesPerFile, ErrCorrupt)
+	}
+	epf := int64(h.EntriesPerFile)
+	if h.Base < 0 || h.Base%epf != 0 || h.Start < h.Base || h.Start-h.Base > epf {
+		return header{}, fmt.Errorf("header: base %d start %d for %d entries per file: %w", h.Base, h.Start, epf, ErrCorrupt)
+	}
+	return h, nil
+}
+
+// encodeEntry writes e as the entry for logical offset off. The offset is
+// part of the entry so that a stale or misplaced slot can never pass for
+// another offset's entry.
+func encodeEntry(b []byte, off int64, e Entry) {
+	_ = b[entrySize-1]
+	binary.BigEndian.PutUint64(b[0:], uint64(off))
+	binary.BigEndian.PutUint64(b[8:], uint64(e.PhysOffset))
+	binary.BigEndian.PutUint64(b[16:], uint64(e.StoreTimestamp))
+	binary.BigEndian.PutUint32(b[24:], uint32(e.Size))
+	binary.BigEndian.PutUint32(b[28:], crc32.Checksum(b[:28], castagnoli))
+}
+
+// decodeEntry returns the entry in b if b holds a written entry for offset
+// off. An all-zero slot fails the CRC (the CRC32C of zeros is not zero), so
+// unwritten, torn and garbage slots all read as "not written".
+func decodeEntry(b []byte, off int64) (Entry, bool) {
+	if len(b) < entrySize {
+		return Entry{}, false
+	}
+	if binary.BigEndian.Uint32(b[28:]) != crc32.Checksum(b[:28], castagnoli) {
+		return Entry{}, false
+	}
+	if int64(binary.BigEndian.Uint64(b[0:])) != off {
+		return Entry{}, false
+	}
+	e := Entry{
+		PhysOffset:     int64(binary.BigEndian.Uint64(b[8:])),
+		StoreTimestamp: int64(binary.BigEndian.Uint64(b[16:])),
+		Size:           int32(binary.BigEndian.Uint32(b[24:])),
+	}
+	if e.Size <= 0 || e.PhysOffset < 0 {
+		return Entry{}, false
+	}
+	return e, true
+}
+
+// sizeFor is the file size for a file whose highest written slot is slot
+// (-1 for none): 4 KiB doubled until the slot fits, capped at the full size.
+// Being a function of the slot alone keeps rebuilt files byte-identical.
+func sizeFor(slot, entriesPerFile int) int64 {
+	full := int64(headerSize) + int64(entriesPerFile)*entrySize
+	need := int64(headerSize) + int64(slot+1)*entrySize
+	size := int64(minFileSize)
+	for size < need {
+		size *= 2
+	}
+	return min(size, full)
+}
+
+// fileName is the 20-digit name of the file whose slot 0 is offset base.
+func fileName(base int64) string {
+	return fmt.Sprintf("%020d", base)
+}

@@ -1,0 +1,59 @@
+package consumequeue
+
+import (
+	"fmt"
+
+	"github.com/sirupsen/logrus"
+)
+
+const (
+	// DefaultEntriesPerFile makes a full file 9.6 MB, as big as a RocketMQ
+	// consume-queue file holds entries for (300,000).
+	DefaultEntriesPerFile = 300_000
+	// DefaultMaxMapped keeps a quarter of the default vm.max_map_count
+	// (65,530) for the consume queues, leaving the rest to the commit log,
+	// the Go runtime and everything else in the process.
+	DefaultMaxMapped = 16384
+	// maxEntriesPerFile keeps a full file's size within an int32, so that
+	// sizes and slot numbers fit the header fields on every platform.
+	maxEntriesPerFile = (1<<31 - headerSize) / entrySize
+)
+
+// Options configures a Store.
+type Options struct {
+	// Dir holds one directory per topic, each holding one directory per
+	// partition. Created if missing.
+	Dir string
+	// EntriesPerFile is the number of entry slots in one file (default
+	// DefaultEntriesPerFile). It fixes file names and contents, so it must not
+	// change for an existing Dir: files with another value fail to open.
+	EntriesPerFile int
+	// MaxMapped caps the number of files mapped at once (default
+	// DefaultMaxMapped). Files beyond it are unmapped least recently used first.
+	MaxMapped int
+	// Logger receives rare, structural events (damaged files removed, files
+	// deleted). Default: logrus.StandardLogger().
+	Logger logrus.FieldLogger
+}
+
+func (o Options) withDefaults() (Options, error) {
+	if o.Dir == "" {
+		return o, fmt.Errorf("consumequeue: options: Dir is required")
+	}
+	if o.EntriesPerFile == 0 {
+		o.EntriesPerFile = DefaultEntriesPerFile
+	}
+	if o.EntriesPerFile < 1 || o.EntriesPerFile > maxEntriesPerFile {
+		return o, fmt.Errorf("consumequeue: options: EntriesPerFile %d outside [1, %d]", o.EntriesPerFile, maxEntriesPerFile)
+	}
+	if o.MaxMapped == 0 {
+		o.MaxMapped = DefaultMaxMapped
+	}
+	if o.MaxMapped < 1 {
+		return o, fmt.Errorf("consumequeue: options: MaxMapped %d must be positive", o.MaxMapped)
+	}
+	if o.Logger == nil {
+		o.Logger = logrus.StandardLogger()
+	}
+	return o, nil
+}

@@ -1,0 +1,355 @@
+package consumequeue
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+)
+
+// ID names one queue.
+type ID struct {
+	Topic     string
+	Partition int32
+}
+
+// Queue is the index of one topic/partition. One goroutine appends (and
+// truncates); any number read concurrently. A reader sees an entry only
+// after its bytes are in the mapping, because Append publishes MaxOffset
+// with an atomic store after writing them.
+type Queue struct {
+	s   *Store
+	id  ID
+	dir string
+	epf int64
+
+	mu     sync.Mutex // serializes the writer side
+	files  atomic.Pointer[[]*file]
+	min    atomic.Int64
+	max    atomic.Int64
+	closed atomic.Bool
+}
+
+// ID returns the queue's topic and partition.
+func (q *Queue) ID() ID { return q.id }
+
+// MinOffset is the first offset still present.
+func (q *Queue) MinOffset() int64 { return q.min.Load() }
+
+// MaxOffset is the offset the next Append must use: one past the last entry.
+func (q *Queue) MaxOffset() int64 { return q.max.Load() }
+
+func (q *Queue) snapshot() []*file {
+	if p := q.files.Load(); p != nil {
+		return *p
+	}
+	return nil
+}
+
+func (q *Queue) setFiles(fs []*file) { q.files.Store(&fs) }
+
+// fileFor returns the file holding offset, or nil. Files are contiguous,
+// so this is arithmetic, not a search.
+func fileFor(fs []*file, off, epf int64) *file {
+	if len(fs) == 0 || off < fs[0].base {
+		return nil
+	}
+	i := (off - fs[0].base) / epf
+	if i >= int64(len(fs)) {
+		return nil
+	}
+	return fs[i]
+}
+
+// Get returns the entry at offset.
+func (q *Queue) Get(offset int64) (Entry, error) {
+	if q.closed.Load() {
+		return Entry{}, fmt.Errorf("consumequeue: %s/%d: %w", q.id.Topic, q.id.Partition, ErrClosed)
+	}
+	if offset >= q.max.Load() || offset < q.min.Load() {
+		return Entry{}, q.outOfRange(offset)
+	}
+	f := fileFor(q.snapshot(), offset, q.epf)
+	if f == nil {
+		return Entry{}, q.outOfRange(offset)
+	}
+	e, ok, err := f.read(int(offset-f.base), offset)
+	switch {
+	case errors.Is(err, errRemoved):
+		return Entry{}, q.outOfRange(offset)
+	case err != nil:
+		return Entry{}, err
+	case !ok:
+		// Truncated or deleted after the range check, or damaged in place.
+		if offset >= q.max.Load() || offset < q.min.Load() {
+			return Entry{}, q.outOfRange(offset)
+		}
+		return Entry{}, fmt.Errorf("consumequeue: %s: entry %d: %w", f.path, offset, ErrCorrupt)
+	}
+	return e, nil
+}
+
+func (q *Queue) outOfRange(off int64) error {
+	return fmt.Errorf("consumequeue: %s/%d: offset %d outside [%d, %d): %w",
+		q.id.Topic, q.id.Partition, off, q.min.Load(), q.max.Load(), ErrOutOfRange)
+}
+
+// OffsetForTime returns the first offset whose StoreTimestamp is at least
+// ts, or MaxOffset if there is none. Timestamps never decrease along a
+// queue (the log assigns them under its lock), so this is a binary search.
+// An entry that cannot be read counts as late enough, so a damaged slot
+// makes the answer earlier, never later.
+func (q *Queue) OffsetForTime(ts int64) int64 {
+	lo, hi := q.min.Load(), q.max.Load()
+	for lo < hi {
+		mid := lo + (hi-lo)/2
+		e, err := q.Get(mid)
+		if err == nil && e.StoreTimestamp < ts {
+			lo = mid + 1
+		} else {
+			hi = mid
+		}
+	}
+	return max(lo, q.min.Load())
+}
+
+// Append stores e at offset, which must be MaxOffset. An empty queue
+// (MinOffset == MaxOffset) also accepts any larger offset and then starts
+// there: a partition first seen after retention starts mid-way.
+func (q *Queue) Append(offset int64, e Entry) error {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if q.closed.Load() {
+		return fmt.Errorf("consumequeue: append %s/%d: %w", q.id.Topic, q.id.Partition, ErrClosed)
+	}
+	if e.Size <= 0 || e.PhysOffset < 0 {
+		return fmt.Errorf("consumequeue: append %s/%d at %d: size %d phys %d: %w",
+			q.id.Topic, q.id.Partition, offset, e.Size, e.PhysOffset, ErrInvalidEntry)
+	}
+	lo, hi := q.min.Load(), q.max.Load()
+	empty := lo == hi
+	if offset != hi && !(empty && offset > hi) {
+		return fmt.Errorf("consumequeue: append %s/%d at %d, next is %d: %w",
+			q.id.Topic, q.id.Partition, offset, hi, ErrOffsetGap)
+	}
+	fs := q.snapshot()
+	if empty && len(fs) > 0 {
+		// The files hold no entries, only the old MaxOffset; the new first
+		// file records the new start, exactly as a rebuild would write it.
+		q.setFiles(nil)
+		if err := q.removeFiles(fs); err != nil {
+			return err
+		}
+		fs = nil
+	}
+	base := offset - offset%q.epf
+	var f *file
+	if n := len(fs); n > 0 && fs[n-1].base == base {
+		f = fs[n-1]
+	} else {
+		nf, err := q.createFile(base, offset)
+		if err != nil {
+			return err
+		}
+		q.setFiles(append(slices.Clip(fs), nf))
+		f = nf
+	}
+	slot := int(offset - base)
+	if err := f.lock(); err != nil {
+		return err
+	}
+	if want := sizeFor(slot, f.epf); int64(len(f.m)) < want {
+		if err := f.resizeLocked(want); err != nil {
+			f.unlock()
+			return err
+		}
+	}
+	encodeEntry(f.slotBytes(slot), offset, e)
+	f.markDirty()
+	f.unlock()
+	if empty {
+		q.min.Store(offset)
+	}
+	q.max.Store(offset + 1)
+	return nil
+}
+
+// createFile makes a new file under a temporary name and renames it into
+// place, so a file with its final name always has a header.
+func (q *Queue) createFile(base, start int64) (*file, error) {
+	path := filepath.Join(q.dir, fileName(base))
+	tmp := path + tmpSuffix
+	fd, err := os.OpenFile(tmp, os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o644)
+	if err != nil {
+		return nil, fmt.Errorf("consumequeue: create %s: %w", tmp, err)
+	}
+	var hdr [headerSize]byte
+	encodeHeader(hdr[:], header{Base: base, Start: start, EntriesPerFile: int(q.epf)})
+	err = allocate(fd, sizeFor(-1, int(q.epf)))
+	if err == nil {
+		_, err = fd.WriteAt(hdr[:], 0)
+	}
+	if cerr := fd.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(tmp, path)
+	}
+	if err != nil {
+		_ = os.Remove(tmp)
+		return nil, fmt.Errorf("consumequeue: create %s: %w", path, err)
+	}
+	q.s.dirChanged(q.dir)
+	return q.newFile(base), nil
+}
+
+const tmpSuffix = ".tmp"
+
+func (q *Queue) newFile(base int64) *file {
+	return &file{path: filepath.Join(q.dir, fileName(base)), base: base, epf: int(q.epf), lru: q.s.lru}
+}
+
+// removeFiles unmaps and deletes files already unlinked from q.files.
+func (q *Queue) removeFiles(fs []*file) error {
+	var errs []error
+	for _, f := range fs {
+		if err := f.remove(false); err != nil {
+			errs = append(errs, err)
+		}
+		if err := os.Remove(f.path); err != nil && !errors.Is(err, os.ErrNotExist) {
+			errs = append(errs, fmt.Errorf("consumequeue: remove %s: %w", f.path, err))
+		}
+	}
+	if len(fs) > 0 {
+		q.s.dirChanged(q.dir)
+	}
+	return errors.Join(errs...)
+}
+
+// openQueue loads an existing (or empty) queue directory. It maps only the
+// last file, to find MaxOffset by binary search, and reads the first
+// file's header for MinOffset.
+func openQueue(s *Store, id ID, dir string) (*Queue, error) {
+	q := &Queue{s: s, id: id, dir: dir, epf: int64(s.opts.EntriesPerFile)}
+	des, err := os.ReadDir(dir)
+	if err != nil {
+		return nil, fmt.Errorf("consumequeue: open %s: %w", dir, err)
+	}
+	var bases []int64
+	for _, de := range des {
+		name := de.Name()
+		if strings.HasSuffix(name, tmpSuffix) {
+			// A creation that did not reach its rename.
+			if err := os.Remove(filepath.Join(dir, name)); err != nil {
+				return nil, fmt.Errorf("consumequeue: open %s: %w", dir, err)
+			}
+			continue
+		}
+		base, ok := parseFileName(name)
+		if !ok {
+			continue
+		}
+		if base%q.epf != 0 {
+			return nil, fmt.Errorf("consumequeue: open %s: file %s is not at a multiple of %d entries: %w", dir, name, q.epf, ErrCorrupt)
+		}
+		bases = append(bases, base)
+	}
+	sort.Slice(bases, func(i, j int) bool { return bases[i] < bases[j] })
+	for i := 1; i < len(bases); i++ {
+		if bases[i] != bases[i-1]+q.epf {
+			return nil, fmt.Errorf("consumequeue: open %s: files %s and %s are not contiguous: %w",
+				dir, fileName(bases[i-1]), fileName(bases[i]), ErrCorrupt)
+		}
+	}
+	fs := make([]*file, len(bases))
+	for i, b := range bases {
+		fs[i] = q.newFile(b)
+	}
+	if len(fs) == 0 {
+		q.setFiles(nil)
+		return q, nil
+	}
+	last := fs[len(fs)-1]
+	if err := last.lock(); err != nil {
+		return nil, err
+	}
+	h := last.header()
+	end := last.base + int64(lastWritten(last, int(h.Start-last.base)))
+	last.unlock()
+	start := h.Start
+	if len(fs) > 1 {
+		if start, err = readStart(fs[0]); err != nil {
+			return nil, err
+		}
+	}
+	q.setFiles(fs)
+	q.min.Store(start)
+	q.max.Store(end)
+	return q, nil
+}
+
+// lastWritten finds, by binary search over [from, slots in file), the
+// first slot that holds no valid entry. Entries are appended in order, so
+// written slots form a prefix; holes left by a crash are TruncateFrom's job.
+// Caller holds f.mu with the file mapped.
+func lastWritten(f *file, from int) int {
+	n := (len(f.m) - headerSize) / entrySize
+	return searchSlots(from, n, func(slot int) bool {
+		_, ok := decodeEntry(f.slotBytes(slot), f.base+int64(slot))
+		return !ok
+	})
+}
+
+// searchSlots returns the first slot in [lo, hi) for which pred is true
+// (hi if none), pred being false then true along the slots.
+func searchSlots(lo, hi int, pred func(int) bool) int {
+	return lo + sort.Search(hi-lo, func(i int) bool { return pred(lo + i) })
+}
+
+// readStart reads a file's header without mapping the file.
+func readStart(f *file) (int64, error) {
+	fd, err := os.Open(f.path)
+	if err != nil {
+		return 0, fmt.Errorf("consumequeue: open %s: %w", f.path, err)
+	}
+	defer fd.Close()
+	var b [headerSize]byte
+	if _, err := fd.ReadAt(b[:], 0); err != nil {
+		return 0, fmt.Errorf("consumequeue: read header %s: %w (%w)", f.path, ErrCorrupt, err)
+	}
+	if err := f.checkHeader(b[:]); err != nil {
+		return 0, err
+	}
+	h, _ := decodeHeader(b[:])
+	return h.Start, nil
+}
+
+func parseFileName(name string) (int64, bool) {
+	if len(name) != 20 {
+		return 0, false
+	}
+	for _, c := range name {
+		if c < '0' || c > '9' {
+			return 0, false
+		}
+	}
+	v, err := strconv.ParseInt(name, 10, 64)
+	return v, err == nil
+}
+
+// closeFiles unmaps every file; with sync they are msynced first.
+func (q *Queue) closeFiles(sync bool) error {
+	var errs []error
+	for _, f := range q.snapshot() {
+		if err := f.remove(sync); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}

@@ -1,0 +1,321 @@
+package consumequeue
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+
+	"github.com/sirupsen/logrus"
+)
+
+// Store holds every queue under Options.Dir. Opening it reads nothing but
+// the directory's existence: a queue is opened (its last file mapped, its
+// MaxOffset found) the first time Queue or Lookup asks for it.
+type Store struct {
+	opts Options
+	log  logrus.FieldLogger
+	lru  *lru
+
+	mu     sync.RWMutex
+	queues map[ID]*Queue
+	closed bool
+
+	dirsMu sync.Mutex
+	dirs   map[string]struct{} // directories whose entries changed since the last Flush
+}
+
+// Open opens (creating if needed) the store in opts.Dir.
+func Open(opts Options) (*Store, error) {
+	opts, err := opts.withDefaults()
+	if err != nil {
+		return nil, err
+	}
+	if err := os.MkdirAll(opts.Dir, 0o755); err != nil {
+		return nil, fmt.Errorf("consumequeue: open %s: %w", opts.Dir, err)
+	}
+	return &Store{
+		opts:   opts,
+		log:    opts.Logger.WithField("component", "consumequeue"),
+		lru:    newLRU(opts.MaxMapped),
+		queues: make(map[ID]*Queue),
+		dirs:   make(map[string]struct{}),
+	}, nil
+}
+
+// validTopic keeps a topic name usable as one directory name.
+func validTopic(topic string) bool {
+	return topic != "" && topic != "." && topic != ".." && len(topic) <= 255 &&
+		!strings.ContainsAny(topic, "/\x00")
+}
+
+func (s *Store) queueDir(id ID) string {
+	return filepath.Join(s.opts.Dir, id.Topic, strconv.FormatInt(int64(id.Partition), 10))
+}
+
+// Queue returns the queue of topic/partition, creating its directory if
+// it does not exist.
+func (s *Store) Queue(topic string, partition int32) (*Queue, error) {
+	return s.get(ID{Topic: topic, Partition: partition}, true)
+}
+
+// Lookup returns an existing queue. A queue that exists on disk but cannot
+// be opened (damaged files) is logged and reported as missing; Queue
+// returns the error itself.
+func (s *Store) Lookup(topic string, partition int32) (*Queue, bool) {
+	id := ID{Topic: topic, Partition: partition}
+	if !validTopic(topic) || partition < 0 {
+		return nil, false
+	}
+	s.mu.RLock()
+	q, ok := s.queues[id]
+	closed := s.closed
+	s.mu.RUnlock()
+	if ok || closed {
+		return q, ok
+	}
+	if _, err := os.Stat(s.queueDir(id)); err != nil {
+		return nil, false
+	}
+	q, err := s.get(id, false)
+	if err != nil {
+		if !errors.Is(err, os.ErrNotExist) {
+			s.log.WithError(err).WithFields(logrus.Fields{"topic": topic, "partition": partition}).Error("consume queue unreadable")
+		}
+		return nil, false
+	}
+	return q, true
+}
+
+func (s *Store) get(id ID, create bool) (*Queue, error) {
+	if !validTopic(id.Topic) || id.Partition < 0 {
+		return nil, fmt.Errorf("consumequeue: queue %q/%d: %w", id.Topic, id.Partition, ErrInvalidName)
+	}
+	s.mu.RLock()
+	q, ok := s.queues[id]
+	closed := s.closed
+	s.mu.RUnlock()
+	if closed {
+		return nil, ErrClosed
+	}
+	if ok {
+		return q, nil
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return nil, ErrClosed
+	}
+	if q, ok := s.queues[id]; ok {
+		return q, nil
+	}
+	dir := s.queueDir(id)
+	if create {
+		if _, err := os.Stat(dir); errors.Is(err, os.ErrNotExist) {
+			if err := os.MkdirAll(dir, 0o755); err != nil {
+				return nil, fmt.Errorf("consumequeue: create %s: %w", dir, err)
+			}
+			s.dirChanged(s.opts.Dir)
+			s.dirChanged(filepath.Dir(dir))
+		}
+	}
+	q, err := openQueue(s, id, dir)
+	if err != nil {
+		return nil, err
+	}
+	s.queues[id] = q
+	return q, nil
+}
+
+// Queues lists every queue on disk, sorted by topic then partition. It
+// reads directories only; no queue is opened.
+func (s *Store) Queues() []ID {
+	topics, err := os.ReadDir(s.opts.Dir)
+	if err != nil {
+		return nil
+	}
+	var ids []ID
+	for _, t := range topics {
+		if !t.IsDir() || !validTopic(t.Name()) {
+			continue
+		}
+		parts, err := os.ReadDir(filepath.Join(s.opts.Dir, t.Name()))
+		if err != nil {
+			continue
+		}
+		for _, p := range parts {
+			n, err := strconv.ParseInt(p.Name(), 10, 32)
+			if err != nil || n < 0 || !p.IsDir() || strconv.FormatInt(n, 10) != p.Name() {
+				continue
+			}
+			ids = append(ids, ID{Topic: t.Name(), Partition: int32(n)})
+		}
+	}
+	sort.Slice(ids, func(i, j int) bool {
+		if ids[i].Topic != ids[j].Topic {
+			return ids[i].Topic < ids[j].Topic
+		}
+		return ids[i].Partition < ids[j].Partition
+	})
+	return ids
+}
+
+func (s *Store) dirChanged(dir string) {
+	s.dirsMu.Lock()
+	s.dirs[dir] = struct{}{}
+	s.dirsMu.Unlock()
+}
+
+// Flush msyncs every file written since the last Flush and fsyncs the
+// directories in which files were created or removed.
+func (s *Store) Flush() error {
+	var errs []error
+	for _, f := range s.lru.takeDirty() {
+		if err := f.sync(); err != nil {
+			errs = append(errs, err)
+			f.lru.addDirty(f)
+		}
+	}
+	s.dirsMu.Lock()
+	dirs := s.dirs
+	s.dirs = make(map[string]struct{})
+	s.dirsMu.Unlock()
+	for dir := range dirs {
+		if err := syncDir(dir); err != nil && !errors.Is(err, os.ErrNotExist) {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// sync makes a written file durable: msync while mapped; if a failed remap
+// left it unmapped, fdatasync through a fresh descriptor.
+func (f *file) sync() error {
+	f.mu.RLock()
+	defer f.mu.RUnlock()
+	if f.removed || !f.dirty.Swap(false) {
+		return nil
+	}
+	var err error
+	if f.m != nil {
+		err = f.m.Flush()
+	} else {
+		var fd *os.File
+		if fd, err = os.OpenFile(f.path, os.O_RDWR, 0); err == nil {
+			err = fd.Sync()
+			_ = fd.Close()
+		}
+	}
+	if err != nil {
+		f.dirty.Store(true)
+		return fmt.Errorf("consumequeue: sync %s: %w", f.path, err)
+	}
+	return nil
+}
+
+func syncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	if err := d.Sync(); err != nil {
+		return fmt.Errorf("consumequeue: fsync %s: %w", dir, err)
+	}
+	return nil
+}
+
+// all opens every queue on disk.
+func (s *Store) all() ([]*Queue, error) {
+	var qs []*Queue
+	var errs []error
+	for _, id := range s.Queues() {
+		q, err := s.get(id, false)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		qs = append(qs, q)
+	}
+	return qs, errors.Join(errs...)
+}
+
+// TruncateFrom truncates every queue at phys (see Queue.TruncateFrom).
+// Recovery calls it with the dispatcher's checkpoint before re-dispatching.
+func (s *Store) TruncateFrom(phys int64) error {
+	qs, err := s.all()
+	errs := []error{err}
+	for _, q := range qs {
+		errs = append(errs, q.TruncateFrom(phys))
+	}
+	return errors.Join(errs...)
+}
+
+// DeleteBefore drops, in every queue, the entries pointing below minPhys
+// (the commit log's new MinOffset after retention): files wholly before the
+// first surviving entry are deleted and MinOffset is raised to it.
+func (s *Store) DeleteBefore(minPhys int64) error {
+	qs, err := s.all()
+	errs := []error{err}
+	for _, q := range qs {
+		errs = append(errs, q.deleteBefore(minPhys))
+	}
+	return errors.Join(errs...)
+}
+
+// DeleteTopic removes every queue of topic from memory and disk. Queues
+// handed out earlier report ErrClosed from then on.
+func (s *Store) DeleteTopic(topic string) error {
+	if !validTopic(topic) {
+		return fmt.Errorf("consumequeue: delete topic %q: %w", topic, ErrInvalidName)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return ErrClosed
+	}
+	var errs []error
+	for id, q := range s.queues {
+		if id.Topic != topic {
+			continue
+		}
+		q.mu.Lock()
+		q.closed.Store(true)
+		errs = append(errs, q.closeFiles(false))
+		q.mu.Unlock()
+		delete(s.queues, id)
+	}
+	dir := filepath.Join(s.opts.Dir, topic)
+	if err := os.RemoveAll(dir); err != nil {
+		errs = append(errs, fmt.Errorf("consumequeue: delete topic %s: %w", dir, err))
+	}
+	s.dirChanged(s.opts.Dir)
+	return errors.Join(errs...)
+}
+
+// MappedFiles is the number of files mapped right now.
+func (s *Store) MappedFiles() int { return int(s.lru.mapped.Load()) }
+
+// Close flushes and unmaps everything. Queues handed out earlier report
+// ErrClosed from then on.
+func (s *Store) Close() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return nil
+	}
+	s.closed = true
+	errs := []error{s.Flush()}
+	for _, q := range s.queues {
+		q.mu.Lock()
+		q.closed.Store(true)
+		errs = append(errs, q.closeFiles(true))
+		q.mu.Unlock()
+	}
+	s.queues = nil
+	return errors.Join(errs...)
+}
