@@ -1,0 +1,116 @@
+// Package commitlog is unilog's commit log: one logical, append-only log
+// that every topic and partition writes into, RocketMQ style.
+//
+// # Files
+//
+// The log is a chain of fixed-size files in one directory (Options.Dir).
+// A file is named by the physical offset of its first byte as 20 decimal
+// digits (00000000001073741824 is the second file of a log of 1 GiB files),
+// so a physical offset names a file and a position in it. Every file is
+// mapped read-write with mmap; the writer encodes records straight into
+// the mapping and readers decode them from it.
+//
+// A file's space is allocated with fallocate(2), never by a sparse
+// ftruncate: a store into a mapped hole on a full disk is a SIGBUS that
+// kills the process, while a failed fallocate is an error (ErrDiskFull)
+// returned to the appender before anything is written. The next file is
+// created under a temporary name (*.tmp), allocated, synced, mapped and
+// pre-faulted (MADV_POPULATE_WRITE) by a background goroutine while the
+// writer fills the current one, then renamed and the directory synced, so
+// a roll only swaps a pointer. If it is not ready, the writer waits for it
+// or allocates the file itself. Open removes *.tmp leftovers.
+//
+// # Record layout, version 1
+//
+// All integers are big-endian. Offsets are from the start of the record.
+//
+//	off  size  field
+//	0    4     TotalSize          uint32, the whole record including this field
+//	4    1     Magic              0xC1 (RecordMagic)
+//	5    1     Version            1
+//	6    2     Flags              uint16; bit 0 = FlagStampOffset, others are the caller's
+//	8    4     CRC                CRC32C (Castagnoli) of bytes [0,8) and [12,TotalSize)
+//	12   8     PhysOffset         int64, where the record is in the log
+//	20   8     QueueOffset        int64, first logical offset in its partition
+//	28   4     Count              int32 >= 1, logical offsets the record spans
+//	32   4     Partition          int32 >= 0
+//	36   8     StoreTimestamp     int64, unix ms, set by the log (one per batch)
+//	44   8     ProducerTimestamp  int64, unix ms, given by the caller
+//	52   2     TopicLen           uint16, then TopicLen bytes of topic
+//	     4     KeyLen             int32, -1 = nil key, then KeyLen bytes
+//	     2     HeaderCount        uint16, then per header:
+//	              2 KeyLen uint16, key bytes, 4 ValueLen int32 (-1 = nil), value bytes
+//	     4     BodyLen            int32, then BodyLen bytes; the record ends with the body
+//
+// The smallest record (empty topic, nil key, no headers, empty body) is
+// MinRecordSize = 64 bytes. The CRC covers every byte but its own, so a
+// flipped size, flag or length is detected as surely as a flipped body
+// byte. Decode checks, in order: TotalSize within [64, bytes available],
+// magic, version, CRC, field ranges (Count >= 1, offsets and partition
+// >= 0), and that the length-prefixed fields end exactly at TotalSize. It
+// returns an error wrapping ErrCorrupt for anything else and never panics.
+//
+// With FlagStampOffset the log writes the assigned QueueOffset into
+// Body[0:8] of the stored copy before computing the CRC: a Kafka record
+// batch carries its base offset there and only the log knows it.
+//
+// # End of file
+//
+// A record never spans files. When the next record does not fit in the
+// rest of the current file, the rest is marked with an end-of-file marker
+//
+//	0  4  TotalSize = number of bytes left in the file
+//	4  1  Magic     = 0xB1 (BlankMagic)
+//	5  1  Version   = 1
+//	6  2  Flags     = 0
+//
+// and the record goes to the start of the next file. The bytes after the
+// marker stay zero. If fewer than 8 (BlankSize) bytes are left, no marker
+// is written and readers roll by position alone. Read at a marker (or in
+// such a tail) returns the first record of the next file.
+//
+// # Writing
+//
+// One writer lock serializes appends. AppendBatch validates every message
+// first (ErrInvalid, ErrTooLarge), allocates every file the batch will
+// enter, then, under a single lock acquisition, assigns each record its
+// PhysOffset and its QueueOffset (a per topic/partition counter advanced
+// by Count) and encodes it into the mapping. So a batch is all or nothing.
+// WriteOffset is published once per batch with an atomic store; readers
+// never look past it, so they need no lock and never block the writer.
+// Appended returns a channel closed when WriteOffset next grows; the writer
+// pays one atomic load per batch when nobody is waiting.
+//
+// # Durability
+//
+// FlushedOffset is the offset before which everything is on disk. A flush
+// msyncs only the page-aligned range [FlushedOffset, WriteOffset) of the
+// files it spans. FlushAsync flushes every FlushInterval and on Close.
+// FlushSync starts a flush as soon as records are appended; appends made
+// while one flush runs are covered by the next, so WaitDurable callers
+// share one msync (group commit). In both modes WaitDurable(ctx, end)
+// returns once FlushedOffset >= end, asking for a flush if needed.
+//
+// # Readers and retention
+//
+// Read(phys) decodes and CRC-checks the record at phys and returns a View
+// holding a reference on the file. Each mapped file is reference counted:
+// the log holds one reference, every View one more. Retention deletes whole
+// oldest files, by age (newest record older than RetentionAge; the file's
+// mtime is set to its last append when the writer leaves it) and by total
+// size (RetentionBytes), never the file being written. A deleted file is
+// unlinked and leaves the chain at once, but stays mapped until the last
+// View on it is released. OnRetention callbacks get the new MinOffset.
+//
+// # Recovery
+//
+// Open maps the files and checks that they form one contiguous chain.
+// Recover(from, fn) then scans forward from from (the dispatcher's
+// checkpoint), decoding each record in place and checking its CRC and its
+// PhysOffset, with no allocation per record. The first zero size, torn or
+// corrupt record ends the log: the rest of that file is zeroed with
+// FALLOC_FL_ZERO_RANGE (blocks stay allocated, nothing is written), later
+// files are deleted, the scanned files are fdatasynced, and the writer
+// continues right there. Zeroing matters: a record that was complete
+// behind a torn one must never reappear after later appends.
+package commitlog

@@ -1,0 +1,30 @@
+package commitlog
+
+import "errors"
+
+// Sentinel errors. Every error returned by this package wraps one of these
+// (or an os/syscall error) with context, so callers test with errors.Is.
+var (
+	// ErrCorrupt marks bytes that are not a valid record: bad size, magic,
+	// version, field lengths or CRC.
+	ErrCorrupt = errors.New("commitlog: corrupt record")
+	// ErrOutOfRange is returned for a physical offset below MinOffset or at
+	// or beyond WriteOffset.
+	ErrOutOfRange = errors.New("commitlog: offset out of range")
+	// ErrClosed is returned by every operation on a closed Log.
+	ErrClosed = errors.New("commitlog: log closed")
+	// ErrDiskFull is returned when space for the next file cannot be
+	// allocated (ENOSPC, EDQUOT, EFBIG). Nothing stored before is affected
+	// and the failed append wrote nothing.
+	ErrDiskFull = errors.New("commitlog: disk full")
+	// ErrTooLarge is returned for a message whose encoded record would be
+	// larger than Options.MaxRecordSize.
+	ErrTooLarge = errors.New("commitlog: record too large")
+	// ErrInvalid is returned for a message that cannot be encoded: a field
+	// longer than its length prefix allows, a negative Count or Partition,
+	// or FlagStampOffset with a body shorter than 8 bytes.
+	ErrInvalid = errors.New("commitlog: invalid message")
+	// ErrNotRecovered is returned by Append and AppendBatch before Recover
+	// has set the write position.
+	ErrNotRecovered = errors.New("commitlog: Recover has not run")
+)

@@ -1,0 +1,286 @@
+package commitlog
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+	"sync/atomic"
+
+	"github.com/sirupsen/logrus"
+)
+
+// Log is the commit log: one writer (under wmu), any number of readers.
+type Log struct {
+	opts Options
+	log  logrus.FieldLogger
+
+	// segMu serializes changes to the chain (roll, retention, recovery);
+	// readers load segs without locking and take a segment reference.
+	segMu sync.Mutex
+	segs  atomic.Pointer[[]*segment]
+
+	// Writer state, guarded by wmu.
+	wmu       sync.Mutex
+	recovered bool
+	cur       *segment
+	wpos      int64
+	ready     []*segment // allocated files after cur, in order
+	pending   bool       // a request to the preallocator is outstanding
+	offsets   map[queueKey]*int64
+	lastKey   queueKey
+	lastNext  *int64
+
+	preReq chan int64
+	preRes chan preallocResult
+
+	writeOff atomic.Int64
+	flushed  atomic.Int64
+	closed   atomic.Bool
+	mapped   atomic.Int64
+
+	appMu    sync.Mutex
+	appCh    chan struct{}
+	appTaken atomic.Bool
+
+	flushMu   sync.Mutex // one flush at a time
+	genMu     sync.Mutex
+	gen       *flushGen
+	flushKick chan struct{}
+
+	retMu  sync.Mutex
+	retFns []func(newMin int64)
+
+	stats  counters
+	intern *interner
+
+	stop      chan struct{}
+	wg        sync.WaitGroup
+	closeOnce sync.Once
+	closeErr  error
+}
+
+type queueKey struct {
+	topic     string
+	partition int32
+}
+
+// FileInfo describes one file of the log.
+type FileInfo struct {
+	Name string // file name: the base offset as 20 digits
+	Path string
+	Base int64 // physical offset of the file's first byte
+	Size int64
+}
+
+// Open maps the files in opts.Dir (creating it if needed). It does not
+// append: Recover must run first to find the end of the log and set the
+// write position.
+func Open(opts Options) (*Log, error) {
+	opts, err := opts.withDefaults()
+	if err != nil {
+		return nil, err
+	}
+	if err := os.MkdirAll(opts.Dir, 0o755); err != nil {
+		return nil, fmt.Errorf("commitlog: open %s: %w", opts.Dir, err)
+	}
+	l := &Log{
+		opts:      opts,
+		log:       opts.Logger.WithField("component", "commitlog"),
+		offsets:   make(map[queueKey]*int64),
+		preReq:    make(chan int64, 1),
+		preRes:    make(chan preallocResult, 1),
+		appCh:     make(chan struct{}),
+		gen:       &flushGen{done: make(chan struct{})},
+		flushKick: make(chan struct{}, 1),
+		intern:    newInterner(),
+		stop:      make(chan struct{}),
+	}
+	segs, err := l.openFiles()
+	if err != nil {
+		return nil, err
+	}
+	l.segs.Store(&segs)
+	if len(segs) > 0 {
+		l.writeOff.Store(segs[0].base)
+		l.flushed.Store(segs[0].base)
+	}
+	return l, nil
+}
+
+// openFiles maps every complete file and checks that they form one chain.
+func (l *Log) openFiles() ([]*segment, error) {
+	dir := l.opts.Dir
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		return nil, fmt.Errorf("commitlog: open %s: %w", dir, err)
+	}
+	var bases []int64
+	for _, e := range ents {
+		name := e.Name()
+		if strings.HasSuffix(name, tmpSuffix) {
+			if _, ok := parseSegmentName(strings.TrimSuffix(name, tmpSuffix)); ok {
+				// An allocation interrupted by a crash; never held data.
+				if err := os.Remove(filepath.Join(dir, name)); err != nil {
+					return nil, fmt.Errorf("commitlog: open: remove %s: %w", name, err)
+				}
+			}
+			continue
+		}
+		if base, ok := parseSegmentName(name); ok && e.Type().IsRegular() {
+			bases = append(bases, base)
+		}
+	}
+	sort.Slice(bases, func(i, j int) bool { return bases[i] < bases[j] })
+	segs := make([]*segment, 0, len(bases))
+	fail := func(err error) ([]*segment, error) {
+		for _, s := range segs {
+			s.release()
+		}
+		return nil, err
+	}
+	for _, base := range bases {
+		s, err := openSegment(filepath.Join(dir, segmentName(base)), base, &l.mapped)
+		if err != nil {
+			return fail(err)
+		}
+		if n := len(segs); n > 0 && segs[n-1].end() != base {
+			s.release()
+			return fail(fmt.Errorf("commitlog: open %s: file %s does not start where %s ends (%d): %w",
+				dir, segmentName(base), segmentName(segs[n-1].base), segs[n-1].end(), ErrCorrupt))
+		}
+		segs = append(segs, s)
+	}
+	return segs, nil
+}
+
+func (l *Log) chain() []*segment { return *l.segs.Load() }
+
+// setChain replaces the chain; segMu must be held.
+func (l *Log) setChain(segs []*segment) { l.segs.Store(&segs) }
+
+// MinOffset is the physical offset of the oldest byte still in the log.
+func (l *Log) MinOffset() int64 {
+	if segs := l.chain(); len(segs) > 0 {
+		return segs[0].base
+	}
+	return l.writeOff.Load()
+}
+
+// WriteOffset is the physical offset the next record will be written at
+// (or the start of the next file). Records before it are readable.
+func (l *Log) WriteOffset() int64 { return l.writeOff.Load() }
+
+// FlushedOffset is the physical offset before which everything is durable.
+func (l *Log) FlushedOffset() int64 { return l.flushed.Load() }
+
+// Files lists the files of the log, oldest first. Files allocated ahead of
+// the writer are not listed until the writer enters them.
+func (l *Log) Files() []FileInfo {
+	segs := l.chain()
+	out := make([]FileInfo, len(segs))
+	for i, s := range segs {
+		out[i] = FileInfo{Name: filepath.Base(s.path), Path: s.path, Base: s.base, Size: s.size}
+	}
+	return out
+}
+
+// MappedBytes is the size of everything currently mapped, including files
+// allocated ahead and files deleted by retention but still held by a View.
+func (l *Log) MappedBytes() int64 { return l.mapped.Load() }
+
+// Dir returns the directory of the log.
+func (l *Log) Dir() string { return l.opts.Dir }
+
+// Options returns the options in effect, defaults filled in.
+func (l *Log) Options() Options { return l.opts }
+
+// Appended returns a channel that is closed the next time WriteOffset
+// grows. Take the channel, then check WriteOffset, then wait: a growth
+// between the two is never missed. The writer only closes a channel that
+// somebody took, so an idle notification costs it one atomic load.
+func (l *Log) Appended() <-chan struct{} {
+	l.appMu.Lock()
+	ch := l.appCh
+	l.appTaken.Store(true)
+	l.appMu.Unlock()
+	return ch
+}
+
+func (l *Log) notifyAppended() {
+	if !l.appTaken.Load() {
+		return
+	}
+	l.appMu.Lock()
+	if l.appTaken.Load() {
+		close(l.appCh)
+		l.appCh = make(chan struct{})
+		l.appTaken.Store(false)
+	}
+	l.appMu.Unlock()
+}
+
+// Close stops the background work, flushes, and unmaps the files (a file
+// still held by a View is unmapped when the View is released). Files
+// allocated ahead of the writer are removed.
+func (l *Log) Close() error {
+	l.closeOnce.Do(func() { l.closeErr = l.close() })
+	return l.closeErr
+}
+
+func (l *Log) close() error {
+	l.wmu.Lock()
+	l.closed.Store(true)
+	// The preallocator drains what is queued before it exits, so a pending
+	// request always has its answer in preRes after wg.Wait.
+	close(l.preReq)
+	l.wmu.Unlock()
+	close(l.stop)
+	l.wg.Wait()
+
+	err := l.flush()
+
+	l.flushMu.Lock()
+	l.genMu.Lock()
+	close(l.gen.done)
+	l.gen = &flushGen{done: make(chan struct{}), err: ErrClosed}
+	close(l.gen.done)
+	l.genMu.Unlock()
+	l.flushMu.Unlock()
+
+	l.appMu.Lock()
+	close(l.appCh)
+	l.appCh = make(chan struct{})
+	close(l.appCh)
+	l.appTaken.Store(false)
+	l.appMu.Unlock()
+
+	l.wmu.Lock()
+	ahead := l.ready
+	l.ready = nil
+	if l.pending {
+		if r := <-l.preRes; r.seg != nil {
+			ahead = append(ahead, r.seg)
+		}
+		l.pending = false
+	}
+	l.cur = nil
+	l.wmu.Unlock()
+	for _, s := range ahead {
+		if rmErr := os.Remove(s.path); rmErr != nil && err == nil {
+			err = fmt.Errorf("commitlog: close: remove unused %s: %w", s.path, rmErr)
+		}
+		s.release()
+	}
+
+	l.segMu.Lock()
+	segs := l.chain()
+	l.setChain(nil)
+	l.segMu.Unlock()
+	for _, s := range segs {
+		s.release()
+	}
+	return err
+}
