@@ -1,0 +1,194 @@
+package broker
+
+import (
+	"context"
+	"encoding/binary"
+	"fmt"
+	"reflect"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kbin"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// handler answers one decoded request; a nil response means no answer is
+// sent (Produce with acks=0).
+type handler func(b *Broker, ctx context.Context, c *conn, req kmsg.Request) (kmsg.Response, error)
+
+type apiSpec struct {
+	key        int16
+	minVersion int16
+	maxVersion int16
+	handle     handler
+}
+
+// apis is the one table of what the broker implements: ApiVersions
+// advertises exactly these ranges and dispatch accepts exactly these.
+// Lower bounds: Produce v3 and Fetch v4 are the first with v2 record
+// batches. Upper bounds stop before versions that address topics by id only.
+// (Filled in init: handleApiVersions reads the table it is part of.)
+var apis []apiSpec
+
+func init() {
+	apis = []apiSpec{
+		{int16(kmsg.Produce), 3, 12, (*Broker).handleProduce},
+		{int16(kmsg.Fetch), 4, 12, (*Broker).handleFetch},
+		{int16(kmsg.ListOffsets), 1, 6, (*Broker).handleListOffsets},
+		{int16(kmsg.Metadata), 0, 12, (*Broker).handleMetadata},
+		{int16(kmsg.ApiVersions), 0, 4, (*Broker).handleApiVersions},
+		{int16(kmsg.CreateTopics), 0, 7, (*Broker).handleCreateTopics},
+		{int16(kmsg.DeleteTopics), 0, 6, (*Broker).handleDeleteTopics},
+		{int16(kmsg.InitProducerID), 0, 4, (*Broker).handleInitProducerID},
+		{int16(kmsg.DescribeConfigs), 0, 4, (*Broker).handleDescribeConfigs},
+		{int16(kmsg.CreatePartitions), 0, 3, (*Broker).handleCreatePartitions},
+	}
+}
+
+func lookupAPI(key int16) (apiSpec, bool) {
+	for _, a := range apis {
+		if a.key == key {
+			return a, true
+		}
+	}
+	return apiSpec{}, false
+}
+
+// minRequestHeader is api key, api version and correlation id.
+const minRequestHeader = 8
+
+// requestError closes the connection; api and version go to the log.
+type requestError struct {
+	api     string
+	version int16
+	err     error
+}
+
+func (e *requestError) Error() string { return e.err.Error() }
+func (e *requestError) Unwrap() error { return e.err }
+
+func reqErr(key, version int16, format string, args ...any) error {
+	name := kmsg.NameForKey(key)
+	if name == "" {
+		name = fmt.Sprintf("key %d", key)
+	}
+	return &requestError{api: name, version: version, err: fmt.Errorf(format, args...)}
+}
+
+// handle decodes one request frame (header, then kmsg body), runs its
+// handler and returns the encoded response frame, or nil for no response.
+// An error means the connection must be closed.
+func (c *conn) handle(frame []byte) ([]byte, error) {
+	r := kbin.Reader{Src: frame}
+	key := r.Int16()
+	version := r.Int16()
+	corr := r.Int32()
+	r.NullableString() // client id: not used
+	if !r.Ok() {
+		return nil, reqErr(key, version, "truncated request header")
+	}
+	req := kmsg.RequestForKey(key)
+	if req == nil {
+		return nil, reqErr(key, version, "unknown api key %d", key)
+	}
+	spec, known := lookupAPI(key)
+	if key == int16(kmsg.ApiVersions) && version > spec.maxVersion {
+		// KIP-511: a newer ApiVersions than ours is answered at v0 with
+		// UNSUPPORTED_VERSION and our table, without parsing the body.
+		resp := apiVersionsResponse(0)
+		resp.ErrorCode = kerr.UnsupportedVersion.Code
+		return c.encode(corr, resp), nil
+	}
+	if version < 0 || version > req.MaxVersion() {
+		return nil, reqErr(key, version, "version %d is beyond any known (max %d)", version, req.MaxVersion())
+	}
+	req.SetVersion(version)
+	if req.IsFlexible() {
+		kmsg.SkipTags(&r)
+		if !r.Ok() {
+			return nil, reqErr(key, version, "truncated request header tags")
+		}
+	}
+	if err := req.ReadFrom(r.Src); err != nil {
+		return nil, reqErr(key, version, "decode body: %v", err)
+	}
+	if !known || version < spec.minVersion || version > spec.maxVersion {
+		resp, err := unsupportedResponse(req)
+		if err != nil {
+			return nil, err
+		}
+		return c.encode(corr, resp), nil
+	}
+	start := time.Now()
+	resp, err := spec.handle(c.b, context.Background(), c, req)
+	c.b.metrics.observe(key, time.Since(start))
+	if err != nil {
+		return nil, reqErr(key, version, "%v", err)
+	}
+	if resp == nil {
+		return nil, nil
+	}
+	return c.encode(corr, resp), nil
+}
+
+// encode frames a response: size, correlation id, the response header's
+// tagged fields when the response is flexible (never for ApiVersions, whose
+// header stays v0 so any client can read it), then the kmsg body.
+func (c *conn) encode(corr int32, resp kmsg.Response) []byte {
+	buf := append(c.buf[:0], 0, 0, 0, 0, 0, 0, 0, 0)
+	if resp.IsFlexible() && resp.Key() != int16(kmsg.ApiVersions) {
+		buf = append(buf, 0)
+	}
+	buf = resp.AppendTo(buf)
+	binary.BigEndian.PutUint32(buf[0:], uint32(len(buf)-4))
+	binary.BigEndian.PutUint32(buf[4:], uint32(corr))
+	c.buf = buf
+	return buf
+}
+
+// unsupportedResponse answers a request for an API or version the broker
+// does not implement with UNSUPPORTED_VERSION in the response's top-level
+// error code, at the request's version so the client can parse it. A
+// response without a top-level error code cannot carry the error, and the
+// connection is closed, as Kafka does.
+func unsupportedResponse(req kmsg.Request) (kmsg.Response, error) {
+	resp := req.ResponseKind()
+	resp.SetVersion(req.GetVersion())
+	if fc, ok := req.(*kmsg.FindCoordinatorRequest); ok && fc.Version >= 4 {
+		out := resp.(*kmsg.FindCoordinatorResponse)
+		for _, k := range fc.CoordinatorKeys {
+			rc := kmsg.NewFindCoordinatorResponseCoordinator()
+			rc.Key = k
+			rc.NodeID = -1
+			rc.Port = -1
+			rc.ErrorCode = kerr.UnsupportedVersion.Code
+			out.Coordinators = append(out.Coordinators, rc)
+		}
+		return out, nil
+	}
+	f := reflect.ValueOf(resp).Elem().FieldByName("ErrorCode")
+	if !f.IsValid() || f.Kind() != reflect.Int16 {
+		return nil, reqErr(req.Key(), req.GetVersion(), "unsupported api or version and its response has no error code to carry UNSUPPORTED_VERSION")
+	}
+	f.SetInt(int64(kerr.UnsupportedVersion.Code))
+	return resp, nil
+}
+
+// apiVersionsResponse lists the table at the given response version.
+func apiVersionsResponse(version int16) *kmsg.ApiVersionsResponse {
+	resp := kmsg.NewPtrApiVersionsResponse()
+	resp.SetVersion(version)
+	for _, a := range apis {
+		k := kmsg.NewApiVersionsResponseApiKey()
+		k.ApiKey = a.key
+		k.MinVersion = a.minVersion
+		k.MaxVersion = a.maxVersion
+		resp.ApiKeys = append(resp.ApiKeys, k)
+	}
+	return resp
+}
+
+func (b *Broker) handleApiVersions(_ context.Context, _ *conn, kreq kmsg.Request) (kmsg.Response, error) {
+	req := kreq.(*kmsg.ApiVersionsRequest)
+	return apiVersionsResponse(req.Version), nil
+}

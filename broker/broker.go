@@ -1,0 +1,225 @@
+package broker
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"sync"
+	"time"
+
+	"github.com/sirupsen/logrus"
+)
+
+// Broker is one Kafka-protocol broker serving the unified log.
+type Broker struct {
+	cfg     Config
+	log     logrus.FieldLogger
+	meta    MetadataStore
+	st      storage
+	metrics *metrics
+	pids    *producerIDs
+
+	ln      net.Listener
+	adminLn net.Listener
+	admin   *http.Server
+
+	// topicMu is held shared while a request appends, exclusively while
+	// topics are created, deleted or grown, so a delete never interleaves
+	// with an append to the topic it removes.
+	topicMu sync.RWMutex
+
+	partsMu sync.Mutex
+	parts   map[topicPartition]*partitionState
+
+	// closing is closed when Close starts: long polls return early and
+	// connections stop reading new requests.
+	closing   chan struct{}
+	closeOnce sync.Once
+	closeErr  error
+
+	connMu sync.Mutex
+	conns  map[*conn]struct{}
+	connWG sync.WaitGroup
+	loopWG sync.WaitGroup
+}
+
+type topicPartition struct {
+	topic     string
+	partition int32
+}
+
+// Start opens the data directory (recovering storage), listens on
+// cfg.Listen and cfg.Admin and serves in the background until Close.
+func Start(cfg Config) (*Broker, error) {
+	cfg = cfg.withDefaults()
+	if cfg.DataDir == "" {
+		return nil, errors.New("broker: Config.DataDir is required")
+	}
+	if err := os.MkdirAll(cfg.DataDir, 0o755); err != nil {
+		return nil, fmt.Errorf("broker: create data dir %s: %w", cfg.DataDir, err)
+	}
+	meta, err := OpenFileMetadata(cfg.DataDir)
+	if err != nil {
+		return nil, err
+	}
+	b := &Broker{
+		cfg:     cfg,
+		log:     cfg.Logger,
+		meta:    meta,
+		parts:   make(map[topicPartition]*partitionState),
+		closing: make(chan struct{}),
+		conns:   make(map[*conn]struct{}),
+	}
+	b.pids = newProducerIDs(meta)
+	keep := func(topic string) bool {
+		_, ok := meta.Topic(topic)
+		return ok
+	}
+	if b.st, err = openDispatcherStorage(cfg, keep); err != nil {
+		meta.Close()
+		return nil, err
+	}
+	b.metrics = newMetrics(b)
+	if b.ln, err = net.Listen("tcp", cfg.Listen); err != nil {
+		b.st.Close()
+		meta.Close()
+		return nil, fmt.Errorf("broker: listen %s: %w", cfg.Listen, err)
+	}
+	if cfg.Admin != "" {
+		if b.adminLn, err = net.Listen("tcp", cfg.Admin); err != nil {
+			b.ln.Close()
+			b.st.Close()
+			meta.Close()
+			return nil, fmt.Errorf("broker: listen admin %s: %w", cfg.Admin, err)
+		}
+		b.admin = &http.Server{Handler: b.adminHandler(), ReadHeaderTimeout: 10 * time.Second}
+		b.loopWG.Add(1)
+		go func() {
+			defer b.loopWG.Done()
+			if err := b.admin.Serve(b.adminLn); err != nil && !errors.Is(err, http.ErrServerClosed) {
+				b.log.WithError(err).Error("admin server stopped")
+			}
+		}()
+	}
+	b.loopWG.Add(1)
+	go b.acceptLoop()
+	b.log.WithFields(logrus.Fields{"listen": b.Addr(), "admin": b.AdminAddr(), "data_dir": cfg.DataDir}).Info("broker started")
+	return b, nil
+}
+
+// Addr is the address the Kafka listener is bound to.
+func (b *Broker) Addr() string { return b.ln.Addr().String() }
+
+// AdminAddr is the admin HTTP address, or "" when disabled.
+func (b *Broker) AdminAddr() string {
+	if b.adminLn == nil {
+		return ""
+	}
+	return b.adminLn.Addr().String()
+}
+
+func (b *Broker) acceptLoop() {
+	defer b.loopWG.Done()
+	for {
+		nc, err := b.ln.Accept()
+		if err != nil {
+			select {
+			case <-b.closing:
+				return
+			default:
+			}
+			var ne net.Error
+			if errors.As(err, &ne) && ne.Timeout() {
+				continue
+			}
+			b.log.WithError(err).Error("accept failed, listener stopped")
+			return
+		}
+		c, ok := b.register(nc)
+		if !ok {
+			b.log.WithFields(logrus.Fields{"remote": nc.RemoteAddr().String(), "max_connections": b.cfg.MaxConnections}).Warn("connection refused: too many connections")
+			nc.Close()
+			continue
+		}
+		go c.serve()
+	}
+}
+
+func (b *Broker) register(nc net.Conn) (*conn, bool) {
+	b.connMu.Lock()
+	defer b.connMu.Unlock()
+	select {
+	case <-b.closing:
+		return nil, false
+	default:
+	}
+	if len(b.conns) >= b.cfg.MaxConnections {
+		return nil, false
+	}
+	c := newConn(b, nc)
+	b.conns[c] = struct{}{}
+	b.connWG.Add(1)
+	b.metrics.connections.Inc()
+	return c, true
+}
+
+func (b *Broker) unregister(c *conn) {
+	b.connMu.Lock()
+	delete(b.conns, c)
+	b.connMu.Unlock()
+	b.metrics.connections.Dec()
+	b.connWG.Done()
+}
+
+// Close stops accepting, lets every in-flight request finish (long polls
+// return what they have), then flushes and closes storage with a clean
+// checkpoint.
+func (b *Broker) Close() error {
+	b.closeOnce.Do(func() {
+		b.connMu.Lock()
+		close(b.closing)
+		for c := range b.conns {
+			c.interruptRead()
+		}
+		b.connMu.Unlock()
+		errs := []error{b.ln.Close()}
+		b.connWG.Wait()
+		if b.admin != nil {
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			errs = append(errs, b.admin.Shutdown(ctx))
+			cancel()
+		}
+		b.loopWG.Wait()
+		errs = append(errs, b.st.Close(), b.meta.Close())
+		b.closeErr = errors.Join(errs...)
+		b.log.WithField("data_dir", b.cfg.DataDir).Info("broker stopped")
+	})
+	return b.closeErr
+}
+
+// partition returns the per-partition produce state.
+func (b *Broker) partition(topic string, partition int32) *partitionState {
+	tp := topicPartition{topic, partition}
+	b.partsMu.Lock()
+	defer b.partsMu.Unlock()
+	p, ok := b.parts[tp]
+	if !ok {
+		p = &partitionState{}
+		b.parts[tp] = p
+	}
+	return p
+}
+
+// forgetTopic drops the produce state of a deleted topic.
+func (b *Broker) forgetTopic(topic string) {
+	b.partsMu.Lock()
+	defer b.partsMu.Unlock()
+	for tp := range b.parts {
+		if tp.topic == topic {
+			delete(b.parts, tp)
+		}
+	}
+}

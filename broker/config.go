@@ -1,0 +1,92 @@
+package broker
+
+import (
+	"time"
+
+	"github.com/sirupsen/logrus"
+
+	"github.com/unilog/unilog/commitlog"
+)
+
+// Config configures one broker. Zero values take the defaults documented on
+// each field, so Config{DataDir: dir, Listen: "127.0.0.1:0"} is a working
+// broker.
+type Config struct {
+	// DataDir holds the unified storage (commit log, consume queues,
+	// checkpoint) and the topic metadata file.
+	DataDir string
+	// Listen is the Kafka listener address (":0" picks a free port).
+	// Default 127.0.0.1:9092.
+	Listen string
+	// Admin is the HTTP address serving /metrics and /healthz; empty
+	// disables the admin server.
+	Admin string
+	// Flush selects when appended data is flushed; with FlushSync a
+	// produce with acks=-1 is answered only after the flush covering it.
+	Flush commitlog.FlushMode
+	// FileSize is the size of each commit log file (0 = commitlog default).
+	FileSize int64
+	// AutoCreateTopics creates unknown topics named by Metadata (when the
+	// client allows it) and Produce requests.
+	AutoCreateTopics bool
+	// DefaultPartitions is the partition count of auto-created topics and
+	// of CreateTopics asking for -1. Default 1.
+	DefaultPartitions int32
+	// MaxMessageBytes caps one record batch (Kafka's max.message.bytes).
+	// Default 1 MiB + 12 bytes, as Kafka.
+	MaxMessageBytes int32
+	// MaxRequestBytes caps one request frame (socket.request.max.bytes).
+	// Default 100 MiB.
+	MaxRequestBytes int32
+	// MaxConnections caps concurrently open client connections; further
+	// connections are closed right after accept. Default 4096.
+	MaxConnections int
+	// ReadTimeout bounds the time to receive one whole request, including
+	// the idle time before it (Kafka's connections.max.idle.ms). Default
+	// 10 minutes; negative disables.
+	ReadTimeout time.Duration
+	// WriteTimeout bounds writing one response. Default 30s; negative
+	// disables.
+	WriteTimeout time.Duration
+	// NodeID is this broker's id in Metadata responses.
+	NodeID int32
+	// Logger receives structured logs; nil uses logrus' standard logger.
+	Logger logrus.FieldLogger
+}
+
+const (
+	defaultListen          = "127.0.0.1:9092"
+	defaultMaxMessageBytes = 1<<20 + 12
+	defaultMaxRequestBytes = 100 << 20
+	defaultMaxConnections  = 4096
+	defaultReadTimeout     = 10 * time.Minute
+	defaultWriteTimeout    = 30 * time.Second
+)
+
+func (c Config) withDefaults() Config {
+	if c.Listen == "" {
+		c.Listen = defaultListen
+	}
+	if c.DefaultPartitions <= 0 {
+		c.DefaultPartitions = 1
+	}
+	if c.MaxMessageBytes <= 0 {
+		c.MaxMessageBytes = defaultMaxMessageBytes
+	}
+	if c.MaxRequestBytes <= 0 {
+		c.MaxRequestBytes = defaultMaxRequestBytes
+	}
+	if c.MaxConnections <= 0 {
+		c.MaxConnections = defaultMaxConnections
+	}
+	if c.ReadTimeout == 0 {
+		c.ReadTimeout = defaultReadTimeout
+	}
+	if c.WriteTimeout == 0 {
+		c.WriteTimeout = defaultWriteTimeout
+	}
+	if c.Logger == nil {
+		c.Logger = logrus.StandardLogger()
+	}
+	return c
+}

@@ -1,0 +1,152 @@
+package broker
+
+import (
+	"context"
+	"errors"
+	"math"
+	"reflect"
+	"time"
+
+	"github.com/sirupsen/logrus"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// handleFetch serves stored batches as stored: the consume queue locates
+// the batch holding each requested offset, its bytes are copied from the
+// mapped log into the response, and reading continues with the next batch.
+// When fewer than min_bytes are available the request waits, up to
+// max_wait_ms, on the dispatcher's watch channels of every partition it
+// asked for; a broker Close ends the wait early.
+//
+// Fetch sessions (KIP-227) are not kept: SessionID 0 in the answer tells the
+// client to send full requests.
+func (b *Broker) handleFetch(ctx context.Context, _ *conn, kreq kmsg.Request) (kmsg.Response, error) {
+	req := kreq.(*kmsg.FetchRequest)
+	if req.Version >= 7 && (req.SessionID != 0 || req.SessionEpoch > 0) {
+		resp := req.ResponseKind().(*kmsg.FetchResponse)
+		resp.ErrorCode = kerr.FetchSessionIDNotFound.Code
+		return resp, nil
+	}
+	deadline := time.Now().Add(time.Duration(req.MaxWaitMillis) * time.Millisecond)
+	for {
+		resp, total, failed, watches := b.fetchOnce(req)
+		if failed || total >= int(req.MinBytes) || req.MaxWaitMillis <= 0 || !time.Now().Before(deadline) {
+			b.metrics.fetchedBytes.Add(float64(total))
+			return resp, nil
+		}
+		if !b.waitData(ctx, watches, deadline) {
+			resp, total, _, _ := b.fetchOnce(req)
+			b.metrics.fetchedBytes.Add(float64(total))
+			return resp, nil
+		}
+	}
+}
+
+// waitData blocks until a watched partition grows (true) or the deadline,
+// the context or the broker's close (false).
+func (b *Broker) waitData(ctx context.Context, watches []<-chan struct{}, deadline time.Time) bool {
+	timer := time.NewTimer(time.Until(deadline))
+	defer timer.Stop()
+	cases := make([]reflect.SelectCase, 0, len(watches)+3)
+	cases = append(cases,
+		reflect.SelectCase{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(timer.C)},
+		reflect.SelectCase{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(b.closing)},
+		reflect.SelectCase{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(ctx.Done())},
+	)
+	for _, w := range watches {
+		cases = append(cases, reflect.SelectCase{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(w)})
+	}
+	chosen, _, _ := reflect.Select(cases)
+	return chosen >= 3
+}
+
+// fetchOnce builds a response from what is stored now. It returns the
+// number of record bytes, whether any partition failed (which answers at
+// once, as Kafka), and a watch per partition for the long poll.
+func (b *Broker) fetchOnce(req *kmsg.FetchRequest) (*kmsg.FetchResponse, int, bool, []<-chan struct{}) {
+	resp := req.ResponseKind().(*kmsg.FetchResponse)
+	maxBytes := int(req.MaxBytes)
+	if req.Version < 3 || maxBytes <= 0 {
+		maxBytes = math.MaxInt32
+	}
+	var (
+		total   int
+		failed  bool
+		watches []<-chan struct{}
+	)
+	for _, t := range req.Topics {
+		rt := kmsg.NewFetchResponseTopic()
+		rt.Topic = t.Topic
+		rt.TopicID = t.TopicID
+		meta, known := b.meta.Topic(t.Topic)
+		for _, p := range t.Partitions {
+			rp := kmsg.NewFetchResponseTopicPartition()
+			rp.Partition = p.Partition
+			rp.HighWatermark = -1
+			rp.LastStableOffset = -1
+			rp.LogStartOffset = -1
+			if !known || p.Partition < 0 || p.Partition >= meta.Partitions {
+				rp.ErrorCode = kerr.UnknownTopicOrPartition.Code
+				failed = true
+				rt.Partitions = append(rt.Partitions, rp)
+				continue
+			}
+			lo, hi := b.st.Bounds(t.Topic, p.Partition)
+			rp.HighWatermark = hi
+			rp.LastStableOffset = hi
+			rp.LogStartOffset = lo
+			if p.FetchOffset < lo || p.FetchOffset > hi {
+				rp.ErrorCode = kerr.OffsetOutOfRange.Code
+				failed = true
+				rt.Partitions = append(rt.Partitions, rp)
+				continue
+			}
+			budget := min(int(p.PartitionMaxBytes), maxBytes-total)
+			if p.PartitionMaxBytes <= 0 {
+				budget = maxBytes - total
+			}
+			recs, err := b.readBatches(t.Topic, p.Partition, p.FetchOffset, hi, budget, total == 0)
+			if err != nil {
+				rp.ErrorCode = err.Code
+				failed = true
+			}
+			rp.RecordBatches = recs
+			total += len(recs)
+			watches = append(watches, b.st.Watch(t.Topic, p.Partition, hi))
+			rt.Partitions = append(rt.Partitions, rp)
+		}
+		resp.Topics = append(resp.Topics, rt)
+	}
+	return resp, total, failed, watches
+}
+
+// readBatches copies whole stored batches from offset up to hi while they
+// fit in budget. When first is set (nothing else in the response yet) the
+// first batch is returned even if it alone exceeds the budget, so a
+// consumer never stalls on a batch larger than its limits (KIP-74).
+func (b *Broker) readBatches(topic string, partition int32, offset, hi int64, budget int, first bool) ([]byte, *kerr.Error) {
+	var recs []byte
+	for offset < hi {
+		out, _, next, err := b.st.ReadBatch(topic, partition, offset, recs)
+		if err != nil {
+			if len(recs) > 0 {
+				break
+			}
+			if errors.Is(err, errStorageRange) {
+				return nil, kerr.OffsetOutOfRange
+			}
+			b.log.WithFields(logrus.Fields{"api": "Fetch", "topic": topic, "partition": partition, "offset": offset, "error": err}).Error("read failed")
+			return nil, kerr.KafkaStorageError
+		}
+		if len(out) > budget && !(first && len(recs) == 0) {
+			break
+		}
+		recs = out
+		offset = next
+		if len(recs) >= budget {
+			break
+		}
+	}
+	return recs, nil
+}

@@ -1,0 +1,68 @@
+package broker
+
+import (
+	"errors"
+	"fmt"
+)
+
+// TopicMeta is the cluster metadata of one topic.
+type TopicMeta struct {
+	Name       string   `json:"name"`
+	ID         [16]byte `json:"id"`
+	Partitions int32    `json:"partitions"`
+	// CreatedMs is the creation time in unix milliseconds.
+	CreatedMs int64 `json:"created_ms"`
+}
+
+// MetadataStore holds the cluster metadata the broker owns: topics and the
+// producer id counter. It is the one seam for moving metadata into a
+// replicated control plane; every method is safe for concurrent use and a
+// mutation returns only once it is durable.
+type MetadataStore interface {
+	// Topics lists every topic, sorted by name.
+	Topics() []TopicMeta
+	// Topic returns one topic.
+	Topic(name string) (TopicMeta, bool)
+	// CreateTopic adds a topic; ErrTopicExists if the name is taken.
+	CreateTopic(t TopicMeta) error
+	// DeleteTopic removes a topic; ErrUnknownTopic if it does not exist.
+	DeleteTopic(name string) error
+	// SetPartitions changes a topic's partition count.
+	SetPartitions(name string, partitions int32) error
+	// ReserveProducerIDs durably reserves n producer ids and returns the
+	// first; ids are never handed out twice, even across restarts.
+	ReserveProducerIDs(n int64) (first int64, err error)
+	// Close releases the store.
+	Close() error
+}
+
+// Metadata store errors.
+var (
+	ErrTopicExists  = errors.New("broker: topic already exists")
+	ErrUnknownTopic = errors.New("broker: unknown topic")
+	ErrCorrupt      = errors.New("broker: corrupt metadata")
+	ErrClosed       = errors.New("broker: closed")
+)
+
+// maxTopicNameLen is Kafka's limit (249, so that partition directory names
+// stay within 255 bytes).
+const maxTopicNameLen = 249
+
+// validTopicName applies Kafka's topic name rules.
+func validTopicName(name string) error {
+	switch {
+	case name == "":
+		return errors.New("topic name is empty")
+	case name == "." || name == "..":
+		return fmt.Errorf("topic name %q is not allowed", name)
+	case len(name) > maxTopicNameLen:
+		return fmt.Errorf("topic name is %d characters, the limit is %d", len(name), maxTopicNameLen)
+	}
+	for i := 0; i < len(name); i++ {
+		c := name[i]
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '.' || c == '_' || c == '-') {
+			return fmt.Errorf("topic name %q contains %q; only ASCII alphanumerics, '.', '_' and '-' are allowed", name, c)
+		}
+	}
+	return nil
+}

@@ -1,0 +1,90 @@
+package broker
+
+import (
+	"context"
+	"net"
+	"strconv"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// clusterID names this single-broker cluster in Metadata.
+const clusterID = "unilog"
+
+// advertised is the address a client reaches this broker at: the local
+// end of its own connection, so a wildcard listener advertises something
+// routable.
+func (c *conn) advertised() (string, int32) {
+	host, port, err := net.SplitHostPort(c.nc.LocalAddr().String())
+	if err != nil {
+		return "127.0.0.1", 9092
+	}
+	p, _ := strconv.Atoi(port)
+	return host, int32(p)
+}
+
+func (b *Broker) handleMetadata(_ context.Context, c *conn, kreq kmsg.Request) (kmsg.Response, error) {
+	req := kreq.(*kmsg.MetadataRequest)
+	resp := req.ResponseKind().(*kmsg.MetadataResponse)
+
+	host, port := c.advertised()
+	br := kmsg.NewMetadataResponseBroker()
+	br.NodeID = b.cfg.NodeID
+	br.Host = host
+	br.Port = port
+	resp.Brokers = append(resp.Brokers, br)
+	resp.ClusterID = kmsg.StringPtr(clusterID)
+	resp.ControllerID = b.cfg.NodeID
+
+	// v0 lists everything for an empty list; v1+ for a null one.
+	if req.Topics == nil || req.Version == 0 && len(req.Topics) == 0 {
+		for _, t := range b.meta.Topics() {
+			resp.Topics = append(resp.Topics, b.topicMetadata(t))
+		}
+		return resp, nil
+	}
+	allowCreate := req.Version < 4 || req.AllowAutoTopicCreation
+	for _, rt := range req.Topics {
+		var name string
+		switch {
+		case rt.Topic != nil:
+			name = *rt.Topic
+		default:
+			name = b.topicNameByID(rt.TopicID)
+		}
+		if b.cfg.AutoCreateTopics && allowCreate {
+			b.autoCreate(name)
+		}
+		t, ok := b.meta.Topic(name)
+		if !ok {
+			mt := kmsg.NewMetadataResponseTopic()
+			mt.Topic = kmsg.StringPtr(name)
+			mt.TopicID = rt.TopicID
+			mt.ErrorCode = kerr.UnknownTopicOrPartition.Code
+			if validTopicName(name) != nil {
+				mt.ErrorCode = kerr.InvalidTopicException.Code
+			}
+			resp.Topics = append(resp.Topics, mt)
+			continue
+		}
+		resp.Topics = append(resp.Topics, b.topicMetadata(t))
+	}
+	return resp, nil
+}
+
+func (b *Broker) topicMetadata(t TopicMeta) kmsg.MetadataResponseTopic {
+	mt := kmsg.NewMetadataResponseTopic()
+	mt.Topic = kmsg.StringPtr(t.Name)
+	mt.TopicID = t.ID
+	for p := int32(0); p < t.Partitions; p++ {
+		mp := kmsg.NewMetadataResponseTopicPartition()
+		mp.Partition = p
+		mp.Leader = b.cfg.NodeID
+		mp.LeaderEpoch = 0
+		mp.Replicas = []int32{b.cfg.NodeID}
+		mp.ISR = []int32{b.cfg.NodeID}
+		mt.Partitions = append(mt.Partitions, mp)
+	}
+	return mt
+}

@@ -1,0 +1,233 @@
+package broker
+
+import (
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"hash/crc32"
+	"os"
+	"path/filepath"
+	"sort"
+	"sync"
+)
+
+// MetadataFileName is the metadata file inside the data directory.
+const MetadataFileName = "metadata"
+
+const (
+	metaMagic      = "ULMD"
+	metaVersion    = 1
+	metaHeaderSize = 14
+)
+
+// metaDoc is the JSON body of the metadata file.
+type metaDoc struct {
+	// Generation increases with every write, for inspection.
+	Generation     uint64      `json:"generation"`
+	NextProducerID int64       `json:"next_producer_id"`
+	Topics         []TopicMeta `json:"topics"`
+}
+
+// fileMetadata is the MetadataStore kept in one file, rewritten whole and
+// atomically (tmp, fsync, rename, fsync dir) on every change. Changes are
+// rare (topic admin, one write per producer id block), so simplicity wins.
+type fileMetadata struct {
+	path string
+
+	mu     sync.RWMutex
+	doc    metaDoc
+	topics map[string]TopicMeta
+	closed bool
+}
+
+// OpenFileMetadata opens (or creates) the metadata file <dir>/metadata.
+func OpenFileMetadata(dir string) (MetadataStore, error) {
+	m := &fileMetadata{path: filepath.Join(dir, MetadataFileName), topics: make(map[string]TopicMeta)}
+	b, err := os.ReadFile(m.path)
+	switch {
+	case errors.Is(err, os.ErrNotExist):
+		return m, nil
+	case err != nil:
+		return nil, fmt.Errorf("broker: read metadata %s: %w", m.path, err)
+	}
+	doc, err := decodeMetadata(b)
+	if err != nil {
+		return nil, fmt.Errorf("broker: metadata %s: %w", m.path, err)
+	}
+	m.doc = doc
+	for _, t := range doc.Topics {
+		m.topics[t.Name] = t
+	}
+	return m, nil
+}
+
+// encodeMetadata frames the JSON body: magic, version, length, CRC32C.
+func encodeMetadata(doc metaDoc) ([]byte, error) {
+	body, err := json.Marshal(doc)
+	if err != nil {
+		return nil, err
+	}
+	b := make([]byte, metaHeaderSize, metaHeaderSize+len(body))
+	copy(b, metaMagic)
+	binary.BigEndian.PutUint16(b[4:], metaVersion)
+	binary.BigEndian.PutUint32(b[6:], uint32(len(body)))
+	binary.BigEndian.PutUint32(b[10:], crc32.Checksum(body, castagnoli))
+	return append(b, body...), nil
+}
+
+func decodeMetadata(b []byte) (metaDoc, error) {
+	var doc metaDoc
+	if len(b) < metaHeaderSize || string(b[:4]) != metaMagic {
+		return doc, fmt.Errorf("%w: bad header", ErrCorrupt)
+	}
+	if v := binary.BigEndian.Uint16(b[4:]); v != metaVersion {
+		return doc, fmt.Errorf("%w: unsupported version %d", ErrCorrupt, v)
+	}
+	n := binary.BigEndian.Uint32(b[6:])
+	body := b[metaHeaderSize:]
+	if uint64(n) != uint64(len(body)) {
+		return doc, fmt.Errorf("%w: body is %d bytes, header says %d", ErrCorrupt, len(body), n)
+	}
+	if crc := crc32.Checksum(body, castagnoli); crc != binary.BigEndian.Uint32(b[10:]) {
+		return doc, fmt.Errorf("%w: CRC mismatch", ErrCorrupt)
+	}
+	if err := json.Unmarshal(body, &doc); err != nil {
+		return doc, fmt.Errorf("%w: %v", ErrCorrupt, err)
+	}
+	return doc, nil
+}
+
+// commit writes next durably and only then makes it current.
+func (m *fileMetadata) commit(next metaDoc, topics map[string]TopicMeta) error {
+	if m.closed {
+		return ErrClosed
+	}
+	next.Generation = m.doc.Generation + 1
+	next.Topics = make([]TopicMeta, 0, len(topics))
+	for _, t := range topics {
+		next.Topics = append(next.Topics, t)
+	}
+	sort.Slice(next.Topics, func(i, j int) bool { return next.Topics[i].Name < next.Topics[j].Name })
+	b, err := encodeMetadata(next)
+	if err != nil {
+		return fmt.Errorf("broker: encode metadata: %w", err)
+	}
+	if err := writeFileAtomic(m.path, b); err != nil {
+		return err
+	}
+	m.doc = next
+	m.topics = topics
+	return nil
+}
+
+func writeFileAtomic(path string, b []byte) error {
+	tmp := path + ".tmp"
+	f, err := os.OpenFile(tmp, os.O_CREATE|os.O_TRUNC|os.O_WRONLY, 0o644)
+	if err != nil {
+		return fmt.Errorf("broker: write %s: %w", tmp, err)
+	}
+	_, err = f.Write(b)
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(tmp, path)
+	}
+	if err != nil {
+		os.Remove(tmp)
+		return fmt.Errorf("broker: write %s: %w", path, err)
+	}
+	d, err := os.Open(filepath.Dir(path))
+	if err != nil {
+		return fmt.Errorf("broker: sync dir of %s: %w", path, err)
+	}
+	defer d.Close()
+	if err := d.Sync(); err != nil {
+		return fmt.Errorf("broker: sync dir of %s: %w", path, err)
+	}
+	return nil
+}
+
+func (m *fileMetadata) copyTopics() map[string]TopicMeta {
+	c := make(map[string]TopicMeta, len(m.topics)+1)
+	for k, v := range m.topics {
+		c[k] = v
+	}
+	return c
+}
+
+func (m *fileMetadata) Topics() []TopicMeta {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	out := make([]TopicMeta, 0, len(m.topics))
+	for _, t := range m.topics {
+		out = append(out, t)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out
+}
+
+func (m *fileMetadata) Topic(name string) (TopicMeta, bool) {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	t, ok := m.topics[name]
+	return t, ok
+}
+
+func (m *fileMetadata) CreateTopic(t TopicMeta) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if _, ok := m.topics[t.Name]; ok {
+		return fmt.Errorf("%w: %s", ErrTopicExists, t.Name)
+	}
+	topics := m.copyTopics()
+	topics[t.Name] = t
+	return m.commit(m.doc, topics)
+}
+
+func (m *fileMetadata) DeleteTopic(name string) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if _, ok := m.topics[name]; !ok {
+		return fmt.Errorf("%w: %s", ErrUnknownTopic, name)
+	}
+	topics := m.copyTopics()
+	delete(topics, name)
+	return m.commit(m.doc, topics)
+}
+
+func (m *fileMetadata) SetPartitions(name string, partitions int32) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	t, ok := m.topics[name]
+	if !ok {
+		return fmt.Errorf("%w: %s", ErrUnknownTopic, name)
+	}
+	topics := m.copyTopics()
+	t.Partitions = partitions
+	topics[name] = t
+	return m.commit(m.doc, topics)
+}
+
+func (m *fileMetadata) ReserveProducerIDs(n int64) (int64, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	next := m.doc
+	first := next.NextProducerID
+	next.NextProducerID += n
+	if err := m.commit(next, m.copyTopics()); err != nil {
+		return 0, err
+	}
+	return first, nil
+}
+
+func (m *fileMetadata) Close() error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.closed = true
+	return nil
+}

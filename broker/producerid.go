@@ -1,0 +1,69 @@
+package broker
+
+import (
+	"context"
+	"math"
+	"sync"
+
+	"github.com/sirupsen/logrus"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// producerIDBlock is how many producer ids one metadata write reserves.
+const producerIDBlock = 1000
+
+// producerIDs hands out producer ids from durably reserved blocks, so an id
+// is never reused after a restart (that would confuse sequence state
+// rebuilt from the log).
+type producerIDs struct {
+	meta MetadataStore
+
+	mu        sync.Mutex
+	next, end int64
+}
+
+func newProducerIDs(meta MetadataStore) *producerIDs { return &producerIDs{meta: meta} }
+
+func (p *producerIDs) allocate() (int64, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.next == p.end {
+		first, err := p.meta.ReserveProducerIDs(producerIDBlock)
+		if err != nil {
+			return 0, err
+		}
+		p.next, p.end = first, first+producerIDBlock
+	}
+	id := p.next
+	p.next++
+	return id, nil
+}
+
+// handleInitProducerID serves idempotent producers. Transactions are not
+// implemented, so a transactional id is refused.
+func (b *Broker) handleInitProducerID(_ context.Context, _ *conn, kreq kmsg.Request) (kmsg.Response, error) {
+	req := kreq.(*kmsg.InitProducerIDRequest)
+	resp := req.ResponseKind().(*kmsg.InitProducerIDResponse)
+	resp.ProducerID = -1
+	resp.ProducerEpoch = -1
+	if req.TransactionalID != nil {
+		resp.ErrorCode = kerr.TransactionalIDAuthorizationFailed.Code
+		return resp, nil
+	}
+	// KIP-360: a producer that knows its id asks for an epoch bump.
+	if req.ProducerID >= 0 && req.ProducerEpoch >= 0 && req.ProducerEpoch < math.MaxInt16 {
+		resp.ProducerID = req.ProducerID
+		resp.ProducerEpoch = req.ProducerEpoch + 1
+		return resp, nil
+	}
+	id, err := b.pids.allocate()
+	if err != nil {
+		b.log.WithFields(logrus.Fields{"api": "InitProducerID", "error": err}).Error("cannot reserve producer ids")
+		resp.ErrorCode = kerr.KafkaStorageError.Code
+		return resp, nil
+	}
+	resp.ProducerID = id
+	resp.ProducerEpoch = 0
+	return resp, nil
+}

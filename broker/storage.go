@@ -1,0 +1,54 @@
+package broker
+
+import (
+	"context"
+	"errors"
+	"time"
+)
+
+// storage is what the broker needs from the unified log, owned here so the
+// protocol layer does not depend on how storage is composed. The dispatcher
+// adapter (storage_dispatcher.go) is the production implementation.
+type storage interface {
+	// Append stores one record batch for topic/partition as one commit log
+	// record spanning count offsets, with the base offset stamped into the
+	// batch. It returns the base offset and the physical end of the record.
+	Append(topic string, partition int32, count int32, maxTimestamp int64, batch []byte) (base, end int64, err error)
+	// WaitDurable blocks until the log is flushed through end.
+	WaitDurable(ctx context.Context, end int64) error
+	// WaitDispatched blocks until the consume queues index the log through end.
+	WaitDispatched(ctx context.Context, end int64) error
+	// WriteOffset is the physical end of the log.
+	WriteOffset() int64
+	// Bounds returns the first and the next offset of a partition; an
+	// unwritten partition is [0, 0).
+	Bounds(topic string, partition int32) (min, max int64)
+	// ReadBatch appends to dst the stored batch holding offset and returns
+	// the batch's first offset and the offset after it; errStorageRange
+	// when offset is not (or no longer) stored.
+	ReadBatch(topic string, partition int32, offset int64, dst []byte) (out []byte, base, next int64, err error)
+	// OffsetForTime returns the first offset stored at or after ts (unix
+	// ms) and its store timestamp; ok is false when there is none.
+	OffsetForTime(topic string, partition int32, ts int64) (offset, storeTS int64, ok bool)
+	// Watch returns a channel closed once the partition holds an offset
+	// beyond offset.
+	Watch(topic string, partition int32, offset int64) <-chan struct{}
+	// DeleteTopic drops the topic's consume queues and offset counters.
+	DeleteTopic(topic string) error
+	// Stats reports sizes for the metrics.
+	Stats() storageStats
+	// Close flushes and closes the storage with a clean checkpoint.
+	Close() error
+}
+
+type storageStats struct {
+	LogBytes int64
+	LagBytes int64
+	LagTime  time.Duration
+}
+
+// errStorageRange reports an offset the storage does not hold.
+var errStorageRange = errors.New("broker: offset not stored")
+
+// errStorageTooLarge reports a record larger than the log accepts.
+var errStorageTooLarge = errors.New("broker: record too large for the commit log")

@@ -1,0 +1,131 @@
+package broker
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/unilog/unilog/commitlog"
+	"github.com/unilog/unilog/consumequeue"
+	"github.com/unilog/unilog/dispatcher"
+)
+
+// dispatcherStorage is the storage of a data directory opened with
+// package dispatcher: appends go to the commit log, reads through the
+// consume queues.
+type dispatcherStorage struct {
+	d   *dispatcher.Dispatcher
+	log *commitlog.Log
+	cq  *consumequeue.Store
+}
+
+func openDispatcherStorage(cfg Config, keep func(topic string) bool) (*dispatcherStorage, error) {
+	d, err := dispatcher.Open(dispatcher.Options{
+		Dir: cfg.DataDir,
+		CommitLog: commitlog.Options{
+			FileSize:  cfg.FileSize,
+			FlushMode: cfg.Flush,
+			Logger:    cfg.Logger,
+		},
+		ConsumeQueue: consumequeue.Options{Logger: cfg.Logger},
+		Keep:         keep,
+		Logger:       cfg.Logger,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("broker: open storage: %w", err)
+	}
+	return &dispatcherStorage{d: d, log: d.Log(), cq: d.Queues()}, nil
+}
+
+func (s *dispatcherStorage) Append(topic string, partition int32, count int32, maxTimestamp int64, batch []byte) (int64, int64, error) {
+	pos, err := s.log.Append(&commitlog.Message{
+		Topic:             topic,
+		Partition:         partition,
+		Count:             count,
+		Flags:             commitlog.FlagStampOffset,
+		ProducerTimestamp: maxTimestamp,
+		Body:              batch,
+	})
+	if err != nil {
+		if errors.Is(err, commitlog.ErrTooLarge) {
+			return 0, 0, fmt.Errorf("%w: %w", errStorageTooLarge, err)
+		}
+		return 0, 0, err
+	}
+	return pos.QueueOffset, pos.End(), nil
+}
+
+func (s *dispatcherStorage) WaitDurable(ctx context.Context, end int64) error {
+	return s.log.WaitDurable(ctx, end)
+}
+
+func (s *dispatcherStorage) WaitDispatched(ctx context.Context, end int64) error {
+	return s.d.WaitDispatched(ctx, end)
+}
+
+func (s *dispatcherStorage) WriteOffset() int64 { return s.log.WriteOffset() }
+
+func (s *dispatcherStorage) Bounds(topic string, partition int32) (int64, int64) {
+	q, ok := s.cq.Lookup(topic, partition)
+	if !ok {
+		return 0, 0
+	}
+	return q.MinOffset(), q.MaxOffset()
+}
+
+func (s *dispatcherStorage) ReadBatch(topic string, partition int32, offset int64, dst []byte) ([]byte, int64, int64, error) {
+	q, ok := s.cq.Lookup(topic, partition)
+	if !ok {
+		return dst, 0, 0, errStorageRange
+	}
+	e, err := q.Get(offset)
+	if err != nil {
+		if errors.Is(err, consumequeue.ErrOutOfRange) {
+			return dst, 0, 0, errStorageRange
+		}
+		return dst, 0, 0, fmt.Errorf("broker: %s/%d offset %d: %w", topic, partition, offset, err)
+	}
+	v, err := s.log.Read(e.PhysOffset)
+	if err != nil {
+		if errors.Is(err, commitlog.ErrOutOfRange) {
+			return dst, 0, 0, errStorageRange
+		}
+		return dst, 0, 0, fmt.Errorf("broker: %s/%d offset %d: %w", topic, partition, offset, err)
+	}
+	defer v.Release()
+	r := v.Record()
+	if r.Topic != topic || r.Partition != partition || offset < r.QueueOffset || offset >= r.QueueOffset+int64(r.Count) {
+		return dst, 0, 0, fmt.Errorf("broker: %s/%d offset %d: consume queue points at %s/%d offsets %d+%d", topic, partition, offset, r.Topic, r.Partition, r.QueueOffset, r.Count)
+	}
+	return append(dst, r.Body...), r.QueueOffset, r.QueueOffset + int64(r.Count), nil
+}
+
+func (s *dispatcherStorage) OffsetForTime(topic string, partition int32, ts int64) (int64, int64, bool) {
+	q, ok := s.cq.Lookup(topic, partition)
+	if !ok {
+		return 0, 0, false
+	}
+	off := q.OffsetForTime(ts)
+	e, err := q.Get(off)
+	if err != nil {
+		return 0, 0, false
+	}
+	return off, e.StoreTimestamp, true
+}
+
+func (s *dispatcherStorage) Watch(topic string, partition int32, offset int64) <-chan struct{} {
+	return s.d.Watch(topic, partition, offset)
+}
+
+func (s *dispatcherStorage) DeleteTopic(topic string) error { return s.d.DeleteTopic(topic) }
+
+func (s *dispatcherStorage) Stats() storageStats {
+	lag := s.d.Lag()
+	return storageStats{
+		LogBytes: s.log.WriteOffset() - s.log.MinOffset(),
+		LagBytes: lag.Bytes,
+		LagTime:  lag.Time,
+	}
+}
+
+func (s *dispatcherStorage) Close() error { return s.d.Close() }

@@ -1,0 +1,206 @@
+package broker
+
+import (
+	"context"
+	"crypto/rand"
+	"errors"
+	"time"
+
+	"github.com/sirupsen/logrus"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// maxPartitions bounds one topic's partition count; far beyond what one
+// broker's consume queues are sized for, it only stops absurd requests.
+const maxPartitions = 100_000
+
+// createTopic validates and durably creates a topic. The caller holds
+// topicMu exclusively.
+func (b *Broker) createTopic(name string, partitions int32, validateOnly bool) (*kerr.Error, string) {
+	if err := validTopicName(name); err != nil {
+		return kerr.InvalidTopicException, err.Error()
+	}
+	if partitions == -1 {
+		partitions = b.cfg.DefaultPartitions
+	}
+	if partitions <= 0 || partitions > maxPartitions {
+		return kerr.InvalidPartitions, "partition count must be between 1 and 100000"
+	}
+	if _, ok := b.meta.Topic(name); ok {
+		return kerr.TopicAlreadyExists, "topic " + name + " already exists"
+	}
+	if validateOnly {
+		return nil, ""
+	}
+	t := TopicMeta{Name: name, Partitions: partitions, CreatedMs: time.Now().UnixMilli()}
+	if _, err := rand.Read(t.ID[:]); err != nil {
+		return kerr.UnknownServerError, err.Error()
+	}
+	if err := b.meta.CreateTopic(t); err != nil {
+		if errors.Is(err, ErrTopicExists) {
+			return kerr.TopicAlreadyExists, err.Error()
+		}
+		b.log.WithFields(logrus.Fields{"topic": name, "error": err}).Error("create topic failed")
+		return kerr.KafkaStorageError, err.Error()
+	}
+	b.log.WithFields(logrus.Fields{"topic": name, "partitions": partitions}).Info("topic created")
+	return nil, ""
+}
+
+// autoCreate creates an unknown, validly named topic with the default
+// partition count when auto-creation is enabled.
+func (b *Broker) autoCreate(name string) {
+	if _, ok := b.meta.Topic(name); ok || validTopicName(name) != nil {
+		return
+	}
+	b.topicMu.Lock()
+	defer b.topicMu.Unlock()
+	b.createTopic(name, b.cfg.DefaultPartitions, false)
+}
+
+func (b *Broker) handleCreateTopics(_ context.Context, _ *conn, kreq kmsg.Request) (kmsg.Response, error) {
+	req := kreq.(*kmsg.CreateTopicsRequest)
+	resp := req.ResponseKind().(*kmsg.CreateTopicsResponse)
+	b.topicMu.Lock()
+	defer b.topicMu.Unlock()
+	seen := make(map[string]int)
+	for _, t := range req.Topics {
+		seen[t.Topic]++
+	}
+	for _, t := range req.Topics {
+		rt := kmsg.NewCreateTopicsResponseTopic()
+		rt.Topic = t.Topic
+		rt.NumPartitions = -1
+		rt.ReplicationFactor = -1
+		partitions := t.NumPartitions
+		if len(t.ReplicaAssignment) > 0 {
+			partitions = int32(len(t.ReplicaAssignment))
+		}
+		var (
+			kerrv *kerr.Error
+			msg   string
+		)
+		switch {
+		case seen[t.Topic] > 1:
+			kerrv, msg = kerr.InvalidRequest, "topic named more than once"
+		case t.ReplicationFactor != -1 && t.ReplicationFactor != 1:
+			kerrv, msg = kerr.InvalidReplicationFactor, "this broker stores one replica of every partition"
+		case len(t.Configs) > 0:
+			kerrv, msg = kerr.InvalidConfig, "per-topic configs are not supported"
+		default:
+			kerrv, msg = b.createTopic(t.Topic, partitions, req.ValidateOnly)
+		}
+		if kerrv != nil {
+			rt.ErrorCode = kerrv.Code
+			rt.ErrorMessage = &msg
+		} else {
+			if partitions == -1 {
+				partitions = b.cfg.DefaultPartitions
+			}
+			rt.NumPartitions = partitions
+			rt.ReplicationFactor = 1
+			if m, ok := b.meta.Topic(t.Topic); ok {
+				rt.TopicID = m.ID
+			}
+		}
+		resp.Topics = append(resp.Topics, rt)
+	}
+	return resp, nil
+}
+
+func (b *Broker) handleDeleteTopics(_ context.Context, _ *conn, kreq kmsg.Request) (kmsg.Response, error) {
+	req := kreq.(*kmsg.DeleteTopicsRequest)
+	resp := req.ResponseKind().(*kmsg.DeleteTopicsResponse)
+	names := req.TopicNames
+	if req.Version >= 6 {
+		names = names[:0:0]
+		for _, t := range req.Topics {
+			switch {
+			case t.Topic != nil:
+				names = append(names, *t.Topic)
+			default:
+				names = append(names, b.topicNameByID(t.TopicID))
+			}
+		}
+	}
+	b.topicMu.Lock()
+	defer b.topicMu.Unlock()
+	for _, name := range names {
+		rt := kmsg.NewDeleteTopicsResponseTopic()
+		rt.Topic = kmsg.StringPtr(name)
+		m, ok := b.meta.Topic(name)
+		if !ok {
+			rt.ErrorCode = kerr.UnknownTopicOrPartition.Code
+			resp.Topics = append(resp.Topics, rt)
+			continue
+		}
+		rt.TopicID = m.ID
+		if err := b.deleteTopic(name); err != nil {
+			rt.ErrorCode = kerr.KafkaStorageError.Code
+			msg := err.Error()
+			rt.ErrorMessage = &msg
+		}
+		resp.Topics = append(resp.Topics, rt)
+	}
+	return resp, nil
+}
+
+// deleteTopic removes the topic from metadata first, so the dispatcher's
+// Keep filter drops its records from then on (also during a later recovery),
+// then deletes its consume queues. Its records leave the commit log by
+// retention. The caller holds topicMu exclusively.
+func (b *Broker) deleteTopic(name string) error {
+	if err := b.meta.DeleteTopic(name); err != nil {
+		return err
+	}
+	b.forgetTopic(name)
+	if err := b.st.DeleteTopic(name); err != nil {
+		b.log.WithFields(logrus.Fields{"topic": name, "error": err}).Error("delete topic queues failed")
+		return err
+	}
+	b.log.WithField("topic", name).Info("topic deleted")
+	return nil
+}
+
+func (b *Broker) topicNameByID(id [16]byte) string {
+	for _, t := range b.meta.Topics() {
+		if t.ID == id {
+			return t.Name
+		}
+	}
+	return ""
+}
+
+func (b *Broker) handleCreatePartitions(_ context.Context, _ *conn, kreq kmsg.Request) (kmsg.Response, error) {
+	req := kreq.(*kmsg.CreatePartitionsRequest)
+	resp := req.ResponseKind().(*kmsg.CreatePartitionsResponse)
+	b.topicMu.Lock()
+	defer b.topicMu.Unlock()
+	for _, t := range req.Topics {
+		rt := kmsg.NewCreatePartitionsResponseTopic()
+		rt.Topic = t.Topic
+		m, ok := b.meta.Topic(t.Topic)
+		var msg string
+		switch {
+		case !ok:
+			rt.ErrorCode = kerr.UnknownTopicOrPartition.Code
+		case t.Count <= m.Partitions:
+			rt.ErrorCode, msg = kerr.InvalidPartitions.Code, "topic already has at least that many partitions"
+		case t.Count > maxPartitions:
+			rt.ErrorCode, msg = kerr.InvalidPartitions.Code, "partition count must be at most 100000"
+		case req.ValidateOnly:
+		default:
+			if err := b.meta.SetPartitions(t.Topic, t.Count); err != nil {
+				rt.ErrorCode, msg = kerr.KafkaStorageError.Code, err.Error()
+			} else {
+				b.log.WithFields(logrus.Fields{"topic": t.Topic, "partitions": t.Count}).Info("partitions added")
+			}
+		}
+		if msg != "" {
+			rt.ErrorMessage = &msg
+		}
+		resp.Topics = append(resp.Topics, rt)
+	}
+	return resp, nil
+}
