@@ -1,0 +1,280 @@
+package dispatcher
+
+import (
+	"context"
+	"errors"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/unilog/unilog/commitlog"
+	"github.com/unilog/unilog/consumequeue"
+)
+
+func TestCleanReopenKeepsEverything(t *testing.T) {
+	dir := t.TempDir()
+	d := mustOpen(t, testOptions(dir))
+	recs := appendN(t, d, 1, 0, 400)
+	waitDispatched(t, d)
+	end := d.Log().WriteOffset()
+	if len(d.Log().Files()) < 3 {
+		t.Fatalf("want several commit-log files, got %d", len(d.Log().Files()))
+	}
+	if err := d.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, abortName)); !errors.Is(err, fs.ErrNotExist) {
+		t.Fatalf("abort file after clean close: %v", err)
+	}
+	cp, err := ReadCheckpoint(filepath.Join(dir, checkpointName))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cp.Dispatched != end || cp.CommitLogFlushed != end {
+		t.Fatalf("checkpoint %+v, want both offsets %d", cp, end)
+	}
+
+	d = mustOpen(t, testOptions(dir))
+	defer d.Close()
+	if got := d.Log().WriteOffset(); got != end {
+		t.Fatalf("write offset after reopen %d, want %d", got, end)
+	}
+	for _, a := range recs {
+		checkReadable(t, d, a)
+	}
+	// Appends continue each partition's offsets where they stopped.
+	next := map[[2]any]int64{}
+	for _, a := range recs {
+		next[[2]any{a.msg.Topic, a.msg.Partition}] = a.pos.QueueOffset + int64(a.msg.Count)
+	}
+	more := appendN(t, d, 2, 0, 50)
+	for _, a := range more {
+		k := [2]any{a.msg.Topic, a.msg.Partition}
+		if a.pos.QueueOffset != next[k] {
+			t.Fatalf("%v: new record at offset %d, want %d", k, a.pos.QueueOffset, next[k])
+		}
+		next[k] += int64(a.msg.Count)
+	}
+	waitDispatched(t, d)
+	for _, a := range more {
+		checkReadable(t, d, a)
+	}
+}
+
+func TestSecondOpenIsLocked(t *testing.T) {
+	dir := t.TempDir()
+	d := mustOpen(t, testOptions(dir))
+	defer d.Close()
+	if _, err := Open(testOptions(dir)); !errors.Is(err, ErrLocked) {
+		t.Fatalf("second Open: %v, want ErrLocked", err)
+	}
+}
+
+func TestWatch(t *testing.T) {
+	d := mustOpen(t, testOptions(t.TempDir()))
+	defer d.Close()
+	select {
+	case <-d.Watch("w", 0, -1):
+	default:
+		t.Fatal("Watch below MaxOffset 0 did not fire at once")
+	}
+	w0 := d.Watch("w", 0, 0)
+	w2 := d.Watch("w", 0, 2)
+	other := d.Watch("w", 1, 0)
+	if _, err := d.Log().Append(&commitlog.Message{Topic: "w", Partition: 0, Body: []byte("x")}); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-w0:
+	case <-time.After(30 * time.Second):
+		t.Fatal("Watch(offset 0) not woken by the first record")
+	}
+	select {
+	case <-w2:
+		t.Fatal("Watch(offset 2) woken with MaxOffset 1")
+	case <-other:
+		t.Fatal("Watch of another partition woken")
+	default:
+	}
+	if _, err := d.Log().Append(&commitlog.Message{Topic: "w", Partition: 0, Count: 2, Body: []byte("yy")}); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-w2:
+	case <-time.After(30 * time.Second):
+		t.Fatal("Watch(offset 2) not woken at MaxOffset 3")
+	}
+	select {
+	case <-d.Watch("w", 0, 2):
+	default:
+		t.Fatal("Watch below MaxOffset did not fire at once")
+	}
+	if err := d.Close(); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-other:
+	default:
+		t.Fatal("Close left a watcher waiting")
+	}
+}
+
+func TestWaitDispatchedHonoursContext(t *testing.T) {
+	d := mustOpen(t, testOptions(t.TempDir()))
+	defer d.Close()
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if err := d.WaitDispatched(ctx, 1<<40); !errors.Is(err, context.Canceled) {
+		t.Fatalf("WaitDispatched past the end: %v", err)
+	}
+}
+
+// holdDispatcher parks the dispatching goroutine until the returned
+// function is called.
+func holdDispatcher(t testing.TB, d *Dispatcher) func() {
+	t.Helper()
+	parked, release := make(chan struct{}), make(chan struct{})
+	d.requests <- func() {
+		close(parked)
+		<-release
+	}
+	<-parked
+	return func() { close(release) }
+}
+
+func TestLag(t *testing.T) {
+	d := mustOpen(t, testOptions(t.TempDir()))
+	defer d.Close()
+	if lag := d.Lag(); lag != (Lag{}) {
+		t.Fatalf("lag of an empty log: %+v", lag)
+	}
+	release := holdDispatcher(t, d)
+	start := d.Log().WriteOffset()
+	recs := appendN(t, d, 3, 0, 20)
+	time.Sleep(20 * time.Millisecond)
+	lag := d.Lag()
+	if want := d.Log().WriteOffset() - start; lag.Bytes != want {
+		t.Fatalf("lag bytes %d, want %d", lag.Bytes, want)
+	}
+	// The oldest undispatched record was stored before the sleep began.
+	if lag.Time < 20*time.Millisecond {
+		t.Fatalf("lag time %v, want at least the 20ms slept since record %d was stored", lag.Time, recs[0].pos.PhysOffset)
+	}
+	release()
+	waitDispatched(t, d)
+	if lag := d.Lag(); lag != (Lag{}) {
+		t.Fatalf("lag after catching up: %+v", lag)
+	}
+}
+
+func TestKeepFilter(t *testing.T) {
+	opts := testOptions(t.TempDir())
+	opts.Keep = func(topic string) bool { return !strings.HasPrefix(topic, "drop") }
+	d := mustOpen(t, opts)
+	defer d.Close()
+	if _, err := d.Log().Append(&commitlog.Message{Topic: "drop.me", Body: []byte("a")}); err != nil {
+		t.Fatal(err)
+	}
+	p, err := d.Log().Append(&commitlog.Message{Topic: "keep", Body: []byte("b")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitDispatched(t, d)
+	if _, ok := d.Queues().Lookup("drop.me", 0); ok {
+		t.Fatal("a queue was made for a topic Keep rejects")
+	}
+	checkReadable(t, d, appended{msg: commitlog.Message{Topic: "keep", Body: []byte("b")}, pos: p})
+}
+
+func TestDeleteTopic(t *testing.T) {
+	d := mustOpen(t, testOptions(t.TempDir()))
+	defer d.Close()
+	appendN(t, d, 4, 0, 30)
+	w := d.Watch("orders", 0, 1<<40)
+	if err := d.DeleteTopic("orders"); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := d.Queues().Lookup("orders", 0); ok {
+		t.Fatal("queue survived DeleteTopic")
+	}
+	select {
+	case <-w:
+	default:
+		t.Fatal("DeleteTopic left a watcher of the topic waiting")
+	}
+	p, err := d.Log().Append(&commitlog.Message{Topic: "orders", Body: []byte("again")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.QueueOffset != 0 {
+		t.Fatalf("re-created topic starts at %d", p.QueueOffset)
+	}
+	waitDispatched(t, d)
+	checkReadable(t, d, appended{msg: commitlog.Message{Topic: "orders", Body: []byte("again")}, pos: p})
+}
+
+func TestRetentionDeletesQueueFiles(t *testing.T) {
+	opts := testOptions(t.TempDir())
+	opts.CommitLog.RetentionBytes = 4 * opts.CommitLog.FileSize
+	opts.CommitLog.RetentionCheckInterval = 5 * time.Millisecond
+	d := mustOpen(t, opts)
+	// One partition, small records: many consume-queue files per log file.
+	// Retention does not wait for the dispatcher, so the test does.
+	for range 80 {
+		for range 100 {
+			if _, err := d.Log().Append(&commitlog.Message{Topic: "r", Body: make([]byte, 40)}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		waitDispatched(t, d)
+	}
+	q, ok := d.Queues().Lookup("r", 0)
+	if !ok {
+		t.Fatal("queue missing")
+	}
+	for deadline := time.Now().Add(30 * time.Second); q.MinOffset() == 0; time.Sleep(5 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("retention never reached the queue: log min %d", d.Log().MinOffset())
+		}
+	}
+	if err := d.Close(); err != nil {
+		t.Fatal(err)
+	}
+	// Reopening applies the log's minimum once more, in case retention ran
+	// again between the last deletion and Close.
+	d = mustOpen(t, opts)
+	if err := d.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	lr, err := openLogReader(filepath.Join(opts.Dir, "commitlog"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	logMin := lr.files[0].base
+	lr.close()
+	cq, err := readQueue(filepath.Join(opts.Dir, "consumequeue"), consumequeue.ID{Topic: "r"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if logMin == 0 || cq.Min == 0 {
+		t.Fatalf("log min %d, queue min %d: nothing was deleted", logMin, cq.Min)
+	}
+	epf := int64(opts.ConsumeQueue.EntriesPerFile)
+	newest := map[int64]int64{} // file base -> largest physical offset in it
+	for _, e := range cq.Entries {
+		base := e.Offset - e.Offset%epf
+		newest[base] = max(newest[base], e.PhysOffset)
+	}
+	for base, phys := range newest {
+		if phys < logMin {
+			t.Errorf("consume-queue file %d only indexes deleted log files (newest entry %d < log min %d)", base, phys, logMin)
+		}
+	}
+	if err := Verify(opts.Dir); err != nil {
+		t.Fatal(err)
+	}
+}

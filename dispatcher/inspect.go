@@ -1,0 +1,307 @@
+package dispatcher
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sort"
+
+	"github.com/unilog/unilog/commitlog"
+	"github.com/unilog/unilog/consumequeue"
+)
+
+// InspectOptions control Inspect.
+type InspectOptions struct {
+	// Verify checks every consume-queue entry against the record it points at.
+	Verify bool
+	// Progress, if set, is called now and then with bytes scanned so far.
+	Progress func(done, total int64)
+}
+
+// LogFileReport describes one commit-log file.
+type LogFileReport struct {
+	Name           string
+	Base           int64 // physical offset of the file's first byte
+	Size           int64 // file size
+	Used           int64 // bytes holding records
+	Records        int64
+	FirstTimestamp int64 // store timestamp (unix ms) of the first record; 0 if none
+	LastTimestamp  int64
+}
+
+// PartitionReport describes one topic/partition.
+type PartitionReport struct {
+	Topic      string
+	Partition  int32
+	HasQueue   bool  // a consume-queue directory exists
+	MinOffset  int64 // consume queue's first offset
+	MaxOffset  int64 // consume queue's next offset
+	LogNext    int64 // QueueOffset+Count of the partition's last record in the log; -1 if none
+	LogRecords int64
+}
+
+// Report is what Inspect found.
+type Report struct {
+	Dir           string
+	Checkpoint    Checkpoint
+	CheckpointErr error // why the checkpoint could not be read, if it could not
+	Unclean       bool  // the abort file is present: the last run did not stop cleanly (or is running)
+	Files         []LogFileReport
+	LogMin        int64 // first physical offset of the log
+	LogEnd        int64 // physical offset after the last valid record
+	Records       int64
+	Partitions    []PartitionReport
+	Verified      int64    // consume-queue entries checked (with Verify)
+	Expired       int64    // consume-queue entries pointing below LogMin, left by retention
+	Problems      []string // damage and, with Verify, mismatches
+	MoreProblems  int      // problems not listed because there were too many
+}
+
+const maxProblems = 100
+
+func (r *Report) problem(format string, args ...any) {
+	if len(r.Problems) >= maxProblems {
+		r.MoreProblems++
+		return
+	}
+	r.Problems = append(r.Problems, fmt.Sprintf(format, args...))
+}
+
+// OK reports whether nothing was wrong.
+func (r *Report) OK() bool { return len(r.Problems) == 0 && r.MoreProblems == 0 }
+
+// Inspect reads a data directory without modifying it: no recovery, no
+// lock, no file created. It may run beside a live broker, in which case the
+// newest records may be reported as not yet dispatched.
+func Inspect(dir string, opts InspectOptions) (*Report, error) {
+	if _, err := os.Stat(dir); err != nil {
+		return nil, fmt.Errorf("dispatcher: inspect: %w", err)
+	}
+	rep := &Report{Dir: dir}
+	rep.Checkpoint, rep.CheckpointErr = ReadCheckpoint(filepath.Join(dir, checkpointName))
+	if _, err := os.Stat(filepath.Join(dir, abortName)); err == nil {
+		rep.Unclean = true
+	}
+	lr, err := openLogReader(filepath.Join(dir, "commitlog"))
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return nil, err
+	}
+	if lr == nil {
+		lr = &logReader{}
+	}
+	defer lr.close()
+
+	parts := map[consumequeue.ID]*PartitionReport{}
+	part := func(id consumequeue.ID) *PartitionReport {
+		p := parts[id]
+		if p == nil {
+			p = &PartitionReport{Topic: id.Topic, Partition: id.Partition, LogNext: -1}
+			parts[id] = p
+		}
+		return p
+	}
+	scanLog(lr, rep, opts.Progress, func(r *commitlog.Record) {
+		p := part(consumequeue.ID{Topic: r.Topic, Partition: r.Partition})
+		p.LogNext = r.QueueOffset + int64(max(r.Count, 1))
+		p.LogRecords++
+	})
+
+	ids, err := listQueues(filepath.Join(dir, "consumequeue"))
+	if err != nil {
+		return nil, err
+	}
+	for _, id := range ids {
+		q, err := readQueue(filepath.Join(dir, "consumequeue"), id)
+		if err != nil {
+			return nil, err
+		}
+		p := part(id)
+		p.HasQueue, p.MinOffset, p.MaxOffset = true, q.Min, q.Max
+		for _, d := range q.Damage {
+			rep.problem("consume queue %s/%d: %s", id.Topic, id.Partition, d)
+		}
+		if opts.Verify {
+			verifyQueue(lr, rep, q)
+			if p.LogNext > q.Max {
+				rep.problem("consume queue %s/%d ends at offset %d but the log holds offsets up to %d (not dispatched)",
+					id.Topic, id.Partition, q.Max, p.LogNext)
+			}
+		}
+	}
+	for _, p := range parts {
+		rep.Partitions = append(rep.Partitions, *p)
+	}
+	sort.Slice(rep.Partitions, func(i, j int) bool {
+		a, b := rep.Partitions[i], rep.Partitions[j]
+		if a.Topic != b.Topic {
+			return a.Topic < b.Topic
+		}
+		return a.Partition < b.Partition
+	})
+	return rep, nil
+}
+
+// Verify inspects dir with every check on and returns an error describing
+// the first problems if anything is wrong.
+func Verify(dir string) error {
+	rep, err := Inspect(dir, InspectOptions{Verify: true})
+	if err != nil {
+		return err
+	}
+	if rep.OK() {
+		return nil
+	}
+	n := len(rep.Problems) + rep.MoreProblems
+	return fmt.Errorf("%w: %s: %d problem(s), first: %s", ErrCorrupt, dir, n, rep.Problems[0])
+}
+
+// scanLog walks every file in order, filling the file reports.
+func scanLog(lr *logReader, rep *Report, progress func(done, total int64), fn func(r *commitlog.Record)) {
+	var total, done int64
+	for _, f := range lr.files {
+		total += int64(len(f.data))
+	}
+	if len(lr.files) > 0 {
+		rep.LogMin = lr.files[0].base
+		rep.LogEnd = rep.LogMin
+	}
+	ended := false
+	for i := range lr.files {
+		f := &lr.files[i]
+		fr := LogFileReport{Name: f.name, Base: f.base, Size: int64(len(f.data))}
+		if i > 0 {
+			prev := &lr.files[i-1]
+			if want := prev.base + int64(len(prev.data)); f.base != want && !ended {
+				rep.problem("commit-log file %s starts at %d, previous file ends at %d", f.name, f.base, want)
+				ended = true
+			}
+		}
+		var lastReported int64
+		used, err := scanFile(f, func(r *commitlog.Record) {
+			if fr.Records == 0 {
+				fr.FirstTimestamp = r.StoreTimestamp
+			}
+			fr.LastTimestamp = r.StoreTimestamp
+			fr.Records++
+			if progress != nil && r.PhysOffset-f.base-lastReported >= 16<<20 {
+				lastReported = r.PhysOffset - f.base
+				progress(done+lastReported, total)
+			}
+			if !ended {
+				fn(r)
+			}
+		})
+		fr.Used = used
+		switch {
+		case ended && fr.Records > 0:
+			rep.problem("commit-log file %s holds %d records after the end of the log at %d", f.name, fr.Records, rep.LogEnd)
+		case !ended:
+			rep.Records += fr.Records
+			rep.LogEnd = f.base + used
+		}
+		if err != nil {
+			if !ended {
+				rep.problem("commit log ends at %d with damage: %v", f.base+used, err)
+			}
+			ended = true
+		} else if !endsWithMarker(f, used) {
+			// A zero region ends the log; a later file with records would be a hole.
+			ended = true
+		}
+		done += int64(len(f.data))
+		if progress != nil {
+			progress(done, total)
+		}
+		rep.Files = append(rep.Files, fr)
+	}
+}
+
+// endsWithMarker reports whether the file's records stop at an end-of-file
+// marker or in a tail too short for one, i.e. the log goes on in the next file.
+func endsWithMarker(f *logFile, used int64) bool {
+	rest := int64(len(f.data)) - used
+	if rest < commitlog.BlankSize {
+		return true
+	}
+	return f.data[used+4] == commitlog.BlankMagic
+}
+
+// verifyQueue checks each entry of q against the record it points at.
+func verifyQueue(lr *logReader, rep *Report, q *cqQueue) {
+	var last *commitlog.Record
+	for _, e := range q.Entries {
+		if e.PhysOffset < rep.LogMin {
+			rep.Expired++
+			continue
+		}
+		rep.Verified++
+		if e.PhysOffset >= rep.LogEnd {
+			rep.problem("consume queue %s/%d offset %d points at %d, past the end of the log at %d",
+				q.ID.Topic, q.ID.Partition, e.Offset, e.PhysOffset, rep.LogEnd)
+			continue
+		}
+		r := last
+		if r == nil || r.PhysOffset != e.PhysOffset {
+			var err error
+			r, err = lr.record(e.PhysOffset)
+			if err != nil {
+				rep.problem("consume queue %s/%d offset %d: %v", q.ID.Topic, q.ID.Partition, e.Offset, err)
+				last = nil
+				continue
+			}
+			last = r
+		}
+		switch {
+		case r.Topic != q.ID.Topic || r.Partition != q.ID.Partition:
+			rep.problem("consume queue %s/%d offset %d points at a record of %s/%d", q.ID.Topic, q.ID.Partition, e.Offset, r.Topic, r.Partition)
+		case e.Offset < r.QueueOffset || e.Offset >= r.QueueOffset+int64(max(r.Count, 1)):
+			rep.problem("consume queue %s/%d offset %d points at the record of offsets [%d, %d)",
+				q.ID.Topic, q.ID.Partition, e.Offset, r.QueueOffset, r.QueueOffset+int64(max(r.Count, 1)))
+		case e.Size != r.TotalSize:
+			rep.problem("consume queue %s/%d offset %d: entry size %d, record size %d", q.ID.Topic, q.ID.Partition, e.Offset, e.Size, r.TotalSize)
+		case e.StoreTimestamp != r.StoreTimestamp:
+			rep.problem("consume queue %s/%d offset %d: entry timestamp %d, record timestamp %d",
+				q.ID.Topic, q.ID.Partition, e.Offset, e.StoreTimestamp, r.StoreTimestamp)
+		}
+	}
+}
+
+// Dump calls fn for the records of one partition holding offsets from
+// `from` on, at most limit records (limit <= 0: all), read through the
+// partition's consume queue. A record that spans several offsets (a Kafka
+// batch) is passed once.
+func Dump(dir, topic string, partition int32, from int64, limit int, fn func(r *commitlog.Record) error) error {
+	id := consumequeue.ID{Topic: topic, Partition: partition}
+	if _, err := os.Stat(filepath.Join(dir, "consumequeue", topic, fmt.Sprint(partition))); err != nil {
+		return fmt.Errorf("dispatcher: dump %s/%d: no consume queue: %w", topic, partition, err)
+	}
+	q, err := readQueue(filepath.Join(dir, "consumequeue"), id)
+	if err != nil {
+		return err
+	}
+	lr, err := openLogReader(filepath.Join(dir, "commitlog"))
+	if err != nil {
+		return err
+	}
+	defer lr.close()
+	i := sort.Search(len(q.Entries), func(i int) bool { return q.Entries[i].Offset >= from })
+	prev := int64(-1)
+	for n := 0; i < len(q.Entries) && (limit <= 0 || n < limit); i++ {
+		e := q.Entries[i]
+		if e.PhysOffset == prev {
+			continue
+		}
+		prev = e.PhysOffset
+		r, err := lr.record(e.PhysOffset)
+		if err != nil {
+			return fmt.Errorf("dispatcher: dump %s/%d offset %d: %w", topic, partition, e.Offset, err)
+		}
+		if err := fn(r); err != nil {
+			return err
+		}
+		n++
+	}
+	return nil
+}
