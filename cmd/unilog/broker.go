@@ -1,12 +1,191 @@
 package main
 
 import (
-	"errors"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"os/signal"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
 
+	"github.com/sirupsen/logrus"
 	"github.com/urfave/cli/v2"
+
+	"github.com/unilog/unilog/broker"
+	"github.com/unilog/unilog/commitlog"
 )
 
-// Placeholder until the broker command lands; replaced by its owner.
 func brokerCommand() *cli.Command {
-	return &cli.Command{Name: "broker", Action: func(*cli.Context) error { return errors.New("broker: not built yet") }}
+	env := func(name string) []string { return []string{"UNILOG_" + name} }
+	return &cli.Command{
+		Name:  "broker",
+		Usage: "run a Kafka-protocol broker on a data directory",
+		Description: `Serves the Kafka protocol on --listen and /metrics and /healthz on --admin until
+SIGINT or SIGTERM, then stops accepting, finishes in-flight requests, flushes and
+writes a clean checkpoint. A second signal during that shutdown ends the process
+at once (the data is safe: the next start recovers from the commit log).
+
+Every flag can also be set by the environment variable shown with it. Sizes take
+a plain byte count or a unit: KiB, MiB, GiB, TiB (powers of 1024) or KB, MB, GB, TB
+(powers of 1000).`,
+		ArgsUsage: " ",
+		Flags: []cli.Flag{
+			&cli.StringFlag{Name: "data-dir", Required: true, Usage: "data `DIR` (commit log, consume queues, checkpoint, topics)", EnvVars: env("DATA_DIR")},
+			&cli.StringFlag{Name: "listen", Value: "127.0.0.1:9092", Usage: "Kafka listener `HOST:PORT` (port 0 picks a free one)", EnvVars: env("LISTEN")},
+			&cli.StringFlag{Name: "admin", Value: "127.0.0.1:9644", Usage: "admin HTTP `HOST:PORT` for /metrics and /healthz (empty disables)", EnvVars: env("ADMIN")},
+			&cli.StringFlag{Name: "flush", Value: "async", Usage: "async (background flush every 500ms) or sync (acks=all waits for the flush)", EnvVars: env("FLUSH")},
+			&cli.StringFlag{Name: "file-size", Value: "1GiB", Usage: "`SIZE` of each commit log file", EnvVars: env("FILE_SIZE")},
+			&cli.BoolFlag{Name: "auto-create-topics", Usage: "create unknown topics on first use", EnvVars: env("AUTO_CREATE_TOPICS")},
+			&cli.IntFlag{Name: "default-partitions", Value: 1, Usage: "partitions of auto-created topics", EnvVars: env("DEFAULT_PARTITIONS")},
+			&cli.StringFlag{Name: "max-message-bytes", Value: "1048588", Usage: "largest record batch accepted, `SIZE` (Kafka's max.message.bytes)", EnvVars: env("MAX_MESSAGE_BYTES")},
+			&cli.StringFlag{Name: "max-request-bytes", Value: "100MiB", Usage: "largest request frame accepted, `SIZE`", EnvVars: env("MAX_REQUEST_BYTES")},
+			&cli.IntFlag{Name: "max-connections", Value: 4096, Usage: "concurrent client connections; more are closed at accept", EnvVars: env("MAX_CONNECTIONS")},
+			&cli.DurationFlag{Name: "read-timeout", Value: 10 * time.Minute, Usage: "idle connections and slow requests are closed after this", EnvVars: env("READ_TIMEOUT")},
+			&cli.DurationFlag{Name: "write-timeout", Value: 30 * time.Second, Usage: "a response not written within this closes the connection", EnvVars: env("WRITE_TIMEOUT")},
+			&cli.IntFlag{Name: "node-id", Usage: "broker id in Metadata responses", EnvVars: env("NODE_ID")},
+			&cli.StringFlag{Name: "log-level", Value: "info", Usage: "trace, debug, info, warn or error", EnvVars: env("LOG_LEVEL")},
+			&cli.StringFlag{Name: "log-format", Value: "text", Usage: "text or json", EnvVars: env("LOG_FORMAT")},
+		},
+		Action: runBroker,
+	}
+}
+
+// brokerConfig turns the flags into a broker.Config logging to logOut.
+func brokerConfig(c *cli.Context, logOut io.Writer) (broker.Config, error) {
+	cfg := broker.Config{
+		DataDir:          c.String("data-dir"),
+		Listen:           c.String("listen"),
+		Admin:            c.String("admin"),
+		AutoCreateTopics: c.Bool("auto-create-topics"),
+		ReadTimeout:      c.Duration("read-timeout"),
+		WriteTimeout:     c.Duration("write-timeout"),
+	}
+	var err error
+	if cfg.Flush, err = commitlog.ParseFlushMode(c.String("flush")); err != nil {
+		return cfg, fmt.Errorf("--flush: %w", err)
+	}
+	if cfg.FileSize, err = parseByteSize(c.String("file-size"), math.MaxInt64); err != nil {
+		return cfg, fmt.Errorf("--file-size: %w", err)
+	}
+	for _, f := range []struct {
+		name string
+		dst  *int32
+	}{{"max-message-bytes", &cfg.MaxMessageBytes}, {"max-request-bytes", &cfg.MaxRequestBytes}} {
+		n, err := parseByteSize(c.String(f.name), math.MaxInt32)
+		if err != nil {
+			return cfg, fmt.Errorf("--%s: %w", f.name, err)
+		}
+		*f.dst = int32(n)
+	}
+	for _, f := range []struct {
+		name string
+		min  int
+		set  func(int)
+	}{
+		{"default-partitions", 1, func(n int) { cfg.DefaultPartitions = int32(n) }},
+		{"max-connections", 1, func(n int) { cfg.MaxConnections = n }},
+		{"node-id", 0, func(n int) { cfg.NodeID = int32(n) }},
+	} {
+		n := c.Int(f.name)
+		if n < f.min || n > math.MaxInt32 {
+			return cfg, fmt.Errorf("--%s %d: must be between %d and %d", f.name, n, f.min, math.MaxInt32)
+		}
+		f.set(n)
+	}
+	logger, err := newBrokerLogger(c.String("log-level"), c.String("log-format"), logOut)
+	if err != nil {
+		return cfg, err
+	}
+	cfg.Logger = logger
+	return cfg, nil
+}
+
+func newBrokerLogger(level, format string, out io.Writer) (*logrus.Logger, error) {
+	l := logrus.New()
+	l.SetOutput(out)
+	lvl, err := logrus.ParseLevel(level)
+	if err != nil {
+		return nil, fmt.Errorf("--log-level: %w", err)
+	}
+	l.SetLevel(lvl)
+	switch format {
+	case "text":
+		l.SetFormatter(&logrus.TextFormatter{FullTimestamp: true, TimestampFormat: time.RFC3339Nano})
+	case "json":
+		l.SetFormatter(&logrus.JSONFormatter{TimestampFormat: time.RFC3339Nano})
+	default:
+		return nil, fmt.Errorf("--log-format %q: want text or json", format)
+	}
+	return l, nil
+}
+
+// parseByteSize reads "1048576", "64MiB" or "1GB" (case-insensitive units)
+// and rejects values outside [1, max].
+func parseByteSize(s string, max int64) (int64, error) {
+	units := []struct {
+		suffix string
+		mult   int64
+	}{
+		{"kib", 1 << 10}, {"mib", 1 << 20}, {"gib", 1 << 30}, {"tib", 1 << 40},
+		{"kb", 1e3}, {"mb", 1e6}, {"gb", 1e9}, {"tb", 1e12},
+		{"b", 1},
+	}
+	num, mult := strings.TrimSpace(s), int64(1)
+	lower := strings.ToLower(num)
+	for _, u := range units {
+		if strings.HasSuffix(lower, u.suffix) {
+			num, mult = strings.TrimSpace(num[:len(num)-len(u.suffix)]), u.mult
+			break
+		}
+	}
+	n, err := strconv.ParseInt(num, 10, 64)
+	if err != nil {
+		return 0, fmt.Errorf("size %q: want a byte count with an optional unit (KiB, MiB, GiB, TiB, KB, MB, GB, TB)", s)
+	}
+	if n < 1 || n > max/mult {
+		return 0, fmt.Errorf("size %q: must be between 1 and %d bytes", s, max)
+	}
+	return n * mult, nil
+}
+
+func runBroker(c *cli.Context) error {
+	cfg, err := brokerConfig(c, c.App.ErrWriter)
+	if err != nil {
+		return fmt.Errorf("broker: %w", err)
+	}
+	log := cfg.Logger
+
+	// Subscribe before Start so a signal during recovery is not lost.
+	sigs := make(chan os.Signal, 1)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+	defer signal.Stop(sigs)
+
+	b, err := broker.Start(cfg)
+	if err != nil {
+		return err
+	}
+	admin := "disabled"
+	if a := b.AdminAddr(); a != "" {
+		admin = "http://" + a + "/metrics"
+	}
+	fmt.Fprintf(c.App.Writer, "unilog broker listening on %s (Kafka), admin %s, data %s\n", b.Addr(), admin, cfg.DataDir)
+
+	select {
+	case s := <-sigs:
+		log.WithField("signal", s.String()).Info("shutting down: finishing in-flight requests and flushing")
+	case <-c.Context.Done():
+		log.Info("shutting down: finishing in-flight requests and flushing")
+	}
+	// Back to the default action: a second signal ends the process now.
+	signal.Stop(sigs)
+	start := time.Now()
+	if err := b.Close(); err != nil {
+		log.WithError(err).Error("shutdown incomplete")
+		return fmt.Errorf("broker: close: %w", err)
+	}
+	log.WithField("took", time.Since(start).Round(time.Millisecond).String()).Info("broker stopped cleanly")
+	return nil
 }

@@ -70,308 +70,315 @@ func createTopic(t *testing.T, addr, topic string, partitions int) {
 }
 
 func TestTopicCommands(t *testing.T) {
-	addr := startTestBroker(t)
-	createTopic(t, addr, "orders", 64)
-	createTopic(t, addr, "audit", 1)
+	eachBroker(t, func(t *testing.T, addr string) {
+		createTopic(t, addr, "orders", 64)
+		createTopic(t, addr, "audit", 1)
 
-	if r := runCLI(t, "", "topic", "create", "--brokers", addr, "--topic", "orders", "--partitions", "2"); r.err == nil ||
-		!strings.Contains(r.err.Error(), "TOPIC_ALREADY_EXISTS") {
-		t.Errorf("creating an existing topic: %v", r.err)
-	}
-	if r := runCLI(t, "", "topic", "create", "--brokers", addr, "--topic", "x", "--partitions", "0"); r.err == nil {
-		t.Error("--partitions 0 accepted")
-	}
-
-	list := mustRun(t, "", "topic", "list", "--brokers", addr).stdout
-	if !regexp.MustCompile(`(?m)^audit\s+1$`).MatchString(list) || !regexp.MustCompile(`(?m)^orders\s+64$`).MatchString(list) {
-		t.Fatalf("topic list:\n%s", list)
-	}
-
-	var in strings.Builder
-	for i := range 10 {
-		fmt.Fprintf(&in, "line %d\n", i)
-	}
-	mustRun(t, in.String(), "produce", "--brokers", addr, "--topic", "orders", "--partition", "5")
-
-	desc := mustRun(t, "", "topic", "describe", "--brokers", addr, "orders").stdout
-	if !strings.Contains(desc, "topic orders") || !strings.Contains(desc, "partitions 64") {
-		t.Fatalf("describe header:\n%s", desc)
-	}
-	rows := regexp.MustCompile(`(?m)^(\d+)\s+(-?\d+)\s+\[.*?\]\s+\[.*?\]\s+(\d+)\s+(\d+)\s+(\d+)$`).FindAllStringSubmatch(desc, -1)
-	if len(rows) != 64 {
-		t.Fatalf("describe shows %d partition rows, want 64:\n%s", len(rows), desc)
-	}
-	for i, row := range rows {
-		wantHW := "0"
-		if i == 5 {
-			wantHW = "10"
+		if r := runCLI(t, "", "topic", "create", "--brokers", addr, "--topic", "orders", "--partitions", "2"); r.err == nil ||
+			!strings.Contains(r.err.Error(), "TOPIC_ALREADY_EXISTS") {
+			t.Errorf("creating an existing topic: %v", r.err)
 		}
-		if row[1] != strconv.Itoa(i) || row[3] != "0" || row[4] != wantHW || row[5] != wantHW {
-			t.Errorf("describe row %q: want partition %d log start 0 high watermark %s", row[0], i, wantHW)
+		if r := runCLI(t, "", "topic", "create", "--brokers", addr, "--topic", "x", "--partitions", "0"); r.err == nil {
+			t.Error("--partitions 0 accepted")
 		}
-	}
 
-	if r := runCLI(t, "", "topic", "describe", "--brokers", addr, "--topic", "missing"); r.err == nil ||
-		!strings.Contains(r.err.Error(), "UNKNOWN_TOPIC_OR_PARTITION") {
-		t.Errorf("describe of a missing topic: %v", r.err)
-	}
+		list := mustRun(t, "", "topic", "list", "--brokers", addr).stdout
+		if !regexp.MustCompile(`(?m)^audit\s+1$`).MatchString(list) || !regexp.MustCompile(`(?m)^orders\s+64$`).MatchString(list) {
+			t.Fatalf("topic list:\n%s", list)
+		}
 
-	if r := mustRun(t, "", "topic", "delete", "--brokers", addr, "orders"); r.stdout != "deleted topic orders\n" {
-		t.Errorf("topic delete printed %q", r.stdout)
-	}
-	if r := runCLI(t, "", "topic", "delete", "--brokers", addr, "orders"); r.err == nil ||
-		!strings.Contains(r.err.Error(), "UNKNOWN_TOPIC_OR_PARTITION") {
-		t.Errorf("deleting a deleted topic: %v", r.err)
-	}
-	if r := runCLI(t, "", "topic", "delete", "--brokers", addr); r.err == nil {
-		t.Error("topic delete without a topic accepted")
-	}
-	list = mustRun(t, "", "topic", "list", "--brokers", addr).stdout
-	if strings.Contains(list, "orders") || !strings.Contains(list, "audit") {
-		t.Fatalf("topic list after delete:\n%s", list)
-	}
+		var in strings.Builder
+		for i := range 10 {
+			fmt.Fprintf(&in, "line %d\n", i)
+		}
+		mustRun(t, in.String(), "produce", "--brokers", addr, "--topic", "orders", "--partition", "5")
+
+		desc := mustRun(t, "", "topic", "describe", "--brokers", addr, "orders").stdout
+		if !strings.Contains(desc, "topic orders") || !strings.Contains(desc, "partitions 64") {
+			t.Fatalf("describe header:\n%s", desc)
+		}
+		rows := regexp.MustCompile(`(?m)^(\d+)\s+(-?\d+)\s+\[.*?\]\s+\[.*?\]\s+(\d+)\s+(\d+)\s+(\d+)$`).FindAllStringSubmatch(desc, -1)
+		if len(rows) != 64 {
+			t.Fatalf("describe shows %d partition rows, want 64:\n%s", len(rows), desc)
+		}
+		for i, row := range rows {
+			wantHW := "0"
+			if i == 5 {
+				wantHW = "10"
+			}
+			if row[1] != strconv.Itoa(i) || row[3] != "0" || row[4] != wantHW || row[5] != wantHW {
+				t.Errorf("describe row %q: want partition %d log start 0 high watermark %s", row[0], i, wantHW)
+			}
+		}
+
+		if r := runCLI(t, "", "topic", "describe", "--brokers", addr, "--topic", "missing"); r.err == nil ||
+			!strings.Contains(r.err.Error(), "UNKNOWN_TOPIC_OR_PARTITION") {
+			t.Errorf("describe of a missing topic: %v", r.err)
+		}
+
+		if r := mustRun(t, "", "topic", "delete", "--brokers", addr, "orders"); r.stdout != "deleted topic orders\n" {
+			t.Errorf("topic delete printed %q", r.stdout)
+		}
+		if r := runCLI(t, "", "topic", "delete", "--brokers", addr, "orders"); r.err == nil ||
+			!strings.Contains(r.err.Error(), "UNKNOWN_TOPIC_OR_PARTITION") {
+			t.Errorf("deleting a deleted topic: %v", r.err)
+		}
+		if r := runCLI(t, "", "topic", "delete", "--brokers", addr); r.err == nil {
+			t.Error("topic delete without a topic accepted")
+		}
+		list = mustRun(t, "", "topic", "list", "--brokers", addr).stdout
+		if strings.Contains(list, "orders") || !strings.Contains(list, "audit") {
+			t.Fatalf("topic list after delete:\n%s", list)
+		}
+	})
 }
 
 func TestProduceKeysFollowMurmur2(t *testing.T) {
-	addr := startTestBroker(t)
-	const partitions = 50
-	createTopic(t, addr, "keyed", partitions)
+	eachBroker(t, func(t *testing.T, addr string) {
+		const partitions = 50
+		createTopic(t, addr, "keyed", partitions)
 
-	// Each Kafka test vector key three times, interleaved, plus lines
-	// without the separator, which are records without a key.
-	var in strings.Builder
-	lines := 0
-	for round := range 3 {
-		for _, v := range kafkaMurmur2 {
-			fmt.Fprintf(&in, "%s\t%s-%d\n", v.key, v.key, round)
+		// Each Kafka test vector key three times, interleaved, plus lines
+		// without the separator, which are records without a key.
+		var in strings.Builder
+		lines := 0
+		for round := range 3 {
+			for _, v := range kafkaMurmur2 {
+				fmt.Fprintf(&in, "%s\t%s-%d\n", v.key, v.key, round)
+				lines++
+			}
+			fmt.Fprintf(&in, "unkeyed-%d\n", round)
 			lines++
 		}
-		fmt.Fprintf(&in, "unkeyed-%d\n", round)
-		lines++
-	}
-	r := mustRun(t, in.String(), "produce", "--brokers", addr, "--topic", "keyed", "--parse-key",
-		"--header", "source=test", "--header", "list=a,b")
-	if got := summaryField(t, r.stderr, 2); got != lines {
-		t.Fatalf("summary says %d records, want %d:\n%s", got, lines, r.stderr)
-	}
-	if got := summaryField(t, r.stderr, 5); got != 0 {
-		t.Fatalf("summary says %d errors:\n%s", got, r.stderr)
-	}
+		r := mustRun(t, in.String(), "produce", "--brokers", addr, "--topic", "keyed", "--parse-key",
+			"--header", "source=test", "--header", "list=a,b")
+		if got := summaryField(t, r.stderr, 2); got != lines {
+			t.Fatalf("summary says %d records, want %d:\n%s", got, lines, r.stderr)
+		}
+		if got := summaryField(t, r.stderr, 5); got != 0 {
+			t.Fatalf("summary says %d errors:\n%s", got, r.stderr)
+		}
 
-	recs := consumeJSON(t, addr, "--topic", "keyed")
-	if len(recs) != lines {
-		t.Fatalf("consumed %d records, want %d", len(recs), lines)
-	}
-	want := make(map[string]int32)
-	for _, v := range kafkaMurmur2 {
-		want[v.key] = kafkaPartition(v.hash, partitions)
-	}
-	lastRound := make(map[string]int)
-	unkeyed := 0
-	for _, rec := range recs {
-		if len(rec.Headers) != 2 || rec.Headers[0].Key != "source" || *rec.Headers[0].Value != "test" ||
-			rec.Headers[1].Key != "list" || *rec.Headers[1].Value != "a,b" {
-			t.Errorf("record %+v: headers %+v", rec, rec.Headers)
+		recs := consumeJSON(t, addr, "--topic", "keyed")
+		if len(recs) != lines {
+			t.Fatalf("consumed %d records, want %d", len(recs), lines)
 		}
-		if rec.Key == nil {
-			unkeyed++
-			continue
+		want := make(map[string]int32)
+		for _, v := range kafkaMurmur2 {
+			want[v.key] = kafkaPartition(v.hash, partitions)
 		}
-		if rec.Partition != want[*rec.Key] {
-			t.Errorf("key %q in partition %d, Kafka's murmur2 puts it in %d", *rec.Key, rec.Partition, want[*rec.Key])
+		lastRound := make(map[string]int)
+		unkeyed := 0
+		for _, rec := range recs {
+			if len(rec.Headers) != 2 || rec.Headers[0].Key != "source" || *rec.Headers[0].Value != "test" ||
+				rec.Headers[1].Key != "list" || *rec.Headers[1].Value != "a,b" {
+				t.Errorf("record %+v: headers %+v", rec, rec.Headers)
+			}
+			if rec.Key == nil {
+				unkeyed++
+				continue
+			}
+			if rec.Partition != want[*rec.Key] {
+				t.Errorf("key %q in partition %d, Kafka's murmur2 puts it in %d", *rec.Key, rec.Partition, want[*rec.Key])
+			}
+			round, err := strconv.Atoi(strings.TrimPrefix(*rec.Value, *rec.Key+"-"))
+			if err != nil {
+				t.Fatalf("record value %q", *rec.Value)
+			}
+			// Same key, same partition: the rounds come back in produce order.
+			if prev, seen := lastRound[*rec.Key]; seen && round != prev+1 || !seen && round != 0 {
+				t.Errorf("key %q: round %d after %d", *rec.Key, round, prev)
+			}
+			lastRound[*rec.Key] = round
 		}
-		round, err := strconv.Atoi(strings.TrimPrefix(*rec.Value, *rec.Key+"-"))
-		if err != nil {
-			t.Fatalf("record value %q", *rec.Value)
+		if unkeyed != 3 {
+			t.Errorf("%d records without a key, want 3", unkeyed)
 		}
-		// Same key, same partition: the rounds come back in produce order.
-		if prev, seen := lastRound[*rec.Key]; seen && round != prev+1 || !seen && round != 0 {
-			t.Errorf("key %q: round %d after %d", *rec.Key, round, prev)
-		}
-		lastRound[*rec.Key] = round
-	}
-	if unkeyed != 3 {
-		t.Errorf("%d records without a key, want 3", unkeyed)
-	}
+	})
 }
 
 func TestProduceRoundRobinAndFixedKey(t *testing.T) {
-	addr := startTestBroker(t)
-	createTopic(t, addr, "rr", 8)
-	var in strings.Builder
-	for i := range 80 {
-		fmt.Fprintf(&in, "v%d\n", i)
-	}
-	r := mustRun(t, in.String(), "produce", "--brokers", addr, "--topic", "rr")
-	if got := summaryField(t, r.stderr, 4); got != 8 {
-		t.Errorf("round-robin touched %d partitions, want 8:\n%s", got, r.stderr)
-	}
-	perPartition := make(map[int32]int)
-	for _, rec := range consumeJSON(t, addr, "--topic", "rr") {
-		perPartition[rec.Partition]++
-	}
-	for p := range int32(8) {
-		if perPartition[p] != 10 {
-			t.Errorf("partition %d has %d records, want 10 (round-robin)", p, perPartition[p])
+	eachBroker(t, func(t *testing.T, addr string) {
+		createTopic(t, addr, "rr", 8)
+		var in strings.Builder
+		for i := range 80 {
+			fmt.Fprintf(&in, "v%d\n", i)
 		}
-	}
+		r := mustRun(t, in.String(), "produce", "--brokers", addr, "--topic", "rr")
+		if got := summaryField(t, r.stderr, 4); got != 8 {
+			t.Errorf("round-robin touched %d partitions, want 8:\n%s", got, r.stderr)
+		}
+		perPartition := make(map[int32]int)
+		for _, rec := range consumeJSON(t, addr, "--topic", "rr") {
+			perPartition[rec.Partition]++
+		}
+		for p := range int32(8) {
+			if perPartition[p] != 10 {
+				t.Errorf("partition %d has %d records, want 10 (round-robin)", p, perPartition[p])
+			}
+		}
 
-	r = mustRun(t, "a\nb\nc\n", "produce", "--brokers", addr, "--topic", "rr", "--key", "foobar")
-	if got := summaryField(t, r.stderr, 4); got != 1 {
-		t.Errorf("fixed key touched %d partitions, want 1", got)
-	}
-	// murmur2("foobar") mod 8, from Kafka's vector.
-	p := kafkaPartition(-790332482, 8)
-	recs := consumeJSON(t, addr, "--topic", "rr", "--partition", strconv.Itoa(int(p)), "--from", "10")
-	if len(recs) != 3 || *recs[0].Value != "a" || *recs[2].Value != "c" || *recs[1].Key != "foobar" {
-		t.Fatalf("partition %d from offset 10: %+v", p, recs)
-	}
+		r = mustRun(t, "a\nb\nc\n", "produce", "--brokers", addr, "--topic", "rr", "--key", "foobar")
+		if got := summaryField(t, r.stderr, 4); got != 1 {
+			t.Errorf("fixed key touched %d partitions, want 1", got)
+		}
+		// murmur2("foobar") mod 8, from Kafka's vector.
+		p := kafkaPartition(-790332482, 8)
+		recs := consumeJSON(t, addr, "--topic", "rr", "--partition", strconv.Itoa(int(p)), "--from", "10")
+		if len(recs) != 3 || *recs[0].Value != "a" || *recs[2].Value != "c" || *recs[1].Key != "foobar" {
+			t.Fatalf("partition %d from offset 10: %+v", p, recs)
+		}
+	})
 }
 
 func TestProduceOptions(t *testing.T) {
-	addr := startTestBroker(t)
-	createTopic(t, addr, "opts", 3)
-	sent := 0
-	for _, acks := range []string{"all", "1", "0"} {
-		for _, codec := range []string{"none", "gzip", "snappy", "lz4", "zstd"} {
-			var in strings.Builder
-			for i := range 20 {
-				fmt.Fprintf(&in, "%s-%s-%d-%s\n", acks, codec, i, strings.Repeat("x", 100))
+	eachBroker(t, func(t *testing.T, addr string) {
+		createTopic(t, addr, "opts", 3)
+		sent := 0
+		for _, acks := range []string{"all", "1", "0"} {
+			for _, codec := range []string{"none", "gzip", "snappy", "lz4", "zstd"} {
+				var in strings.Builder
+				for i := range 20 {
+					fmt.Fprintf(&in, "%s-%s-%d-%s\n", acks, codec, i, strings.Repeat("x", 100))
+				}
+				r := mustRun(t, in.String(), "produce", "--brokers", addr, "--topic", "opts", "--acks", acks,
+					"--compression", codec, "--partition", "1")
+				if got := summaryField(t, r.stderr, 2); got != 20 {
+					t.Errorf("acks %s compression %s: %d records produced", acks, codec, got)
+				}
+				sent += 20
 			}
-			r := mustRun(t, in.String(), "produce", "--brokers", addr, "--topic", "opts", "--acks", acks,
-				"--compression", codec, "--partition", "1")
-			if got := summaryField(t, r.stderr, 2); got != 20 {
-				t.Errorf("acks %s compression %s: %d records produced", acks, codec, got)
+		}
+		// acks=0 is fire-and-forget: consume until everything arrived.
+		recs := consumeJSON(t, addr, "--topic", "opts", "--partition", "1", "--follow", "--count", strconv.Itoa(sent))
+		for i, rec := range recs {
+			if rec.Offset != int64(i) {
+				t.Fatalf("record %d has offset %d", i, rec.Offset)
 			}
-			sent += 20
 		}
-	}
-	// acks=0 is fire-and-forget: consume until everything arrived.
-	recs := consumeJSON(t, addr, "--topic", "opts", "--partition", "1", "--follow", "--count", strconv.Itoa(sent))
-	for i, rec := range recs {
-		if rec.Offset != int64(i) {
-			t.Fatalf("record %d has offset %d", i, rec.Offset)
+		if len(recs) != sent {
+			t.Fatalf("consumed %d records, want %d", len(recs), sent)
 		}
-	}
-	if len(recs) != sent {
-		t.Fatalf("consumed %d records, want %d", len(recs), sent)
-	}
 
-	f := t.TempDir() + "/lines.txt"
-	writeFile(t, f, "k1|from file\nk2|second\n")
-	mustRun(t, "", "produce", "--brokers", addr, "--topic", "opts", "--file", f, "-K", "--key-separator", "|", "-p", "2")
-	out := mustRun(t, "", "consume", "--brokers", addr, "--topic", "opts", "-p", "2", "--format", "kv", "--key-separator", `\t`).stdout
-	if out != "k1\tfrom file\nk2\tsecond\n" {
-		t.Fatalf("kv output %q", out)
-	}
+		f := t.TempDir() + "/lines.txt"
+		writeFile(t, f, "k1|from file\nk2|second\n")
+		mustRun(t, "", "produce", "--brokers", addr, "--topic", "opts", "--file", f, "-K", "--key-separator", "|", "-p", "2")
+		out := mustRun(t, "", "consume", "--brokers", addr, "--topic", "opts", "-p", "2", "--format", "kv", "--key-separator", `\t`).stdout
+		if out != "k1\tfrom file\nk2\tsecond\n" {
+			t.Fatalf("kv output %q", out)
+		}
 
-	if r := runCLI(t, "", "produce", "--brokers", addr, "--topic", "opts", "--file", "/nonexistent/x"); r.err == nil {
-		t.Error("missing --file accepted")
-	}
+		if r := runCLI(t, "", "produce", "--brokers", addr, "--topic", "opts", "--file", "/nonexistent/x"); r.err == nil {
+			t.Error("missing --file accepted")
+		}
+	})
 }
 
 func TestConsumeFrom(t *testing.T) {
-	addr := startTestBroker(t)
-	createTopic(t, addr, "events", 4)
-	mustRun(t, "a0\na1\na2\na3\na4\n", "produce", "--brokers", addr, "--topic", "events", "-p", "0")
-	mustRun(t, "b0\nb1\n", "produce", "--brokers", addr, "--topic", "events", "-p", "3")
+	eachBroker(t, func(t *testing.T, addr string) {
+		createTopic(t, addr, "events", 4)
+		mustRun(t, "a0\na1\na2\na3\na4\n", "produce", "--brokers", addr, "--topic", "events", "-p", "0")
+		mustRun(t, "b0\nb1\n", "produce", "--brokers", addr, "--topic", "events", "-p", "3")
 
-	// Timestamps are milliseconds; step over the one the first batch used.
-	time.Sleep(5 * time.Millisecond)
-	mark := time.Now()
-	time.Sleep(5 * time.Millisecond)
-	mustRun(t, "a5\na6\n", "produce", "--brokers", addr, "--topic", "events", "-p", "0")
+		// Timestamps are milliseconds; step over the one the first batch used.
+		time.Sleep(5 * time.Millisecond)
+		mark := time.Now()
+		time.Sleep(5 * time.Millisecond)
+		mustRun(t, "a5\na6\n", "produce", "--brokers", addr, "--topic", "events", "-p", "0")
 
-	values := func(args ...string) string {
-		t.Helper()
-		r := mustRun(t, "", append([]string{"consume", "--brokers", addr, "--topic", "events"}, args...)...)
-		return strings.ReplaceAll(strings.TrimSuffix(r.stdout, "\n"), "\n", " ")
-	}
-	for _, tc := range []struct {
-		args []string
-		want string
-	}{
-		{[]string{"-p", "0"}, "a0 a1 a2 a3 a4 a5 a6"},
-		{[]string{"-p", "0", "--from", "earliest"}, "a0 a1 a2 a3 a4 a5 a6"},
-		{[]string{"-p", "0", "--from", "3"}, "a3 a4 a5 a6"},
-		{[]string{"-p", "0", "--from", "-2"}, "a5 a6"},
-		{[]string{"-p", "0", "--from", "latest"}, ""},
-		{[]string{"-p", "0", "--from", "3", "--count", "2"}, "a3 a4"},
-		{[]string{"-p", "0", "--from", mark.UTC().Format(time.RFC3339Nano)}, "a5 a6"},
-		{[]string{"-p", "0", "--from", fmt.Sprintf("@%d", mark.UnixMilli())}, "a5 a6"},
-		{[]string{"-p", "3", "-p", "1"}, "b0 b1"},
-		{[]string{"-p", "0,3", "--from", "1", "--count", "100", "-q"}, ""}, // checked below by set
-		{[]string{"--from", "@" + strconv.FormatInt(mark.Add(time.Hour).UnixMilli(), 10)}, ""},
-	} {
-		got := values(tc.args...)
-		if strings.Contains(strings.Join(tc.args, " "), "0,3") {
-			if fields := strings.Fields(got); len(fields) != 7 {
-				t.Errorf("consume %q = %q, want a1..a6 and b1", tc.args, got)
+		values := func(args ...string) string {
+			t.Helper()
+			r := mustRun(t, "", append([]string{"consume", "--brokers", addr, "--topic", "events"}, args...)...)
+			return strings.ReplaceAll(strings.TrimSuffix(r.stdout, "\n"), "\n", " ")
+		}
+		for _, tc := range []struct {
+			args []string
+			want string
+		}{
+			{[]string{"-p", "0"}, "a0 a1 a2 a3 a4 a5 a6"},
+			{[]string{"-p", "0", "--from", "earliest"}, "a0 a1 a2 a3 a4 a5 a6"},
+			{[]string{"-p", "0", "--from", "3"}, "a3 a4 a5 a6"},
+			{[]string{"-p", "0", "--from", "-2"}, "a5 a6"},
+			{[]string{"-p", "0", "--from", "latest"}, ""},
+			{[]string{"-p", "0", "--from", "3", "--count", "2"}, "a3 a4"},
+			{[]string{"-p", "0", "--from", mark.UTC().Format(time.RFC3339Nano)}, "a5 a6"},
+			{[]string{"-p", "0", "--from", fmt.Sprintf("@%d", mark.UnixMilli())}, "a5 a6"},
+			{[]string{"-p", "3", "-p", "1"}, "b0 b1"},
+			{[]string{"-p", "0,3", "--from", "1", "--count", "100", "-q"}, ""}, // checked below by set
+			{[]string{"--from", "@" + strconv.FormatInt(mark.Add(time.Hour).UnixMilli(), 10)}, ""},
+		} {
+			got := values(tc.args...)
+			if strings.Contains(strings.Join(tc.args, " "), "0,3") {
+				if fields := strings.Fields(got); len(fields) != 7 {
+					t.Errorf("consume %q = %q, want a1..a6 and b1", tc.args, got)
+				}
+				continue
 			}
-			continue
+			if got != tc.want {
+				t.Errorf("consume %q = %q, want %q", tc.args, got, tc.want)
+			}
 		}
-		if got != tc.want {
-			t.Errorf("consume %q = %q, want %q", tc.args, got, tc.want)
-		}
-	}
 
-	r := mustRun(t, "", "consume", "--brokers", addr, "--topic", "events", "-p", "0", "--from", "100")
-	if !strings.Contains(r.stderr, "past the high watermark 7") || r.stdout != "" {
-		t.Errorf("offset past the end: stdout %q stderr %q", r.stdout, r.stderr)
-	}
-	if !strings.Contains(r.stderr, "consumed topic=events records=0") {
-		t.Errorf("summary: %q", r.stderr)
-	}
-	for _, bad := range [][]string{
-		{"--topic", "nope"},
-		{"--topic", "events", "-p", "4"},
-		{"--topic", "events", "--from", "yesterday"},
-		{"--topic", "events", "--format", "xml"},
-		{"--topic", "events", "--count", "-1"},
-	} {
-		if r := runCLI(t, "", append([]string{"consume", "--brokers", addr, "--timeout", "5s"}, bad...)...); r.err == nil {
-			t.Errorf("consume %q succeeded", bad)
+		r := mustRun(t, "", "consume", "--brokers", addr, "--topic", "events", "-p", "0", "--from", "100")
+		if !strings.Contains(r.stderr, "past the high watermark 7") || r.stdout != "" {
+			t.Errorf("offset past the end: stdout %q stderr %q", r.stdout, r.stderr)
 		}
-	}
+		if !strings.Contains(r.stderr, "consumed topic=events records=0") {
+			t.Errorf("summary: %q", r.stderr)
+		}
+		for _, bad := range [][]string{
+			{"--topic", "nope"},
+			{"--topic", "events", "-p", "4"},
+			{"--topic", "events", "--from", "yesterday"},
+			{"--topic", "events", "--format", "xml"},
+			{"--topic", "events", "--count", "-1"},
+		} {
+			if r := runCLI(t, "", append([]string{"consume", "--brokers", addr, "--timeout", "5s"}, bad...)...); r.err == nil {
+				t.Errorf("consume %q succeeded", bad)
+			}
+		}
+	})
 }
 
 func TestConsumeFollow(t *testing.T) {
-	addr := startTestBroker(t)
-	createTopic(t, addr, "live", 2)
-	done := make(chan cliResult, 1)
-	go func() {
-		done <- runCLI(t, "", "consume", "--brokers", addr, "--topic", "live", "--follow", "--count", "6", "--format", "json")
-	}()
-	mustRun(t, "x\ny\nz\n", "produce", "--brokers", addr, "--topic", "live", "-p", "0")
-	mustRun(t, "u\nv\nw\n", "produce", "--brokers", addr, "--topic", "live", "-p", "1")
-	r := <-done
-	if r.err != nil {
-		t.Fatal(r.err)
-	}
-	recs := parseConsumed(t, r.stdout)
-	if len(recs) != 6 {
-		t.Fatalf("follow returned %d records, want 6: %s", len(recs), r.stdout)
-	}
+	eachBroker(t, func(t *testing.T, addr string) {
+		createTopic(t, addr, "live", 2)
+		done := make(chan cliResult, 1)
+		go func() {
+			done <- runCLI(t, "", "consume", "--brokers", addr, "--topic", "live", "--follow", "--count", "6", "--format", "json")
+		}()
+		mustRun(t, "x\ny\nz\n", "produce", "--brokers", addr, "--topic", "live", "-p", "0")
+		mustRun(t, "u\nv\nw\n", "produce", "--brokers", addr, "--topic", "live", "-p", "1")
+		r := <-done
+		if r.err != nil {
+			t.Fatal(r.err)
+		}
+		recs := parseConsumed(t, r.stdout)
+		if len(recs) != 6 {
+			t.Fatalf("follow returned %d records, want 6: %s", len(recs), r.stdout)
+		}
 
-	// --follow without --count ends with the context (SIGINT in real use).
-	ctx, cancel := context.WithCancel(context.Background())
-	go func() {
-		done <- runCLIContext(ctx, t, "", "consume", "--brokers", addr, "--topic", "live", "--follow", "--from", "latest")
-	}()
-	time.Sleep(200 * time.Millisecond)
-	cancel()
-	if r := <-done; r.err != nil || r.stdout != "" {
-		t.Fatalf("interrupted follow: %v, stdout %q", r.err, r.stdout)
-	}
+		// --follow without --count ends with the context (SIGINT in real use).
+		ctx, cancel := context.WithCancel(context.Background())
+		go func() {
+			done <- runCLIContext(ctx, t, "", "consume", "--brokers", addr, "--topic", "live", "--follow", "--from", "latest")
+		}()
+		time.Sleep(200 * time.Millisecond)
+		cancel()
+		if r := <-done; r.err != nil || r.stdout != "" {
+			t.Fatalf("interrupted follow: %v, stdout %q", r.err, r.stdout)
+		}
+	})
 }
 
 func TestProduceUnknownTopicFails(t *testing.T) {
-	addr := startTestBroker(t)
-	r := runCLI(t, "a\nb\n", "produce", "--brokers", addr, "--topic", "absent", "--timeout", "3s")
-	if r.err == nil || !strings.Contains(r.err.Error(), "2 of 2 records failed") {
-		t.Fatalf("produce to a missing topic: %v\n%s", r.err, r.stderr)
-	}
-	if !strings.Contains(r.stderr, "errors=2") || !strings.Contains(r.stderr, "2 records:") {
-		t.Fatalf("stderr does not explain the failure:\n%s", r.stderr)
-	}
+	eachBroker(t, func(t *testing.T, addr string) {
+		r := runCLI(t, "a\nb\n", "produce", "--brokers", addr, "--topic", "absent", "--timeout", "3s")
+		if r.err == nil || !strings.Contains(r.err.Error(), "2 of 2 records failed") {
+			t.Fatalf("produce to a missing topic: %v\n%s", r.err, r.stderr)
+		}
+		if !strings.Contains(r.stderr, "errors=2") || !strings.Contains(r.stderr, "2 records:") {
+			t.Fatalf("stderr does not explain the failure:\n%s", r.stderr)
+		}
+	})
 }

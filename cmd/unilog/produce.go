@@ -250,11 +250,11 @@ func runProduce(c *cli.Context) error {
 		// and records handed over before SIGINT are still delivered.
 		cl.Produce(c.Context, r, stats.done)
 	})
-	// A second SIGINT while the flush below waits kills the process.
+	// A second SIGINT while the flush below waits kills the process. The
+	// flush needs no deadline of its own: --timeout is the records'
+	// delivery timeout, so each one succeeds or fails within it.
 	stop()
-	flushCtx, cancel := context.WithTimeout(c.Context, c.Duration("timeout"))
-	defer cancel()
-	flushErr := cl.Flush(flushCtx)
+	flushErr := cl.Flush(c.Context)
 	elapsed := time.Since(start)
 
 	stats.mu.Lock()

@@ -1,0 +1,238 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"math"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/sirupsen/logrus"
+	"github.com/urfave/cli/v2"
+
+	"github.com/unilog/unilog/broker"
+	"github.com/unilog/unilog/commitlog"
+)
+
+func TestParseByteSize(t *testing.T) {
+	for _, tc := range []struct {
+		in      string
+		max     int64
+		want    int64
+		wantErr bool
+	}{
+		{in: "1048588", max: math.MaxInt32, want: 1048588},
+		{in: "1GiB", max: math.MaxInt64, want: 1 << 30},
+		{in: "64 MiB", max: math.MaxInt64, want: 64 << 20},
+		{in: "64mib", max: math.MaxInt64, want: 64 << 20},
+		{in: "512KiB", max: math.MaxInt64, want: 512 << 10},
+		{in: "2TiB", max: math.MaxInt64, want: 2 << 40},
+		{in: "1GB", max: math.MaxInt64, want: 1e9},
+		{in: "10kb", max: math.MaxInt64, want: 10e3},
+		{in: "100B", max: math.MaxInt64, want: 100},
+		{in: "100MiB", max: math.MaxInt32, want: 100 << 20},
+		{in: "2GiB", max: math.MaxInt32, wantErr: true},
+		{in: "0", max: math.MaxInt64, wantErr: true},
+		{in: "-1MiB", max: math.MaxInt64, wantErr: true},
+		{in: "1.5GiB", max: math.MaxInt64, wantErr: true},
+		{in: "GiB", max: math.MaxInt64, wantErr: true},
+		{in: "", max: math.MaxInt64, wantErr: true},
+		{in: "10PiB", max: math.MaxInt64, wantErr: true},
+		{in: "9000000TiB", max: math.MaxInt64, wantErr: true},
+	} {
+		got, err := parseByteSize(tc.in, tc.max)
+		if (err != nil) != tc.wantErr || got != tc.want {
+			t.Errorf("parseByteSize(%q, %d) = %d, %v; want %d, error %v", tc.in, tc.max, got, err, tc.want, tc.wantErr)
+		}
+	}
+}
+
+// parsedBrokerConfig runs the broker command's flag parsing (not Start).
+func parsedBrokerConfig(t *testing.T, args ...string) (broker.Config, string, error) {
+	t.Helper()
+	cmd := brokerCommand()
+	var cfg broker.Config
+	var cerr error
+	var logs bytes.Buffer
+	cmd.Action = func(c *cli.Context) error {
+		cfg, cerr = brokerConfig(c, &logs)
+		return nil
+	}
+	app := &cli.App{Name: "unilog", Commands: []*cli.Command{cmd}, Writer: &bytes.Buffer{}, ErrWriter: &bytes.Buffer{},
+		ExitErrHandler: func(*cli.Context, error) {}}
+	if err := app.Run(append([]string{"unilog", "broker"}, args...)); err != nil {
+		return cfg, "", err
+	}
+	if cerr == nil {
+		cfg.Logger.Info("probe")
+	}
+	return cfg, logs.String(), cerr
+}
+
+func TestBrokerFlags(t *testing.T) {
+	cfg, logs, err := parsedBrokerConfig(t, "--data-dir", "/d")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := broker.Config{
+		DataDir: "/d", Listen: "127.0.0.1:9092", Admin: "127.0.0.1:9644", Flush: commitlog.FlushAsync,
+		FileSize: 1 << 30, DefaultPartitions: 1, MaxMessageBytes: 1<<20 + 12, MaxRequestBytes: 100 << 20,
+		MaxConnections: 4096, ReadTimeout: 10 * time.Minute, WriteTimeout: 30 * time.Second,
+	}
+	cfg.Logger = nil
+	if cfg != want {
+		t.Errorf("defaults:\n got %+v\nwant %+v", cfg, want)
+	}
+	if !strings.Contains(logs, `level=info msg=probe`) {
+		t.Errorf("default logger writes %q, want logrus text at info", logs)
+	}
+
+	cfg, logs, err = parsedBrokerConfig(t, "--data-dir", "/x", "--listen", "0.0.0.0:19092", "--admin", "", "--flush", "sync",
+		"--file-size", "64MiB", "--auto-create-topics", "--default-partitions", "12", "--max-message-bytes", "4MiB",
+		"--max-request-bytes", "8MiB", "--max-connections", "10", "--read-timeout", "1m", "--write-timeout", "5s",
+		"--node-id", "3", "--log-level", "warn", "--log-format", "json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if logs != "" {
+		t.Errorf("info logged at level warn: %q", logs)
+	}
+	cfg.Logger.(*logrus.Logger).Warn("probe")
+	want = broker.Config{
+		DataDir: "/x", Listen: "0.0.0.0:19092", Admin: "", Flush: commitlog.FlushSync, FileSize: 64 << 20,
+		AutoCreateTopics: true, DefaultPartitions: 12, MaxMessageBytes: 4 << 20, MaxRequestBytes: 8 << 20,
+		MaxConnections: 10, ReadTimeout: time.Minute, WriteTimeout: 5 * time.Second, NodeID: 3,
+	}
+	cfg.Logger = nil
+	if cfg != want {
+		t.Errorf("flags:\n got %+v\nwant %+v", cfg, want)
+	}
+
+	for _, tc := range []struct {
+		args    []string
+		wantErr string
+	}{
+		{[]string{}, `Required flag "data-dir" not set`},
+		{[]string{"--data-dir", "d", "--flush", "never"}, "--flush"},
+		{[]string{"--data-dir", "d", "--file-size", "big"}, "--file-size"},
+		{[]string{"--data-dir", "d", "--max-message-bytes", "3GiB"}, "--max-message-bytes"},
+		{[]string{"--data-dir", "d", "--default-partitions", "0"}, "--default-partitions"},
+		{[]string{"--data-dir", "d", "--max-connections", "-1"}, "--max-connections"},
+		{[]string{"--data-dir", "d", "--log-level", "loud"}, "--log-level"},
+		{[]string{"--data-dir", "d", "--log-format", "xml"}, "--log-format"},
+	} {
+		if _, _, err := parsedBrokerConfig(t, tc.args...); err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+			t.Errorf("%q: error %v, want one containing %q", tc.args, err, tc.wantErr)
+		}
+	}
+}
+
+func TestBrokerFlagsFromEnvironment(t *testing.T) {
+	for k, v := range map[string]string{
+		"UNILOG_DATA_DIR": "/env", "UNILOG_LISTEN": "127.0.0.1:1", "UNILOG_ADMIN": "127.0.0.1:2", "UNILOG_FLUSH": "sync",
+		"UNILOG_FILE_SIZE": "16MiB", "UNILOG_AUTO_CREATE_TOPICS": "true", "UNILOG_DEFAULT_PARTITIONS": "7",
+		"UNILOG_MAX_MESSAGE_BYTES": "2MiB", "UNILOG_MAX_REQUEST_BYTES": "3MiB", "UNILOG_MAX_CONNECTIONS": "5",
+		"UNILOG_READ_TIMEOUT": "2m", "UNILOG_WRITE_TIMEOUT": "3s", "UNILOG_NODE_ID": "9",
+		"UNILOG_LOG_LEVEL": "error", "UNILOG_LOG_FORMAT": "json",
+	} {
+		t.Setenv(k, v)
+	}
+	cfg, _, err := parsedBrokerConfig(t)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if l := cfg.Logger.(*logrus.Logger); l.GetLevel() != logrus.ErrorLevel {
+		t.Errorf("log level %v from UNILOG_LOG_LEVEL=error", l.GetLevel())
+	} else if _, ok := l.Formatter.(*logrus.JSONFormatter); !ok {
+		t.Errorf("formatter %T from UNILOG_LOG_FORMAT=json", l.Formatter)
+	}
+	cfg.Logger = nil
+	want := broker.Config{
+		DataDir: "/env", Listen: "127.0.0.1:1", Admin: "127.0.0.1:2", Flush: commitlog.FlushSync, FileSize: 16 << 20,
+		AutoCreateTopics: true, DefaultPartitions: 7, MaxMessageBytes: 2 << 20, MaxRequestBytes: 3 << 20,
+		MaxConnections: 5, ReadTimeout: 2 * time.Minute, WriteTimeout: 3 * time.Second, NodeID: 9,
+	}
+	if cfg != want {
+		t.Errorf("from environment:\n got %+v\nwant %+v", cfg, want)
+	}
+	// A flag beats its environment variable.
+	if cfg, _, err := parsedBrokerConfig(t, "--listen", "127.0.0.1:3"); err != nil || cfg.Listen != "127.0.0.1:3" {
+		t.Errorf("--listen over UNILOG_LISTEN: %q, %v", cfg.Listen, err)
+	}
+}
+
+var listeningLine = regexp.MustCompile(`unilog broker listening on (127\.0\.0\.1:\d+) \(Kafka\), admin (\S+), data (\S+)`)
+
+// runBrokerCommand runs `unilog broker` in-process until ctx ends and
+// returns the Kafka address it printed, plus a channel with the result.
+func runBrokerCommand(ctx context.Context, t *testing.T, args ...string) (string, <-chan cliResult) {
+	t.Helper()
+	var stdout, stderr syncBuffer
+	done := make(chan cliResult, 1)
+	go func() {
+		err := testApp("", &stdout, &stderr).RunContext(ctx, append([]string{"unilog", "broker"}, args...))
+		done <- cliResult{stdout: stdout.String(), stderr: stderr.String(), err: err}
+	}()
+	deadline := time.Now().Add(60 * time.Second)
+	for time.Now().Before(deadline) {
+		if m := listeningLine.FindStringSubmatch(stdout.String()); m != nil {
+			return m[1], done
+		}
+		select {
+		case r := <-done:
+			t.Fatalf("broker command ended before listening: %v\n%s\n%s", r.err, r.stdout, r.stderr)
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+	t.Fatalf("broker command printed no address:\n%s\n%s", stdout.String(), stderr.String())
+	return "", nil
+}
+
+func TestBrokerCommandServesAndStopsCleanly(t *testing.T) {
+	dir := t.TempDir()
+	args := []string{"--data-dir", dir, "--listen", "127.0.0.1:0", "--admin", "127.0.0.1:0", "--file-size", "8MiB", "--flush", "sync"}
+
+	ctx, cancel := context.WithCancel(context.Background())
+	addr, done := runBrokerCommand(ctx, t, args...)
+	createTopic(t, addr, "kept", 3)
+	mustRun(t, "one\ntwo\nthree\n", "produce", "--brokers", addr, "--topic", "kept", "--parse-key")
+	cancel()
+	r := <-done
+	if r.err != nil {
+		t.Fatalf("broker command: %v\n%s", r.err, r.stderr)
+	}
+	if m := listeningLine.FindStringSubmatch(r.stdout); m == nil || !strings.HasPrefix(m[2], "http://127.0.0.1:") || m[3] != dir {
+		t.Errorf("listening line %q", r.stdout)
+	}
+	for _, want := range []string{"shutting down", "broker stopped cleanly"} {
+		if !strings.Contains(r.stderr, want) {
+			t.Errorf("logs lack %q:\n%s", want, r.stderr)
+		}
+	}
+
+	// The same data directory again: topic and records are still there.
+	ctx, cancel = context.WithCancel(context.Background())
+	defer cancel()
+	addr, done = runBrokerCommand(ctx, t, append(args, "--log-format", "json")...)
+	if list := mustRun(t, "", "topic", "list", "--brokers", addr).stdout; !regexp.MustCompile(`(?m)^kept\s+3$`).MatchString(list) {
+		t.Errorf("after restart, topic list:\n%s", list)
+	}
+	out := mustRun(t, "", "consume", "--brokers", addr, "--topic", "kept").stdout
+	if got := strings.Fields(out); len(got) != 3 {
+		t.Errorf("after restart consumed %q, want one two three", out)
+	}
+	cancel()
+	if r := <-done; r.err != nil || !strings.Contains(r.stderr, `"msg":"broker stopped cleanly"`) {
+		t.Errorf("second run: %v\n%s", r.err, r.stderr)
+	}
+}
+
+func TestBrokerCommandFailsOnBusyPort(t *testing.T) {
+	addr := startTestBroker(t)
+	r := runCLI(t, "", "broker", "--data-dir", t.TempDir(), "--listen", addr, "--admin", "", "--file-size", "8MiB")
+	if r.err == nil || !strings.Contains(r.err.Error(), "address already in use") {
+		t.Fatalf("second broker on %s: %v", addr, r.err)
+	}
+}
