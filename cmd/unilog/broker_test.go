@@ -172,7 +172,7 @@ func runBrokerCommand(ctx context.Context, t *testing.T, args ...string) (string
 	var stdout, stderr syncBuffer
 	done := make(chan cliResult, 1)
 	go func() {
-		err := testApp("", &stdout, &stderr).RunContext(ctx, append([]string{"unilog", "broker"}, args...))
+		err := testApp(strings.NewReader(""), &stdout, &stderr).RunContext(ctx, append([]string{"unilog", "broker"}, args...))
 		done <- cliResult{stdout: stdout.String(), stderr: stderr.String(), err: err}
 	}()
 	deadline := time.Now().Add(60 * time.Second)

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"io"
 	"strings"
 	"sync"
 	"testing"
@@ -12,7 +13,7 @@ import (
 
 // testApp builds the CLI the way main.go does, minus the commands other
 // engineers own, with stdin/stdout/stderr redirected to buffers.
-func testApp(stdin string, stdout, stderr *syncBuffer) *cli.App {
+func testApp(stdin io.Reader, stdout, stderr *syncBuffer) *cli.App {
 	app := &cli.App{
 		Name: "unilog",
 		Commands: []*cli.Command{
@@ -21,7 +22,7 @@ func testApp(stdin string, stdout, stderr *syncBuffer) *cli.App {
 			produceCommand(),
 			consumeCommand(),
 		},
-		Reader:         strings.NewReader(stdin),
+		Reader:         stdin,
 		Writer:         stdout,
 		ErrWriter:      stderr,
 		ExitErrHandler: func(*cli.Context, error) {},
@@ -74,7 +75,7 @@ func runCLI(t *testing.T, stdin string, args ...string) cliResult {
 func runCLIContext(ctx context.Context, t *testing.T, stdin string, args ...string) cliResult {
 	t.Helper()
 	var stdout, stderr syncBuffer
-	err := testApp(stdin, &stdout, &stderr).RunContext(ctx, append([]string{"unilog"}, args...))
+	err := testApp(strings.NewReader(stdin), &stdout, &stderr).RunContext(ctx, append([]string{"unilog"}, args...))
 	return cliResult{stdout: stdout.String(), stderr: stderr.String(), err: err}
 }
 

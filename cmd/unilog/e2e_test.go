@@ -135,16 +135,20 @@ func TestTopicCommands(t *testing.T) {
 
 func TestProduceKeysFollowMurmur2(t *testing.T) {
 	eachBroker(t, func(t *testing.T, addr string) {
-		const partitions = 50
+		const partitions = 1000
 		createTopic(t, addr, "keyed", partitions)
 
-		// Each Kafka test vector key three times, interleaved, plus lines
-		// without the separator, which are records without a key.
+		// Three rounds of: each Kafka test vector key, 500 more keys, and
+		// a line without the separator, which is a record without a key.
 		var in strings.Builder
 		lines := 0
 		for round := range 3 {
 			for _, v := range kafkaMurmur2 {
 				fmt.Fprintf(&in, "%s\t%s-%d\n", v.key, v.key, round)
+				lines++
+			}
+			for u := range 500 {
+				fmt.Fprintf(&in, "user-%d\tuser-%d-%d\n", u, u, round)
 				lines++
 			}
 			fmt.Fprintf(&in, "unkeyed-%d\n", round)
@@ -167,32 +171,49 @@ func TestProduceKeysFollowMurmur2(t *testing.T) {
 		for _, v := range kafkaMurmur2 {
 			want[v.key] = kafkaPartition(v.hash, partitions)
 		}
+		keyPartition := make(map[string]int32)
 		lastRound := make(map[string]int)
 		unkeyed := 0
 		for _, rec := range recs {
 			if len(rec.Headers) != 2 || rec.Headers[0].Key != "source" || *rec.Headers[0].Value != "test" ||
 				rec.Headers[1].Key != "list" || *rec.Headers[1].Value != "a,b" {
-				t.Errorf("record %+v: headers %+v", rec, rec.Headers)
+				t.Fatalf("record %+v: headers %+v", rec, rec.Headers)
 			}
 			if rec.Key == nil {
 				unkeyed++
 				continue
 			}
-			if rec.Partition != want[*rec.Key] {
-				t.Errorf("key %q in partition %d, Kafka's murmur2 puts it in %d", *rec.Key, rec.Partition, want[*rec.Key])
+			key := *rec.Key
+			if w, ok := want[key]; ok && rec.Partition != w {
+				t.Errorf("key %q in partition %d, Kafka's murmur2 puts it in %d", key, rec.Partition, w)
 			}
-			round, err := strconv.Atoi(strings.TrimPrefix(*rec.Value, *rec.Key+"-"))
+			if p, seen := keyPartition[key]; seen && p != rec.Partition {
+				t.Errorf("key %q in partitions %d and %d", key, p, rec.Partition)
+			}
+			keyPartition[key] = rec.Partition
+			round, err := strconv.Atoi(strings.TrimPrefix(*rec.Value, key+"-"))
 			if err != nil {
 				t.Fatalf("record value %q", *rec.Value)
 			}
 			// Same key, same partition: the rounds come back in produce order.
-			if prev, seen := lastRound[*rec.Key]; seen && round != prev+1 || !seen && round != 0 {
-				t.Errorf("key %q: round %d after %d", *rec.Key, round, prev)
+			if prev, seen := lastRound[key]; seen && round != prev+1 || !seen && round != 0 {
+				t.Errorf("key %q: round %d after %d", key, round, prev)
 			}
-			lastRound[*rec.Key] = round
+			lastRound[key] = round
 		}
 		if unkeyed != 3 {
 			t.Errorf("%d records without a key, want 3", unkeyed)
+		}
+		used := make(map[int32]bool)
+		for _, p := range keyPartition {
+			used[p] = true
+		}
+		// 506 keys hashed over 1000 partitions land in about 400 of them.
+		if len(used) < 300 {
+			t.Errorf("506 keys landed in only %d partitions", len(used))
+		}
+		if got := summaryField(t, r.stderr, 4); got < len(used) {
+			t.Errorf("summary says %d partitions touched, keys alone used %d", got, len(used))
 		}
 	})
 }
