@@ -141,10 +141,13 @@ func (l *Log) openFiles() ([]*segment, error) {
 		}
 		return nil, err
 	}
-	for _, base := range bases {
-		s, err := openSegment(filepath.Join(dir, segmentName(base)), base, &l.mapped)
+	for k, base := range bases {
+		s, repaired, err := openSegment(filepath.Join(dir, segmentName(base)), base, k == len(bases)-1, &l.mapped)
 		if err != nil {
 			return fail(err)
+		}
+		if repaired > 0 {
+			l.log.WithFields(logrus.Fields{"file": s.path, "added_bytes": repaired}).Warn("last file was cut short; extended with zeros")
 		}
 		if n := len(segs); n > 0 && segs[n-1].end() != base {
 			s.release()

@@ -118,32 +118,47 @@ func prefault(m mmap.MMap) {
 	}
 }
 
-// openSegment maps an existing, complete file.
-func openSegment(path string, base int64, mapped *atomic.Int64) (*segment, error) {
+// openSegment maps an existing file. A last file that is not a whole
+// number of pages long (cut by something outside the log: files are
+// created complete) is extended with zeros to the next page boundary, so
+// recovery stops cleanly at the cut; repair says so.
+func openSegment(path string, base int64, last bool, mapped *atomic.Int64) (s *segment, repaired int64, err error) {
 	f, err := os.OpenFile(path, os.O_RDWR, 0)
 	if err != nil {
-		return nil, fmt.Errorf("commitlog: open %s: %w", path, err)
+		return nil, 0, fmt.Errorf("commitlog: open %s: %w", path, err)
 	}
 	fi, err := f.Stat()
 	if err != nil {
 		f.Close()
-		return nil, fmt.Errorf("commitlog: stat %s: %w", path, err)
+		return nil, 0, fmt.Errorf("commitlog: stat %s: %w", path, err)
 	}
 	size := fi.Size()
 	if page := int64(os.Getpagesize()); size < page || size%page != 0 {
-		f.Close()
-		return nil, fmt.Errorf("commitlog: open %s: size %d is not a positive multiple of the page size: %w", path, size, ErrCorrupt)
+		if !last {
+			f.Close()
+			return nil, 0, fmt.Errorf("commitlog: open %s: size %d is not a positive multiple of the page size: %w", path, size, ErrCorrupt)
+		}
+		want := max(page, (size+page-1)/page*page)
+		if err := unix.Fallocate(int(f.Fd()), 0, 0, want); err != nil {
+			f.Close()
+			return nil, 0, allocError(path, err)
+		}
+		if err := f.Sync(); err != nil {
+			f.Close()
+			return nil, 0, fmt.Errorf("commitlog: sync %s: %w", path, err)
+		}
+		repaired, size = want-size, want
 	}
 	m, err := mmap.Map(f, mmap.RDWR, 0)
 	if err != nil {
 		f.Close()
-		return nil, fmt.Errorf("commitlog: map %s: %w", path, err)
+		return nil, 0, fmt.Errorf("commitlog: map %s: %w", path, err)
 	}
-	s := &segment{base: base, size: size, path: path, f: f, m: m, mapped: mapped}
+	s = &segment{base: base, size: size, path: path, f: f, m: m, mapped: mapped}
 	s.refs.Store(1)
 	s.sealedAt.Store(fi.ModTime().UnixMilli())
 	mapped.Add(size)
-	return s, nil
+	return s, repaired, nil
 }
 
 func (s *segment) end() int64 { return s.base + s.size }
