@@ -32,7 +32,7 @@ func openKafka(cfg LayoutConfig) (Layout, error) {
 func (k *kafka) Prepare(partitions int) error {
 	for p := range partitions {
 		if err := k.log.CreatePartition(Topic, int32(p)); err != nil {
-			return fmt.Errorf("at partition %d: %w", p, err)
+			return atPartition(p, err)
 		}
 	}
 	return nil
@@ -48,5 +48,5 @@ func (k *kafka) Read(partition int32, offset int64, maxBytes int, fn func(*commi
 }
 
 func (k *kafka) EndOffset(partition int32) (int64, error) { return k.log.EndOffset(Topic, partition) }
-func (k *kafka) Flush() error                              { return k.log.Flush() }
-func (k *kafka) Close() error                              { return k.log.Close() }
+func (k *kafka) Flush() error                             { return k.log.Flush() }
+func (k *kafka) Close() error                             { return k.log.Close() }

@@ -59,7 +59,7 @@ func openUnified(cfg LayoutConfig) (Layout, error) {
 func (u *unified) Prepare(partitions int) error {
 	for p := range partitions {
 		if _, err := u.d.Queues().Queue(Topic, int32(p)); err != nil {
-			return fmt.Errorf("at partition %d: %w", p, err)
+			return atPartition(p, err)
 		}
 	}
 	return nil
@@ -130,9 +130,27 @@ func (u *unified) EndOffset(partition int32) (int64, error) {
 	return q.MaxOffset(), nil
 }
 
+// dispatchStall is how long Flush waits for the dispatcher to make any
+// progress before it reports it stuck (it retries failures forever).
+const dispatchStall = 30 * time.Second
+
 func (u *unified) Flush() error {
-	if err := u.d.WaitDispatched(context.Background(), u.d.Log().WriteOffset()); err != nil {
-		return err
+	end := u.d.Log().WriteOffset()
+	for last := int64(-1); ; {
+		ctx, cancel := context.WithTimeout(context.Background(), dispatchStall)
+		err := u.d.WaitDispatched(ctx, end)
+		cancel()
+		if err == nil {
+			break
+		}
+		if !errors.Is(err, context.DeadlineExceeded) {
+			return err
+		}
+		now := u.d.Dispatched()
+		if now == last {
+			return fmt.Errorf("bench: unified: dispatcher stalled at %d of %d for %v", now, end, dispatchStall)
+		}
+		last = now
 	}
 	if err := u.d.Log().Flush(); err != nil {
 		return err

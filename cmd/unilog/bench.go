@@ -1,12 +1,160 @@
 package main
 
 import (
-	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
 
 	"github.com/urfave/cli/v2"
+
+	"github.com/unilog/unilog/bench"
 )
 
-// Placeholder until the bench command lands; replaced by its owner.
+// kafkaBatchSize is a Kafka producer's default batch.size: the default
+// append batch is as many records as fit in it.
+const kafkaBatchSize = 16 << 10
+
 func benchCommand() *cli.Command {
-	return &cli.Command{Name: "bench", Action: func(*cli.Context) error { return errors.New("bench: not built yet") }}
+	return &cli.Command{
+		Name:  "bench",
+		Usage: "benchmarks",
+		Subcommands: []*cli.Command{
+			benchStorageCommand(),
+		},
+	}
+}
+
+func benchStorageCommand() *cli.Command {
+	return &cli.Command{
+		Name:  "storage",
+		Usage: "compare the unified commit log with a Kafka-style per-partition layout as partitions grow",
+		Description: "Measures the raw sequential write bandwidth of --dir first, then runs every layout x flush x partition count,\n" +
+			"each in a fresh directory under --dir that is deleted afterwards. A run that hits a machine limit (open files,\n" +
+			"vm.max_map_count) becomes a row saying where and why.",
+		Flags: []cli.Flag{
+			&cli.StringFlag{Name: "layouts", Value: "unified,kafka", Usage: "layouts to run: unified, kafka"},
+			&cli.StringFlag{Name: "partitions", Value: "1,16,256,1024,4096,10000", Usage: "partition counts, comma separated"},
+			&cli.StringFlag{Name: "message-size", Value: "1KiB", Usage: "payload bytes per record"},
+			&cli.StringFlag{Name: "total", Value: "1GiB", Usage: "payload bytes written per run (units: KiB, MiB, GiB, KB, MB, GB)"},
+			&cli.IntFlag{Name: "producers", Value: 4, Usage: "appending goroutines"},
+			&cli.IntFlag{Name: "batch", Usage: "records per append batch, all for one partition (default: as many as fit in 16 KiB, a Kafka producer's batch.size)"},
+			&cli.StringFlag{Name: "flush", Value: "none", Usage: "flush policies, comma separated: none, interval:DURATION, sync"},
+			&cli.StringFlag{Name: "keys", Value: "uniform", Usage: "partition distribution: uniform or zipf"},
+			&cli.StringFlag{Name: "dir", Value: "bench-data", Usage: "directory on the disk under test"},
+			&cli.StringFlag{Name: "segment-bytes", Value: "1GiB", Usage: "Kafka segment.bytes and unified commit-log file size"},
+			&cli.StringFlag{Name: "disk-probe", Value: "1GiB", Usage: "bytes written by the raw disk bandwidth probe (0 skips it)"},
+			&cli.BoolFlag{Name: "read", Usage: "also read back one partition and then all partitions from a cold page cache"},
+			&cli.StringFlag{Name: "json", Usage: "write one JSON object per run to this file (and stay quiet on stderr)"},
+			&cli.StringFlag{Name: "plot", Usage: "draw throughput vs partitions to this .svg or .png file"},
+			&cli.StringFlag{Name: "markdown", Usage: "write a Markdown report (machine, table, plot) to this file"},
+			&cli.StringFlag{Name: "command", Usage: "the command line to quote in the Markdown report (default: this one)"},
+		},
+		Action: runBenchStorage,
+	}
+}
+
+func runBenchStorage(c *cli.Context) error {
+	cfg, err := benchConfig(c)
+	if err != nil {
+		return err
+	}
+	started := time.Now()
+	rep, err := bench.Run(cfg)
+	if err != nil {
+		return err
+	}
+	if err := bench.WriteTable(c.App.Writer, rep); err != nil {
+		return err
+	}
+	if path := c.String("json"); path != "" {
+		if err := bench.WriteJSON(path, rep); err != nil {
+			return err
+		}
+	}
+	plot := c.String("plot")
+	if plot != "" {
+		if err := bench.WritePlot(plot, rep); err != nil {
+			return err
+		}
+	}
+	if path := c.String("markdown"); path != "" {
+		command := c.String("command")
+		if command == "" {
+			command = strings.Join(os.Args, " ")
+		}
+		rel := ""
+		if plot != "" {
+			if rel, err = filepath.Rel(filepath.Dir(path), plot); err != nil {
+				rel = plot
+			}
+		}
+		info := bench.MarkdownInfo{Command: command, Plot: rel, Config: cfg, Started: started, Duration: time.Since(started)}
+		if err := bench.WriteMarkdown(path, rep, bench.DescribeMachine(cfg.Dir), info); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func benchConfig(c *cli.Context) (bench.Config, error) {
+	quiet := c.String("json") != ""
+	cfg := bench.Config{
+		Layouts:   splitList(c.String("layouts")),
+		Producers: c.Int("producers"),
+		Batch:     c.Int("batch"),
+		Keys:      c.String("keys"),
+		Dir:       c.String("dir"),
+		Read:      c.Bool("read"),
+		Progress:  !quiet && bench.StderrIsTerminal(),
+	}
+	if !quiet {
+		cfg.Notes = c.App.ErrWriter
+	}
+	for _, s := range splitList(c.String("partitions")) {
+		n, err := strconv.Atoi(strings.ReplaceAll(s, "_", ""))
+		if err != nil || n < 1 {
+			return cfg, fmt.Errorf("bench storage: --partitions: %q is not a positive count", s)
+		}
+		cfg.Partitions = append(cfg.Partitions, n)
+	}
+	for _, s := range splitList(c.String("flush")) {
+		f, err := bench.ParseFlush(s)
+		if err != nil {
+			return cfg, fmt.Errorf("bench storage: --flush: %w", err)
+		}
+		cfg.Flushes = append(cfg.Flushes, f)
+	}
+	sizes := []struct {
+		flag string
+		dst  *int64
+	}{{"total", &cfg.Total}, {"segment-bytes", &cfg.SegmentBytes}, {"disk-probe", &cfg.DiskProbe}}
+	for _, s := range sizes {
+		n, err := bench.ParseBytes(c.String(s.flag))
+		if err != nil {
+			return cfg, fmt.Errorf("bench storage: --%s: %w", s.flag, err)
+		}
+		*s.dst = n
+	}
+	ms, err := bench.ParseBytes(c.String("message-size"))
+	if err != nil {
+		return cfg, fmt.Errorf("bench storage: --message-size: %w", err)
+	}
+	cfg.MessageSize = int(ms)
+	if cfg.Batch == 0 {
+		cfg.Batch = max(kafkaBatchSize/max(cfg.MessageSize, 1), 1)
+	}
+	return cfg, nil
+}
+
+func splitList(s string) []string {
+	var out []string
+	for _, f := range strings.Split(s, ",") {
+		if f = strings.TrimSpace(f); f != "" {
+			out = append(out, f)
+		}
+	}
+	return out
 }

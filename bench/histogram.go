@@ -1,0 +1,30 @@
+package bench
+
+import (
+	"time"
+
+	"github.com/HdrHistogram/hdrhistogram-go"
+)
+
+// latency records append latencies in microseconds, 1 µs to 100 s at three
+// significant digits. Each producer owns one; they are merged at the end, so
+// recording takes no lock.
+type latency struct{ h *hdrhistogram.Histogram }
+
+func newLatency() latency {
+	return latency{h: hdrhistogram.New(1, int64(100*time.Second/time.Microsecond), 3)}
+}
+
+func (l latency) record(d time.Duration) {
+	us := max(d.Microseconds(), 1)
+	// Beyond the trackable range the value is clamped, not dropped: a
+	// 100 s append is reported as 100 s rather than vanishing.
+	if err := l.h.RecordValue(us); err != nil {
+		l.h.RecordValue(l.h.HighestTrackableValue())
+	}
+}
+
+func (l latency) merge(o latency) { l.h.Merge(o.h) }
+
+// quantile returns the q-th percentile (0..100) in microseconds.
+func (l latency) quantile(q float64) float64 { return float64(l.h.ValueAtQuantile(q)) }

@@ -1,0 +1,295 @@
+package bench
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/unilog/unilog/commitlog"
+)
+
+// Config is one `unilog bench storage` invocation: every layout x flush
+// policy x partition count is one run.
+type Config struct {
+	Layouts      []string
+	Partitions   []int
+	Flushes      []Flush
+	MessageSize  int   // payload bytes per record
+	Total        int64 // payload bytes written per run
+	Producers    int   // appending goroutines
+	Batch        int   // records per append batch, all for one partition
+	Keys         string
+	Dir          string
+	Read         bool
+	SegmentBytes int64 // Kafka segment.bytes and unilog file size (default 1 GiB)
+	DiskProbe    int64 // bytes the disk probe writes; 0 skips it
+	Progress     bool  // a progress bar per run on stderr
+	Notes        io.Writer
+}
+
+// Report is the outcome of Run.
+type Report struct {
+	Disk    DiskBandwidth `json:"disk"`
+	Results []Result      `json:"results"`
+}
+
+// keySize is the key every record carries (the 8-byte key the partition was
+// chosen for), so that records look like keyed Kafka records.
+const keySize = 8
+
+func (c *Config) validate() error {
+	switch {
+	case len(c.Layouts) == 0, len(c.Partitions) == 0, len(c.Flushes) == 0:
+		return errors.New("bench: need at least one layout, partition count and flush policy")
+	case c.MessageSize < 16:
+		return fmt.Errorf("bench: message size %d below 16 bytes", c.MessageSize)
+	case c.Total < int64(c.MessageSize):
+		return fmt.Errorf("bench: total %d below one message", c.Total)
+	case c.Producers < 1 || c.Batch < 1:
+		return errors.New("bench: producers and batch must be at least 1")
+	case c.Dir == "":
+		return errors.New("bench: no directory")
+	}
+	for _, p := range c.Partitions {
+		if p < 1 {
+			return fmt.Errorf("bench: partition count %d", p)
+		}
+	}
+	for _, l := range c.Layouts {
+		if l != "unified" && l != "kafka" {
+			return fmt.Errorf("bench: unknown layout %q (want unified or kafka)", l)
+		}
+	}
+	_, err := newChooser(c.Keys, 1, 0)
+	return err
+}
+
+// Run probes the disk, then runs every combination in turn, each in a fresh
+// directory under cfg.Dir that is deleted afterwards. A run that fails, for
+// example on a machine limit, is reported as a row with Error set; Run
+// itself fails only on bad configuration or an unusable directory.
+func Run(cfg Config) (*Report, error) {
+	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
+	if cfg.Notes == nil {
+		cfg.Notes = io.Discard
+	}
+	if err := os.MkdirAll(cfg.Dir, 0o755); err != nil {
+		return nil, fmt.Errorf("bench: %w", err)
+	}
+	rep := &Report{}
+	if cfg.DiskProbe > 0 {
+		d, err := MeasureDisk(cfg.Dir, cfg.DiskProbe)
+		if err != nil {
+			return nil, err
+		}
+		rep.Disk = d
+		fmt.Fprintf(cfg.Notes, "disk: %.0f MB/s raw sequential write (%s, %s)%s\n",
+			d.MBPerS, FormatBytes(d.Bytes), map[bool]string{true: "O_DIRECT", false: "buffered"}[d.Direct], noteSuffix(d.Note))
+	}
+	for _, f := range cfg.Flushes {
+		for _, layout := range cfg.Layouts {
+			for _, parts := range cfg.Partitions {
+				res := runOne(&cfg, layout, parts, f)
+				res.DiskMBPerS, res.DiskNote = rep.Disk.MBPerS, rep.Disk.Note
+				if rep.Disk.MBPerS > 0 {
+					res.FractionOfDisk = res.LogMBPerS / rep.Disk.MBPerS
+				}
+				fmt.Fprintln(cfg.Notes, summary(&res))
+				rep.Results = append(rep.Results, res)
+			}
+		}
+	}
+	return rep, nil
+}
+
+func noteSuffix(s string) string {
+	if s == "" {
+		return ""
+	}
+	return "; " + s
+}
+
+func runDir(cfg *Config, layout string, parts int, f Flush) string {
+	name := strings.NewReplacer(":", "-", ".", "_").Replace(fmt.Sprintf("%s-%d-%s", layout, parts, f))
+	return filepath.Join(cfg.Dir, name)
+}
+
+func runOne(cfg *Config, layout string, parts int, f Flush) (res Result) {
+	res = Result{Layout: layout, Partitions: parts, MessageSize: cfg.MessageSize, Flush: f.String(),
+		Producers: cfg.Producers, Batch: cfg.Batch, Keys: cfg.Keys}
+	dir := runDir(cfg, layout, parts, f)
+	fail := func(phase string, err error) {
+		res.Error, res.ErrorDetail = describe(phase, err), err.Error()
+	}
+	if err := os.RemoveAll(dir); err != nil {
+		fail("cleaning the run directory", err)
+		return res
+	}
+	// The previous run's deletes and write-back must not land in this one.
+	unix.Sync()
+	defer func() {
+		if err := os.RemoveAll(dir); err != nil && res.Error == "" {
+			fail("removing the run directory", err)
+		}
+		unix.Sync()
+	}()
+	lcfg := LayoutConfig{Dir: dir, Flush: f, SegmentBytes: cfg.SegmentBytes}
+	l, err := OpenLayout(layout, lcfg)
+	if err != nil {
+		fail("opening", err)
+		return res
+	}
+	open := true
+	defer func() {
+		if open {
+			if err := l.Close(); err != nil && res.Error == "" {
+				fail("closing", err)
+			}
+		}
+	}()
+	if err := l.Prepare(parts); err != nil {
+		res.setResources(measureResources(dir))
+		fail("creating partitions", err)
+		return res
+	}
+	unix.Sync()
+
+	w := write(cfg, l, parts, desc(layout, parts, f.String()))
+	res.Records, res.Bytes = w.records, w.records*int64(cfg.MessageSize)
+	res.LogBytes = w.logBytes
+	res.Seconds = w.elapsed.Seconds()
+	if res.Seconds > 0 {
+		res.MBPerS = float64(res.Bytes) / res.Seconds / 1e6
+		res.RecordsPerS = float64(res.Records) / res.Seconds
+		res.LogMBPerS = float64(res.LogBytes) / res.Seconds / 1e6
+	}
+	res.P50US, res.P99US, res.P999US = w.lat.quantile(50), w.lat.quantile(99), w.lat.quantile(99.9)
+	res.setResources(measureResources(dir))
+	if w.err != nil {
+		fail("appending", w.err)
+		return res
+	}
+	if !cfg.Read {
+		return res
+	}
+	if err := l.Flush(); err != nil {
+		fail("flushing before the read-back", err)
+		return res
+	}
+	open = false
+	if err := l.Close(); err != nil {
+		fail("closing before the read-back", err)
+		return res
+	}
+	rr, err := readBack(lcfg, layout, parts)
+	res.Read = rr
+	if err != nil {
+		fail("reading back", err)
+	}
+	return res
+}
+
+func (r *Result) setResources(s resources) {
+	r.OpenFiles, r.MapAreas, r.DirMapAreas, r.MappedBytes = s.openFiles, s.mapAreas, s.dirMaps, s.mappedBytes
+}
+
+func desc(layout string, parts int, flush string) string {
+	return fmt.Sprintf("%-7s %6d partitions %-14s", layout, parts, flush)
+}
+
+type written struct {
+	records  int64
+	logBytes int64
+	elapsed  time.Duration
+	lat      latency
+	err      error
+}
+
+// write runs the producers: each appends batches of cfg.Batch records, every
+// batch to one partition drawn from the key distribution, until its share
+// of cfg.Total is written or some producer failed.
+func write(cfg *Config, l Layout, parts int, description string) written {
+	total := max(cfg.Total/int64(cfg.MessageSize), 1)
+	body := make([]byte, cfg.MessageSize)
+	// Incompressible, like real payloads; the same bytes for every record.
+	rnd := rand.New(rand.NewPCG(1, 2))
+	for i := range body {
+		body[i] = byte(rnd.Uint32())
+	}
+	encSize := int64(commitlog.EncodedSize(&commitlog.Message{Topic: Topic, Key: make([]byte, keySize), Body: body}))
+
+	var (
+		done    atomic.Int64 // records appended
+		failed  atomic.Bool
+		errOnce sync.Once
+		runErr  error
+		wg      sync.WaitGroup
+	)
+	lats := make([]latency, cfg.Producers)
+	bar := newProgress(cfg.Progress, total*int64(cfg.MessageSize), description, func() int64 { return done.Load() * int64(cfg.MessageSize) })
+	start := time.Now()
+	for id := range cfg.Producers {
+		share := total / int64(cfg.Producers)
+		if int64(id) < total%int64(cfg.Producers) {
+			share++
+		}
+		lats[id] = newLatency()
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			ch, _ := newChooser(cfg.Keys, parts, uint64(id)+1)
+			ms := make([]commitlog.Message, cfg.Batch)
+			keys := make([]byte, keySize*cfg.Batch)
+			for share > 0 && !failed.Load() {
+				n := int(min(int64(cfg.Batch), share))
+				p := ch.next()
+				ts := time.Now().UnixMilli()
+				for i := range n {
+					k := keys[i*keySize : (i+1)*keySize]
+					binary.BigEndian.PutUint64(k, uint64(p))
+					ms[i] = commitlog.Message{Topic: Topic, Partition: p, ProducerTimestamp: ts, Key: k, Body: body}
+				}
+				t0 := time.Now()
+				err := l.Append(p, ms[:n])
+				lats[id].record(time.Since(t0))
+				if err != nil {
+					errOnce.Do(func() { runErr = atPartition(int(p), err) })
+					failed.Store(true)
+					return
+				}
+				share -= int64(n)
+				done.Add(int64(n))
+			}
+		}()
+	}
+	wg.Wait()
+	elapsed := time.Since(start)
+	bar.finish()
+	lat := lats[0]
+	for _, o := range lats[1:] {
+		lat.merge(o)
+	}
+	n := done.Load()
+	return written{records: n, logBytes: n * encSize, elapsed: elapsed, lat: lat, err: runErr}
+}
+
+// summary is the one-line note printed as each run ends.
+func summary(r *Result) string {
+	s := fmt.Sprintf("%s: %.0f MB/s, %.0f records/s, p99 %.0f µs", desc(r.Layout, r.Partitions, r.Flush), r.MBPerS, r.RecordsPerS, r.P99US)
+	if r.Error != "" {
+		s += "; stopped: " + r.Error
+	}
+	return s
+}

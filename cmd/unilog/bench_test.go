@@ -1,0 +1,86 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"math"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/urfave/cli/v2"
+)
+
+// TestBenchStorageSmoke runs a tiny `unilog bench storage` over both layouts
+// and checks that every JSON field is there and sane.
+func TestBenchStorageSmoke(t *testing.T) {
+	dir := t.TempDir()
+	jsonPath := filepath.Join(dir, "out.json")
+	plotPath := filepath.Join(dir, "out.svg")
+	mdPath := filepath.Join(dir, "out.md")
+	var stdout bytes.Buffer
+	app := &cli.App{Name: "unilog", Commands: []*cli.Command{benchCommand()}, Writer: &stdout, ErrWriter: &stdout}
+	err := app.Run([]string{"unilog", "bench", "storage",
+		"--layouts", "unified,kafka", "--partitions", "1,16", "--total", "2MiB", "--message-size", "1KiB",
+		"--producers", "2", "--flush", "none,interval:10ms", "--segment-bytes", "1MiB", "--disk-probe", "4MiB",
+		"--dir", filepath.Join(dir, "data"), "--json", jsonPath, "--plot", plotPath, "--markdown", mdPath})
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw, err := os.ReadFile(jsonPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var runs []map[string]any
+	if err := json.Unmarshal(raw, &runs); err != nil {
+		t.Fatal(err)
+	}
+	if len(runs) != 2*2*2 {
+		t.Fatalf("%d runs, want 8", len(runs))
+	}
+	fields := []string{"layout", "partitions", "message_size", "flush", "producers", "records", "bytes", "seconds",
+		"mb_per_s", "records_per_s", "p50_us", "p99_us", "p999_us", "disk_mb_per_s", "fraction_of_disk",
+		"open_files", "map_areas", "mapped_bytes", "log_bytes"}
+	seen := map[string]bool{}
+	for i, r := range runs {
+		for _, f := range fields {
+			if _, ok := r[f]; !ok {
+				t.Errorf("run %d: no field %q", i, f)
+			}
+		}
+		if e, ok := r["error"]; ok {
+			t.Errorf("run %d failed: %v", i, e)
+		}
+		num := func(f string) float64 { v, _ := r[f].(float64); return v }
+		records, bytes, size := num("records"), num("bytes"), num("message_size")
+		if size != 1024 || records < 2000 || math.Abs(records*size-bytes) > size {
+			t.Errorf("run %d: %v records of %v bytes, %v bytes", i, records, size, bytes)
+		}
+		if num("seconds") <= 0 || num("mb_per_s") <= 0 || num("records_per_s") <= 0 || num("disk_mb_per_s") <= 0 || num("fraction_of_disk") <= 0 {
+			t.Errorf("run %d: non-positive rates: %v", i, r)
+		}
+		if p50, p99, p999 := num("p50_us"), num("p99_us"), num("p999_us"); p50 <= 0 || p50 > p99 || p99 > p999 {
+			t.Errorf("run %d: latencies p50 %v p99 %v p999 %v", i, p50, p99, p999)
+		}
+		if num("open_files") <= 0 || num("map_areas") <= 0 || num("mapped_bytes") <= 0 || num("log_bytes") < bytes {
+			t.Errorf("run %d: resources %v files, %v maps, %v mapped, %v log bytes", i, r["open_files"], r["map_areas"], r["mapped_bytes"], r["log_bytes"])
+		}
+		seen[r["layout"].(string)+"/"+r["flush"].(string)] = true
+	}
+	for _, k := range []string{"unified/none", "kafka/none", "unified/interval:10ms", "kafka/interval:10ms"} {
+		if !seen[k] {
+			t.Errorf("no run for %s", k)
+		}
+	}
+	for _, p := range []string{plotPath, mdPath} {
+		if fi, err := os.Stat(p); err != nil || fi.Size() == 0 {
+			t.Errorf("%s not written: %v", p, err)
+		}
+	}
+	if ents, _ := os.ReadDir(filepath.Join(dir, "data")); len(ents) != 0 {
+		t.Errorf("run directories left behind: %v", ents)
+	}
+	if !bytes.Contains(stdout.Bytes(), []byte("partitions")) {
+		t.Errorf("no table on stdout:\n%s", stdout.String())
+	}
+}
