@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/twmb/franz-go/pkg/kfake"
 )
 
 // consumedRecord is one line of `consume --format json`.
@@ -402,4 +404,34 @@ func TestProduceUnknownTopicFails(t *testing.T) {
 			t.Fatalf("stderr does not explain the failure:\n%s", r.stderr)
 		}
 	})
+}
+
+// The log start offset moves when old records go (retention in unilog,
+// DeleteRecords in kfake, which can do it on demand): describe shows it and
+// consume starts there.
+func TestConsumeAfterLogStartMoved(t *testing.T) {
+	c, err := kfake.NewCluster(kfake.NumBrokers(1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	addr := c.ListenAddrs()[0]
+	createTopic(t, addr, "trimmed", 1)
+	mustRun(t, "r0\nr1\nr2\nr3\nr4\nr5\n", "produce", "--brokers", addr, "--topic", "trimmed")
+	if err := c.DeleteRecords("trimmed", 0, 4); err != nil {
+		t.Fatal(err)
+	}
+	desc := mustRun(t, "", "topic", "describe", "--brokers", addr, "trimmed").stdout
+	if !regexp.MustCompile(`(?m)^0\s+\d+\s+\[\d+\]\s+\[\d+\]\s+4\s+6\s+2$`).MatchString(desc) {
+		t.Errorf("describe after trimming to offset 4:\n%s", desc)
+	}
+	for _, from := range []string{"earliest", "1", "-5"} {
+		r := mustRun(t, "", "consume", "--brokers", addr, "--topic", "trimmed", "--from", from)
+		if r.stdout != "r4\nr5\n" {
+			t.Errorf("--from %s after trimming: %q", from, r.stdout)
+		}
+		if from == "1" && !strings.Contains(r.stderr, "offset 1 is below the log start offset 4") {
+			t.Errorf("no clamping warning: %q", r.stderr)
+		}
+	}
 }
