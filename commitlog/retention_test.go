@@ -1,0 +1,194 @@
+package commitlog
+
+import (
+	"errors"
+	"hash/crc32"
+	"math/rand/v2"
+	"os"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+func TestRetention(t *testing.T) {
+	const fileSize = 8192
+	tests := []struct {
+		name      string
+		age       time.Duration
+		bytes     int64
+		later     time.Duration // how far in the future retention runs
+		wantFiles int           // files left of the 6 written
+	}{
+		{"nothing due", 72 * time.Hour, 0, time.Hour, 6},
+		{"all sealed files too old", 72 * time.Hour, 0, 73 * time.Hour, 1},
+		{"age disabled", -1, 0, 1000 * time.Hour, 6},
+		{"size cap", -1, 3 * fileSize, 0, 3},
+		{"size cap below one file", -1, 1, 0, 1},
+		{"size cap not reached", -1, 6 * fileSize, 0, 6},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			opts := testOptions(t, "", fileSize)
+			opts.RetentionAge, opts.RetentionBytes = tt.age, tt.bytes
+			l := openLog(t, opts)
+			defer l.Close()
+			var calls []int64
+			l.OnRetention(func(newMin int64) { calls = append(calls, newMin) })
+			for len(l.Files()) < 6 {
+				m := testMessage(1, 1000)
+				if _, err := l.Append(&m); err != nil {
+					t.Fatal(err)
+				}
+			}
+			files := l.Files()
+			n := l.retain(time.Now().Add(tt.later))
+			left := l.Files()
+			if len(left) != tt.wantFiles || n != 6-tt.wantFiles {
+				t.Fatalf("%d files left (%d deleted), want %d", len(left), n, tt.wantFiles)
+			}
+			if left[len(left)-1] != files[len(files)-1] {
+				t.Fatal("the file being written was deleted")
+			}
+			if l.MinOffset() != left[0].Base {
+				t.Fatalf("MinOffset %d, first file at %d", l.MinOffset(), left[0].Base)
+			}
+			for _, f := range files[:6-tt.wantFiles] {
+				if _, err := os.Stat(f.Path); !os.IsNotExist(err) {
+					t.Fatalf("%s still on disk: %v", f.Name, err)
+				}
+			}
+			if n > 0 && (len(calls) != 1 || calls[0] != l.MinOffset()) {
+				t.Fatalf("OnRetention calls %v, want [%d]", calls, l.MinOffset())
+			}
+			if n == 0 && len(calls) != 0 {
+				t.Fatalf("OnRetention called without deletion: %v", calls)
+			}
+			if _, err := l.Read(files[0].Base); n > 0 && !errors.Is(err, ErrOutOfRange) {
+				t.Fatalf("Read of a deleted file: %v, want ErrOutOfRange", err)
+			}
+			if got := scanAll(t, l); len(got) == 0 {
+				t.Fatal("nothing readable after retention")
+			}
+		})
+	}
+}
+
+func TestRetentionAgeSurvivesReopen(t *testing.T) {
+	opts := testOptions(t, "", 8192)
+	l := openLog(t, opts)
+	for len(l.Files()) < 3 {
+		m := testMessage(1, 1000)
+		if _, err := l.Append(&m); err != nil {
+			t.Fatal(err)
+		}
+	}
+	files := l.Files()
+	l.Close()
+	old := time.Now().Add(-100 * time.Hour)
+	if err := os.Chtimes(files[0].Path, old, old); err != nil {
+		t.Fatal(err)
+	}
+	opts.RetentionAge = 72 * time.Hour
+	l2 := openLog(t, opts)
+	defer l2.Close()
+	if n := l2.retain(time.Now()); n != 1 || l2.MinOffset() != files[1].Base {
+		t.Fatalf("deleted %d files, min %d; want the one old file", n, l2.MinOffset())
+	}
+}
+
+// TestReadersRaceRetention runs readers holding Views while the writer
+// appends and retention deletes files under them; run it with -race. Each
+// View's bytes must keep their CRC until released, whether or not its file
+// was deleted meanwhile, and every file must be unmapped in the end.
+func TestReadersRaceRetention(t *testing.T) {
+	const fileSize = 16 << 10
+	opts := testOptions(t, "", fileSize)
+	opts.RetentionBytes = 3 * fileSize
+	l := openLog(t, opts)
+
+	var (
+		mu      sync.Mutex
+		written []Position
+		stop    atomic.Bool
+		wg      sync.WaitGroup
+		held    atomic.Int64 // views that outlived the deletion of their file
+	)
+	wg.Add(1)
+	go func() { // writer
+		defer wg.Done()
+		for i := 0; !stop.Load(); i++ {
+			ms := []Message{testMessage(i, 200+i%500), testMessage(i+1, 50)}
+			pos, err := l.AppendBatch(ms)
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			mu.Lock()
+			written = append(written, pos...)
+			mu.Unlock()
+		}
+	}()
+	wg.Add(1)
+	go func() { // retention
+		defer wg.Done()
+		for !stop.Load() {
+			l.retain(time.Now())
+			time.Sleep(time.Millisecond)
+		}
+	}()
+	for r := 0; r < 4; r++ {
+		wg.Add(1)
+		go func(seed uint64) {
+			defer wg.Done()
+			rng := rand.New(rand.NewPCG(seed, 1))
+			for !stop.Load() {
+				mu.Lock()
+				if len(written) == 0 {
+					mu.Unlock()
+					continue
+				}
+				p := written[rng.IntN(len(written))]
+				mu.Unlock()
+				v, err := l.Read(p.PhysOffset)
+				if errors.Is(err, ErrOutOfRange) {
+					continue // deleted before we got there
+				}
+				if err != nil {
+					t.Errorf("Read %d: %v", p.PhysOffset, err)
+					return
+				}
+				want := crc32.Checksum(v.Bytes()[offPhys:], castagnoli)
+				minBefore := l.MinOffset()
+				for l.MinOffset() == minBefore && !stop.Load() && rng.IntN(4) != 0 {
+					time.Sleep(50 * time.Microsecond)
+				}
+				if p.PhysOffset < l.MinOffset() {
+					held.Add(1)
+				}
+				if got := crc32.Checksum(v.Bytes()[offPhys:], castagnoli); got != want || v.Record().PhysOffset != p.PhysOffset {
+					t.Errorf("view at %d changed under the reader", p.PhysOffset)
+				}
+				v.Release()
+			}
+		}(uint64(r))
+	}
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline) && (held.Load() < 20 || l.MinOffset() < 40*fileSize); {
+		time.Sleep(10 * time.Millisecond)
+	}
+	stop.Store(true)
+	wg.Wait()
+	if l.MinOffset() == 0 {
+		t.Fatal("retention never deleted a file")
+	}
+	t.Logf("min offset %d, %d views outlived their file", l.MinOffset(), held.Load())
+	if held.Load() == 0 {
+		t.Fatal("no reader held a view across the deletion of its file")
+	}
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if m := l.MappedBytes(); m != 0 {
+		t.Fatalf("%d bytes still mapped after Close with all views released", m)
+	}
+}
