@@ -27,7 +27,8 @@ func produceCommand() *cli.Command {
 	return &cli.Command{
 		Name:  "produce",
 		Usage: "send lines from stdin or a file as records, one record per line",
-		Description: `Every input line (without its newline) becomes one record; empty lines are empty records.
+		Description: `Every input line (without its LF or CR LF) becomes one record; empty lines are
+empty records.
 
 Keys: --key K gives every record the key K. With --parse-key each line is split at
 the first --key-separator (default a tab) into key and value; a line without the
@@ -241,7 +242,7 @@ func runProduce(c *cli.Context) error {
 
 	stats := &produceStats{partitions: make(map[int32]struct{}), errCounts: make(map[string]int64)}
 	start := time.Now()
-	readErr := readAllLines(ctx, in, func(line []byte) {
+	readErr := readAllLines(ctx, in, maxProduceLine, func(line []byte) {
 		r := &kgo.Record{Value: line, Key: po.key, Headers: po.headers, Partition: po.partition}
 		if po.parseKey {
 			r.Key, r.Value = splitKey(line, po.separator)
@@ -291,21 +292,32 @@ func openProduceInput(c *cli.Context) (io.Reader, func(), error) {
 // end of ctx. Reading happens in its own goroutine so that SIGINT stops a
 // produce that waits on a terminal or a pipe; that goroutine is abandoned
 // blocked in Read, which is harmless as the command is about to exit.
-func readAllLines(ctx context.Context, in io.Reader, fn func([]byte)) error {
+func readAllLines(ctx context.Context, in io.Reader, maxLine int, fn func([]byte)) error {
 	lines := make(chan []byte, 1024)
 	errc := make(chan error, 1)
 	go func() {
 		defer close(lines)
 		sc := bufio.NewScanner(in)
-		sc.Buffer(make([]byte, 64<<10), maxProduceLine)
+		// +2: the buffer also holds the line's CR LF.
+		sc.Buffer(make([]byte, min(64<<10, maxLine+2)), maxLine+2)
+		n := 0
 		for sc.Scan() {
+			n++
+			if len(sc.Bytes()) > maxLine {
+				errc <- fmt.Errorf("line %d is longer than %d bytes", n, maxLine)
+				return
+			}
 			select {
 			case lines <- append([]byte(nil), sc.Bytes()...):
 			case <-ctx.Done():
 				return
 			}
 		}
-		errc <- sc.Err()
+		err := sc.Err()
+		if errors.Is(err, bufio.ErrTooLong) {
+			err = fmt.Errorf("line %d is longer than %d bytes", n+1, maxLine)
+		}
+		errc <- err
 	}()
 	for {
 		select {
