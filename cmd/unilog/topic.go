@@ -39,7 +39,7 @@ func topicCreateCommand() *cli.Command {
 			partitions := c.Int("partitions")
 			rf := c.Int("replication-factor")
 			if partitions < 1 || partitions > 1<<31-1 {
-				return fmt.Errorf("topic create: --partitions %d: must be at least 1", partitions)
+				return fmt.Errorf("topic create: --partitions %d: must be between 1 and 2147483647", partitions)
 			}
 			if rf < 1 || rf > 1<<15-1 {
 				return fmt.Errorf("topic create: --replication-factor %d: must be between 1 and 32767", rf)
