@@ -225,4 +225,3 @@ func copyDir(t testing.TB, from, to string) {
 		}
 	}
 }
-
