@@ -18,6 +18,8 @@ type Machine struct {
 	Kernel       string
 	GoVersion    string
 	DirtyRatio   string // vm.dirty_ratio / vm.dirty_background_ratio (or _bytes)
+	DirtyLimit   string // dirty_ratio applied to MemAvailable, roughly the kernel's threshold
+	ReadAheadKB  string
 	NoFile       uint64
 	MaxMapCount  int64
 	Filesystem   string // of the benchmark directory
@@ -49,10 +51,17 @@ func DescribeMachine(dir string) Machine {
 		return fmt.Sprintf("%d%%", readLimit("/proc/sys/vm/"+name+"_ratio"))
 	}
 	m.DirtyRatio = ratio("dirty") + " / " + ratio("dirty_background")
+	if b := readLimit("/proc/sys/vm/dirty_bytes"); b > 0 {
+		m.DirtyLimit = FormatBytes(b)
+	} else if kb := procField("/proc/meminfo", "MemAvailable"); kb != "" {
+		var n int64
+		fmt.Sscanf(kb, "%d", &n)
+		m.DirtyLimit = FormatBytes(n << 10 * readLimit("/proc/sys/vm/dirty_ratio") / 100)
+	}
 	var st unix.Stat_t
 	var fs unix.Statfs_t
 	if unix.Stat(dir, &st) == nil {
-		m.Filesystem, m.DiskRotation = mountOf(st.Dev)
+		m.Filesystem, m.DiskRotation, m.ReadAheadKB = mountOf(st.Dev)
 	}
 	if unix.Statfs(dir, &fs) == nil {
 		m.DiskFree = FormatBytes(int64(fs.Bavail) * fs.Bsize)
@@ -78,12 +87,12 @@ func procField(path, key string) string {
 }
 
 // mountOf finds the mount with device number dev in /proc/self/mountinfo and
-// returns "source fstype (mount point)" and whether the block device says it
-// rotates.
-func mountOf(dev uint64) (string, string) {
+// returns "source fstype (mount point)", whether the block device says it
+// rotates, and its read-ahead.
+func mountOf(dev uint64) (fs, rotation, readAhead string) {
 	f, err := os.Open("/proc/self/mountinfo")
 	if err != nil {
-		return "", ""
+		return "", "", ""
 	}
 	defer f.Close()
 	want := fmt.Sprintf("%d:%d", unix.Major(dev), unix.Minor(dev))
@@ -101,11 +110,14 @@ func mountOf(dev uint64) (string, string) {
 			continue
 		}
 		src := fields[sep+2]
-		rot := ""
-		if b, err := os.ReadFile("/sys/block/" + strings.TrimPrefix(src, "/dev/") + "/queue/rotational"); err == nil {
-			rot = map[string]string{"0": "non-rotational", "1": "rotational (as the virtual device reports it)"}[strings.TrimSpace(string(b))]
+		queue := "/sys/block/" + strings.TrimPrefix(src, "/dev/") + "/queue/"
+		if b, err := os.ReadFile(queue + "rotational"); err == nil {
+			rotation = map[string]string{"0": "non-rotational", "1": "rotational (as the virtual device reports it)"}[strings.TrimSpace(string(b))]
 		}
-		return fmt.Sprintf("%s %s (mounted on %s)", src, fields[sep+1], fields[4]), rot
+		if b, err := os.ReadFile(queue + "read_ahead_kb"); err == nil {
+			readAhead = strings.TrimSpace(string(b))
+		}
+		return fmt.Sprintf("%s %s (mounted on %s)", src, fields[sep+1], fields[4]), rotation, readAhead
 	}
-	return "", ""
+	return "", "", ""
 }

@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"fmt"
 	"time"
 
 	"github.com/unilog/unilog/commitlog"
@@ -14,7 +15,8 @@ const fetchBytes = 1 << 20
 // partition, then, from a cold cache again, every partition in order. This is
 // where the unified log pays for its sequential writes: one partition's
 // records are spread through the whole log, while Kafka's lie together.
-func readBack(cfg LayoutConfig, layout string, parts int) (*ReadResult, error) {
+// The read of all partitions stops after maxRun (0: no cap) and says so.
+func readBack(cfg LayoutConfig, layout string, parts int, maxRun time.Duration) (*ReadResult, error) {
 	rr := &ReadResult{Cold: true}
 	cold := func() {
 		if err := dropCaches(); err != nil {
@@ -42,6 +44,10 @@ func readBack(cfg LayoutConfig, layout string, parts int) (*ReadResult, error) {
 	start = time.Now()
 	var total int64
 	for p := range parts {
+		if maxRun > 0 && time.Since(start) > maxRun {
+			rr.Note = joinNote(rr.Note, fmt.Sprintf("read of all partitions stopped at the %v time limit after %s of %s partitions", maxRun, commas(int64(p)), commas(int64(parts))))
+			break
+		}
 		n, bytes, err := readAllOf(l, int32(p))
 		if err != nil {
 			return rr, atPartition(p, err)

@@ -28,7 +28,7 @@ func WriteTable(w io.Writer, rep *Report) error {
 		if read {
 			fmt.Fprint(tw, readCells(r.Read, "\t"))
 		}
-		fmt.Fprintln(tw, "  "+r.Error)
+		fmt.Fprintln(tw, "  "+joinNote(r.Error, r.Note))
 	}
 	return tw.Flush()
 }
@@ -61,7 +61,7 @@ func WriteMarkdownTable(w io.Writer, rep *Report) {
 	if read {
 		cols = append(cols, "read 1 partition MB/s", "read all MB/s")
 	}
-	cols = append(cols, "stopped by")
+	cols = append(cols, "stopped by / note")
 	fmt.Fprintf(w, "| %s |\n|%s\n", strings.Join(cols, " | "), strings.Repeat("---:|", len(cols)))
 	for _, r := range rep.Results {
 		fmt.Fprintf(w, "| %s | %s | %s | %.0f | %.0f | %.0f%% | %.0f | %.0f | %.0f | %d | %d | %s | ",
@@ -70,7 +70,7 @@ func WriteMarkdownTable(w io.Writer, rep *Report) {
 		if read {
 			fmt.Fprint(w, readCells(r.Read, " | "))
 		}
-		fmt.Fprintf(w, "%s |\n", strings.ReplaceAll(r.Error, "|", "/"))
+		fmt.Fprintf(w, "%s |\n", strings.ReplaceAll(joinNote(r.Error, r.Note), "|", "/"))
 	}
 }
 
@@ -85,4 +85,14 @@ func WriteJSON(path string, rep *Report) error {
 		return fmt.Errorf("bench: json: %w", err)
 	}
 	return nil
+}
+
+func joinNote(err, note string) string {
+	switch {
+	case err == "":
+		return note
+	case note == "":
+		return err
+	}
+	return err + "; " + note
 }

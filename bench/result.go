@@ -35,6 +35,8 @@ type Result struct {
 
 	Read *ReadResult `json:"read,omitempty"`
 
+	Note string `json:"note,omitempty"` // e.g. the run reached the time limit
+
 	Error       string `json:"error,omitempty"`
 	ErrorDetail string `json:"error_detail,omitempty"`
 }

@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"cmp"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -8,6 +9,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -21,20 +23,28 @@ import (
 // Config is one `unilog bench storage` invocation: every layout x flush
 // policy x partition count is one run.
 type Config struct {
-	Layouts      []string
-	Partitions   []int
-	Flushes      []Flush
-	MessageSize  int   // payload bytes per record
-	Total        int64 // payload bytes written per run
-	Producers    int   // appending goroutines
-	Batch        int   // records per append batch, all for one partition
-	Keys         string
-	Dir          string
-	Read         bool
-	SegmentBytes int64 // Kafka segment.bytes and unilog file size (default 1 GiB)
-	DiskProbe    int64 // bytes the disk probe writes; 0 skips it
-	Progress     bool  // a progress bar per run on stderr
-	Notes        io.Writer
+	Layouts     []string
+	Partitions  []int
+	Flushes     []Flush
+	MessageSize int   // payload bytes per record
+	Total       int64 // payload bytes written per run
+	Producers   int   // appending goroutines
+	Batch       int   // records per append batch, all for one partition
+	Keys        string
+	Dir         string
+	// LimitPartitions are partition counts run after the sweep, with the
+	// first flush policy only and LimitTotal bytes each, to find where each
+	// layout stops on this machine's limits.
+	LimitPartitions []int
+	LimitTotal      int64
+	Read            bool
+	SegmentBytes    int64 // Kafka segment.bytes and unilog file size (default 1 GiB)
+	DiskProbe       int64 // bytes the disk probe writes; 0 skips it
+	// MaxRun caps the writing time of one run (0: none). A run that reaches
+	// it stops early and says so; its rates cover what it wrote.
+	MaxRun   time.Duration
+	Progress bool // a progress bar per run on stderr
+	Notes    io.Writer
 }
 
 // Report is the outcome of Run.
@@ -53,14 +63,14 @@ func (c *Config) validate() error {
 		return errors.New("bench: need at least one layout, partition count and flush policy")
 	case c.MessageSize < 16:
 		return fmt.Errorf("bench: message size %d below 16 bytes", c.MessageSize)
-	case c.Total < int64(c.MessageSize):
+	case c.Total < int64(c.MessageSize), c.LimitTotal != 0 && c.LimitTotal < int64(c.MessageSize):
 		return fmt.Errorf("bench: total %d below one message", c.Total)
 	case c.Producers < 1 || c.Batch < 1:
 		return errors.New("bench: producers and batch must be at least 1")
 	case c.Dir == "":
 		return errors.New("bench: no directory")
 	}
-	for _, p := range c.Partitions {
+	for _, p := range append(slices.Clone(c.Partitions), c.LimitPartitions...) {
 		if p < 1 {
 			return fmt.Errorf("bench: partition count %d", p)
 		}
@@ -98,18 +108,26 @@ func Run(cfg Config) (*Report, error) {
 		fmt.Fprintf(cfg.Notes, "disk: %.0f MB/s raw sequential write (%s, %s)%s\n",
 			d.MBPerS, FormatBytes(d.Bytes), map[bool]string{true: "O_DIRECT", false: "buffered"}[d.Direct], noteSuffix(d.Note))
 	}
-	for _, f := range cfg.Flushes {
-		for _, layout := range cfg.Layouts {
-			for _, parts := range cfg.Partitions {
-				res := runOne(&cfg, layout, parts, f)
-				res.DiskMBPerS, res.DiskNote = rep.Disk.MBPerS, rep.Disk.Note
-				if rep.Disk.MBPerS > 0 {
-					res.FractionOfDisk = res.LogMBPerS / rep.Disk.MBPerS
+	sweep := func(c *Config, flushes []Flush, partitions []int) {
+		for _, f := range flushes {
+			for _, layout := range c.Layouts {
+				for _, parts := range partitions {
+					res := runOne(c, layout, parts, f)
+					res.DiskMBPerS, res.DiskNote = rep.Disk.MBPerS, rep.Disk.Note
+					if rep.Disk.MBPerS > 0 {
+						res.FractionOfDisk = res.LogMBPerS / rep.Disk.MBPerS
+					}
+					fmt.Fprintln(c.Notes, summary(&res))
+					rep.Results = append(rep.Results, res)
 				}
-				fmt.Fprintln(cfg.Notes, summary(&res))
-				rep.Results = append(rep.Results, res)
 			}
 		}
+	}
+	sweep(&cfg, cfg.Flushes, cfg.Partitions)
+	if len(cfg.LimitPartitions) > 0 {
+		lc := cfg
+		lc.Total = cmp.Or(cfg.LimitTotal, cfg.Total)
+		sweep(&lc, cfg.Flushes[:1], cfg.LimitPartitions)
 	}
 	return rep, nil
 }
@@ -168,7 +186,7 @@ func runOne(cfg *Config, layout string, parts int, f Flush) (res Result) {
 
 	w := write(cfg, l, parts, desc(layout, parts, f.String()))
 	res.Records, res.Bytes = w.records, w.records*int64(cfg.MessageSize)
-	res.LogBytes = w.logBytes
+	res.LogBytes, res.Note = w.logBytes, w.note
 	res.Seconds = w.elapsed.Seconds()
 	if res.Seconds > 0 {
 		res.MBPerS = float64(res.Bytes) / res.Seconds / 1e6
@@ -193,7 +211,7 @@ func runOne(cfg *Config, layout string, parts int, f Flush) (res Result) {
 		fail("closing before the read-back", err)
 		return res
 	}
-	rr, err := readBack(lcfg, layout, parts)
+	rr, err := readBack(lcfg, layout, parts, cfg.MaxRun)
 	res.Read = rr
 	if err != nil {
 		fail("reading back", err)
@@ -215,6 +233,7 @@ type written struct {
 	elapsed  time.Duration
 	lat      latency
 	err      error
+	note     string
 }
 
 // write runs the producers: each appends batches of cfg.Batch records, every
@@ -240,6 +259,11 @@ func write(cfg *Config, l Layout, parts int, description string) written {
 	lats := make([]latency, cfg.Producers)
 	bar := newProgress(cfg.Progress, total*int64(cfg.MessageSize), description, func() int64 { return done.Load() * int64(cfg.MessageSize) })
 	start := time.Now()
+	var deadline time.Time
+	if cfg.MaxRun > 0 {
+		deadline = start.Add(cfg.MaxRun)
+	}
+	var capped atomic.Bool
 	for id := range cfg.Producers {
 		share := total / int64(cfg.Producers)
 		if int64(id) < total%int64(cfg.Producers) {
@@ -253,6 +277,10 @@ func write(cfg *Config, l Layout, parts int, description string) written {
 			ms := make([]commitlog.Message, cfg.Batch)
 			keys := make([]byte, keySize*cfg.Batch)
 			for share > 0 && !failed.Load() {
+				if !deadline.IsZero() && time.Now().After(deadline) {
+					capped.Store(true)
+					return
+				}
 				n := int(min(int64(cfg.Batch), share))
 				p := ch.next()
 				ts := time.Now().UnixMilli()
@@ -282,12 +310,19 @@ func write(cfg *Config, l Layout, parts int, description string) written {
 		lat.merge(o)
 	}
 	n := done.Load()
-	return written{records: n, logBytes: n * encSize, elapsed: elapsed, lat: lat, err: runErr}
+	w := written{records: n, logBytes: n * encSize, elapsed: elapsed, lat: lat, err: runErr}
+	if capped.Load() {
+		w.note = fmt.Sprintf("stopped at the %v time limit after %s of %s", cfg.MaxRun, FormatBytes(n*int64(cfg.MessageSize)), FormatBytes(total*int64(cfg.MessageSize)))
+	}
+	return w
 }
 
 // summary is the one-line note printed as each run ends.
 func summary(r *Result) string {
 	s := fmt.Sprintf("%s: %.0f MB/s, %.0f records/s, p99 %.0f µs", desc(r.Layout, r.Partitions, r.Flush), r.MBPerS, r.RecordsPerS, r.P99US)
+	if r.Note != "" {
+		s += "; " + r.Note
+	}
 	if r.Error != "" {
 		s += "; stopped: " + r.Error
 	}

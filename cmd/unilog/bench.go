@@ -46,6 +46,9 @@ func benchStorageCommand() *cli.Command {
 			&cli.StringFlag{Name: "dir", Value: "bench-data", Usage: "directory on the disk under test"},
 			&cli.StringFlag{Name: "segment-bytes", Value: "1GiB", Usage: "Kafka segment.bytes and unified commit-log file size"},
 			&cli.StringFlag{Name: "disk-probe", Value: "1GiB", Usage: "bytes written by the raw disk bandwidth probe (0 skips it)"},
+			&cli.StringFlag{Name: "limit-partitions", Usage: "partition counts run after the sweep (first --flush only) to find where each layout stops, e.g. 20000,50000,100000"},
+			&cli.StringFlag{Name: "limit-total", Value: "1GiB", Usage: "payload bytes per --limit-partitions run"},
+			&cli.DurationFlag{Name: "max-run", Usage: "cap the writing time of each run; a capped run says so and reports what it wrote (0: no cap)"},
 			&cli.BoolFlag{Name: "read", Usage: "also read back one partition and then all partitions from a cold page cache"},
 			&cli.StringFlag{Name: "json", Usage: "write one JSON object per run to this file (and stay quiet on stderr)"},
 			&cli.StringFlag{Name: "plot", Usage: "draw throughput vs partitions to this .svg or .png file"},
@@ -108,17 +111,18 @@ func benchConfig(c *cli.Context) (bench.Config, error) {
 		Keys:      c.String("keys"),
 		Dir:       c.String("dir"),
 		Read:      c.Bool("read"),
+		MaxRun:    c.Duration("max-run"),
 		Progress:  !quiet && bench.StderrIsTerminal(),
 	}
 	if !quiet {
 		cfg.Notes = c.App.ErrWriter
 	}
-	for _, s := range splitList(c.String("partitions")) {
-		n, err := strconv.Atoi(strings.ReplaceAll(s, "_", ""))
-		if err != nil || n < 1 {
-			return cfg, fmt.Errorf("bench storage: --partitions: %q is not a positive count", s)
-		}
-		cfg.Partitions = append(cfg.Partitions, n)
+	var err error
+	if cfg.Partitions, err = counts(c, "partitions"); err != nil {
+		return cfg, err
+	}
+	if cfg.LimitPartitions, err = counts(c, "limit-partitions"); err != nil {
+		return cfg, err
 	}
 	for _, s := range splitList(c.String("flush")) {
 		f, err := bench.ParseFlush(s)
@@ -130,7 +134,7 @@ func benchConfig(c *cli.Context) (bench.Config, error) {
 	sizes := []struct {
 		flag string
 		dst  *int64
-	}{{"total", &cfg.Total}, {"segment-bytes", &cfg.SegmentBytes}, {"disk-probe", &cfg.DiskProbe}}
+	}{{"total", &cfg.Total}, {"segment-bytes", &cfg.SegmentBytes}, {"disk-probe", &cfg.DiskProbe}, {"limit-total", &cfg.LimitTotal}}
 	for _, s := range sizes {
 		n, err := bench.ParseBytes(c.String(s.flag))
 		if err != nil {
@@ -147,6 +151,20 @@ func benchConfig(c *cli.Context) (bench.Config, error) {
 		cfg.Batch = max(kafkaBatchSize/max(cfg.MessageSize, 1), 1)
 	}
 	return cfg, nil
+}
+
+// counts parses a comma-separated list of positive counts; underscores
+// (10_000) are allowed.
+func counts(c *cli.Context, flag string) ([]int, error) {
+	var out []int
+	for _, s := range splitList(c.String(flag)) {
+		n, err := strconv.Atoi(strings.ReplaceAll(s, "_", ""))
+		if err != nil || n < 1 {
+			return nil, fmt.Errorf("bench storage: --%s: %q is not a positive count", flag, s)
+		}
+		out = append(out, n)
+	}
+	return out, nil
 }
 
 func splitList(s string) []string {
