@@ -36,7 +36,7 @@ func encodeCheckpoint(c Checkpoint) []byte {
 	binary.BigEndian.PutUint64(b[8:], uint64(c.CommitLogFlushed))
 	binary.BigEndian.PutUint64(b[16:], uint64(c.Dispatched))
 	binary.BigEndian.PutUint64(b[24:], uint64(c.Time.UnixNano()))
-	binary.BigEndian.PutUint32(b[32:], crc32.Checksum(b[:32], castagnoli))
+	binary.BigEndian.PutUint32(b[32:], crc32c(b[:32]))
 	return b
 }
 
@@ -48,7 +48,7 @@ func decodeCheckpoint(b []byte) (Checkpoint, error) {
 	if m := binary.BigEndian.Uint32(b[0:]); m != checkpointMagic {
 		return Checkpoint{}, fmt.Errorf("%w: checkpoint magic %#x", ErrCorrupt, m)
 	}
-	if want, got := crc32.Checksum(b[:32], castagnoli), binary.BigEndian.Uint32(b[32:]); want != got {
+	if want, got := crc32c(b[:32]), binary.BigEndian.Uint32(b[32:]); want != got {
 		return Checkpoint{}, fmt.Errorf("%w: checkpoint crc %#x, computed %#x", ErrCorrupt, got, want)
 	}
 	// The version is checked after the CRC so that a torn file is reported as
@@ -132,3 +132,5 @@ var (
 	ErrLocked             = errors.New("dispatcher: data directory is in use by another process")
 	ErrClosed             = errors.New("dispatcher: closed")
 )
+
+func crc32c(b []byte) uint32 { return crc32.Checksum(b, castagnoli) }

@@ -271,7 +271,8 @@ func verifyQueue(lr *logReader, rep *Report, q *cqQueue) {
 // Dump calls fn for the records of one partition holding offsets from
 // `from` on, at most limit records (limit <= 0: all), read through the
 // partition's consume queue. A record that spans several offsets (a Kafka
-// batch) is passed once.
+// batch) is passed once. The record's slices alias the mapped file and are
+// valid only during the call.
 func Dump(dir, topic string, partition int32, from int64, limit int, fn func(r *commitlog.Record) error) error {
 	id := consumequeue.ID{Topic: topic, Partition: partition}
 	if _, err := os.Stat(filepath.Join(dir, "consumequeue", topic, fmt.Sprint(partition))); err != nil {

@@ -1,0 +1,128 @@
+package dispatcher
+
+import (
+	"encoding/binary"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/unilog/unilog/commitlog"
+)
+
+func TestInspectReport(t *testing.T) {
+	dir := t.TempDir()
+	d := mustOpen(t, testOptions(dir))
+	recs := appendN(t, d, 41, 0, 300)
+	nfiles := len(d.Log().Files())
+	if err := d.Close(); err != nil {
+		t.Fatal(err)
+	}
+	var progressed int64
+	rep, err := Inspect(dir, InspectOptions{Verify: true, Progress: func(done, total int64) { progressed = done }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !rep.OK() {
+		t.Fatalf("problems in a clean directory: %v", rep.Problems)
+	}
+	if rep.Unclean || rep.CheckpointErr != nil || rep.Checkpoint.Dispatched != rep.LogEnd {
+		t.Fatalf("unclean %v, checkpoint %+v (%v), log end %d", rep.Unclean, rep.Checkpoint, rep.CheckpointErr, rep.LogEnd)
+	}
+	if rep.Records != int64(len(recs)) || len(rep.Files) != nfiles || progressed == 0 {
+		t.Fatalf("%d records in %d files (progress %d), want %d in %d", rep.Records, len(rep.Files), progressed, len(recs), nfiles)
+	}
+	offsets := map[string]int64{}
+	for _, a := range recs {
+		offsets[a.msg.Topic+"/"+string(rune('0'+a.msg.Partition))] += int64(a.msg.Count)
+	}
+	var entries int64
+	for _, p := range rep.Partitions {
+		key := p.Topic + "/" + string(rune('0'+p.Partition))
+		if !p.HasQueue || p.MinOffset != 0 || p.MaxOffset != offsets[key] || p.LogNext != offsets[key] {
+			t.Errorf("partition %+v, want offsets [0, %d)", p, offsets[key])
+		}
+		entries += p.MaxOffset
+	}
+	if rep.Verified != entries {
+		t.Fatalf("verified %d entries, queues hold %d", rep.Verified, entries)
+	}
+	first := rep.Files[0]
+	if first.FirstTimestamp == 0 || first.LastTimestamp < first.FirstTimestamp || first.Used == 0 {
+		t.Fatalf("first file %+v", first)
+	}
+
+	var phys []int64
+	var hashes []string
+	err = Dump(dir, recs[0].msg.Topic, recs[0].msg.Partition, 0, 3, func(r *commitlog.Record) error {
+		phys = append(phys, r.PhysOffset)
+		hashes = append(hashes, contentHash(r.Key, r.Headers, r.Body))
+		return nil
+	})
+	if err != nil || len(phys) != 3 || phys[0] != recs[0].pos.PhysOffset {
+		t.Fatalf("dump: %v, records at %v", err, phys)
+	}
+	if hashes[0] != contentHash(recs[0].msg.Key, recs[0].msg.Headers, recs[0].msg.Body) {
+		t.Fatal("dump shows other content than was appended")
+	}
+}
+
+// TestVerifyCatchesMisplacedEntry rewrites one consume-queue entry with a
+// valid CRC but the position of another record.
+func TestVerifyCatchesMisplacedEntry(t *testing.T) {
+	dir := t.TempDir()
+	d := mustOpen(t, testOptions(dir))
+	for range 3 {
+		if _, err := d.Log().Append(&commitlog.Message{Topic: "v", Body: []byte("body")}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := d.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := Verify(dir); err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(dir, "consumequeue", "v", "0", "00000000000000000000")
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	slot0 := b[cqHeaderSize : cqHeaderSize+cqEntrySize]
+	slot1 := b[cqHeaderSize+cqEntrySize : cqHeaderSize+2*cqEntrySize]
+	copy(slot1[8:28], slot0[8:28]) // offset 1 now points at offset 0's record
+	binary.BigEndian.PutUint32(slot1[28:], crc32c(slot1[:28]))
+	if err := os.WriteFile(path, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	err = Verify(dir)
+	if err == nil || !strings.Contains(err.Error(), "offset 1 points at the record of offsets [0, 1)") {
+		t.Fatalf("Verify of a misplaced entry: %v", err)
+	}
+	// A torn entry in the middle reads as a hole.
+	slot1[3] ^= 1
+	if err := os.WriteFile(path, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := Verify(dir); err == nil || !strings.Contains(err.Error(), "after an unwritten or damaged slot") {
+		t.Fatalf("Verify of a torn entry: %v", err)
+	}
+}
+
+func TestInspectChangesNothing(t *testing.T) {
+	dir := t.TempDir()
+	d := mustOpen(t, testOptions(dir))
+	appendN(t, d, 42, 0, 50)
+	waitDispatched(t, d)
+	// Inspect a live directory: it must not touch the files or the lock.
+	before := readDir(t, dir)
+	if _, err := Inspect(dir, InspectOptions{Verify: true}); err != nil {
+		t.Fatal(err)
+	}
+	if err := equalFiles(before, readDir(t, dir)); err != nil {
+		t.Fatalf("inspect changed the directory: %v", err)
+	}
+	if err := d.Close(); err != nil {
+		t.Fatal(err)
+	}
+}
