@@ -120,7 +120,7 @@ func (c *conn) handle(frame []byte) ([]byte, error) {
 		return c.encode(corr, resp), nil
 	}
 	start := time.Now()
-	resp, err := spec.handle(c.b, context.Background(), c, req)
+	resp, err := spec.handle(c.b, c.ctx, c, req)
 	c.b.metrics.observe(key, time.Since(start))
 	if err != nil {
 		return nil, reqErr(key, version, "%v", err)
@@ -170,7 +170,13 @@ func unsupportedResponse(req kmsg.Request) (kmsg.Response, error) {
 	if !f.IsValid() || f.Kind() != reflect.Int16 {
 		return nil, reqErr(req.Key(), req.GetVersion(), "unsupported api or version and its response has no error code to carry UNSUPPORTED_VERSION")
 	}
+	// Whether this version carries the field shows in the encoding: the
+	// bytes differ with and without the error only if it is encoded.
+	without := resp.AppendTo(nil)
 	f.SetInt(int64(kerr.UnsupportedVersion.Code))
+	if string(resp.AppendTo(nil)) == string(without) {
+		return nil, reqErr(req.Key(), req.GetVersion(), "unsupported api or version and response version %d has no error code to carry UNSUPPORTED_VERSION", req.GetVersion())
+	}
 	return resp, nil
 }
 

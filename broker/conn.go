@@ -2,6 +2,7 @@ package broker
 
 import (
 	"bufio"
+	"context"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -27,10 +28,14 @@ type conn struct {
 	mu sync.Mutex
 
 	buf []byte // response buffer, reused
+
+	// ctx bounds the waits of this connection's requests (long polls,
+	// durability); a connection's requests otherwise end with the broker.
+	ctx context.Context
 }
 
 func newConn(b *Broker, nc net.Conn) *conn {
-	return &conn{b: b, nc: nc, remote: nc.RemoteAddr().String(), r: bufio.NewReaderSize(nc, 64<<10)}
+	return &conn{b: b, nc: nc, remote: nc.RemoteAddr().String(), r: bufio.NewReaderSize(nc, 64<<10), ctx: context.Background()}
 }
 
 // interruptRead unblocks a connection waiting for its next request; one
