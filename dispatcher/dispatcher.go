@@ -75,9 +75,7 @@ func Open(opts Options) (*Dispatcher, error) {
 		opts.CheckpointInterval = time.Second
 	}
 	if opts.Logger == nil {
-		l := logrus.New()
-		l.SetOutput(os.Stderr)
-		opts.Logger = l
+		opts.Logger = logrus.StandardLogger()
 	}
 	opts.CommitLog.Dir = filepath.Join(opts.Dir, "commitlog")
 	opts.ConsumeQueue.Dir = filepath.Join(opts.Dir, "consumequeue")

@@ -80,11 +80,22 @@
 //  4. If the log now ends before checkpoint.Dispatched (durable records were
 //     damaged), that is logged as an error and entries past the end are
 //     truncated.
-//  5. The log is told each queue's MaxOffset (SetQueueOffset), so appends
-//     continue at the right logical offsets.
+//  5. Consume-queue files wholly before the log's MinOffset are deleted
+//     (retention may have run after the last pass applied it), and the log
+//     is told each queue's MaxOffset (SetQueueOffset), so appends continue
+//     at the right logical offsets.
 //
 // A clean start skips step 2 and scans only what follows the checkpoint,
 // normally nothing, so start-up cost is opening the queues.
+//
+// Limits: commit-log retention does not wait for the dispatcher. If it
+// deletes files the dispatcher has not reached (a size cap smaller than the
+// dispatch backlog), the dispatcher logs an error and goes on at the new
+// minimum; those records are never indexed. A directory whose every record
+// is filtered by Keep has no queue, which looks like deleted queues, so
+// each start scans the whole log (harmlessly). DeleteTopic expects the
+// topic to get no appends while it runs; a record of the old topic that
+// lands after it would open the new topic's queue at its old offset.
 //
 // # Inspection
 //
