@@ -4,6 +4,7 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"os"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -19,7 +20,11 @@ func benchLog(b *testing.B, mode FlushMode) *Log {
 	b.Helper()
 	dir := b.TempDir()
 	if *benchDir != "" {
-		dir = fmt.Sprintf("%s/bench-%d", *benchDir, time.Now().UnixNano())
+		var err error
+		if dir, err = os.MkdirTemp(*benchDir, "commitlog-bench-"); err != nil {
+			b.Fatal(err)
+		}
+		b.Cleanup(func() { os.RemoveAll(dir) })
 	}
 	opts := testOptions(b, dir, *benchFileSize)
 	opts.FlushMode = mode
@@ -76,7 +81,9 @@ func benchAppendAsync(b *testing.B, body, batch int) {
 	}
 	b.StopTimer()
 	b.ReportMetric(float64(b.N)/time.Since(start).Seconds(), "records/s")
-	b.ReportMetric(float64(l.Stats().SyncAllocs), "sync-allocs")
+	s := l.Stats()
+	b.ReportMetric(float64(s.SyncAllocs), "sync-allocs")
+	b.ReportMetric(s.PreallocWait.Seconds()*1000, "prealloc-wait-ms")
 }
 
 // benchAppendSync has 16 goroutines per CPU append and wait for

@@ -20,6 +20,9 @@ type counters struct {
 	waits      atomic.Int64
 	rolls      atomic.Int64
 	syncAllocs atomic.Int64
+
+	preallocWaits     atomic.Int64
+	preallocWaitNanos atomic.Int64
 }
 
 // Stats are counters for tests, benchmarks and metrics.
@@ -33,15 +36,21 @@ type Stats struct {
 	// SyncAllocs counts files the writer had to allocate itself because
 	// the preallocator had not made one (or had failed).
 	SyncAllocs int64
+	// PreallocWaits counts rolls that found the next file still being
+	// prepared and waited PreallocWait in total for it.
+	PreallocWaits int64
+	PreallocWait  time.Duration
 }
 
 // Stats returns a snapshot of the counters.
 func (l *Log) Stats() Stats {
 	return Stats{
-		Flushes:      l.stats.flushes.Load(),
-		DurableWaits: l.stats.waits.Load(),
-		Rolls:        l.stats.rolls.Load(),
-		SyncAllocs:   l.stats.syncAllocs.Load(),
+		Flushes:       l.stats.flushes.Load(),
+		DurableWaits:  l.stats.waits.Load(),
+		Rolls:         l.stats.rolls.Load(),
+		SyncAllocs:    l.stats.syncAllocs.Load(),
+		PreallocWaits: l.stats.preallocWaits.Load(),
+		PreallocWait:  time.Duration(l.stats.preallocWaitNanos.Load()),
 	}
 }
 
@@ -103,6 +112,13 @@ func (l *Log) flush() error {
 				continue
 			}
 			err = s.msync(max(from, s.base)-s.base, min(to, s.end())-s.base)
+			if err == nil && !s.durable.Load() {
+				// msync is an fdatasync of the range, which commits the
+				// file's size and allocation; the name needs the directory.
+				if err = syncDir(l.opts.Dir); err == nil {
+					s.durable.Store(true)
+				}
+			}
 			s.release()
 			if err != nil {
 				break

@@ -25,6 +25,28 @@ func (l *Log) preallocate() {
 			l.log.WithFields(logrus.Fields{"file": s.path, "took": time.Since(start)}).Debug("preallocated next file")
 		}
 		l.preRes <- preallocResult{seg: s, err: err}
+		if s != nil {
+			l.warm(s)
+		}
+	}
+}
+
+// warm pre-faults the rest of a new file chunk by chunk, so that handing
+// the file over waits for one chunk, not for a whole 1 GiB file (populating
+// which takes seconds when memory is tight), while the writer usually still
+// finds every page present. It stops early on Close.
+func (l *Log) warm(s *segment) {
+	if !s.tryAcquire() {
+		return
+	}
+	defer s.release()
+	for off := min(s.size, prefaultChunk); off < s.size; off += prefaultChunk {
+		select {
+		case <-l.stop:
+			return
+		default:
+		}
+		prefault(s.m[off:min(s.size, off+prefaultChunk)])
 	}
 }
 
@@ -52,7 +74,15 @@ func (l *Log) nextBase() int64 {
 func (l *Log) reserve(n int) error {
 	for len(l.ready) < n {
 		if l.pending {
-			r := <-l.preRes
+			var r preallocResult
+			select {
+			case r = <-l.preRes:
+			default:
+				start := time.Now()
+				r = <-l.preRes
+				l.stats.preallocWaits.Add(1)
+				l.stats.preallocWaitNanos.Add(int64(time.Since(start)))
+			}
 			l.pending = false
 			if r.err == nil {
 				l.ready = append(l.ready, r.seg)
