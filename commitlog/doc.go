@@ -14,11 +14,18 @@
 // ftruncate: a store into a mapped hole on a full disk is a SIGBUS that
 // kills the process, while a failed fallocate is an error (ErrDiskFull)
 // returned to the appender before anything is written. The next file is
-// created under a temporary name (*.tmp), allocated, synced, mapped and
-// pre-faulted (MADV_POPULATE_WRITE) by a background goroutine while the
-// writer fills the current one, then renamed and the directory synced, so
-// a roll only swaps a pointer. If it is not ready, the writer waits for it
-// or allocates the file itself. Open removes *.tmp leftovers.
+// created under a temporary name (*.tmp), allocated, mapped, its first
+// 16 MiB pre-faulted and renamed by a background goroutine while the
+// writer fills the current one, so a roll only swaps a pointer; the same
+// goroutine then pre-faults the rest of it chunk by chunk. Pre-faulting
+// uses MADV_POPULATE_READ, which maps the unwritten blocks as clean zero
+// pages: dirtying them (as writing zeros would) makes writeback write the
+// file twice. If the next file is not ready the writer waits for the one
+// being made, or allocates it itself if that failed. The new file's
+// allocation and name are made durable (msync + directory fsync) by the
+// first flush that covers it, not on the preallocation path, because on a
+// busy ext4 an fsync waits for a journal commit behind other dirty data.
+// Open removes *.tmp leftovers.
 //
 // # Record layout, version 1
 //
