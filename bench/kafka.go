@@ -10,8 +10,8 @@ import (
 // kafka is the per-partition layout of package kafkalayout.
 type kafka struct{ log *kafkalayout.Log }
 
-func openKafka(cfg LayoutConfig) (Layout, error) {
-	opts := kafkalayout.Options{Dir: cfg.Dir, SegmentBytes: cfg.SegmentBytes}
+func openKafka(cfg LayoutConfig, randomIndex bool) (Layout, error) {
+	opts := kafkalayout.Options{Dir: cfg.Dir, SegmentBytes: cfg.SegmentBytes, RandomIndexAccess: randomIndex}
 	switch cfg.Flush.Mode {
 	case "none":
 		opts.Flush = kafkalayout.FlushNone

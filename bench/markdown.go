@@ -2,6 +2,7 @@ package bench
 
 import (
 	"bytes"
+	"cmp"
 	"fmt"
 	"os"
 	"slices"
@@ -52,7 +53,7 @@ func WriteMarkdown(path string, rep *Report, m Machine, info MarkdownInfo) error
 		"MB/s counts payload bytes (10^6 bytes); *of disk* compares the stored record bytes per second with the raw bandwidth above. "+
 		"Latency is per append batch. Open files and map areas are the whole process's at the end of the run (`/proc/self/fd`, `/proc/self/maps`); "+
 		"*mapped* is the size of the mappings of the run's own files.\n\n",
-		FormatBytes(c.Total), c.MessageSize, keySize, c.Producers, c.Batch, c.Keys, FormatBytes(max(c.SegmentBytes, 1<<30)))
+		FormatBytes(c.Total), c.MessageSize, keySize, c.Producers, c.Batch, c.Keys, FormatBytes(cmp.Or(c.SegmentBytes, 1<<30)))
 	if c.Read {
 		fmt.Fprintf(&b, "With reads: the layout is closed, the page cache dropped (`echo 3 > /proc/sys/vm/drop_caches`), the layout reopened, "+
 			"partition 0 read from offset 0 in 1 MiB fetches, the cache dropped again, then every partition read in partition order.\n\n")

@@ -63,7 +63,7 @@ func WritePlot(path string, rep *Report) error {
 		}
 		line.Color, points.Color = plotutil.Color(i), plotutil.Color(i)
 		points.Shape = plotutil.Shape(i)
-		if k.layout == "kafka" {
+		if strings.HasPrefix(k.layout, "kafka") {
 			line.Dashes = plotutil.Dashes(1)
 		}
 		p.Add(line, points)

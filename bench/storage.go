@@ -76,8 +76,8 @@ func (c *Config) validate() error {
 		}
 	}
 	for _, l := range c.Layouts {
-		if l != "unified" && l != "kafka" {
-			return fmt.Errorf("bench: unknown layout %q (want unified or kafka)", l)
+		if !slices.Contains(Layouts, l) {
+			return fmt.Errorf("bench: unknown layout %q (want one of %v)", l, Layouts)
 		}
 	}
 	_, err := newChooser(c.Keys, 1, 0)

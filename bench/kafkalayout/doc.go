@@ -90,5 +90,14 @@
 //     maps them lazily on first use, so on reopen this model holds more map
 //     areas than Kafka would. During a write run, where Kafka keeps every index
 //     it has touched mapped, the counts are the same.
+//   - Options.RandomIndexAccess (off by default, and not something Kafka
+//     does) madvises the index mappings MADV_RANDOM. Without it a first touch
+//     of an index page on the sparse 10 MiB file makes the kernel read around
+//     the fault, up to the device's read_ahead_kb of holes zero-filled into
+//     the page cache; the switch measures that cost.
+//   - The .timeindex is written, trimmed, recovered and mapped exactly as
+//     Kafka does, because that is part of the cost of the layout, but nothing
+//     reads it: the benchmark looks records up by offset only (Kafka uses it
+//     for ListOffsets by timestamp and time-based retention).
 //   - No retention, compaction, leader epochs, replication or high watermark.
 package kafkalayout

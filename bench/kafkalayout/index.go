@@ -24,14 +24,15 @@ type mappedIndex struct {
 	mu        sync.Mutex
 	path      string
 	entrySize int
+	random    bool   // MADV_RANDOM on every mapping
 	data      []byte // the whole mapping; nil when the file is empty
 	entries   int
 }
 
 // openIndex maps path, creating it when absent, resized to size bytes
 // (rounded down to whole entries). entries is set by the caller's validation.
-func openIndex(path string, entrySize, size int) (*mappedIndex, error) {
-	ix := &mappedIndex{path: path, entrySize: entrySize}
+func openIndex(path string, entrySize, size int, random bool) (*mappedIndex, error) {
+	ix := &mappedIndex{path: path, entrySize: entrySize, random: random}
 	if err := ix.remap(size); err != nil {
 		return nil, err
 	}
@@ -68,6 +69,11 @@ func (ix *mappedIndex) remap(size int) error {
 		return fmt.Errorf("kafkalayout: mmap %s: %w", ix.path, err)
 	}
 	ix.data = data
+	if ix.random {
+		if err := unix.Madvise(data, unix.MADV_RANDOM); err != nil {
+			return fmt.Errorf("kafkalayout: madvise %s: %w", ix.path, err)
+		}
+	}
 	return nil
 }
 

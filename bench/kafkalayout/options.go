@@ -36,6 +36,11 @@ type Options struct {
 	MaxIndexSize       int
 	Flush              FlushMode
 	FlushInterval      time.Duration
+	// RandomIndexAccess advises the kernel (MADV_RANDOM) that index mappings
+	// are accessed randomly, which stops page faults on the sparse,
+	// preallocated index files from reading around them. Kafka does not do
+	// this; it exists to measure what that read-around costs.
+	RandomIndexAccess bool
 }
 
 // Sentinel errors.

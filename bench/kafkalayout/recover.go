@@ -96,7 +96,7 @@ func openSegment(dir string, base int64, active bool, opts *Options) (*segment, 
 	if !active {
 		offSize, timeSize = fileSize(prefix+".index"), fileSize(prefix+".timeindex")
 	}
-	if err := s.openIndexes(prefix, offSize, timeSize); err != nil {
+	if err := s.openIndexes(prefix, offSize, timeSize, opts.RandomIndexAccess); err != nil {
 		s.close()
 		return nil, err
 	}

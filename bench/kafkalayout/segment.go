@@ -31,7 +31,7 @@ func createSegment(dir string, base int64, opts *Options) (*segment, error) {
 		return nil, fmt.Errorf("kafkalayout: create segment: %w", err)
 	}
 	s := &segment{base: base, log: f}
-	if err := s.openIndexes(prefix, opts.MaxIndexSize, opts.MaxIndexSize); err != nil {
+	if err := s.openIndexes(prefix, opts.MaxIndexSize, opts.MaxIndexSize, opts.RandomIndexAccess); err != nil {
 		s.close()
 		os.Remove(prefix + ".log")
 		return nil, err
@@ -39,13 +39,13 @@ func createSegment(dir string, base int64, opts *Options) (*segment, error) {
 	return s, nil
 }
 
-func (s *segment) openIndexes(prefix string, offsetSize, timeSize int) error {
-	ix, err := openIndex(prefix+".index", offsetEntrySize, offsetSize)
+func (s *segment) openIndexes(prefix string, offsetSize, timeSize int, random bool) error {
+	ix, err := openIndex(prefix+".index", offsetEntrySize, offsetSize, random)
 	if err != nil {
 		return err
 	}
 	s.index = offsetIndex{ix}
-	tix, err := openIndex(prefix+".timeindex", timeEntrySize, timeSize)
+	tix, err := openIndex(prefix+".timeindex", timeEntrySize, timeSize, random)
 	if err != nil {
 		return err
 	}

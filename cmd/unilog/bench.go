@@ -35,7 +35,7 @@ func benchStorageCommand() *cli.Command {
 			"each in a fresh directory under --dir that is deleted afterwards. A run that hits a machine limit (open files,\n" +
 			"vm.max_map_count) becomes a row saying where and why.",
 		Flags: []cli.Flag{
-			&cli.StringFlag{Name: "layouts", Value: "unified,kafka", Usage: "layouts to run: unified, kafka"},
+			&cli.StringFlag{Name: "layouts", Value: "unified,kafka", Usage: "layouts to run: unified, kafka, kafka-madv (the Kafka layout with MADV_RANDOM index mappings, which Kafka does not do)"},
 			&cli.StringFlag{Name: "partitions", Value: "1,16,256,1024,4096,10000", Usage: "partition counts, comma separated"},
 			&cli.StringFlag{Name: "message-size", Value: "1KiB", Usage: "payload bytes per record"},
 			&cli.StringFlag{Name: "total", Value: "1GiB", Usage: "payload bytes written per run (units: KiB, MiB, GiB, KB, MB, GB)"},
