@@ -237,10 +237,13 @@ func (f *file) markDirty() {
 
 // remove unmaps the file for good; later reads get errRemoved. With sync
 // the mapping is msynced first (Close); files about to be deleted are not.
+// removed is set before the file leaves the LRU list so that a concurrent
+// use cannot put it back.
 func (f *file) remove(sync bool) error {
-	f.lru.remove(f)
 	f.mu.Lock()
-	defer f.mu.Unlock()
 	f.removed = true
-	return f.unmapLocked(sync)
+	err := f.unmapLocked(sync)
+	f.mu.Unlock()
+	f.lru.remove(f)
+	return err
 }

@@ -3,6 +3,8 @@ package consumequeue
 import (
 	"sync"
 	"sync/atomic"
+
+	"github.com/sirupsen/logrus"
 )
 
 // lruElem is a node of the intrusive recency list.
@@ -19,6 +21,7 @@ type lruElem struct {
 // recent cannot be near the tail, so the hot path of a reader re-reading a
 // busy partition is two atomic loads instead of a global lock.
 type lru struct {
+	log   logrus.FieldLogger
 	mu    sync.Mutex
 	root  lruElem // sentinel; root.next is the most recent
 	n     int
@@ -31,8 +34,8 @@ type lru struct {
 	dirty   []*file // files written since the last Flush
 }
 
-func newLRU(max int) *lru {
-	l := &lru{max: max}
+func newLRU(max int, log logrus.FieldLogger) *lru {
+	l := &lru{max: max, log: log}
 	l.root.next, l.root.prev = &l.root, &l.root
 	return l
 }
@@ -66,7 +69,7 @@ func (l *lru) use(f *file) {
 	default:
 		// Evicted or removed since the caller read it: nothing to track.
 		f.mu.RLock()
-		mapped := f.m != nil
+		mapped := f.m != nil && !f.removed
 		f.mu.RUnlock()
 		if !mapped {
 			l.mu.Unlock()
@@ -92,16 +95,19 @@ func (l *lru) use(f *file) {
 }
 
 // evict unmaps a file that use took off the list, unless a reader put it
-// back in the meantime. Errors are the msync's: the data is still in the
-// page cache, and the file stays on the dirty list for the next Flush.
+// back in the meantime. It does not msync: munmap of a shared mapping keeps
+// the written pages in the page cache (they survive kill -9 and reach the
+// disk by writeback), and a written file stays on the dirty list, so the
+// next Flush fdatasyncs it. A synchronous msync here would put a disk flush
+// on every LRU miss of the appender.
 func (f *file) evict() {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.listed.Load() || f.m == nil {
 		return
 	}
-	if err := f.unmapLocked(true); err != nil {
-		f.lru.addDirty(f)
+	if err := f.unmapLocked(false); err != nil {
+		f.lru.log.WithError(err).Warn("evicting consume queue file")
 	}
 }
 

@@ -276,8 +276,27 @@ func openQueue(s *Store, id ID, dir string) (*Queue, error) {
 		return q, nil
 	}
 	last := fs[len(fs)-1]
-	if err := last.lock(); err != nil {
-		return nil, err
+	for {
+		err := last.lock()
+		if err == nil {
+			break
+		}
+		if !errors.Is(err, ErrCorrupt) || !allZero(last.path) {
+			return nil, err
+		}
+		// Created but never written back before a power loss: it held
+		// nothing durable.
+		s.log.WithField("file", last.path).Warn("removing all-zero consume queue file")
+		if err := os.Remove(last.path); err != nil {
+			return nil, fmt.Errorf("consumequeue: open %s: %w", dir, err)
+		}
+		s.dirChanged(dir)
+		fs = fs[:len(fs)-1]
+		if len(fs) == 0 {
+			q.setFiles(nil)
+			return q, nil
+		}
+		last = fs[len(fs)-1]
 	}
 	h := last.header()
 	end := last.base + int64(lastWritten(last, int(h.Start-last.base)))
@@ -328,6 +347,20 @@ func readStart(f *file) (int64, error) {
 	}
 	h, _ := decodeHeader(b[:])
 	return h.Start, nil
+}
+
+// allZero reports whether the file at path holds nothing but zero bytes.
+func allZero(path string) bool {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return false
+	}
+	for _, c := range b {
+		if c != 0 {
+			return false
+		}
+	}
+	return true
 }
 
 func parseFileName(name string) (int64, bool) {

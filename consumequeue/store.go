@@ -11,6 +11,7 @@ import (
 	"sync"
 
 	"github.com/sirupsen/logrus"
+	"golang.org/x/sys/unix"
 )
 
 // Store holds every queue under Options.Dir. Opening it reads nothing but
@@ -38,10 +39,11 @@ func Open(opts Options) (*Store, error) {
 	if err := os.MkdirAll(opts.Dir, 0o755); err != nil {
 		return nil, fmt.Errorf("consumequeue: open %s: %w", opts.Dir, err)
 	}
+	log := opts.Logger.WithField("component", "consumequeue")
 	return &Store{
 		opts:   opts,
-		log:    opts.Logger.WithField("component", "consumequeue"),
-		lru:    newLRU(opts.MaxMapped),
+		log:    log,
+		lru:    newLRU(opts.MaxMapped, log),
 		queues: make(map[ID]*Queue),
 		dirs:   make(map[string]struct{}),
 	}, nil
@@ -192,8 +194,8 @@ func (s *Store) Flush() error {
 	return errors.Join(errs...)
 }
 
-// sync makes a written file durable: msync while mapped; if a failed remap
-// left it unmapped, fdatasync through a fresh descriptor.
+// sync makes a written file durable: msync while mapped, fdatasync through
+// a short-lived descriptor once the LRU has unmapped it.
 func (f *file) sync() error {
 	f.mu.RLock()
 	defer f.mu.RUnlock()
@@ -206,7 +208,7 @@ func (f *file) sync() error {
 	} else {
 		var fd *os.File
 		if fd, err = os.OpenFile(f.path, os.O_RDWR, 0); err == nil {
-			err = fd.Sync()
+			err = unix.Fdatasync(int(fd.Fd()))
 			_ = fd.Close()
 		}
 	}

@@ -1,0 +1,137 @@
+package consumequeue
+
+import (
+	"math/rand/v2"
+	"testing"
+	"time"
+)
+
+func BenchmarkAppend(b *testing.B) {
+	b.Run("single", func(b *testing.B) {
+		s := openStore(b, b.TempDir(), 0, 0)
+		q := mustQueue(b, s, "t", 0)
+		b.ReportAllocs()
+		b.ResetTimer()
+		for i := range int64(b.N) {
+			if err := q.Append(i, entryAt(i)); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	// 10,000 partitions round-robin, all mapped; then with MaxMapped a
+	// tenth of that, so that every append misses the LRU and evicts.
+	for _, bc := range []struct {
+		name      string
+		maxMapped int
+	}{{"10000partitions", 0}, {"10000partitions-thrash", 1000}} {
+		b.Run(bc.name, func(b *testing.B) {
+			const parts = 10_000
+			s := openStore(b, b.TempDir(), 0, bc.maxMapped)
+			qs := make([]*Queue, parts)
+			for p := range qs {
+				qs[p] = mustQueue(b, s, "t", int32(p))
+				appendRange(b, qs[p], 0, 1) // file creation is not what this measures
+			}
+			b.ReportAllocs()
+			b.ResetTimer()
+			for i := range b.N {
+				q := qs[i%parts]
+				off := int64(i/parts) + 1
+				if err := q.Append(off, entryAt(off)); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
+
+func benchQueue(b *testing.B, n int64) *Queue {
+	s := openStore(b, b.TempDir(), 0, 0)
+	q := mustQueue(b, s, "t", 0)
+	appendRange(b, q, 0, n)
+	return q
+}
+
+func BenchmarkGet(b *testing.B) {
+	const n = 1_000_000
+	q := benchQueue(b, n)
+	b.Run("serial", func(b *testing.B) {
+		rng := rand.New(rand.NewPCG(1, 2))
+		b.ReportAllocs()
+		for b.Loop() {
+			if _, err := q.Get(rng.Int64N(n)); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("parallel", func(b *testing.B) {
+		b.ReportAllocs()
+		b.RunParallel(func(pb *testing.PB) {
+			rng := rand.New(rand.NewPCG(rand.Uint64(), 2))
+			for pb.Next() {
+				if _, err := q.Get(rng.Int64N(n)); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	})
+}
+
+func BenchmarkOffsetForTime(b *testing.B) {
+	const n = 1_000_000
+	q := benchQueue(b, n)
+	rng := rand.New(rand.NewPCG(1, 2))
+	b.ReportAllocs()
+	for b.Loop() {
+		q.OffsetForTime(1000 + rng.Int64N(n/3))
+	}
+}
+
+// BenchmarkOpen10000 measures opening a store with 10,000 existing
+// partitions: Open itself, then listing them, then opening every queue
+// (what a broker does when it first reports every partition's offsets).
+func BenchmarkOpen10000(b *testing.B) {
+	const parts = 10_000
+	dir := b.TempDir()
+	s, err := Open(Options{Dir: dir, Logger: quietLogger()})
+	if err != nil {
+		b.Fatal(err)
+	}
+	for p := range parts {
+		q := mustQueue(b, s, "t", int32(p))
+		appendRange(b, q, 0, 5)
+	}
+	if err := s.Close(); err != nil {
+		b.Fatal(err)
+	}
+	var open, list, all time.Duration
+	b.ResetTimer()
+	for b.Loop() {
+		t0 := time.Now()
+		s, err := Open(Options{Dir: dir, Logger: quietLogger()})
+		if err != nil {
+			b.Fatal(err)
+		}
+		t1 := time.Now()
+		ids := s.Queues()
+		t2 := time.Now()
+		for _, id := range ids {
+			q, ok := s.Lookup(id.Topic, id.Partition)
+			if !ok || q.MaxOffset() != 5 {
+				b.Fatal("queue lost")
+			}
+		}
+		t3 := time.Now()
+		open += t1.Sub(t0)
+		list += t2.Sub(t1)
+		all += t3.Sub(t2)
+		b.StopTimer()
+		if err := s.Close(); err != nil {
+			b.Fatal(err)
+		}
+		b.StartTimer()
+	}
+	b.ReportMetric(float64(open.Microseconds())/float64(b.N), "open-µs")
+	b.ReportMetric(float64(list.Milliseconds())/float64(b.N), "list-ms")
+	b.ReportMetric(float64(all.Milliseconds())/float64(b.N), "open-all-ms")
+}
