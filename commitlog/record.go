@@ -280,7 +280,9 @@ func decodeInto(b []byte, r *Record, in *interner) error {
 		return d.err
 	}
 	r.Body = b[d.p:len(b):len(b)]
-	r.Topic = in.string(topic)
+	if r.Topic != string(topic) { // a reused Record usually has the same topic
+		r.Topic = in.string(topic)
+	}
 	return nil
 }
 

@@ -163,8 +163,10 @@ func (sc *scanner) scan(segs []*segment, phys int64) (int64, error) {
 	for k, s := range segs {
 		pos := phys - s.base
 		if pos < s.size {
-			// Ask for read-ahead of the rest of the file in one go.
-			unix.Madvise(s.m[pos:], unix.MADV_WILLNEED)
+			// Populate the page tables of the rest of the file in one call
+			// (reading it from disk if it is not cached) instead of taking
+			// a fault every few pages of the scan. Best effort.
+			unix.Madvise(s.m[pos:], unix.MADV_POPULATE_READ)
 		}
 		next, ok, err := sc.scanFile(s, pos)
 		if err != nil || !ok {
