@@ -86,6 +86,8 @@ func (b *Broker) fetchOnce(req *kmsg.FetchRequest) (*kmsg.FetchResponse, int, bo
 			rp.HighWatermark = -1
 			rp.LastStableOffset = -1
 			rp.LogStartOffset = -1
+			// Empty, not null, records: librdkafka rejects a null.
+			rp.RecordBatches = []byte{}
 			if !known || p.Partition < 0 || p.Partition >= meta.Partitions {
 				rp.ErrorCode = kerr.UnknownTopicOrPartition.Code
 				failed = true
@@ -111,7 +113,9 @@ func (b *Broker) fetchOnce(req *kmsg.FetchRequest) (*kmsg.FetchResponse, int, bo
 				rp.ErrorCode = err.Code
 				failed = true
 			}
-			rp.RecordBatches = recs
+			if recs != nil {
+				rp.RecordBatches = recs
+			}
 			total += len(recs)
 			watches = append(watches, b.st.Watch(t.Topic, p.Partition, hi))
 			rt.Partitions = append(rt.Partitions, rp)

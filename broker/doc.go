@@ -1,0 +1,141 @@
+// Package broker is unilog's Kafka-protocol server: real Kafka clients
+// (franz-go, librdkafka/kcat, kafka-go, the Java client) produce to and
+// fetch from the unified storage of package dispatcher unchanged.
+//
+// # Supported APIs
+//
+// Requests and responses are decoded and encoded by franz-go's kmsg; the
+// broker reads only the 4-byte frame length and the request header (api
+// key, version, correlation id, client id, and the tagged fields of
+// flexible headers). The table in api.go is the single source of what is
+// advertised in ApiVersions and what is accepted:
+//
+//	key  API               versions  notes
+//	  0  Produce           3-12      v2 record batches only (magic 2); v13 addresses topics by id
+//	  1  Fetch             4-12      no fetch sessions (SessionID 0 = full fetches)
+//	  2  ListOffsets       1-6       earliest (-2), latest (-1), by timestamp
+//	  3  Metadata          0-12      one broker, leader of everything, advertised as the connection's local address
+//	 18  ApiVersions       0-4       a newer request is answered at v0 with UNSUPPORTED_VERSION and the table (KIP-511)
+//	 19  CreateTopics      0-7       replication factor 1 (or -1); per-topic configs refused (INVALID_CONFIG)
+//	 20  DeleteTopics      0-6       by name, or by topic id (v6)
+//	 22  InitProducerID    0-4       idempotent producers; transactional ids refused
+//	 32  DescribeConfigs   0-4       read-only defaults of topics and the broker
+//	 37  CreatePartitions  0-3       grow only
+//
+// Any other API kmsg knows (FindCoordinator, the group APIs, ...) and any
+// version outside the table is answered at the request's version with
+// UNSUPPORTED_VERSION in the response's top-level error code (FindCoordinator
+// v4+: per coordinator key). When that version of the response has no
+// top-level error code (e.g. Fetch v3, Produce v2), or kmsg does not know the
+// key or version, the connection is closed and the reason logged, which is
+// what Kafka does. Consumer groups and transactions are not implemented.
+//
+// # Connections
+//
+// Each connection reads one frame (4-byte size, at most MaxRequestBytes),
+// handles it and writes the answer before reading the next, so pipelined
+// requests are answered in order. ReadTimeout bounds the wait for and the
+// reading of a request, WriteTimeout the writing of a response; at most
+// MaxConnections are served. A bad frame, header or body closes that
+// connection only, logged with the fields remote, api, version and error;
+// nothing is stored for it.
+//
+// # Produce
+//
+// Each partition's records must be exactly one v2 record batch. It is
+// checked before anything is stored: header present, batch length equal to
+// the bytes sent, magic 2, CRC32C over attributes..end as Kafka defines it
+// (CORRUPT_MESSAGE), records count = last offset delta + 1, known codec,
+// not transactional or control (INVALID_RECORD), size <= MaxMessageBytes
+// (MESSAGE_TOO_LARGE). The batch is appended as ONE commit-log record:
+// Message{Topic, Partition, Count: records, Flags: FlagStampOffset,
+// ProducerTimestamp: batch max timestamp, Body: batch bytes as sent}. The log
+// assigns the partition's next offsets and stamps the base offset into the
+// batch's first 8 bytes, which the CRC does not cover. Compressed batches are
+// never decompressed: they are stored and served as sent.
+//
+// acks=0 gets no answer (a failure closes the connection, as Kafka), acks=1
+// is answered after the append, acks=-1 after commitlog.WaitDurable when the
+// broker flushes synchronously (Config.Flush = FlushSync; with async flushing
+// it is answered like acks=1). Every answer also waits until the dispatcher
+// has indexed the append, so a record is fetchable and counted in the high
+// watermark once its producer has been told its offset.
+//
+// Idempotent producers: InitProducerID hands out ids from blocks of 1000
+// reserved durably in the metadata store (never reused across restarts) and
+// bumps the epoch of a producer that presents its id (KIP-360). Per
+// partition and producer the last 5 batches (first/last sequence, base
+// offset) are kept: a batch equal to one of them is answered with the
+// original base offset and not stored again; a newer epoch must start at
+// sequence 0; otherwise the first sequence must follow the last batch
+// (OUT_OF_ORDER_SEQUENCE_NUMBER); an older epoch gets INVALID_PRODUCER_EPOCH.
+// The state is not persisted separately: stored batches carry producer id,
+// epoch and first sequence, so on the first idempotent batch to a partition
+// after start the newest 256 batches of that partition are read back and the
+// state rebuilt. A producer with no batch among them is treated as new (its
+// next batch is accepted), which only weakens dedup for producers idle for
+// more than 256 batches of the partition across a restart.
+//
+// # Fetch
+//
+// For each partition the consume queue gives the entry of the requested
+// offset (Queue.Get -> PhysOffset -> Log.Read); the record's body, a whole
+// stored batch, is copied into the response as is, and reading continues at
+// QueueOffset+Count. Partition and request max bytes are honoured except that
+// the first batch of the response is returned whole even if larger (KIP-74).
+// The batch holding the offset is returned from its start; clients skip the
+// records before their offset. HighWatermark and LastStableOffset are the
+// queue's MaxOffset, LogStartOffset its MinOffset. Offsets below MinOffset or
+// above MaxOffset get OFFSET_OUT_OF_RANGE; MaxOffset itself is an empty
+// fetch. With fewer than min_bytes available the request sleeps on
+// dispatcher.Watch channels of all its partitions, up to max_wait_ms; a
+// broker Close ends the sleep with what is there.
+//
+// ListOffsets by timestamp uses Queue.OffsetForTime, comparing the log's
+// store timestamp (append time) rather than the batch's CreateTime; it
+// returns the offset and that store timestamp, or -1/-1 when nothing is at or
+// after the time.
+//
+// # Topics and the metadata file
+//
+// Topics are created by CreateTopics or, with AutoCreateTopics, by Metadata
+// (when the client allows it) and Produce naming an unknown, validly named
+// topic (DefaultPartitions). Names follow Kafka's rules: 1..249 of
+// [a-zA-Z0-9._-], not "." or "..". Unknown topics or partitions get
+// UNKNOWN_TOPIC_OR_PARTITION. Delete removes the topic from metadata first,
+// so the dispatcher's Keep filter (topic exists in metadata) stops indexing
+// its records, also in any later recovery, then Dispatcher.DeleteTopic drops
+// its consume queues and offset counters; the records leave the commit log
+// by retention. A topic re-created under the same name starts at offset 0.
+//
+// Metadata lives behind the MetadataStore interface (topics, producer id
+// blocks), the seam for moving it into a replicated control plane. The file
+// implementation keeps it in <data>/metadata, rewritten whole on every change
+// (written to metadata.tmp, fsync, rename, fsync of the directory), version 1:
+//
+//	0   [4]byte Magic    "ULMD"
+//	4   uint16  Version  1
+//	6   uint32  Length   of the body in bytes
+//	10  uint32  CRC32C   Castagnoli, over the body
+//	14  body    JSON {"generation": N, "next_producer_id": N,
+//	                  "topics": [{"name", "id" (16 bytes), "partitions", "created_ms"}]}
+//
+// All integers are big-endian. A file failing any check stops Start with
+// ErrCorrupt rather than guessing: without it records could not be matched
+// to topics.
+//
+// # Admin HTTP
+//
+// Config.Admin serves /healthz ("ok", 503 while closing) and /metrics in
+// Prometheus text from the broker's own registry: unilog_requests_total and
+// unilog_request_duration_seconds by API, network and produced/fetched byte
+// counters, unilog_produced_records_total, unilog_connections,
+// unilog_commitlog_bytes, unilog_dispatcher_lag_bytes and _seconds, plus the
+// Go and process collectors.
+//
+// # Close
+//
+// Close stops accepting, wakes idle connections, lets each in-flight request
+// finish (long polls return early), then closes the dispatcher, which
+// flushes the log and queues and writes a clean checkpoint.
+package broker
