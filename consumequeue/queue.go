@@ -8,7 +8,6 @@ import (
 	"slices"
 	"sort"
 	"strconv"
-	"strings"
 	"sync"
 	"sync/atomic"
 )
@@ -180,14 +179,13 @@ func (q *Queue) Append(offset int64, e Entry) error {
 	return nil
 }
 
-// createFile makes a new file under a temporary name and renames it into
-// place, so a file with its final name always has a header.
+// createFile makes a new file with its header. A crash before the header
+// reaches the disk leaves an all-zero file, which openQueue removes.
 func (q *Queue) createFile(base, start int64) (*file, error) {
 	path := filepath.Join(q.dir, fileName(base))
-	tmp := path + tmpSuffix
-	fd, err := os.OpenFile(tmp, os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o644)
+	fd, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o644)
 	if err != nil {
-		return nil, fmt.Errorf("consumequeue: create %s: %w", tmp, err)
+		return nil, fmt.Errorf("consumequeue: create %s: %w", path, err)
 	}
 	var hdr [headerSize]byte
 	encodeHeader(hdr[:], header{Base: base, Start: start, EntriesPerFile: int(q.epf)})
@@ -198,18 +196,13 @@ func (q *Queue) createFile(base, start int64) (*file, error) {
 	if cerr := fd.Close(); err == nil {
 		err = cerr
 	}
-	if err == nil {
-		err = os.Rename(tmp, path)
-	}
 	if err != nil {
-		_ = os.Remove(tmp)
+		_ = os.Remove(path)
 		return nil, fmt.Errorf("consumequeue: create %s: %w", path, err)
 	}
 	q.s.dirChanged(q.dir)
 	return q.newFile(base), nil
 }
-
-const tmpSuffix = ".tmp"
 
 func (q *Queue) newFile(base int64) *file {
 	return &file{path: filepath.Join(q.dir, fileName(base)), base: base, epf: int(q.epf), lru: q.s.lru}
@@ -235,8 +228,12 @@ func (q *Queue) removeFiles(fs []*file) error {
 // openQueue loads an existing (or empty) queue directory. It maps only the
 // last file, to find MaxOffset by binary search, and reads the first
 // file's header for MinOffset.
-func openQueue(s *Store, id ID, dir string) (*Queue, error) {
+func openQueue(s *Store, id ID, dir string, fresh bool) (*Queue, error) {
 	q := &Queue{s: s, id: id, dir: dir, epf: int64(s.opts.EntriesPerFile)}
+	if fresh {
+		q.setFiles(nil)
+		return q, nil
+	}
 	des, err := os.ReadDir(dir)
 	if err != nil {
 		return nil, fmt.Errorf("consumequeue: open %s: %w", dir, err)
@@ -244,13 +241,6 @@ func openQueue(s *Store, id ID, dir string) (*Queue, error) {
 	var bases []int64
 	for _, de := range des {
 		name := de.Name()
-		if strings.HasSuffix(name, tmpSuffix) {
-			// A creation that did not reach its rename.
-			if err := os.Remove(filepath.Join(dir, name)); err != nil {
-				return nil, fmt.Errorf("consumequeue: open %s: %w", dir, err)
-			}
-			continue
-		}
 		base, ok := parseFileName(name)
 		if !ok {
 			continue
@@ -284,8 +274,8 @@ func openQueue(s *Store, id ID, dir string) (*Queue, error) {
 		if !errors.Is(err, ErrCorrupt) || !allZero(last.path) {
 			return nil, err
 		}
-		// Created but never written back before a power loss: it held
-		// nothing durable.
+		// Created, but the header never reached the disk (crash or power
+		// loss right after creation): it held nothing.
 		s.log.WithField("file", last.path).Warn("removing all-zero consume queue file")
 		if err := os.Remove(last.path); err != nil {
 			return nil, fmt.Errorf("consumequeue: open %s: %w", dir, err)
