@@ -236,8 +236,6 @@ func (l *Log) Close() error {
 func (l *Log) close() error {
 	l.wmu.Lock()
 	l.closed.Store(true)
-	// The preallocator drains what is queued before it exits, so a pending
-	// request always has its answer in preRes after wg.Wait.
 	close(l.preReq)
 	l.wmu.Unlock()
 	close(l.stop)
@@ -264,8 +262,13 @@ func (l *Log) close() error {
 	ahead := l.ready
 	l.ready = nil
 	if l.pending {
-		if r := <-l.preRes; r.seg != nil {
-			ahead = append(ahead, r.seg)
+		// The preallocator has exited: its answer is there or never comes.
+		select {
+		case r := <-l.preRes:
+			if r.seg != nil {
+				ahead = append(ahead, r.seg)
+			}
+		default:
 		}
 		l.pending = false
 	}

@@ -11,43 +11,93 @@ type preallocResult struct {
 	err error
 }
 
+const (
+	// warmWindow is how far ahead of the write position pages are
+	// pre-faulted; it bounds the zero pages dirtied ahead of the writer.
+	warmWindow = 256 << 20
+	// warmChunk is the step of pre-faulting, short enough that a request
+	// for the next file is never kept waiting long.
+	warmChunk = 4 << 20
+	// warmPoll is how often the pre-faulter looks at the write position
+	// when it is a whole window ahead.
+	warmPoll = 10 * time.Millisecond
+)
+
+// warming is a file whose pages are pre-faulted up to off.
+type warming struct {
+	s   *segment
+	off int64
+}
+
 // preallocate creates the file after the one being written while the
-// writer fills the current one. The writer keeps at most one request
-// outstanding and asks for the next file as soon as it enters a new one.
+// writer fills the current one (the writer keeps at most one request
+// outstanding and asks for the next file as soon as it enters a new one),
+// and pre-faults pages of the current and the next file a window ahead of
+// the writer. Pre-faulting a whole 1 GiB file at once takes seconds when
+// memory is tight and dirties a gigabyte of zero pages that writeback may
+// write before the records do; a sliding window does neither.
 func (l *Log) preallocate() {
 	defer l.wg.Done()
-	for base := range l.preReq {
-		start := time.Now()
-		s, err := createSegment(l.opts.Dir, base, l.opts.FileSize, &l.mapped)
-		if err != nil {
-			l.log.WithError(err).WithField("base", base).Warn("preallocating next file failed; the writer will retry")
-		} else {
-			l.log.WithFields(logrus.Fields{"file": s.path, "took": time.Since(start)}).Debug("preallocated next file")
+	var queue []warming
+	defer func() {
+		for _, w := range queue {
+			w.s.release()
 		}
-		l.preRes <- preallocResult{seg: s, err: err}
-		if s != nil {
-			l.warm(s)
+	}()
+	poll := time.NewTicker(warmPoll)
+	defer poll.Stop()
+	for {
+		// Drop what is done, then pre-fault one chunk if one is due.
+		for len(queue) > 0 && queue[0].off >= queue[0].s.size {
+			queue[0].s.release()
+			queue = queue[1:]
+		}
+		if len(queue) > 0 {
+			w := &queue[0]
+			if w.off < l.writeOff.Load()-w.s.base+warmWindow {
+				select {
+				case base, ok := <-l.preReq:
+					if !ok {
+						return
+					}
+					queue = l.create(base, queue)
+				case <-l.stop:
+					return
+				default:
+					end := min(w.s.size, w.off+warmChunk)
+					prefault(w.s.m[w.off:end])
+					w.off = end
+				}
+				continue
+			}
+		}
+		select {
+		case base, ok := <-l.preReq:
+			if !ok {
+				return
+			}
+			queue = l.create(base, queue)
+		case <-poll.C:
+		case <-l.stop:
+			return
 		}
 	}
 }
 
-// warm pre-faults the rest of a new file chunk by chunk, so that handing
-// the file over waits for one chunk, not for a whole 1 GiB file (populating
-// which takes seconds when memory is tight), while the writer usually still
-// finds every page present. It stops early on Close.
-func (l *Log) warm(s *segment) {
-	if !s.tryAcquire() {
-		return
+// create makes the file at base, hands it to the writer and queues it for
+// pre-faulting.
+func (l *Log) create(base int64, queue []warming) []warming {
+	start := time.Now()
+	s, err := createSegment(l.opts.Dir, base, l.opts.FileSize, &l.mapped)
+	if err != nil {
+		l.log.WithError(err).WithField("base", base).Warn("preallocating next file failed; the writer will retry")
+		l.preRes <- preallocResult{err: err}
+		return queue
 	}
-	defer s.release()
-	for off := min(s.size, prefaultChunk); off < s.size; off += prefaultChunk {
-		select {
-		case <-l.stop:
-			return
-		default:
-		}
-		prefault(s.m[off:min(s.size, off+prefaultChunk)])
-	}
+	l.log.WithFields(logrus.Fields{"file": s.path, "took": time.Since(start)}).Debug("preallocated next file")
+	s.tryAcquire() // cannot fail: nobody else has it yet
+	l.preRes <- preallocResult{seg: s}
+	return append(queue, warming{s: s, off: min(s.size, prefaultChunk)})
 }
 
 // requestNext asks the preallocator for the file after the last one the

@@ -107,16 +107,19 @@ func createSegment(dir string, base, size int64, mapped *atomic.Int64) (*segment
 // handed to the writer, and the step of populating the rest behind it.
 const prefaultChunk = 16 << 20
 
-// prefault populates the page cache and page tables of m so the appender
-// takes no major faults. MADV_POPULATE_READ (Linux 5.14) maps the
-// allocated-but-unwritten blocks as zero pages without dirtying them:
-// dirtying them (POPULATE_WRITE, or RocketMQ's writing zeros) makes
-// writeback write every file twice when it catches up with pre-faulted
-// pages. Older kernels get one load per page.
+// prefault populates the page tables of m for writing, so the appender
+// takes no page faults: a write fault on a file mapping costs a
+// page_mkwrite with a journal handle per 4 KiB page (measured: ~10 us,
+// which caps the writer near 400 MB/s). MADV_POPULATE_WRITE (Linux 5.14)
+// does it in one call; older kernels get one load per page (read faults
+// only, but still no major faults). It dirties
+// the zero pages, so the preallocator only runs it a window ahead of the
+// writer.
 func prefault(m []byte) {
-	if len(m) == 0 || unix.Madvise(m, unix.MADV_POPULATE_READ) == nil {
+	if len(m) == 0 || unix.Madvise(m, unix.MADV_POPULATE_WRITE) == nil {
 		return
 	}
+	// Loads, not stores: the range may be behind the writer.
 	page := os.Getpagesize()
 	var sum byte
 	for i := 0; i < len(m); i += page {
