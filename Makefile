@@ -34,22 +34,24 @@ lint:
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem ./...
 
-## bench-report: the storage sweep behind docs/BENCHMARKS.md (about 25 min on
-## the 2-core, 24 GiB machine; needs ~8 GiB free under BENCH_DIR). Every run
-## writes BENCH_TOTAL, above vm.dirty_ratio (20% of ~23 GiB available, about
-## 4.6 GiB) so that page-cache write-back is part of each figure; each run's
-## directory is deleted after it. Runs are capped at BENCH_MAX_RUN of writing
-## (and of reading all partitions); a capped run says so in the table. Then
-## BENCH_LIMIT_PARTITIONS find where each layout stops on ulimit -n and
-## vm.max_map_count. Run it on a quiet machine: drop_caches needs root.
+## bench-report: the storage sweep behind docs/BENCHMARKS.md. Estimated 25 min
+## on the 2-core, 24 GiB machine (needs ~8 GiB free under BENCH_DIR): unified
+## runs take ~10-30 s each, Kafka-layout runs at >= 256 partitions hit the
+## BENCH_MAX_RUN cap plus up to ~45 s of set-up and clean-up. Every run writes
+## BENCH_TOTAL, above vm.dirty_ratio (20% of ~23 GiB available, about 4.6 GiB)
+## so that page-cache write-back is part of each figure; each run's directory
+## is deleted after it. A capped run says so in the table. BENCH_LIMIT_PARTITIONS
+## then find where each layout stops on ulimit -n and vm.max_map_count.
+## BENCH_FLAGS=--read adds the cold-cache read-back (drop_caches needs root);
+## it adds about 3 min per slow Kafka-layout run, so it is off by default.
 BENCH_DIR              ?= ./bench-data
 BENCH_TOTAL            ?= 6GiB
 BENCH_PARTITIONS       ?= 1,16,256,1024,4096,10000
 BENCH_FLUSH            ?= none,interval:100ms
-BENCH_MAX_RUN          ?= 45s
+BENCH_MAX_RUN          ?= 30s
 BENCH_LIMIT_PARTITIONS ?= 20000,50000,100000
 BENCH_LIMIT_TOTAL      ?= 1GiB
-BENCH_FLAGS            ?= --read
+BENCH_FLAGS            ?=
 
 bench-report: build
 	./$(BIN) bench storage --layouts unified,kafka --partitions $(BENCH_PARTITIONS) \

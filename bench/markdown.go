@@ -54,6 +54,10 @@ func WriteMarkdown(path string, rep *Report, m Machine, info MarkdownInfo) error
 		"Latency is per append batch. Open files and map areas are the whole process's at the end of the run (`/proc/self/fd`, `/proc/self/maps`); "+
 		"*mapped* is the size of the mappings of the run's own files.\n\n",
 		FormatBytes(c.Total), c.MessageSize, keySize, c.Producers, c.Batch, c.Keys, FormatBytes(cmp.Or(c.SegmentBytes, 1<<30)))
+	if len(c.LimitPartitions) > 0 && len(c.Flushes) > 0 {
+		fmt.Fprintf(&b, "Past the sweep, %v partitions run with `%s` and %s each, to find where each layout stops on this machine's limits.\n\n",
+			c.LimitPartitions, c.Flushes[0], FormatBytes(cmp.Or(c.LimitTotal, c.Total)))
+	}
 	if c.Read {
 		fmt.Fprintf(&b, "With reads: the layout is closed, the page cache dropped (`echo 3 > /proc/sys/vm/drop_caches`), the layout reopened, "+
 			"partition 0 read from offset 0 in 1 MiB fetches, the cache dropped again, then every partition read in partition order.\n\n")
