@@ -25,14 +25,16 @@ type apiSpec struct {
 
 // apis is the one table of what the broker implements: ApiVersions
 // advertises exactly these ranges and dispatch accepts exactly these.
-// Lower bounds: Produce v3 and Fetch v4 are the first with v2 record
-// batches. Upper bounds stop before versions that address topics by id only.
+// Lower bounds: Produce v2 carries magic 0/1 message sets, which are
+// up-converted to v2 record batches (legacy.go); Fetch v4 is the first to
+// return v2 batches, so older fetchers, which would need down-conversion,
+// are refused. Upper bounds stop before versions that address topics by id only.
 // (Filled in init: handleApiVersions reads the table it is part of.)
 var apis []apiSpec
 
 func init() {
 	apis = []apiSpec{
-		{int16(kmsg.Produce), 3, 12, (*Broker).handleProduce},
+		{int16(kmsg.Produce), 2, 12, (*Broker).handleProduce},
 		{int16(kmsg.Fetch), 4, 12, (*Broker).handleFetch},
 		{int16(kmsg.ListOffsets), 1, 6, (*Broker).handleListOffsets},
 		{int16(kmsg.Metadata), 0, 12, (*Broker).handleMetadata},

@@ -11,7 +11,7 @@
 // advertised in ApiVersions and what is accepted:
 //
 //	key  API               versions  notes
-//	  0  Produce           3-12      v2 record batches only (magic 2); v13 addresses topics by id
+//	  0  Produce           2-12      magic 0/1 message sets up-converted to v2 batches; v13 addresses topics by id
 //	  1  Fetch             4-12      no fetch sessions (SessionID 0 = full fetches)
 //	  2  ListOffsets       1-6       earliest (-2), latest (-1), by timestamp
 //	  3  Metadata          0-12      one broker, leader of everything, advertised as the connection's local address
@@ -26,7 +26,7 @@
 // version outside the table is answered at the request's version with
 // UNSUPPORTED_VERSION in the response's top-level error code (FindCoordinator
 // v4+: per coordinator key). When that version of the response has no
-// top-level error code (e.g. Fetch v3, Produce v2), or kmsg does not know the
+// top-level error code (e.g. Fetch v3), or kmsg does not know the
 // key or version, the connection is closed and the reason logged, which is
 // what Kafka does. Consumer groups and transactions are not implemented.
 //
@@ -42,7 +42,17 @@
 //
 // # Produce
 //
-// Each partition's records must be exactly one v2 record batch. It is
+// Each partition's records must be exactly one v2 record batch, or a
+// legacy message set (magic 0 or 1, what Produce v2 carries and what a
+// client may still send at v3+), which is first up-converted to one batch
+// as Kafka does: each message's CRC32 (IEEE) is checked (CORRUPT_MESSAGE),
+// compressed wrapper messages (gzip, snappy, lz4) are decompressed and their
+// inner messages taken as records, producer offsets are ignored, magic 0
+// messages get timestamp -1, magic 1 their own (or the wrapper's when it
+// says LogAppendTime), and the result is one UNCOMPRESSED batch without
+// producer id (recompressing would cost produce-path CPU for rare old
+// clients; a decompressed wrapper over MaxMessageBytes is MESSAGE_TOO_LARGE).
+// Fetch never down-converts, which is why Fetch starts at v4. The batch is
 // checked before anything is stored: header present, batch length equal to
 // the bytes sent, magic 2, CRC32C over attributes..end as Kafka defines it
 // (CORRUPT_MESSAGE), records count = last offset delta + 1, known codec,

@@ -146,10 +146,18 @@ type produceResult struct {
 	msg       string
 }
 
-// producePartition validates one batch, applies the idempotence checks and
-// appends it as one commit log record, all under the partition's lock so
-// sequence checks and offset assignment cannot interleave.
+// producePartition up-converts a legacy message set, validates the batch,
+// applies the idempotence checks and appends it as one commit log record,
+// all under the partition's lock so sequence checks and offset assignment
+// cannot interleave.
 func (b *Broker) producePartition(ctx context.Context, topic string, partition int32, records []byte) produceResult {
+	if isLegacyMessageSet(records) {
+		converted, berr := upConvertMessageSet(records, b.cfg.MaxMessageBytes)
+		if berr != nil {
+			return produceResult{err: berr.err, msg: berr.msg}
+		}
+		records = converted
+	}
 	bi, berr := validateBatch(records, b.cfg.MaxMessageBytes)
 	if berr != nil {
 		return produceResult{err: berr.err, msg: berr.msg}

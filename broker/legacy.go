@@ -1,0 +1,169 @@
+package broker
+
+import (
+	"encoding/binary"
+	"hash/crc32"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// Legacy message sets (magic 0 and 1, see kmsg.MessageV0 and
+// kmsg.MessageV1) share their first bytes with a v2 record batch: offset
+// (8), size (4), CRC (4), then the magic at byte 16, where a batch has its
+// magic too. That byte alone tells the formats apart.
+const (
+	legacyMagicAt     = 16
+	legacyLogOverhead = 12                // offset and size before each message
+	legacyV0MinBody   = 4 + 1 + 1 + 4 + 4 // crc, magic, attributes, key and value lengths
+	legacyV1MinBody   = legacyV0MinBody + 8
+
+	legacyAttrCodecMask     = 0x07
+	legacyAttrLogAppendTime = 0x08
+	legacyCodecZstd         = 4 // defined for magic 2 only
+)
+
+// noTimestamp is what a magic 0 message up-converts to, as in Kafka.
+const noTimestamp = -1
+
+// legacyDecompressor decompresses wrapper messages; it knows Kafka's xerial
+// snappy framing and the lz4 frame format that magic 1 uses.
+var legacyDecompressor = kgo.DefaultDecompressor()
+
+// isLegacyMessageSet reports whether a produce partition's records are a
+// magic 0/1 message set rather than a v2 record batch.
+func isLegacyMessageSet(records []byte) bool {
+	return len(records) > legacyMagicAt && records[legacyMagicAt] < 2
+}
+
+type legacyRecord struct {
+	key, value []byte
+	timestamp  int64
+}
+
+// upConvertMessageSet turns a magic 0/1 message set into one uncompressed v2
+// record batch, as a Kafka broker does for old producers, so that storage,
+// fetch and idempotence only ever see v2 batches. Each message's CRC32 (IEEE)
+// is checked; compressed wrapper messages (gzip, snappy, lz4) are opened and
+// their inner messages become records of the same batch. Producer offsets
+// are ignored (the log assigns them); magic 0 messages get no timestamp
+// (-1). The batch is written uncompressed: recompressing would spend CPU on
+// the produce path for clients old enough to be rare, and fetchers read
+// either form. maxBytes bounds the decompressed size of a wrapper.
+func upConvertMessageSet(set []byte, maxBytes int32) ([]byte, *batchError) {
+	recs, berr := readMessageSet(set, false, maxBytes, nil)
+	if berr != nil {
+		return nil, berr
+	}
+	if len(recs) == 0 {
+		return nil, badBatch(kerr.CorruptMessage, "empty message set")
+	}
+	first, maxTS := recs[0].timestamp, recs[0].timestamp
+	for _, r := range recs[1:] {
+		maxTS = max(maxTS, r.timestamp)
+	}
+	var body []byte
+	for i, r := range recs {
+		rec := kmsg.Record{
+			TimestampDelta64: r.timestamp - first,
+			OffsetDelta:      int32(i),
+			Key:              r.key,
+			Value:            r.value,
+		}
+		// The length varint precedes what it counts: encode once to learn it.
+		rec.Length = int32(len(rec.AppendTo(nil)) - 1)
+		body = rec.AppendTo(body)
+	}
+	rb := kmsg.RecordBatch{
+		PartitionLeaderEpoch: -1,
+		Magic:                2,
+		LastOffsetDelta:      int32(len(recs) - 1),
+		FirstTimestamp:       first,
+		MaxTimestamp:         maxTS,
+		ProducerID:           -1,
+		ProducerEpoch:        -1,
+		FirstSequence:        -1,
+		NumRecords:           int32(len(recs)),
+		Records:              body,
+	}
+	out := rb.AppendTo(nil)
+	binary.BigEndian.PutUint32(out[8:], uint32(len(out)-batchLengthSkew))
+	binary.BigEndian.PutUint32(out[17:], crc32.Checksum(out[batchCRCStart:], castagnoli))
+	return out, nil
+}
+
+// readMessageSet appends the records of a message set to recs; inner is true
+// inside a compressed wrapper, where another wrapper is invalid.
+func readMessageSet(set []byte, inner bool, maxBytes int32, recs []legacyRecord) ([]legacyRecord, *batchError) {
+	for len(set) > 0 {
+		if len(set) < legacyLogOverhead {
+			return nil, badBatch(kerr.CorruptMessage, "message set ends with %d bytes, short of a message header", len(set))
+		}
+		size := int(int32(binary.BigEndian.Uint32(set[8:])))
+		if size < legacyV0MinBody || size > len(set)-legacyLogOverhead {
+			return nil, badBatch(kerr.CorruptMessage, "message size %d with %d bytes left", size, len(set)-legacyLogOverhead)
+		}
+		msg := set[:legacyLogOverhead+size]
+		set = set[len(msg):]
+		if crc := crc32.ChecksumIEEE(msg[legacyMagicAt:]); crc != binary.BigEndian.Uint32(msg[12:]) {
+			return nil, badBatch(kerr.CorruptMessage, "message CRC %08x, computed %08x", binary.BigEndian.Uint32(msg[12:]), crc)
+		}
+		var (
+			attrs      int8
+			timestamp  int64 = noTimestamp
+			key, value []byte
+		)
+		switch magic := msg[legacyMagicAt]; magic {
+		case 0:
+			var m kmsg.MessageV0
+			if err := m.ReadFrom(msg); err != nil {
+				return nil, badBatch(kerr.CorruptMessage, "magic 0 message: %v", err)
+			}
+			attrs, key, value = m.Attributes, m.Key, m.Value
+		case 1:
+			var m kmsg.MessageV1
+			if size < legacyV1MinBody {
+				return nil, badBatch(kerr.CorruptMessage, "magic 1 message of %d bytes", size)
+			}
+			if err := m.ReadFrom(msg); err != nil {
+				return nil, badBatch(kerr.CorruptMessage, "magic 1 message: %v", err)
+			}
+			attrs, timestamp, key, value = m.Attributes, m.Timestamp, m.Key, m.Value
+		default:
+			return nil, badBatch(kerr.InvalidRecord, "message magic %d inside a magic 0/1 message set", magic)
+		}
+		codec := attrs & legacyAttrCodecMask
+		if codec == 0 {
+			recs = append(recs, legacyRecord{key: key, value: value, timestamp: timestamp})
+			continue
+		}
+		switch {
+		case inner:
+			return nil, badBatch(kerr.CorruptMessage, "compressed message inside a compressed message")
+		case codec >= legacyCodecZstd:
+			return nil, badBatch(kerr.UnsupportedCompressionType, "message compression codec %d", codec)
+		case value == nil:
+			return nil, badBatch(kerr.CorruptMessage, "compressed message without a value")
+		}
+		plain, err := legacyDecompressor.Decompress(value, kgo.CompressionCodecType(codec))
+		if err != nil {
+			return nil, badBatch(kerr.CorruptMessage, "decompress message (codec %d): %v", codec, err)
+		}
+		if len(plain) > int(maxBytes) {
+			return nil, badBatch(kerr.MessageTooLarge, "compressed message holds %d bytes, over max.message.bytes %d", len(plain), maxBytes)
+		}
+		from := len(recs)
+		var berr *batchError
+		if recs, berr = readMessageSet(plain, true, maxBytes, recs); berr != nil {
+			return nil, berr
+		}
+		if attrs&legacyAttrLogAppendTime != 0 {
+			// The wrapper's time stands for all of its inner messages.
+			for i := from; i < len(recs); i++ {
+				recs[i].timestamp = timestamp
+			}
+		}
+	}
+	return recs, nil
+}
