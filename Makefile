@@ -45,16 +45,17 @@ bench:
 ## BENCH_FLAGS=--read adds the cold-cache read-back (drop_caches needs root);
 ## it adds about 3 min per slow Kafka-layout run, so it is off by default.
 BENCH_DIR              ?= ./bench-data
+BENCH_LAYOUTS          ?= unified,kafka,kafka-madv
 BENCH_TOTAL            ?= 6GiB
 BENCH_PARTITIONS       ?= 1,16,256,1024,4096,10000
 BENCH_FLUSH            ?= none,interval:100ms
-BENCH_MAX_RUN          ?= 30s
+BENCH_MAX_RUN          ?= 20s
 BENCH_LIMIT_PARTITIONS ?= 20000,50000,100000
 BENCH_LIMIT_TOTAL      ?= 1GiB
 BENCH_FLAGS            ?=
 
 bench-report: build
-	./$(BIN) bench storage --layouts unified,kafka --partitions $(BENCH_PARTITIONS) \
+	./$(BIN) bench storage --layouts $(BENCH_LAYOUTS) --partitions $(BENCH_PARTITIONS) \
 		--flush $(BENCH_FLUSH) --message-size 1KiB --total $(BENCH_TOTAL) --producers 4 \
 		--max-run $(BENCH_MAX_RUN) --limit-partitions $(BENCH_LIMIT_PARTITIONS) \
 		--limit-total $(BENCH_LIMIT_TOTAL) --disk-probe 1GiB --dir $(BENCH_DIR) $(BENCH_FLAGS) \
