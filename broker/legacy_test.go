@@ -176,3 +176,25 @@ func TestUpConvertCodecs(t *testing.T) {
 		}
 	}
 }
+
+// FuzzUpConvert: any input either is refused with a batch error or becomes
+// a batch that passes the normal v2 validation.
+func FuzzUpConvert(f *testing.F) {
+	good := messageV1(0, 0, legacyMsg{key: []byte("k"), value: []byte("v"), ts: 1})
+	f.Add(good)
+	f.Add(messageV0(0, 0, legacyMsg{value: []byte("v")}))
+	var buf bytes.Buffer
+	w := gzip.NewWriter(&buf)
+	w.Write(good)
+	w.Close()
+	f.Add(messageV1(0, 1, legacyMsg{value: buf.Bytes(), ts: 1}))
+	f.Fuzz(func(t *testing.T, set []byte) {
+		out, berr := upConvertMessageSet(set, 1<<20)
+		if berr != nil {
+			return
+		}
+		if _, verr := validateBatch(out, 1<<30); verr != nil {
+			t.Fatalf("up-converted batch invalid: %v", verr)
+		}
+	})
+}
