@@ -103,10 +103,23 @@ func TestProduceV2MessageSet(t *testing.T) {
 			wants = append(wants, want{string(m.key), string(m.value), m.key == nil, m.ts})
 		}
 	}
-	if rp := produceV2(t, b.Addr(), topic, v0); rp.ErrorCode != 0 {
-		t.Fatalf("produce magic 0: %v", kerr.ErrorForCode(rp.ErrorCode))
+	// A legacy set in a newer Produce version (franz-go sends its newest)
+	// takes the same path.
+	cl := newClient(t, b.Addr())
+	if rp := rawProduce(t, cl, topic, 0, v0); rp.ErrorCode != 0 || rp.BaseOffset != int64(len(wants)) {
+		t.Fatalf("produce magic 0: %v base %d", kerr.ErrorForCode(rp.ErrorCode), rp.BaseOffset)
 	}
 	wants = append(wants, want{"z", "zero", false, noTimestamp}, want{"", "zero2", true, noTimestamp})
+
+	bad := bytes.Clone(plain)
+	bad[len(bad)-1] ^= 1
+	if rp := produceV2(t, b.Addr(), topic, bad); rp.ErrorCode != kerr.CorruptMessage.Code {
+		t.Fatalf("bad CRC: %v, want CORRUPT_MESSAGE", kerr.ErrorForCode(rp.ErrorCode))
+	}
+	if rp := produceV2(t, b.Addr(), topic, messageV1(0, 0, legacyMsg{value: []byte("last"), ts: now})); rp.BaseOffset != int64(len(wants)) {
+		t.Fatalf("after a refused set: base %d, want %d (nothing stored for it)", rp.BaseOffset, len(wants))
+	}
+	wants = append(wants, want{"", "last", true, now})
 
 	recs := consumeN(t, b.Addr(), topic, len(wants))
 	for i, r := range recs {
@@ -148,6 +161,23 @@ func TestUpConvertErrors(t *testing.T) {
 				t.Fatalf("error %v, want %v", berr, tc.err)
 			}
 		})
+	}
+}
+
+// TestUpConvertLogAppendTime: a wrapper saying LogAppendTime gives its
+// timestamp to every inner message, as Kafka reads such sets.
+func TestUpConvertLogAppendTime(t *testing.T) {
+	inner := append(messageV1(0, 0, legacyMsg{value: []byte("a"), ts: 1}), messageV1(1, 0, legacyMsg{value: []byte("b"), ts: 2})...)
+	out, berr := upConvertMessageSet(messageV1(1, 1|legacyAttrLogAppendTime, legacyMsg{value: gzipped(t, inner), ts: 777}), 1<<20)
+	if berr != nil {
+		t.Fatal(berr)
+	}
+	var rb kmsg.RecordBatch
+	if err := rb.ReadFrom(out); err != nil {
+		t.Fatal(err)
+	}
+	if rb.FirstTimestamp != 777 || rb.MaxTimestamp != 777 || rb.NumRecords != 2 || rb.Attributes != 0 {
+		t.Fatalf("batch first %d max %d records %d attributes %d", rb.FirstTimestamp, rb.MaxTimestamp, rb.NumRecords, rb.Attributes)
 	}
 }
 
