@@ -141,6 +141,15 @@ func TestKafkaGo(t *testing.T) {
 			kafkaGoWriter(t, ctx, sn, dialer, b.Addr(), writerTopic, acks)
 		})
 	}
+	if ctl, err := conn.Controller(); err != nil || int32(ctl.ID) != b.cfg.NodeID {
+		t.Fatalf("Controller = %+v, %v", ctl, err)
+	}
+	if err := conn.DeleteTopics(topic); err != nil {
+		t.Fatalf("DeleteTopics: %v", err)
+	}
+	if _, err := conn.ReadPartitions(topic); err == nil {
+		t.Fatal("ReadPartitions of a deleted topic succeeded")
+	}
 	t.Logf("kafka-go sent: %s", sn.report())
 }
 
