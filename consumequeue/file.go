@@ -37,16 +37,16 @@ type file struct {
 	lastMove atomic.Uint64
 }
 
-func (f *file) fullSize() int64 { return headerSize + int64(f.epf)*entrySize }
+func (f *file) fullSize() int64 { return HeaderSize + int64(f.epf)*EntrySize }
 
 // slotBytes returns the bytes of slot in the mapping, or nil when the file
 // is not (yet) that large. Caller holds mu and f.m != nil.
 func (f *file) slotBytes(slot int) []byte {
-	off := headerSize + slot*entrySize
-	if off+entrySize > len(f.m) {
+	off := HeaderSize + slot*EntrySize
+	if off+EntrySize > len(f.m) {
 		return nil
 	}
-	return f.m[off : off+entrySize : off+entrySize]
+	return f.m[off : off+EntrySize : off+EntrySize]
 }
 
 // mapLocked maps the file and checks its header. Caller holds mu for writing.
@@ -63,8 +63,8 @@ func (f *file) mapLocked() error {
 	if err != nil {
 		return fmt.Errorf("consumequeue: stat %s: %w", f.path, err)
 	}
-	if st.Size() < headerSize || st.Size() > f.fullSize() {
-		return fmt.Errorf("consumequeue: %s: size %d outside [%d, %d]: %w", f.path, st.Size(), headerSize, f.fullSize(), ErrCorrupt)
+	if st.Size() < HeaderSize || st.Size() > f.fullSize() {
+		return fmt.Errorf("consumequeue: %s: size %d outside [%d, %d]: %w", f.path, st.Size(), HeaderSize, f.fullSize(), ErrCorrupt)
 	}
 	m, err := mmap.MapRegion(fd, int(st.Size()), mmap.RDWR, 0, 0)
 	if err != nil {

@@ -6,10 +6,13 @@ import (
 	"hash/crc32"
 )
 
+// Sizes of the version 1 file header and entry slots, in bytes.
 const (
-	headerSize = 32
-	entrySize  = 32
+	HeaderSize = 32
+	EntrySize  = 32
+)
 
+const (
 	fileMagic   uint32 = 0x55435146 // "UCQF"
 	fileVersion uint16 = 1
 
@@ -27,7 +30,7 @@ type Entry struct {
 	StoreTimestamp int64 // unix ms the log assigned to the record
 }
 
-// header is the decoded form of a file's first headerSize bytes.
+// header is the decoded form of a file's first HeaderSize bytes.
 type header struct {
 	Base           int64 // offset of slot 0; a multiple of EntriesPerFile
 	Start          int64 // first offset that may hold an entry, in [Base, Base+EntriesPerFile]
@@ -35,10 +38,10 @@ type header struct {
 }
 
 func encodeHeader(b []byte, h header) {
-	_ = b[headerSize-1]
+	_ = b[HeaderSize-1]
 	binary.BigEndian.PutUint32(b[0:], fileMagic)
 	binary.BigEndian.PutUint16(b[4:], fileVersion)
-	binary.BigEndian.PutUint16(b[6:], entrySize)
+	binary.BigEndian.PutUint16(b[6:], EntrySize)
 	binary.BigEndian.PutUint64(b[8:], uint64(h.Base))
 	binary.BigEndian.PutUint64(b[16:], uint64(h.Start))
 	binary.BigEndian.PutUint32(b[24:], uint32(h.EntriesPerFile))
@@ -48,8 +51,8 @@ func encodeHeader(b []byte, h header) {
 // decodeHeader checks everything the header can check by itself; whether
 // Base matches the file name and EntriesPerFile the store is the caller's job.
 func decodeHeader(b []byte) (header, error) {
-	if len(b) < headerSize {
-		return header{}, fmt.Errorf("header: %d bytes, need %d: %w", len(b), headerSize, ErrCorrupt)
+	if len(b) < HeaderSize {
+		return header{}, fmt.Errorf("header: %d bytes, need %d: %w", len(b), HeaderSize, ErrCorrupt)
 	}
 	if got, want := binary.BigEndian.Uint32(b[28:]), crc32.Checksum(b[:28], castagnoli); got != want {
 		return header{}, fmt.Errorf("header: crc %08x, computed %08x: %w", got, want, ErrCorrupt)
@@ -60,8 +63,8 @@ func decodeHeader(b []byte) (header, error) {
 	if v := binary.BigEndian.Uint16(b[4:]); v != fileVersion {
 		return header{}, fmt.Errorf("header: version %d, this build reads %d: %w", v, fileVersion, ErrCorrupt)
 	}
-	if es := binary.BigEndian.Uint16(b[6:]); es != entrySize {
-		return header{}, fmt.Errorf("header: entry size %d, want %d: %w", es, entrySize, ErrCorrupt)
+	if es := binary.BigEndian.Uint16(b[6:]); es != EntrySize {
+		return header{}, fmt.Errorf("header: entry size %d, want %d: %w", es, EntrySize, ErrCorrupt)
 	}
 	h := header{
 		Base:           int64(binary.BigEndian.Uint64(b[8:])),
@@ -82,7 +85,7 @@ func decodeHeader(b []byte) (header, error) {
 // part of the entry so that a stale or misplaced slot can never pass for
 // another offset's entry.
 func encodeEntry(b []byte, off int64, e Entry) {
-	_ = b[entrySize-1]
+	_ = b[EntrySize-1]
 	binary.BigEndian.PutUint64(b[0:], uint64(off))
 	binary.BigEndian.PutUint64(b[8:], uint64(e.PhysOffset))
 	binary.BigEndian.PutUint64(b[16:], uint64(e.StoreTimestamp))
@@ -94,7 +97,7 @@ func encodeEntry(b []byte, off int64, e Entry) {
 // off. An all-zero slot fails the CRC (the CRC32C of zeros is not zero), so
 // unwritten, torn and garbage slots all read as "not written".
 func decodeEntry(b []byte, off int64) (Entry, bool) {
-	if len(b) < entrySize {
+	if len(b) < EntrySize {
 		return Entry{}, false
 	}
 	if binary.BigEndian.Uint32(b[28:]) != crc32.Checksum(b[:28], castagnoli) {
@@ -118,8 +121,8 @@ func decodeEntry(b []byte, off int64) (Entry, bool) {
 // (-1 for none): 4 KiB doubled until the slot fits, capped at the full size.
 // Being a function of the slot alone keeps rebuilt files byte-identical.
 func sizeFor(slot, entriesPerFile int) int64 {
-	full := int64(headerSize) + int64(entriesPerFile)*entrySize
-	need := int64(headerSize) + int64(slot+1)*entrySize
+	full := int64(HeaderSize) + int64(entriesPerFile)*EntrySize
+	need := int64(HeaderSize) + int64(slot+1)*EntrySize
 	size := int64(minFileSize)
 	for size < need {
 		size *= 2
@@ -130,4 +133,45 @@ func sizeFor(slot, entriesPerFile int) int64 {
 // fileName is the 20-digit name of the file whose slot 0 is offset base.
 func fileName(base int64) string {
 	return fmt.Sprintf("%020d", base)
+}
+
+// FileEntry is one written slot of a consume-queue file.
+type FileEntry struct {
+	Offset int64
+	Entry
+}
+
+// DecodeFile decodes the bytes of one consume-queue file, named for base,
+// without changing anything: it is for tools that inspect a data directory,
+// since opening a Store repairs what it finds. It returns the written
+// entries in offset order and, if the file is damaged (header, size, or a
+// written slot after an unwritten one), an error wrapping ErrCorrupt along
+// with the entries before the damage.
+func DecodeFile(b []byte, base int64) ([]FileEntry, error) {
+	h, err := decodeHeader(b)
+	if err != nil {
+		return nil, err
+	}
+	if h.Base != base {
+		return nil, fmt.Errorf("header base %d, file named %d: %w", h.Base, base, ErrCorrupt)
+	}
+	epf := int64(h.EntriesPerFile)
+	if int64(len(b)) > HeaderSize+epf*EntrySize {
+		return nil, fmt.Errorf("%d bytes, larger than %d entries: %w", len(b), epf, ErrCorrupt)
+	}
+	var out []FileEntry
+	ended := false
+	for slot := h.Start - base; HeaderSize+(slot+1)*EntrySize <= int64(len(b)); slot++ {
+		off := base + slot
+		e, ok := decodeEntry(b[HeaderSize+slot*EntrySize:], off)
+		if !ok {
+			ended = true
+			continue
+		}
+		if ended {
+			return out, fmt.Errorf("entry for offset %d after an unwritten or damaged slot: %w", off, ErrCorrupt)
+		}
+		out = append(out, FileEntry{Offset: off, Entry: e})
+	}
+	return out, nil
 }

@@ -20,7 +20,7 @@ func TestEntryRoundTrip(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			var b [entrySize]byte
+			var b [EntrySize]byte
 			encodeEntry(b[:], tt.off, tt.e)
 			got, ok := decodeEntry(b[:], tt.off)
 			if !ok || got != tt.e {
@@ -29,7 +29,7 @@ func TestEntryRoundTrip(t *testing.T) {
 			if _, ok := decodeEntry(b[:], tt.off+1); ok {
 				t.Fatal("entry decoded at the wrong offset")
 			}
-			if _, ok := decodeEntry(b[:entrySize-1], tt.off); ok {
+			if _, ok := decodeEntry(b[:EntrySize-1], tt.off); ok {
 				t.Fatal("short slot decoded")
 			}
 			for i := range b {
@@ -54,14 +54,14 @@ func TestEntryNotWritten(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			var b [entrySize]byte
+			var b [EntrySize]byte
 			encodeEntry(b[:], 3, tt.e)
 			if _, ok := decodeEntry(b[:], 3); ok {
 				t.Fatal("invalid entry decoded as written")
 			}
 		})
 	}
-	var zero [entrySize]byte
+	var zero [EntrySize]byte
 	if _, ok := decodeEntry(zero[:], 0); ok {
 		t.Fatal("all-zero slot decoded as written")
 	}
@@ -90,7 +90,7 @@ func TestHeader(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			b := make([]byte, headerSize)
+			b := make([]byte, HeaderSize)
 			encodeHeader(b, tt.h)
 			if tt.mutate != nil {
 				tt.mutate(b)
@@ -107,7 +107,7 @@ func TestHeader(t *testing.T) {
 			}
 		})
 	}
-	if _, err := decodeHeader(make([]byte, headerSize-1)); !errors.Is(err, ErrCorrupt) {
+	if _, err := decodeHeader(make([]byte, HeaderSize-1)); !errors.Is(err, ErrCorrupt) {
 		t.Fatalf("short header: %v", err)
 	}
 }

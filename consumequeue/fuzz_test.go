@@ -8,28 +8,28 @@ import (
 )
 
 func FuzzDecodeEntry(f *testing.F) {
-	var b [entrySize]byte
+	var b [EntrySize]byte
 	encodeEntry(b[:], 42, Entry{PhysOffset: 4200, Size: 100, StoreTimestamp: 1_700_000_000_000})
 	f.Add(b[:], int64(42))
-	f.Add(make([]byte, entrySize), int64(0))
+	f.Add(make([]byte, EntrySize), int64(0))
 	f.Fuzz(func(t *testing.T, data []byte, off int64) {
 		e, ok := decodeEntry(data, off)
 		if !ok {
 			return
 		}
-		var re [entrySize]byte
+		var re [EntrySize]byte
 		encodeEntry(re[:], off, e)
-		if string(re[:]) != string(data[:entrySize]) {
+		if string(re[:]) != string(data[:EntrySize]) {
 			t.Fatalf("entry %+v does not re-encode to its bytes", e)
 		}
 	})
 }
 
 func FuzzDecodeHeader(f *testing.F) {
-	b := make([]byte, headerSize)
+	b := make([]byte, HeaderSize)
 	encodeHeader(b, header{Base: 600, Start: 601, EntriesPerFile: 300})
 	f.Add(b)
-	f.Add(make([]byte, headerSize))
+	f.Add(make([]byte, HeaderSize))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		h, err := decodeHeader(data)
 		if err != nil {
@@ -38,9 +38,9 @@ func FuzzDecodeHeader(f *testing.F) {
 			}
 			return
 		}
-		re := make([]byte, headerSize)
+		re := make([]byte, HeaderSize)
 		encodeHeader(re, h)
-		if string(re) != string(data[:headerSize]) {
+		if string(re) != string(data[:HeaderSize]) {
 			t.Fatalf("header %+v does not re-encode to its bytes", h)
 		}
 	})
@@ -53,10 +53,10 @@ func FuzzDecodeHeader(f *testing.F) {
 func FuzzOpenQueue(f *testing.F) {
 	const epf = 8
 	for _, n := range []int64{0, 3, 8} {
-		b := make([]byte, headerSize+epf*entrySize)
+		b := make([]byte, HeaderSize+epf*EntrySize)
 		encodeHeader(b, header{Base: 8, Start: 8, EntriesPerFile: epf})
 		for off := int64(8); off < 8+n; off++ {
-			encodeEntry(b[headerSize+(off-8)*entrySize:], off, entryAt(off))
+			encodeEntry(b[HeaderSize+(off-8)*EntrySize:], off, entryAt(off))
 		}
 		f.Add(b, entryAt(9).PhysOffset)
 	}

@@ -16,7 +16,7 @@ const (
 	DefaultMaxMapped = 16384
 	// maxEntriesPerFile keeps a full file's size within an int32, so that
 	// sizes and slot numbers fit the header fields on every platform.
-	maxEntriesPerFile = (1<<31 - headerSize) / entrySize
+	maxEntriesPerFile = (1<<31 - HeaderSize) / EntrySize
 )
 
 // Options configures a Store.

@@ -187,7 +187,7 @@ func (q *Queue) createFile(base, start int64) (*file, error) {
 	if err != nil {
 		return nil, fmt.Errorf("consumequeue: create %s: %w", path, err)
 	}
-	var hdr [headerSize]byte
+	var hdr [HeaderSize]byte
 	encodeHeader(hdr[:], header{Base: base, Start: start, EntriesPerFile: int(q.epf)})
 	err = allocate(fd, sizeFor(-1, int(q.epf)))
 	if err == nil {
@@ -308,7 +308,7 @@ func openQueue(s *Store, id ID, dir string, fresh bool) (*Queue, error) {
 // written slots form a prefix; holes left by a crash are TruncateFrom's job.
 // Caller holds f.mu with the file mapped.
 func lastWritten(f *file, from int) int {
-	n := (len(f.m) - headerSize) / entrySize
+	n := (len(f.m) - HeaderSize) / EntrySize
 	return searchSlots(from, n, func(slot int) bool {
 		_, ok := decodeEntry(f.slotBytes(slot), f.base+int64(slot))
 		return !ok
@@ -328,7 +328,7 @@ func readStart(f *file) (int64, error) {
 		return 0, fmt.Errorf("consumequeue: open %s: %w", f.path, err)
 	}
 	defer fd.Close()
-	var b [headerSize]byte
+	var b [HeaderSize]byte
 	if _, err := fd.ReadAt(b[:], 0); err != nil {
 		return 0, fmt.Errorf("consumequeue: read header %s: %w (%w)", f.path, ErrCorrupt, err)
 	}

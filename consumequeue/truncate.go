@@ -40,7 +40,7 @@ func (q *Queue) TruncateFrom(phys int64) error {
 		if err := f.lock(); err != nil {
 			return err
 		}
-		n := (len(f.m) - headerSize) / entrySize
+		n := (len(f.m) - HeaderSize) / EntrySize
 		if i > 0 && (n == 0 || cut(f, 0)) {
 			f.unlock()
 			continue
@@ -80,7 +80,7 @@ func (q *Queue) clearFrom(f *file, k, start int64) error {
 		last = -1
 	}
 	size := min(sizeFor(last, f.epf), int64(len(f.m)))
-	if from := int64(headerSize) + (k-f.base)*entrySize; from < size && zero(f.m[from:size]) {
+	if from := int64(HeaderSize) + (k-f.base)*EntrySize; from < size && zero(f.m[from:size]) {
 		f.markDirty()
 	}
 	return f.resizeLocked(size)
@@ -91,7 +91,7 @@ func (q *Queue) clearFrom(f *file, k, start int64) error {
 func zero(b []byte) bool {
 	wrote := false
 	for len(b) > 0 {
-		n := min(len(b), entrySize)
+		n := min(len(b), EntrySize)
 		c := b[:n]
 		for _, x := range c {
 			if x != 0 {
@@ -141,8 +141,8 @@ func (q *Queue) deleteBefore(minPhys int64) error {
 		return err
 	}
 	old := max(lo, first.base)
-	clear(first.m[headerSize+int(old-first.base)*entrySize : headerSize+min(int(k-first.base)*entrySize, len(first.m)-headerSize)])
-	encodeHeader(first.m[:headerSize], header{Base: first.base, Start: k, EntriesPerFile: first.epf})
+	clear(first.m[HeaderSize+int(old-first.base)*EntrySize : HeaderSize+min(int(k-first.base)*EntrySize, len(first.m)-HeaderSize)])
+	encodeHeader(first.m[:HeaderSize], header{Base: first.base, Start: k, EntriesPerFile: first.epf})
 	first.markDirty()
 	var err error
 	if k == hi {

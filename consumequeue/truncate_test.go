@@ -12,7 +12,7 @@ import (
 // position of its slot.
 func slotAt(dir string, epf int, off int64) (string, int64) {
 	base := off - off%int64(epf)
-	return filepath.Join(dir, fileName(base)), headerSize + (off-base)*entrySize
+	return filepath.Join(dir, fileName(base)), HeaderSize + (off-base)*EntrySize
 }
 
 func writeAt(t *testing.T, path string, pos int64, b []byte) {
@@ -64,15 +64,15 @@ func TestTruncateFrom(t *testing.T) {
 		{"shrinks a grown file", 512, 300, nil, entryAt(100).PhysOffset, 100},
 		{"hole after checkpoint", 8, 30, func(t *testing.T, d string, epf int) {
 			p, pos := slotAt(d, epf, 26)
-			writeAt(t, p, pos, make([]byte, entrySize))
+			writeAt(t, p, pos, make([]byte, EntrySize))
 		}, entryAt(25).PhysOffset, 25},
 		{"hole at checkpoint", 8, 30, func(t *testing.T, d string, epf int) {
 			p, pos := slotAt(d, epf, 26)
-			writeAt(t, p, pos, make([]byte, entrySize))
+			writeAt(t, p, pos, make([]byte, EntrySize))
 		}, entryAt(26).PhysOffset, 26},
 		{"hole in an earlier file, stale entries after", 8, 30, func(t *testing.T, d string, epf int) {
 			p, pos := slotAt(d, epf, 20)
-			writeAt(t, p, pos, make([]byte, entrySize))
+			writeAt(t, p, pos, make([]byte, EntrySize))
 		}, entryAt(20).PhysOffset, 20},
 		{"torn last entry", 8, 30, func(t *testing.T, d string, epf int) {
 			p, pos := slotAt(d, epf, 29)
@@ -80,25 +80,25 @@ func TestTruncateFrom(t *testing.T) {
 		}, 1 << 40, 29},
 		{"garbage after the last entry", 8, 30, func(t *testing.T, d string, epf int) {
 			p, pos := slotAt(d, epf, 30)
-			writeAt(t, p, pos, garbage(2*entrySize, 1))
+			writeAt(t, p, pos, garbage(2*EntrySize, 1))
 		}, 1 << 40, 30},
 		{"garbage over the tail", 8, 30, func(t *testing.T, d string, epf int) {
 			p, pos := slotAt(d, epf, 27)
-			writeAt(t, p, pos, garbage(5*entrySize, 2))
+			writeAt(t, p, pos, garbage(5*EntrySize, 2))
 		}, entryAt(27).PhysOffset, 27},
 		{"garbage file after the last", 8, 30, func(t *testing.T, d string, epf int) {
-			b := make([]byte, headerSize+epf*entrySize)
+			b := make([]byte, HeaderSize+epf*EntrySize)
 			encodeHeader(b, header{Base: 32, Start: 32, EntriesPerFile: epf})
-			copy(b[headerSize:], garbage(epf*entrySize, 3))
+			copy(b[HeaderSize:], garbage(epf*EntrySize, 3))
 			if err := os.WriteFile(filepath.Join(d, fileName(32)), b, 0o644); err != nil {
 				t.Fatal(err)
 			}
 		}, 1 << 40, 30},
 		{"garbage in a big file", 512, 300, func(t *testing.T, d string, epf int) {
 			p, pos := slotAt(d, epf, 200)
-			writeAt(t, p, pos, make([]byte, entrySize))
+			writeAt(t, p, pos, make([]byte, EntrySize))
 			p, pos = slotAt(d, epf, 250)
-			writeAt(t, p, pos, garbage(40*entrySize, 4))
+			writeAt(t, p, pos, garbage(40*EntrySize, 4))
 		}, entryAt(200).PhysOffset, 200},
 	}
 	for _, tt := range tests {

@@ -1,9 +1,7 @@
 package dispatcher
 
 import (
-	"encoding/binary"
 	"fmt"
-	"hash/crc32"
 	"os"
 	"path/filepath"
 	"sort"
@@ -12,30 +10,18 @@ import (
 	"github.com/unilog/unilog/consumequeue"
 )
 
-// Consume-queue file layout, version 1, as documented by the consumequeue
-// package. inspect reads it itself because consumequeue.Open repairs what
-// it finds (removes damaged files), and inspecting must change nothing.
-const (
-	cqHeaderSize = 32
-	cqEntrySize  = 32
-	cqMagic      = 0x55435146 // "UCQF"
-	cqVersion    = 1
-)
-
-// cqEntry is one decoded consume-queue slot.
-type cqEntry struct {
-	Offset int64
-	consumequeue.Entry
-}
+// inspect decodes consume-queue files with consumequeue.DecodeFile rather
+// than opening a consumequeue.Store, because opening repairs what it finds
+// (removes damaged files) and inspecting must change nothing.
 
 // cqQueue is one partition's consume queue read from disk.
 type cqQueue struct {
 	ID      consumequeue.ID
 	Files   []string
-	Entries []cqEntry // in offset order
-	Min     int64     // first offset held (== Max when empty)
-	Max     int64     // one past the last offset held
-	Damage  []string  // problems found while reading
+	Entries []consumequeue.FileEntry // in offset order
+	Min     int64                    // first offset held (== Max when empty)
+	Max     int64                    // one past the last offset held
+	Damage  []string                 // problems found while reading
 }
 
 // listQueues finds every <dir>/<topic>/<partition> directory.
@@ -99,9 +85,9 @@ func readQueue(dir string, id consumequeue.ID) (*cqQueue, error) {
 			return nil, fmt.Errorf("dispatcher: inspect: %w", err)
 		}
 		base, _ := strconv.ParseInt(name, 10, 64)
-		entries, problem := decodeCQFile(b, base)
-		if problem != "" {
-			q.Damage = append(q.Damage, fmt.Sprintf("file %s: %s", name, problem))
+		entries, err := consumequeue.DecodeFile(b, base)
+		if err != nil {
+			q.Damage = append(q.Damage, fmt.Sprintf("file %s: %v", name, err))
 		}
 		for _, en := range entries {
 			if next >= 0 && en.Offset != next {
@@ -120,64 +106,4 @@ func readQueue(dir string, id consumequeue.ID) (*cqQueue, error) {
 		q.Max = next
 	}
 	return q, nil
-}
-
-// decodeCQFile returns the written entries of one file and, if something is
-// wrong with it, a description.
-func decodeCQFile(b []byte, base int64) ([]cqEntry, string) {
-	if len(b) < cqHeaderSize {
-		return nil, fmt.Sprintf("%d bytes, shorter than the header", len(b))
-	}
-	if binary.BigEndian.Uint32(b[28:]) != crc32.Checksum(b[:28], castagnoli) {
-		return nil, "header crc mismatch"
-	}
-	if m := binary.BigEndian.Uint32(b[0:]); m != cqMagic {
-		return nil, fmt.Sprintf("header magic %#x", m)
-	}
-	if v := binary.BigEndian.Uint16(b[4:]); v != cqVersion {
-		return nil, fmt.Sprintf("header version %d", v)
-	}
-	if es := binary.BigEndian.Uint16(b[6:]); es != cqEntrySize {
-		return nil, fmt.Sprintf("header entry size %d", es)
-	}
-	hbase := int64(binary.BigEndian.Uint64(b[8:]))
-	start := int64(binary.BigEndian.Uint64(b[16:]))
-	epf := int64(binary.BigEndian.Uint32(b[24:]))
-	if hbase != base || epf < 1 || start < base || start-base > epf {
-		return nil, fmt.Sprintf("header base %d start %d entries per file %d", hbase, start, epf)
-	}
-	if int64(len(b)) > cqHeaderSize+epf*cqEntrySize {
-		return nil, fmt.Sprintf("%d bytes, larger than %d entries", len(b), epf)
-	}
-	var out []cqEntry
-	ended := false
-	for slot := start - base; cqHeaderSize+(slot+1)*cqEntrySize <= int64(len(b)); slot++ {
-		s := b[cqHeaderSize+slot*cqEntrySize:][:cqEntrySize]
-		off := base + slot
-		e, ok := decodeCQEntry(s, off)
-		if !ok {
-			ended = true
-			continue
-		}
-		if ended {
-			return out, fmt.Sprintf("entry for offset %d after an unwritten or damaged slot", off)
-		}
-		out = append(out, cqEntry{Offset: off, Entry: e})
-	}
-	return out, ""
-}
-
-func decodeCQEntry(s []byte, off int64) (consumequeue.Entry, bool) {
-	if binary.BigEndian.Uint32(s[28:]) != crc32.Checksum(s[:28], castagnoli) {
-		return consumequeue.Entry{}, false
-	}
-	if int64(binary.BigEndian.Uint64(s[0:])) != off {
-		return consumequeue.Entry{}, false
-	}
-	e := consumequeue.Entry{
-		PhysOffset:     int64(binary.BigEndian.Uint64(s[8:])),
-		StoreTimestamp: int64(binary.BigEndian.Uint64(s[16:])),
-		Size:           int32(binary.BigEndian.Uint32(s[24:])),
-	}
-	return e, e.Size > 0 && e.PhysOffset >= 0
 }

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/unilog/unilog/commitlog"
+	"github.com/unilog/unilog/consumequeue"
 )
 
 func TestInspectReport(t *testing.T) {
@@ -88,8 +89,8 @@ func TestVerifyCatchesMisplacedEntry(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	slot0 := b[cqHeaderSize : cqHeaderSize+cqEntrySize]
-	slot1 := b[cqHeaderSize+cqEntrySize : cqHeaderSize+2*cqEntrySize]
+	slot0 := b[consumequeue.HeaderSize : consumequeue.HeaderSize+consumequeue.EntrySize]
+	slot1 := b[consumequeue.HeaderSize+consumequeue.EntrySize : consumequeue.HeaderSize+2*consumequeue.EntrySize]
 	copy(slot1[8:28], slot0[8:28]) // offset 1 now points at offset 0's record
 	binary.BigEndian.PutUint32(slot1[28:], crc32c(slot1[:28]))
 	if err := os.WriteFile(path, b, 0o644); err != nil {
