@@ -105,7 +105,10 @@
 // the log holds one reference, every View one more. Retention deletes whole
 // oldest files, by age (newest record older than RetentionAge; the file's
 // mtime is set to its last append when the writer leaves it) and by total
-// size (RetentionBytes), never the file being written. A deleted file is
+// size (RetentionBytes), never the file being written, and never a file
+// that ends after the retention floor (SetRetentionFloor; the dispatcher
+// sets it to its dispatched offset, so the log outgrows RetentionBytes
+// rather than lose records not yet indexed). A deleted file is
 // unlinked and leaves the chain at once, but stays mapped until the last
 // View on it is released. OnRetention callbacks get the new MinOffset.
 //

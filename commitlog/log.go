@@ -52,6 +52,7 @@ type Log struct {
 
 	retMu  sync.Mutex
 	retFns []func(newMin int64)
+	floor  atomic.Pointer[func() int64] // SetRetentionFloor; nil = none
 
 	stats  counters
 	intern *interner

@@ -1,6 +1,7 @@
 package commitlog
 
 import (
+	"math"
 	"os"
 	"time"
 
@@ -14,6 +15,21 @@ func (l *Log) OnRetention(fn func(newMin int64)) {
 	l.retMu.Lock()
 	l.retFns = append(l.retFns, fn)
 	l.retMu.Unlock()
+}
+
+// SetRetentionFloor makes retention keep every file that ends after
+// floor(): a file is deleted, by age or by size, only if all of it lies
+// before the floor. The dispatcher passes its dispatched offset, so records
+// it has not indexed yet are never deleted under it; the log then exceeds
+// RetentionBytes for as long as the dispatcher is behind. floor runs on the
+// retention goroutine, once per check, and must not block. A nil floor
+// removes the limit. Set it before Recover to cover the first check.
+func (l *Log) SetRetentionFloor(floor func() int64) {
+	if floor == nil {
+		l.floor.Store(nil)
+		return
+	}
+	l.floor.Store(&floor)
 }
 
 func (l *Log) retainer() {
@@ -31,11 +47,16 @@ func (l *Log) retainer() {
 }
 
 // retain deletes the oldest files while the oldest is older than
-// RetentionAge or the log is larger than RetentionBytes. The last file of
-// the chain is the one being written and is never deleted. A deleted file
+// RetentionAge or the log is larger than RetentionBytes, and ends at or
+// before the retention floor. The last file of the chain is the one being
+// written and is never deleted. A deleted file
 // stays mapped until the last View on it is released. It returns the
 // number of files deleted.
 func (l *Log) retain(now time.Time) int {
+	floor := int64(math.MaxInt64)
+	if fn := l.floor.Load(); fn != nil {
+		floor = (*fn)()
+	}
 	l.segMu.Lock()
 	segs := l.chain()
 	var total int64
@@ -47,7 +68,7 @@ func (l *Log) retain(now time.Time) int {
 		s := segs[n]
 		old := l.opts.RetentionAge > 0 && now.Sub(time.UnixMilli(s.sealedAt.Load())) > l.opts.RetentionAge
 		big := l.opts.RetentionBytes > 0 && total > l.opts.RetentionBytes
-		if !old && !big {
+		if !old && !big || s.end() > floor {
 			break
 		}
 		total -= s.size

@@ -3,6 +3,7 @@ package commitlog
 import (
 	"errors"
 	"hash/crc32"
+	"math"
 	"math/rand/v2"
 	"os"
 	"sync"
@@ -190,5 +191,65 @@ func TestReadersRaceRetention(t *testing.T) {
 	}
 	if m := l.MappedBytes(); m != 0 {
 		t.Fatalf("%d bytes still mapped after Close with all views released", m)
+	}
+}
+
+// TestRetentionFloor checks that retention, by size and by age, keeps every
+// file that ends after the floor and proceeds as the floor moves.
+func TestRetentionFloor(t *testing.T) {
+	const fileSize = 8192
+	for _, byAge := range []bool{false, true} {
+		name := "size"
+		if byAge {
+			name = "age"
+		}
+		t.Run(name, func(t *testing.T) {
+			opts := testOptions(t, "", fileSize)
+			later := time.Duration(0)
+			if byAge {
+				opts.RetentionAge, later = time.Hour, 2*time.Hour
+			} else {
+				opts.RetentionBytes = 1
+			}
+			l := openLog(t, opts)
+			defer l.Close()
+			var floor atomic.Int64
+			l.SetRetentionFloor(floor.Load)
+			for len(l.Files()) < 6 {
+				m := testMessage(1, 1000)
+				if _, err := l.Append(&m); err != nil {
+					t.Fatal(err)
+				}
+			}
+			files := l.Files()
+			steps := []struct {
+				floor     int64
+				wantFiles int
+			}{
+				{0, 6},
+				{files[0].Base + fileSize - 1, 6}, // the first file ends just after the floor
+				{files[2].Base, 4},                // files 0 and 1 end at or before it
+				{files[2].Base + 1, 4},
+				{math.MaxInt64, 1}, // never the file being written
+			}
+			for _, st := range steps {
+				floor.Store(st.floor)
+				l.retain(time.Now().Add(later))
+				left := l.Files()
+				if len(left) != st.wantFiles {
+					t.Fatalf("floor %d: %d files left, want %d", st.floor, len(left), st.wantFiles)
+				}
+				if left[0] != files[6-st.wantFiles] || l.MinOffset() != left[0].Base {
+					t.Fatalf("floor %d: oldest file %s (min %d), want %s", st.floor, left[0].Name, l.MinOffset(), files[6-st.wantFiles].Name)
+				}
+				if _, err := l.Read(left[0].Base); err != nil {
+					t.Fatalf("floor %d: oldest kept record unreadable: %v", st.floor, err)
+				}
+			}
+			l.SetRetentionFloor(nil)
+			if n := l.retain(time.Now().Add(later)); n != 0 {
+				t.Fatalf("%d files deleted with one file left", n)
+			}
+		})
 	}
 }

@@ -88,14 +88,19 @@
 // A clean start skips step 2 and scans only what follows the checkpoint,
 // normally nothing, so start-up cost is opening the queues.
 //
-// Limits: commit-log retention does not wait for the dispatcher. If it
-// deletes files the dispatcher has not reached (a size cap smaller than the
-// dispatch backlog), the dispatcher logs an error and goes on at the new
-// minimum; those records are never indexed. A directory whose every record
-// is filtered by Keep has no queue, which looks like deleted queues, so
-// each start scans the whole log (harmlessly). DeleteTopic expects the
-// topic to get no appends while it runs; a record of the old topic that
-// lands after it would open the new topic's queue at its old offset.
+// Retention never deletes what is not dispatched: the dispatched offset is
+// the commit log's retention floor (commitlog.Log.SetRetentionFloor), so a
+// log file is deleted only once every record in it is indexed, and a size
+// cap smaller than the dispatch backlog lets the log grow past the cap
+// until the dispatcher catches up. The floor is set before recovery starts
+// retention, and recovery never leaves the dispatched offset below the
+// log's minimum.
+//
+// Limits: a directory whose every record is filtered by Keep has no queue,
+// which looks like deleted queues, so each start scans the whole log
+// (harmlessly). DeleteTopic expects the topic to get no appends while it
+// runs; a record of the old topic that lands after it would open the new
+// topic's queue at its old offset.
 //
 // # Inspection
 //

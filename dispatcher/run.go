@@ -72,11 +72,7 @@ func (d *Dispatcher) dispatchTo(limit int64) error {
 			return err
 		}
 		if v == nil {
-			if next == pos {
-				break
-			}
-			pos = next
-			continue
+			break
 		}
 		r := v.Record()
 		err = d.index(r)
@@ -147,20 +143,16 @@ func (d *Dispatcher) checkpoint() error {
 }
 
 // read returns the record at or after pos (the log skips end-of-file
-// markers) and the position after it. A nil view means there is nothing to
-// read at pos yet; next is then where to go on: pos itself, or the log's
-// minimum when retention deleted records before they were dispatched.
+// markers) and the position after it. A nil view means nothing is written
+// at pos yet. pos is never below the log's minimum: the dispatched offset
+// is the log's retention floor, so a read that finds its file deleted is
+// an error like any other failed read.
 func (d *Dispatcher) read(pos int64) (v *commitlog.View, next int64, err error) {
 	v, err = d.log.Read(pos)
 	if err == nil {
 		return v, v.Next(), nil
 	}
-	if errors.Is(err, commitlog.ErrOutOfRange) {
-		if min := d.log.MinOffset(); pos < min {
-			d.logger.WithFields(map[string]any{"dispatched": pos, "min": min}).
-				Error("retention deleted commit-log records before they were dispatched")
-			return nil, min, nil
-		}
+	if errors.Is(err, commitlog.ErrOutOfRange) && pos >= d.log.MinOffset() {
 		return nil, pos, nil
 	}
 	return nil, 0, fmt.Errorf("dispatcher: read commit log at %d: %w", pos, err)

@@ -1,0 +1,99 @@
+package dispatcher
+
+import (
+	"encoding/binary"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/unilog/unilog/commitlog"
+)
+
+// TestRetentionWaitsForDispatch appends far past the size cap while the
+// dispatcher is parked: retention must keep every file, every record must
+// then be indexed and readable, and retention must proceed once it is.
+func TestRetentionWaitsForDispatch(t *testing.T) {
+	opts := testOptions(t.TempDir())
+	opts.CommitLog.RetentionBytes = 2 * opts.CommitLog.FileSize
+	opts.CommitLog.RetentionCheckInterval = 2 * time.Millisecond
+	d := mustOpen(t, opts)
+	defer d.Close()
+
+	// Park the dispatching goroutine; once let go it dispatches one record
+	// at a time and checks each before the floor passes it.
+	parked, cont, checked := make(chan struct{}), make(chan struct{}), make(chan error, 1)
+	var once sync.Once
+	letGo := func() { once.Do(func() { close(cont) }) }
+	defer letGo() // before d.Close on a failure, which waits for the goroutine
+	var recs []appended
+	d.requests <- func() {
+		close(parked)
+		<-cont
+		checked <- func() error {
+			for _, a := range recs {
+				if err := d.dispatchTo(a.pos.PhysOffset + 1); err != nil {
+					return err
+				}
+				// The floor is now a.pos.End(), inside a's file: records
+				// are 1065 bytes, which never fill a 64 KiB file exactly.
+				m := a.msg
+				if err := readBack(d, m.Topic, m.Partition, a.pos.QueueOffset, a.pos.PhysOffset, contentHash(m.Key, m.Headers, m.Body)); err != nil {
+					return err
+				}
+			}
+			return nil
+		}()
+	}
+	<-parked
+
+	for len(d.Log().Files()) < 10 {
+		i := len(recs)
+		body := make([]byte, 1000)
+		binary.BigEndian.PutUint64(body, uint64(i))
+		m := commitlog.Message{Topic: "r", Partition: int32(i % 4), Body: body}
+		p, err := d.Log().Append(&m)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if p.Size != 1065 {
+			t.Fatalf("record of %d bytes; the check above needs 1065", p.Size)
+		}
+		recs = append(recs, appended{msg: m, pos: p})
+	}
+	// Give retention many chances to delete what it must not.
+	time.Sleep(100 * time.Millisecond)
+	if min, files := d.Log().MinOffset(), len(d.Log().Files()); min != 0 || files < 10 {
+		t.Fatalf("retention ran ahead of the dispatcher: min offset %d, %d files", min, files)
+	}
+
+	letGo()
+	if err := <-checked; err != nil {
+		t.Fatal(err)
+	}
+	waitDispatched(t, d)
+	cap := int(opts.CommitLog.RetentionBytes / opts.CommitLog.FileSize)
+	for deadline := time.Now().Add(30 * time.Second); len(d.Log().Files()) > cap; time.Sleep(5 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("retention did not proceed after dispatch: %d files", len(d.Log().Files()))
+		}
+	}
+	min := d.Log().MinOffset()
+	kept := 0
+	for _, a := range recs {
+		if a.pos.PhysOffset < min {
+			continue
+		}
+		kept++
+		checkReadable(t, d, a)
+	}
+	if kept == 0 || kept == len(recs) {
+		t.Fatalf("%d of %d records kept", kept, len(recs))
+	}
+	if err := d.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := Verify(opts.Dir); err != nil {
+		t.Fatal(fmt.Errorf("after retention: %w", err))
+	}
+}
