@@ -118,9 +118,12 @@
 // Recover(from, fn) then scans forward from from (the dispatcher's
 // checkpoint), decoding each record in place and checking its CRC and its
 // PhysOffset, with no allocation per record. The first zero size, torn or
-// corrupt record ends the log: the rest of that file is zeroed with
-// FALLOC_FL_ZERO_RANGE (blocks stay allocated, nothing is written), later
+// corrupt record ends the log: the rest of that file is made zero, later
 // files are deleted, the scanned files are fdatasynced, and the writer
 // continues right there. Zeroing matters: a record that was complete
-// behind a torn one must never reappear after later appends.
+// behind a torn one must never reappear after later appends. The rest of
+// the file is read and only its non-zero pages are overwritten (through
+// the mapping), so the usual already-zero tail costs a scan of the pages
+// recovery just populated, not a write of the whole tail; blocks stay
+// allocated either way.
 package commitlog

@@ -98,10 +98,7 @@ func (l *Log) Recover(from int64, fn func(r *Record) error) (int64, error) {
 	var zeroed int64
 	if j < len(segs) {
 		s := segs[j]
-		zeroed = s.size - (end - s.base)
-		if err := s.zeroFrom(end - s.base); err != nil {
-			return end, fmt.Errorf("commitlog: recover: %w", err)
-		}
+		zeroed = s.zeroFrom(end - s.base)
 	} else {
 		s, err := createSegment(l.opts.Dir, end, l.opts.FileSize, &l.mapped)
 		if err != nil {

@@ -1,11 +1,14 @@
 package commitlog
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"slices"
+	"sync/atomic"
 	"testing"
 )
 
@@ -355,5 +358,103 @@ func TestRecoverRemovesLaterFilesAndTmp(t *testing.T) {
 	// empty one since, which is not part of the chain until it is entered.
 	if files := l.Files(); len(files) != 2 || files[1].Base != fileSize {
 		t.Fatalf("files %+v, want the first two", files)
+	}
+}
+
+// TestRecoverWipesStaleRecords corrupts one record in the middle of a file:
+// recovery must end there and clear the valid records behind it, so that
+// neither a reopen nor an append of a different size brings one back.
+func TestRecoverWipesStaleRecords(t *testing.T) {
+	const fileSize = 64 << 10
+	p := writePristine(t, fileSize, 40) // all in the first file
+	if p.end > fileSize {
+		t.Fatalf("pristine log spans %d bytes, want one file", p.end)
+	}
+	dir := p.copyTo(t)
+	path := filepath.Join(dir, segmentName(0))
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const bad = 10
+	b[p.pos[bad].PhysOffset+offPhys+3] ^= 0x40 // CRC mismatch; the size still spans the record
+	if err := os.WriteFile(path, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	opts := testOptions(t, dir, fileSize)
+	for round := 0; round < 2; round++ {
+		l, got, gotPos, end := recoverAll(t, opts)
+		p.checkPrefix(t, fmt.Sprintf("round %d", round), got, gotPos, bad)
+		if end != p.pos[bad].PhysOffset {
+			t.Fatalf("round %d: Recover ended at %d, want %d", round, end, p.pos[bad].PhysOffset)
+		}
+		if err := l.Close(); err != nil {
+			t.Fatal(err)
+		}
+		b, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if i := bytes.IndexFunc(b[end:], func(r rune) bool { return r != 0 }); i >= 0 {
+			t.Fatalf("round %d: byte %d after the end %d is not zero", round, end+int64(i), end)
+		}
+	}
+	// A shorter record than the corrupt one: the old layout would resume
+	// behind it if anything stale were left.
+	l, _, _, _ := recoverAll(t, opts)
+	m := damageMessage(7777, 3)
+	if _, err := l.Append(&m); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	l, got, _, _ := recoverAll(t, opts)
+	defer l.Close()
+	if len(got) != bad+1 {
+		t.Fatalf("after an append and a reopen: %d records, want %d", len(got), bad+1)
+	}
+}
+
+func TestZeroFrom(t *testing.T) {
+	page := os.Getpagesize()
+	const pages = 8
+	tests := []struct {
+		name    string
+		dirty   []int // byte offsets set non-zero before zeroFrom
+		from    int
+		cleared int64
+	}{
+		{"already zero", nil, 100, 0},
+		{"already zero from a page boundary", nil, 2 * page, 0},
+		{"stale bytes in the first partial page", []int{150}, 100, int64(page - 100)},
+		{"bytes before from are kept", []int{50, 150}, 100, int64(page - 100)},
+		{"scattered pages", []int{3*page + 1, 5 * page, 5*page + 7, 8*page - 1}, 100, 3 * int64(page)},
+		{"a run of pages", []int{2 * page, 3 * page, 4*page + 5}, 2 * page, 3 * int64(page)},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var mapped atomic.Int64
+			s, err := createSegment(t.TempDir(), 0, int64(pages*page), &mapped)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer s.release()
+			for _, off := range tt.dirty {
+				s.m[off] = 0xAA
+			}
+			if got := s.zeroFrom(int64(tt.from)); got != tt.cleared {
+				t.Fatalf("cleared %d bytes, want %d", got, tt.cleared)
+			}
+			for i, c := range s.m {
+				want := byte(0)
+				if i < tt.from && slices.Contains(tt.dirty, i) {
+					want = 0xAA
+				}
+				if c != want {
+					t.Fatalf("byte %d = %#x, want %#x", i, c, want)
+				}
+			}
+		})
 	}
 }

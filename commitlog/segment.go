@@ -1,6 +1,7 @@
 package commitlog
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"os"
@@ -215,32 +216,52 @@ func (s *segment) msync(from, to int64) error {
 	return nil
 }
 
-// zeroFrom makes every byte from pos to the end of the file zero, keeping
-// the blocks allocated. FALLOC_FL_ZERO_RANGE converts the range to
-// unwritten extents without writing it; filesystems without it get the
-// non-zero pages cleared through the mapping.
-func (s *segment) zeroFrom(pos int64) error {
-	if pos >= s.size {
-		return nil
-	}
-	if err := unix.Fallocate(int(s.f.Fd()), unix.FALLOC_FL_ZERO_RANGE, pos, s.size-pos); err == nil {
-		return nil
-	} else if !errors.Is(err, unix.EOPNOTSUPP) && !errors.Is(err, unix.ENOSYS) {
-		return fmt.Errorf("commitlog: zero %s from %d: %w", s.path, pos, err)
-	}
+// zeroFrom makes every byte from pos to the end of the file zero and
+// returns how many bytes it had to clear. It reads the range a page at a
+// time and writes zeros, through the mapping, only to pages that are not
+// already zero: the tail after the end of a recovered log is almost always
+// zero already (never written, or wiped by an earlier recovery), and
+// clearing it wholesale would dirty every page of it for writeback (or,
+// with FALLOC_FL_ZERO_RANGE, drop its pre-faulted pages and cost a journal
+// transaction) on every start. The stale bytes of a torn write and of the
+// records behind it are cleared, and the caller's fdatasync makes that
+// durable. The pages are read through the page tables recovery has just
+// populated, so an already-zero tail costs a memory scan.
+func (s *segment) zeroFrom(pos int64) int64 {
 	page := int64(os.Getpagesize())
+	var cleared int64
 	for p := pos; p < s.size; {
 		next := min((p/page+1)*page, s.size)
-		chunk := s.m[p:next]
-		for _, c := range chunk {
-			if c != 0 {
-				clear(chunk)
-				break
-			}
+		// Grow a run of non-zero pages and clear it in one go.
+		q := p
+		for q < s.size && !isZero(s.m[q:next]) {
+			q = next
+			next = min(q+page, s.size)
+		}
+		if q > p {
+			clear(s.m[p:q])
+			cleared += q - p
+			p = q
+			continue
 		}
 		p = next
 	}
-	return nil
+	return cleared
+}
+
+// zeroPage is compared against: bytes.Equal is vectorized, a byte loop is not.
+var zeroPage = make([]byte, 64<<10)
+
+// isZero reports whether every byte of b is zero.
+func isZero(b []byte) bool {
+	for len(b) > 0 {
+		n := min(len(b), len(zeroPage))
+		if !bytes.Equal(b[:n], zeroPage[:n]) {
+			return false
+		}
+		b = b[n:]
+	}
+	return true
 }
 
 func syncDir(dir string) error {
