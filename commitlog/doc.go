@@ -112,6 +112,14 @@
 // unlinked and leaves the chain at once, but stays mapped until the last
 // View on it is released. OnRetention callbacks get the new MinOffset.
 //
+// A Cursor is the sequential reader for a tail follower (the dispatcher):
+// it holds one file reference across the records of a file, steps from
+// record to record by size and decodes into one reused Record, so a record
+// costs no allocation, no chain search and no reference count. It skips the
+// CRC check for records at or after the offset Recover started from (those
+// were verified by Recover or encoded by this process); before it, it
+// checks CRCs as Read does.
+//
 // # Recovery
 //
 // Open maps the files and checks that they form one contiguous chain.

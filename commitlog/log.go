@@ -2,6 +2,7 @@ package commitlog
 
 import (
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"sort"
@@ -38,8 +39,11 @@ type Log struct {
 
 	writeOff atomic.Int64
 	flushed  atomic.Int64
-	closed   atomic.Bool
-	mapped   atomic.Int64
+	// trustedFrom is where Recover started: every record from there on was
+	// CRC-checked by it or written by this process (see Cursor).
+	trustedFrom atomic.Int64
+	closed      atomic.Bool
+	mapped      atomic.Int64
 
 	appMu    sync.Mutex
 	appCh    chan struct{}
@@ -104,6 +108,7 @@ func Open(opts Options) (*Log, error) {
 		return nil, err
 	}
 	l.segs.Store(&segs)
+	l.trustedFrom.Store(math.MaxInt64)
 	if len(segs) > 0 {
 		l.writeOff.Store(segs[0].base)
 		l.flushed.Store(segs[0].base)

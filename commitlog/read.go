@@ -65,7 +65,7 @@ func (l *Log) Read(phys int64) (*View, error) {
 		v := &View{seg: s}
 		// Never look past what the writer has published.
 		limit := min(s.size, w-s.base)
-		if err := decodeInto(s.m[pos:limit], &v.rec, l.intern); err != nil {
+		if err := decodeInto(s.m[pos:limit], &v.rec, l.intern, true); err != nil {
 			s.release()
 			return nil, fmt.Errorf("commitlog: read %d: %w", phys, err)
 		}

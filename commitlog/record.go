@@ -219,7 +219,7 @@ func recordCRC(b []byte) uint32 {
 // verifies its CRC. Errors wrap ErrCorrupt.
 func Decode(b []byte) (*Record, error) {
 	r := new(Record)
-	if err := decodeInto(b, r, nil); err != nil {
+	if err := decodeInto(b, r, nil, true); err != nil {
 		return nil, err
 	}
 	return r, nil
@@ -227,8 +227,9 @@ func Decode(b []byte) (*Record, error) {
 
 // decodeInto decodes into r, reusing r.Headers' backing array. Strings come
 // from in when it is not nil (recovery and readers see the same few topics
-// millions of times), otherwise they are allocated.
-func decodeInto(b []byte, r *Record, in *interner) error {
+// millions of times), otherwise they are allocated. verify = false skips the
+// CRC check, for bytes known good (see Cursor); every other check remains.
+func decodeInto(b []byte, r *Record, in *interner, verify bool) error {
 	if len(b) < MinRecordSize {
 		return fmt.Errorf("%w: %d bytes, shorter than the minimum record", ErrCorrupt, len(b))
 	}
@@ -244,8 +245,10 @@ func decodeInto(b []byte, r *Record, in *interner) error {
 	}
 	b = b[:total]
 	crc := be.Uint32(b[offCRC:])
-	if got := recordCRC(b); got != crc {
-		return fmt.Errorf("%w: crc %#08x, computed %#08x", ErrCorrupt, crc, got)
+	if verify {
+		if got := recordCRC(b); got != crc {
+			return fmt.Errorf("%w: crc %#08x, computed %#08x", ErrCorrupt, crc, got)
+		}
 	}
 	r.TotalSize = int32(total)
 	r.Version = b[offVersion]

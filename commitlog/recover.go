@@ -49,6 +49,7 @@ func (l *Log) Recover(from int64, fn func(r *Record) error) (int64, error) {
 			return 0, fmt.Errorf("commitlog: recover: %w", err)
 		}
 		l.setChain([]*segment{s})
+		l.trustedFrom.Store(base)
 		l.startWriting(s, 0)
 		l.log.WithFields(logrus.Fields{"dir": l.opts.Dir, "offset": base}).Info("created new commit log")
 		return base, nil
@@ -113,6 +114,7 @@ func (l *Log) Recover(from int64, fn func(r *Record) error) (int64, error) {
 		}
 	}
 	cur := segs[len(segs)-1]
+	l.trustedFrom.Store(from)
 	l.startWriting(cur, end-cur.base)
 
 	took := time.Since(start)
@@ -200,7 +202,7 @@ func (sc *scanner) scanFile(s *segment, pos int64) (int64, bool, error) {
 			sc.stop = nil
 			return s.base + pos, false, nil
 		}
-		if err := decodeInto(m[pos:], &sc.rec, sc.intern); err != nil {
+		if err := decodeInto(m[pos:], &sc.rec, sc.intern, true); err != nil {
 			sc.stop = fmt.Errorf("at %d: %w", s.base+pos, err)
 			return s.base + pos, false, nil
 		}

@@ -59,11 +59,12 @@ type Dispatcher struct {
 	closeOnce sync.Once
 	closeErr  error
 
-	// Used only by the dispatching goroutine (and by Open before it starts).
-	cache    map[consumequeue.ID]*consumequeue.Queue
-	gaps     map[consumequeue.ID]bool // partitions whose gap was already logged
-	touched  map[consumequeue.ID]int64
-	fileEnds []commitlog.FileInfo
+	// Used only by the dispatching goroutine (and by Open before it starts,
+	// Close after it stopped).
+	cursor  *commitlog.Cursor // at the dispatched offset between passes
+	cache   map[consumequeue.ID]*consumequeue.Queue
+	gaps    map[consumequeue.ID]bool // partitions whose gap was already logged
+	touched map[consumequeue.ID]int64
 }
 
 // Open opens or creates a data directory, recovers it and starts dispatching.
@@ -236,6 +237,7 @@ func (d *Dispatcher) close() error {
 	defer d.watches.close()
 	d.applyRetention()
 	err := d.dispatchTo(d.log.WriteOffset())
+	d.cursor.Close()
 	if err == nil {
 		if ferr := d.log.Flush(); ferr != nil {
 			err = fmt.Errorf("dispatcher: flush commit log: %w", ferr)

@@ -11,7 +11,9 @@
 //
 // Producers append to the commit log only. One goroutine, the dispatcher,
 // tails the log from the last dispatched physical offset: it waits on
-// commitlog.Log.Appended, reads every record up to the write offset and
+// commitlog.Log.Appended, reads every record up to the write offset with
+// one commitlog.Cursor (no allocation or CRC per record: the records it
+// tails were verified by recovery or written by this process) and
 // appends Count consume-queue entries for it (all pointing at the same
 // record: physical offset, size, store timestamp). It is the only writer of
 // the consume queues, so they need no writer lock of their own; retention

@@ -80,6 +80,7 @@ func (d *Dispatcher) open(crashed bool) error {
 		d.log.SetQueueOffset(id.Topic, id.Partition, q.MaxOffset())
 	}
 	d.publish(end)
+	d.cursor = d.log.Cursor(end)
 	d.cp = cp
 	d.logger.WithFields(map[string]any{
 		"crashed": crashed, "rebuild": rebuild, "from": start, "end": end,

@@ -1,11 +1,8 @@
 package dispatcher
 
 import (
-	"errors"
 	"fmt"
 	"time"
-
-	"github.com/unilog/unilog/commitlog"
 )
 
 // dispatchChunk bounds one pass so a large backlog does not hold off
@@ -58,29 +55,31 @@ func (d *Dispatcher) run() {
 
 // dispatchTo indexes every record that starts before limit.
 func (d *Dispatcher) dispatchTo(limit int64) error {
-	pos := d.dispatched.Load()
+	start := d.dispatched.Load()
+	pos := start
 	n := 0
 	defer func() {
-		if pos != d.dispatched.Load() {
+		if pos != start {
 			d.publish(pos)
 		}
 		d.wakeTouched()
 	}()
+	c := d.cursor
 	for pos < limit {
-		v, next, err := d.read(pos)
+		r, err := c.Next()
 		if err != nil {
-			return err
+			c.Reset(pos)
+			return fmt.Errorf("dispatcher: read commit log at %d: %w", pos, err)
 		}
-		if v == nil {
+		if r == nil {
 			break
 		}
-		r := v.Record()
-		err = d.index(r)
-		v.Release()
-		if err != nil {
+		if err := d.index(r); err != nil {
+			// Read it again on the retry.
+			c.Reset(pos)
 			return err
 		}
-		pos = next
+		pos = c.Offset()
 		if n++; n%publishEvery == 0 {
 			d.publish(pos)
 			d.wakeTouched()
@@ -99,8 +98,8 @@ func (d *Dispatcher) wakeTouched() {
 
 // storeTimeAt is the store timestamp of the first record at or after pos.
 func (d *Dispatcher) storeTimeAt(pos int64) (int64, bool) {
-	v, _, err := d.read(pos)
-	if err != nil || v == nil {
+	v, err := d.log.Read(pos)
+	if err != nil {
 		return 0, false
 	}
 	defer v.Release()
@@ -140,20 +139,4 @@ func (d *Dispatcher) checkpoint() error {
 	d.cp = cp
 	d.cpMu.Unlock()
 	return nil
-}
-
-// read returns the record at or after pos (the log skips end-of-file
-// markers) and the position after it. A nil view means nothing is written
-// at pos yet. pos is never below the log's minimum: the dispatched offset
-// is the log's retention floor, so a read that finds its file deleted is
-// an error like any other failed read.
-func (d *Dispatcher) read(pos int64) (v *commitlog.View, next int64, err error) {
-	v, err = d.log.Read(pos)
-	if err == nil {
-		return v, v.Next(), nil
-	}
-	if errors.Is(err, commitlog.ErrOutOfRange) && pos >= d.log.MinOffset() {
-		return nil, pos, nil
-	}
-	return nil, 0, fmt.Errorf("dispatcher: read commit log at %d: %w", pos, err)
 }
