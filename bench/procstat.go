@@ -3,6 +3,7 @@ package bench
 import (
 	"bufio"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 )
@@ -20,6 +21,10 @@ type resources struct {
 // not take are -1.
 func measureResources(dir string) resources {
 	r := resources{openFiles: -1, mapAreas: -1}
+	// /proc/self/maps names files by absolute path.
+	if abs, err := filepath.Abs(dir); err == nil {
+		dir = abs
+	}
 	if fds, err := os.ReadDir("/proc/self/fd"); err == nil {
 		r.openFiles = len(fds) - 1 // the descriptor ReadDir itself held
 	}
