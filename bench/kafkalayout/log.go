@@ -166,14 +166,21 @@ func (l *Log) EndOffset(topic string, id int32) (int64, error) {
 	return p.next, nil
 }
 
-// Flush forces every partition's active segment to disk.
-func (l *Log) Flush() error {
+// partitions is a snapshot of the open partitions, so that flushing them
+// does not hold the map lock.
+func (l *Log) partitions() []*partition {
 	l.mu.RLock()
+	defer l.mu.RUnlock()
 	parts := make([]*partition, 0, len(l.parts))
 	for _, p := range l.parts {
 		parts = append(parts, p)
 	}
-	l.mu.RUnlock()
+	return parts
+}
+
+// Flush forces every partition's active segment to disk.
+func (l *Log) Flush() error {
+	parts := l.partitions()
 	for _, p := range parts {
 		if err := p.flush(); err != nil {
 			return err
@@ -194,12 +201,7 @@ func (l *Log) flusher() {
 			return
 		case <-t.C:
 		}
-		l.mu.RLock()
-		parts := make([]*partition, 0, len(l.parts))
-		for _, p := range l.parts {
-			parts = append(parts, p)
-		}
-		l.mu.RUnlock()
+		parts := l.partitions()
 		for _, p := range parts {
 			if seg := p.takeDirty(); seg != nil {
 				if err := seg.flush(); err != nil {
