@@ -199,7 +199,7 @@ func (d *Dispatcher) DeleteTopic(topic string) error {
 			errc <- err
 			return
 		}
-		d.log.DeleteQueue(topic)
+		d.log.DeleteQueue(topic, commitlog.TopicID{})
 		for id := range d.cache {
 			if id.Topic == topic {
 				delete(d.cache, id)

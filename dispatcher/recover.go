@@ -77,7 +77,7 @@ func (d *Dispatcher) open(crashed bool) error {
 		if !ok {
 			continue
 		}
-		d.log.SetQueueOffset(id.Topic, id.Partition, q.MaxOffset())
+		d.log.SetQueueOffset(id.Topic, commitlog.TopicID{}, id.Partition, q.MaxOffset())
 	}
 	d.publish(end)
 	d.cursor = d.log.Cursor(end)
