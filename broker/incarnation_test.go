@@ -223,6 +223,11 @@ func TestRecreatedTopic(t *testing.T) {
 			if got := partitionRecords(t, b.Addr(), "again"); strings.Join(got, " ") != "start=0 0=new-1 1=new-2" {
 				t.Fatalf("after one more record again/0 holds %q", got)
 			}
+			cl.Close()
+			if err := b.Close(); err != nil {
+				t.Fatal(err)
+			}
+			verifyDir(t, dir)
 		})
 	}
 }

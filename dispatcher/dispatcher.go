@@ -131,7 +131,8 @@ func Open(opts Options) (*Dispatcher, error) {
 // Log is the commit log; appends go here.
 func (d *Dispatcher) Log() *commitlog.Log { return d.log }
 
-// Queues is the consume-queue store; reads go here.
+// Queues is the consume-queue store, whose queues are named by QueueName;
+// Queue finds the queue of a topic's live incarnation.
 func (d *Dispatcher) Queues() *consumequeue.Store { return d.queues }
 
 // Dispatched is the physical offset up to which every record is indexed.
