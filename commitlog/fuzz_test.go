@@ -10,7 +10,7 @@ import (
 func FuzzDecode(f *testing.F) {
 	for _, m := range []Message{
 		{},
-		{Topic: "t", Key: []byte("k"), Headers: []Header{{"h", []byte("v")}, {"n", nil}}, Body: []byte("body")},
+		{Topic: "t", TopicID: TopicID{0: 0x5A, 15: 0xA5}, Key: []byte("k"), Headers: []Header{{"h", []byte("v")}, {"n", nil}}, Body: []byte("body")},
 		{Topic: "t", Key: []byte{}, Count: 9, Flags: FlagStampOffset, Body: []byte("0123456789")},
 	} {
 		f.Add(Encode(nil, &m, 4096, 7, 1700000000000))
