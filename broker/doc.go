@@ -116,7 +116,9 @@
 //
 // Every creation assigns a random 16-byte topic id (Kafka's topic ids),
 // kept in the metadata, returned by Metadata v10+ and CreateTopics v7, and
-// accepted by Metadata v10+ and DeleteTopics v6 in place of the name. It is
+// accepted by Metadata v10+ and DeleteTopics v6 in place of the name (an
+// id that names no topic, such as a deleted incarnation's, gets
+// UNKNOWN_TOPIC_ID). It is
 // also the commitlog.TopicID of each record the topic appends, so a topic
 // deleted and created again under the same name is another incarnation:
 // the dispatcher's Live callback answers a topic's current id from the
