@@ -63,7 +63,11 @@
 // TopicID field: TopicLen is at 52 and the smallest record is MinRecordSize
 // = 64 bytes. It is still read (its TopicID decodes as zero) and never
 // written; a log may hold version 1 records followed by version 2 ones.
-// testdata/v1 is such a log, written by the last version 1 build.
+// testdata/v1 holds a log written by the last version 1 build.
+//
+// With FlagStampOffset the log writes the assigned QueueOffset into
+// Body[0:8] of the stored copy before computing the CRC: a Kafka record
+// batch carries its base offset there and only the log knows it.
 //
 // # Topic incarnations
 //
@@ -74,10 +78,6 @@
 // 0 beside the dead incarnation's records, which stay in the log until
 // retention; which incarnation is live is the caller's knowledge (the
 // dispatcher asks its owner), never the log's.
-//
-// With FlagStampOffset the log writes the assigned QueueOffset into
-// Body[0:8] of the stored copy before computing the CRC: a Kafka record
-// batch carries its base offset there and only the log knows it.
 //
 // # End of file
 //
