@@ -22,6 +22,12 @@
 // dispatched offset (WaitDispatched) and wakes Watch channels of the
 // partitions that grew; long-poll fetches sleep on those.
 //
+// Every CheckpointInterval the dispatcher takes D = dispatched offset and
+// F = the log's flushed offset, msyncs the consume queues and writes the
+// checkpoint {CommitLogFlushed: F, Dispatched: min(D, F)}: every entry for a
+// record before Dispatched is on disk, and so is the record. The write is
+// skipped when nothing moved.
+//
 // # Topic incarnations
 //
 // A topic deleted and created again under the same name is a new
@@ -44,12 +50,6 @@
 // DeleteTopic removes the queues and counters of the incarnations that are
 // no longer live; Open does the same for queue directories of incarnations
 // that died while it was not running.
-//
-// Every CheckpointInterval the dispatcher takes D = dispatched offset and
-// F = the log's flushed offset, msyncs the consume queues and writes the
-// checkpoint {CommitLogFlushed: F, Dispatched: min(D, F)}: every entry for a
-// record before Dispatched is on disk, and so is the record. The write is
-// skipped when nothing moved.
 //
 // # Checkpoint file, version 1
 //
