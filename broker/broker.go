@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/sirupsen/logrus"
+
+	"github.com/unilog/unilog/commitlog"
 )
 
 // Broker is one Kafka-protocol broker serving the unified log.
@@ -74,11 +76,11 @@ func Start(cfg Config) (*Broker, error) {
 		conns:   make(map[*conn]struct{}),
 	}
 	b.pids = newProducerIDs(meta)
-	keep := func(topic string) bool {
-		_, ok := meta.Topic(topic)
-		return ok
+	live := func(topic string) (commitlog.TopicID, bool) {
+		t, ok := meta.Topic(topic)
+		return t.RecordID(), ok
 	}
-	if b.st, err = openDispatcherStorage(cfg, keep); err != nil {
+	if b.st, err = openDispatcherStorage(cfg, live); err != nil {
 		meta.Close()
 		return nil, err
 	}

@@ -26,6 +26,10 @@ type Config struct {
 	Flush commitlog.FlushMode
 	// FileSize is the size of each commit log file (0 = commitlog default).
 	FileSize int64
+	// CheckpointInterval is how often the dispatcher checkpoints its
+	// progress (0 = dispatcher default, 1s); a crash re-scans the log from
+	// the last checkpoint.
+	CheckpointInterval time.Duration
 	// AutoCreateTopics creates unknown topics named by Metadata (when the
 	// client allows it) and Produce requests.
 	AutoCreateTopics bool

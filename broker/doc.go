@@ -112,23 +112,43 @@
 // (when the client allows it) and Produce naming an unknown, validly named
 // topic (DefaultPartitions). Names follow Kafka's rules: 1..249 of
 // [a-zA-Z0-9._-], not "." or "..". Unknown topics or partitions get
-// UNKNOWN_TOPIC_OR_PARTITION. Delete removes the topic from metadata first,
-// so the dispatcher's Keep filter (topic exists in metadata) stops indexing
-// its records, also in any later recovery, then Dispatcher.DeleteTopic drops
-// its consume queues and offset counters; the records leave the commit log
-// by retention. A topic re-created under the same name starts at offset 0.
+// UNKNOWN_TOPIC_OR_PARTITION.
+//
+// Every creation assigns a random 16-byte topic id (Kafka's topic ids),
+// kept in the metadata, returned by Metadata v10+ and CreateTopics v7, and
+// accepted by Metadata v10+ and DeleteTopics v6 in place of the name (an
+// id that names no topic, such as a deleted incarnation's, gets
+// UNKNOWN_TOPIC_ID). It is
+// also the commitlog.TopicID of each record the topic appends, so a topic
+// deleted and created again under the same name is another incarnation:
+// the dispatcher's Live callback answers a topic's current id from the
+// metadata and indexes only records carrying it, into queues of that
+// incarnation alone. Delete removes the topic from metadata first, so its
+// records stop being indexed (also in any later recovery or rebuild), then
+// Dispatcher.DeleteTopic drops its consume queues and offset counters; the
+// records leave the commit log by retention. A re-created topic starts at
+// offset 0 and never sees the old records, even after a crash. Topics
+// created before topic ids (metadata version 1) keep writing the zero
+// TopicID (UntaggedRecords), which their older records carry too.
 //
 // Metadata lives behind the MetadataStore interface (topics, producer id
 // blocks), the seam for moving it into a replicated control plane. The file
 // implementation keeps it in <data>/metadata, rewritten whole on every change
-// (written to metadata.tmp, fsync, rename, fsync of the directory), version 1:
+// (written to metadata.tmp, fsync, rename, fsync of the directory), version 2:
 //
 //	0   [4]byte Magic    "ULMD"
-//	4   uint16  Version  1
+//	4   uint16  Version  2
 //	6   uint32  Length   of the body in bytes
 //	10  uint32  CRC32C   Castagnoli, over the body
 //	14  body    JSON {"generation": N, "next_producer_id": N,
-//	                  "topics": [{"name", "id" (16 bytes), "partitions", "created_ms"}]}
+//	                  "topics": [{"name", "id" (16 bytes), "partitions", "created_ms",
+//	                              "untagged_records" (true or absent)}]}
+//
+// Version 1 has the same layout without "untagged_records"; it was written
+// by builds whose commit-log records carried no topic id, so every topic
+// read from it is marked untagged (and written back as version 2). A build
+// that knows only version 1 refuses a version 2 file instead of misreading
+// the version 2 commit-log records written beside it.
 //
 // All integers are big-endian. A file failing any check stops Start with
 // ErrCorrupt rather than guessing: without it records could not be matched

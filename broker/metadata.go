@@ -3,15 +3,31 @@ package broker
 import (
 	"errors"
 	"fmt"
+
+	"github.com/unilog/unilog/commitlog"
 )
 
 // TopicMeta is the cluster metadata of one topic.
 type TopicMeta struct {
-	Name       string   `json:"name"`
+	Name string `json:"name"`
+	// ID is the topic id (Kafka's, a random UUID), new for every creation:
+	// a topic deleted and created again is another incarnation.
 	ID         [16]byte `json:"id"`
 	Partitions int32    `json:"partitions"`
 	// CreatedMs is the creation time in unix milliseconds.
 	CreatedMs int64 `json:"created_ms"`
+	// UntaggedRecords marks a topic created before records carried topic
+	// ids: its records, old and new, carry the zero TopicID, so that the
+	// ones written before the upgrade stay in its partitions.
+	UntaggedRecords bool `json:"untagged_records,omitempty"`
+}
+
+// RecordID is the TopicID this topic's commit-log records carry.
+func (t TopicMeta) RecordID() commitlog.TopicID {
+	if t.UntaggedRecords {
+		return commitlog.TopicID{}
+	}
+	return t.ID
 }
 
 // MetadataStore holds the cluster metadata the broker owns: topics and the

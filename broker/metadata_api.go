@@ -61,9 +61,13 @@ func (b *Broker) handleMetadata(_ context.Context, c *conn, kreq kmsg.Request) (
 			mt := kmsg.NewMetadataResponseTopic()
 			mt.Topic = kmsg.StringPtr(name)
 			mt.TopicID = rt.TopicID
-			mt.ErrorCode = kerr.UnknownTopicOrPartition.Code
-			if validTopicName(name) != nil {
+			switch {
+			case rt.Topic == nil:
+				mt.ErrorCode = kerr.UnknownTopicID.Code
+			case validTopicName(name) != nil:
 				mt.ErrorCode = kerr.InvalidTopicException.Code
+			default:
+				mt.ErrorCode = kerr.UnknownTopicOrPartition.Code
 			}
 			resp.Topics = append(resp.Topics, mt)
 			continue

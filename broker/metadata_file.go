@@ -17,7 +17,7 @@ const MetadataFileName = "metadata"
 
 const (
 	metaMagic      = "ULMD"
-	metaVersion    = 1
+	metaVersion    = 2
 	metaHeaderSize = 14
 )
 
@@ -81,7 +81,8 @@ func decodeMetadata(b []byte) (metaDoc, error) {
 	if len(b) < metaHeaderSize || string(b[:4]) != metaMagic {
 		return doc, fmt.Errorf("%w: bad header", ErrCorrupt)
 	}
-	if v := binary.BigEndian.Uint16(b[4:]); v != metaVersion {
+	v := binary.BigEndian.Uint16(b[4:])
+	if v != 1 && v != metaVersion {
 		return doc, fmt.Errorf("%w: unsupported version %d", ErrCorrupt, v)
 	}
 	n := binary.BigEndian.Uint32(b[6:])
@@ -94,6 +95,12 @@ func decodeMetadata(b []byte) (metaDoc, error) {
 	}
 	if err := json.Unmarshal(body, &doc); err != nil {
 		return doc, fmt.Errorf("%w: %v", ErrCorrupt, err)
+	}
+	if v == 1 {
+		// Written by a build whose commit-log records carried no topic id.
+		for i := range doc.Topics {
+			doc.Topics[i].UntaggedRecords = true
+		}
 	}
 	return doc, nil
 }

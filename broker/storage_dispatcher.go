@@ -11,15 +11,17 @@ import (
 )
 
 // dispatcherStorage is the storage of a data directory opened with
-// package dispatcher: appends go to the commit log, reads through the
-// consume queues.
+// package dispatcher: appends go to the commit log tagged with the topic's
+// live incarnation, reads through that incarnation's consume queues.
 type dispatcherStorage struct {
-	d   *dispatcher.Dispatcher
-	log *commitlog.Log
-	cq  *consumequeue.Store
+	d    *dispatcher.Dispatcher
+	log  *commitlog.Log
+	live func(topic string) (commitlog.TopicID, bool)
 }
 
-func openDispatcherStorage(cfg Config, keep func(topic string) bool) (*dispatcherStorage, error) {
+// openDispatcherStorage opens the data directory; live names the TopicID
+// the records of each existing topic carry.
+func openDispatcherStorage(cfg Config, live func(topic string) (commitlog.TopicID, bool)) (*dispatcherStorage, error) {
 	d, err := dispatcher.Open(dispatcher.Options{
 		Dir: cfg.DataDir,
 		CommitLog: commitlog.Options{
@@ -27,19 +29,25 @@ func openDispatcherStorage(cfg Config, keep func(topic string) bool) (*dispatche
 			FlushMode: cfg.Flush,
 			Logger:    cfg.Logger,
 		},
-		ConsumeQueue: consumequeue.Options{Logger: cfg.Logger},
-		Keep:         keep,
-		Logger:       cfg.Logger,
+		ConsumeQueue:       consumequeue.Options{Logger: cfg.Logger},
+		CheckpointInterval: cfg.CheckpointInterval,
+		Live:               live,
+		Logger:             cfg.Logger,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("broker: open storage: %w", err)
 	}
-	return &dispatcherStorage{d: d, log: d.Log(), cq: d.Queues()}, nil
+	return &dispatcherStorage{d: d, log: d.Log(), live: live}, nil
 }
 
 func (s *dispatcherStorage) Append(topic string, partition int32, count int32, maxTimestamp int64, batch []byte) (int64, int64, error) {
+	id, ok := s.live(topic)
+	if !ok {
+		return 0, 0, fmt.Errorf("broker: append to %s: %w", topic, ErrUnknownTopic)
+	}
 	pos, err := s.log.Append(&commitlog.Message{
 		Topic:             topic,
+		TopicID:           id,
 		Partition:         partition,
 		Count:             count,
 		Flags:             commitlog.FlagStampOffset,
@@ -66,7 +74,7 @@ func (s *dispatcherStorage) WaitDispatched(ctx context.Context, end int64) error
 func (s *dispatcherStorage) WriteOffset() int64 { return s.log.WriteOffset() }
 
 func (s *dispatcherStorage) Bounds(topic string, partition int32) (int64, int64) {
-	q, ok := s.cq.Lookup(topic, partition)
+	q, ok := s.d.Queue(topic, partition)
 	if !ok {
 		return 0, 0
 	}
@@ -74,7 +82,7 @@ func (s *dispatcherStorage) Bounds(topic string, partition int32) (int64, int64)
 }
 
 func (s *dispatcherStorage) ReadBatch(topic string, partition int32, offset int64, dst []byte) ([]byte, int64, int64, error) {
-	q, ok := s.cq.Lookup(topic, partition)
+	q, ok := s.d.Queue(topic, partition)
 	if !ok {
 		return dst, 0, 0, errStorageRange
 	}
@@ -94,14 +102,14 @@ func (s *dispatcherStorage) ReadBatch(topic string, partition int32, offset int6
 	}
 	defer v.Release()
 	r := v.Record()
-	if r.Topic != topic || r.Partition != partition || offset < r.QueueOffset || offset >= r.QueueOffset+int64(r.Count) {
-		return dst, 0, 0, fmt.Errorf("broker: %s/%d offset %d: consume queue points at %s/%d offsets %d+%d", topic, partition, offset, r.Topic, r.Partition, r.QueueOffset, r.Count)
+	if id, _ := s.live(topic); r.Topic != topic || r.TopicID != id || r.Partition != partition || offset < r.QueueOffset || offset >= r.QueueOffset+int64(r.Count) {
+		return dst, 0, 0, fmt.Errorf("broker: %s/%d offset %d: consume queue points at %s (id %s)/%d offsets %d+%d", topic, partition, offset, r.Topic, r.TopicID, r.Partition, r.QueueOffset, r.Count)
 	}
 	return append(dst, r.Body...), r.QueueOffset, r.QueueOffset + int64(r.Count), nil
 }
 
 func (s *dispatcherStorage) OffsetForTime(topic string, partition int32, ts int64) (int64, int64, bool) {
-	q, ok := s.cq.Lookup(topic, partition)
+	q, ok := s.d.Queue(topic, partition)
 	if !ok {
 		return 0, 0, false
 	}

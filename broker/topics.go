@@ -113,25 +113,33 @@ func (b *Broker) handleDeleteTopics(_ context.Context, _ *conn, kreq kmsg.Reques
 	req := kreq.(*kmsg.DeleteTopicsRequest)
 	resp := req.ResponseKind().(*kmsg.DeleteTopicsResponse)
 	names := req.TopicNames
+	var byID map[int]bool // indexes of names given by a topic id
 	if req.Version >= 6 {
 		names = names[:0:0]
-		for _, t := range req.Topics {
+		byID = make(map[int]bool)
+		for i, t := range req.Topics {
 			switch {
 			case t.Topic != nil:
 				names = append(names, *t.Topic)
 			default:
 				names = append(names, b.topicNameByID(t.TopicID))
+				byID[i] = true
 			}
 		}
 	}
 	b.topicMu.Lock()
 	defer b.topicMu.Unlock()
-	for _, name := range names {
+	for i, name := range names {
 		rt := kmsg.NewDeleteTopicsResponseTopic()
 		rt.Topic = kmsg.StringPtr(name)
 		m, ok := b.meta.Topic(name)
 		if !ok {
 			rt.ErrorCode = kerr.UnknownTopicOrPartition.Code
+			if byID[i] {
+				rt.Topic = nil
+				rt.TopicID = req.Topics[i].TopicID
+				rt.ErrorCode = kerr.UnknownTopicID.Code
+			}
 			resp.Topics = append(resp.Topics, rt)
 			continue
 		}
@@ -146,9 +154,9 @@ func (b *Broker) handleDeleteTopics(_ context.Context, _ *conn, kreq kmsg.Reques
 	return resp, nil
 }
 
-// deleteTopic removes the topic from metadata first, so the dispatcher's
-// Keep filter drops its records from then on (also during a later recovery),
-// then deletes its consume queues. Its records leave the commit log by
+// deleteTopic removes the topic from metadata first, so the dispatcher
+// indexes no record of this incarnation from then on (also during a later
+// recovery), then deletes its consume queues. Its records leave the commit log by
 // retention. The caller holds topicMu exclusively.
 func (b *Broker) deleteTopic(name string) error {
 	if err := b.meta.DeleteTopic(name); err != nil {

@@ -65,7 +65,7 @@ func (l *Log) AppendBatchTo(dst []Position, ms []Message) ([]Position, error) {
 		if l.wpos+n > l.cur.size {
 			l.roll(now)
 		}
-		next := l.queueNext(m.Topic, m.Partition)
+		next := l.queueNext(m.Topic, m.TopicID, m.Partition)
 		q := *next
 		count := m.Count
 		if count == 0 {
@@ -114,7 +114,7 @@ func (l *Log) roll(now int64) {
 		b := old.m[l.wpos : l.wpos+BlankSize]
 		be.PutUint32(b, uint32(rem))
 		b[offMagic] = BlankMagic
-		b[offVersion] = Version
+		b[offVersion] = blankVersion
 		be.PutUint16(b[offFlags:], 0)
 	}
 	old.sealedAt.Store(now)
@@ -143,11 +143,11 @@ func (l *Log) roll(now int64) {
 
 // queueNext returns the counter of the next queue offset of a partition.
 // Consecutive messages usually share a partition, so the last one is cached.
-func (l *Log) queueNext(topic string, partition int32) *int64 {
-	if l.lastNext != nil && l.lastKey.partition == partition && l.lastKey.topic == topic {
+func (l *Log) queueNext(topic string, id TopicID, partition int32) *int64 {
+	if l.lastNext != nil && l.lastKey.partition == partition && l.lastKey.id == id && l.lastKey.topic == topic {
 		return l.lastNext
 	}
-	k := queueKey{topic: topic, partition: partition}
+	k := queueKey{topic: topic, id: id, partition: partition}
 	next := l.offsets[k]
 	if next == nil {
 		next = new(int64)
@@ -158,30 +158,31 @@ func (l *Log) queueNext(topic string, partition int32) *int64 {
 }
 
 // SetQueueOffset sets the next logical offset Append assigns in a
-// partition (the dispatcher restores them from the consume queues).
-func (l *Log) SetQueueOffset(topic string, partition int32, next int64) {
+// partition of one incarnation of a topic (the dispatcher restores them
+// from the consume queues).
+func (l *Log) SetQueueOffset(topic string, id TopicID, partition int32, next int64) {
 	l.wmu.Lock()
-	*l.queueNext(topic, partition) = next
+	*l.queueNext(topic, id, partition) = next
 	l.wmu.Unlock()
 }
 
 // NextQueueOffset returns the next logical offset Append would assign in a
-// partition (0 for one never seen).
-func (l *Log) NextQueueOffset(topic string, partition int32) int64 {
+// partition of one incarnation of a topic (0 for one never seen).
+func (l *Log) NextQueueOffset(topic string, id TopicID, partition int32) int64 {
 	l.wmu.Lock()
 	defer l.wmu.Unlock()
-	if next := l.offsets[queueKey{topic: topic, partition: partition}]; next != nil {
+	if next := l.offsets[queueKey{topic: topic, id: id, partition: partition}]; next != nil {
 		return *next
 	}
 	return 0
 }
 
-// DeleteQueue forgets the next offsets of every partition of a topic, so
-// a topic created again with the same name starts at 0.
-func (l *Log) DeleteQueue(topic string) {
+// DeleteQueue forgets the next offsets of every partition of one
+// incarnation of a topic.
+func (l *Log) DeleteQueue(topic string, id TopicID) {
 	l.wmu.Lock()
 	for k := range l.offsets {
-		if k.topic == topic {
+		if k.topic == topic && k.id == id {
 			delete(l.offsets, k)
 		}
 	}

@@ -27,14 +27,14 @@
 // busy ext4 an fsync waits for a journal commit behind other dirty data.
 // Open removes *.tmp leftovers.
 //
-// # Record layout, version 1
+// # Record layout, version 2
 //
 // All integers are big-endian. Offsets are from the start of the record.
 //
 //	off  size  field
 //	0    4     TotalSize          uint32, the whole record including this field
 //	4    1     Magic              0xC1 (RecordMagic)
-//	5    1     Version            1
+//	5    1     Version            2
 //	6    2     Flags              uint16; bit 0 = FlagStampOffset, others are the caller's
 //	8    4     CRC                CRC32C (Castagnoli) of bytes [0,8) and [12,TotalSize)
 //	12   8     PhysOffset         int64, where the record is in the log
@@ -43,23 +43,41 @@
 //	32   4     Partition          int32 >= 0
 //	36   8     StoreTimestamp     int64, unix ms, set by the log (one per batch)
 //	44   8     ProducerTimestamp  int64, unix ms, given by the caller
-//	52   2     TopicLen           uint16, then TopicLen bytes of topic
+//	52   16    TopicID            the topic's incarnation (TopicID); zero = none given
+//	68   2     TopicLen           uint16, then TopicLen bytes of topic
 //	     4     KeyLen             int32, -1 = nil key, then KeyLen bytes
 //	     2     HeaderCount        uint16, then per header:
 //	              2 KeyLen uint16, key bytes, 4 ValueLen int32 (-1 = nil), value bytes
 //	     4     BodyLen            int32, then BodyLen bytes; the record ends with the body
 //
-// The smallest record (empty topic, nil key, no headers, empty body) is
-// MinRecordSize = 64 bytes. The CRC covers every byte but its own, so a
+// The smallest version 2 record (empty topic, nil key, no headers, empty
+// body) is 80 bytes. The CRC covers every byte but its own, so a
 // flipped size, flag or length is detected as surely as a flipped body
-// byte. Decode checks, in order: TotalSize within [64, bytes available],
-// magic, version, CRC, field ranges (Count >= 1, offsets and partition
-// >= 0), and that the length-prefixed fields end exactly at TotalSize. It
-// returns an error wrapping ErrCorrupt for anything else and never panics.
+// byte. Decode checks, in order: TotalSize within [MinRecordSize, bytes
+// available], magic, version (1 or 2) and the version's minimum size, CRC,
+// field ranges (Count >= 1, offsets and partition >= 0), and that the
+// length-prefixed fields end exactly at TotalSize. It returns an error
+// wrapping ErrCorrupt for anything else and never panics.
+//
+// Version 1, written by builds before topic ids, is version 2 without the
+// TopicID field: TopicLen is at 52 and the smallest record is MinRecordSize
+// = 64 bytes. It is still read (its TopicID decodes as zero) and never
+// written; a log may hold version 1 records followed by version 2 ones.
+// testdata/v1 holds a log written by the last version 1 build.
 //
 // With FlagStampOffset the log writes the assigned QueueOffset into
 // Body[0:8] of the stored copy before computing the CRC: a Kafka record
 // batch carries its base offset there and only the log knows it.
+//
+// # Topic incarnations
+//
+// A topic deleted and created again under the same name is a new
+// incarnation with a new TopicID (the broker assigns a random 16-byte id,
+// as Kafka's topic ids). The log keeps a per-partition offset counter for
+// each (topic, TopicID, partition), so a re-created partition counts from
+// 0 beside the dead incarnation's records, which stay in the log until
+// retention; which incarnation is live is the caller's knowledge (the
+// dispatcher asks its owner), never the log's.
 //
 // # End of file
 //
@@ -81,8 +99,8 @@
 // One writer lock serializes appends. AppendBatch validates every message
 // first (ErrInvalid, ErrTooLarge), allocates every file the batch will
 // enter, then, under a single lock acquisition, assigns each record its
-// PhysOffset and its QueueOffset (a per topic/partition counter advanced
-// by Count) and encodes it into the mapping. So a batch is all or nothing.
+// PhysOffset and its QueueOffset (a per topic/TopicID/partition counter
+// advanced by Count) and encodes it into the mapping. So a batch is all or nothing.
 // WriteOffset is published once per batch with an atomic store; readers
 // never look past it, so they need no lock and never block the writer.
 // Appended returns a channel closed when WriteOffset next grows; the writer

@@ -10,7 +10,7 @@ import (
 func FuzzDecode(f *testing.F) {
 	for _, m := range []Message{
 		{},
-		{Topic: "t", Key: []byte("k"), Headers: []Header{{"h", []byte("v")}, {"n", nil}}, Body: []byte("body")},
+		{Topic: "t", TopicID: TopicID{0: 0x5A, 15: 0xA5}, Key: []byte("k"), Headers: []Header{{"h", []byte("v")}, {"n", nil}}, Body: []byte("body")},
 		{Topic: "t", Key: []byte{}, Count: 9, Flags: FlagStampOffset, Body: []byte("0123456789")},
 	} {
 		f.Add(Encode(nil, &m, 4096, 7, 1700000000000))
@@ -26,7 +26,10 @@ func FuzzDecode(f *testing.F) {
 		if r.Flags&FlagStampOffset != 0 && (len(r.Body) < 8 || int64(be.Uint64(r.Body)) != r.QueueOffset) {
 			return // a stamp Encode would write differently
 		}
-		m := Message{Topic: r.Topic, Partition: r.Partition, Count: r.Count, Flags: r.Flags,
+		if r.Version != Version {
+			return // version 1 is read, never written
+		}
+		m := Message{Topic: r.Topic, TopicID: r.TopicID, Partition: r.Partition, Count: r.Count, Flags: r.Flags,
 			ProducerTimestamp: r.ProducerTimestamp, Key: r.Key, Headers: r.Headers, Body: r.Body}
 		again := Encode(nil, &m, r.PhysOffset, r.QueueOffset, r.StoreTimestamp)
 		if !bytes.Equal(again, b[:r.TotalSize]) {

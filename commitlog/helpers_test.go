@@ -62,6 +62,8 @@ func sameMessage(rec *Record, m *Message) string {
 	switch {
 	case rec.Topic != m.Topic:
 		return fmt.Sprintf("topic %q, want %q", rec.Topic, m.Topic)
+	case rec.TopicID != m.TopicID:
+		return fmt.Sprintf("topic id %s, want %s", rec.TopicID, m.TopicID)
 	case rec.Partition != m.Partition:
 		return fmt.Sprintf("partition %d, want %d", rec.Partition, m.Partition)
 	case rec.Count != count:

@@ -67,8 +67,11 @@ type Log struct {
 	closeErr  error
 }
 
+// queueKey names a partition of one incarnation of a topic: a re-created
+// topic counts its offsets apart from the dead incarnation's.
 type queueKey struct {
 	topic     string
+	id        TopicID
 	partition int32
 }
 

@@ -95,7 +95,7 @@ func TestRollAtFileBoundary(t *testing.T) {
 			opts.MaxRecordSize = fileSize
 			l := openLog(t, opts)
 			defer l.Close()
-			a := Message{Topic: "t", Body: make([]byte, fileSize-tail-65)}
+			a := Message{Topic: "t", Body: make([]byte, fileSize-tail-(MinRecordSize+TopicIDSize+1))}
 			b := Message{Topic: "t", Body: make([]byte, 200)}
 			pa, err := l.Append(&a)
 			if err != nil {
@@ -193,7 +193,7 @@ func TestErrTooLargeWritesNothing(t *testing.T) {
 	opts.MaxRecordSize = 1000
 	l := openLog(t, opts)
 	defer l.Close()
-	ok := Message{Topic: "t", Body: make([]byte, 1000-65)}
+	ok := Message{Topic: "t", Body: make([]byte, 1000-(MinRecordSize+TopicIDSize+1))}
 	if _, err := l.Append(&ok); err != nil {
 		t.Fatalf("record of exactly MaxRecordSize: %v", err)
 	}
@@ -264,20 +264,23 @@ func TestNotRecovered(t *testing.T) {
 func TestQueueOffsetsAndStamp(t *testing.T) {
 	l := openLog(t, testOptions(t, "", 64<<10))
 	defer l.Close()
-	l.SetQueueOffset("a", 1, 100)
+	// Topic "a" re-created: its new incarnation counts from 0 beside the old.
+	a2 := TopicID{0xA2}
+	l.SetQueueOffset("a", TopicID{}, 1, 100)
 	body := []byte("XXXXXXXXpayload")
 	ms := []Message{
 		{Topic: "a", Partition: 0, Body: body, Flags: FlagStampOffset, Count: 5},
 		{Topic: "a", Partition: 1, Body: body, Flags: FlagStampOffset, Count: 3},
 		{Topic: "a", Partition: 0, Body: body, Flags: FlagStampOffset},
 		{Topic: "b", Partition: 0, Body: body},
+		{Topic: "a", TopicID: a2, Partition: 1, Body: body, Flags: FlagStampOffset, Count: 4},
 		{Topic: "a", Partition: 1, Body: body, Flags: FlagStampOffset, Count: 2},
 	}
 	pos, err := l.AppendBatch(ms)
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []int64{0, 100, 5, 0, 103}
+	want := []int64{0, 100, 5, 0, 0, 103}
 	for i, p := range pos {
 		if p.QueueOffset != want[i] {
 			t.Errorf("message %d: queue offset %d, want %d", i, p.QueueOffset, want[i])
@@ -298,15 +301,21 @@ func TestQueueOffsetsAndStamp(t *testing.T) {
 	if string(body) != "XXXXXXXXpayload" {
 		t.Fatalf("caller's body modified: %q", body)
 	}
-	if got := l.NextQueueOffset("a", 1); got != 105 {
+	if got := l.NextQueueOffset("a", TopicID{}, 1); got != 105 {
 		t.Fatalf("NextQueueOffset(a,1) = %d, want 105", got)
 	}
-	l.DeleteQueue("a")
-	if got := l.NextQueueOffset("a", 1); got != 0 {
+	if got := l.NextQueueOffset("a", a2, 1); got != 4 {
+		t.Fatalf("NextQueueOffset of a's second incarnation = %d, want 4", got)
+	}
+	l.DeleteQueue("a", TopicID{})
+	if got := l.NextQueueOffset("a", TopicID{}, 1); got != 0 {
 		t.Fatalf("after DeleteQueue: %d, want 0", got)
 	}
-	if got := l.NextQueueOffset("b", 0); got != 1 {
+	if got := l.NextQueueOffset("b", TopicID{}, 0); got != 1 {
 		t.Fatalf("DeleteQueue(a) touched b: %d", got)
+	}
+	if got := l.NextQueueOffset("a", a2, 1); got != 4 {
+		t.Fatalf("DeleteQueue(a) touched a's other incarnation: %d", got)
 	}
 	p, err := l.Append(&Message{Topic: "a", Partition: 1})
 	if err != nil || p.QueueOffset != 0 {

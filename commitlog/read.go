@@ -81,6 +81,6 @@ func (l *Log) Read(phys int64) (*View, error) {
 // isBlank reports whether b starts with a valid end-of-file marker for a
 // tail of rem bytes.
 func isBlank(b []byte, rem int64) bool {
-	return len(b) >= BlankSize && b[offMagic] == BlankMagic && b[offVersion] == Version &&
+	return len(b) >= BlankSize && b[offMagic] == BlankMagic && b[offVersion] == blankVersion &&
 		int64(be.Uint32(b)) == rem && be.Uint16(b[offFlags:]) == 0
 }

@@ -2,12 +2,13 @@ package commitlog
 
 import (
 	"encoding/binary"
+	"encoding/hex"
 	"fmt"
 	"hash/crc32"
 	"math"
 )
 
-// Record layout constants (version 1). The package doc has the table.
+// Record layout constants. The package doc has the tables.
 const (
 	// RecordMagic is byte 4 of every record.
 	RecordMagic = 0xC1
@@ -15,13 +16,21 @@ const (
 	// a file when the next record does not fit.
 	BlankMagic = 0xB1
 	// Version is the record format version written by this package.
-	Version = 1
-	// MinRecordSize is the size of a record with empty topic, nil key, no
-	// headers and an empty body.
-	MinRecordSize = fixedSize + 4 + 2 + 4
+	// Version 1 records, written by older builds, are still read.
+	Version = 2
+	// MinRecordSize is the size of the smallest record of any version: a
+	// version 1 record with empty topic, nil key, no headers and an empty
+	// body. The smallest version 2 record is TopicIDSize bytes longer.
+	MinRecordSize = fixedSizeV1 + 4 + 2 + 4
 	// BlankSize is the size of an end-of-file marker's own fields; a tail
 	// shorter than this stays zero and readers roll by position.
 	BlankSize = 8
+	// TopicIDSize is the size of a TopicID.
+	TopicIDSize = 16
+
+	// blankVersion is the version of the end-of-file marker, unchanged
+	// since version 1 of the record.
+	blankVersion = 1
 
 	offMagic      = 4
 	offVersion    = 5
@@ -33,9 +42,24 @@ const (
 	offPartition  = 32
 	offStoreTS    = 36
 	offProducerTS = 44
-	offTopicLen   = 52
-	fixedSize     = 54 // through TopicLen
+	offTopicID    = 52 // version 2 only
+	offTopicLenV1 = 52
+	offTopicLen   = offTopicID + TopicIDSize
+	fixedSizeV1   = offTopicLenV1 + 2 // through TopicLen
+	fixedSize     = offTopicLen + 2
 )
+
+// TopicID names one incarnation of a topic: a topic deleted and created
+// again under the same name gets a new id, so the log can tell the records
+// of the dead incarnation from those of the live one. The zero TopicID is
+// what version 1 records, which carry none, decode to.
+type TopicID [TopicIDSize]byte
+
+// IsZero reports whether id is the zero TopicID.
+func (id TopicID) IsZero() bool { return id == TopicID{} }
+
+// String is the id as 32 lowercase hex digits.
+func (id TopicID) String() string { return hex.EncodeToString(id[:]) }
 
 // FlagStampOffset asks the log to write the assigned QueueOffset as a
 // big-endian int64 into Body[0:8] of the stored copy before the CRC is
@@ -59,6 +83,7 @@ type Header struct {
 // the record spans (a Kafka batch of N records -> N); 0 means 1.
 type Message struct {
 	Topic             string
+	TopicID           TopicID
 	Partition         int32
 	Count             int32
 	Flags             uint16
@@ -83,6 +108,7 @@ type Record struct {
 	StoreTimestamp    int64
 	ProducerTimestamp int64
 	Topic             string
+	TopicID           TopicID // zero in a version 1 record
 	Key               []byte
 	Headers           []Header
 	Body              []byte
@@ -111,7 +137,7 @@ func (p Position) End() int64 { return p.PhysOffset + int64(p.Size) }
 
 // EncodedSize returns the number of bytes Encode writes for m.
 func EncodedSize(m *Message) int {
-	n := MinRecordSize + len(m.Topic) + len(m.Key) + len(m.Body)
+	n := MinRecordSize + TopicIDSize + len(m.Topic) + len(m.Key) + len(m.Body)
 	for i := range m.Headers {
 		n += 2 + len(m.Headers[i].Key) + 4 + len(m.Headers[i].Value)
 	}
@@ -177,6 +203,7 @@ func encodeInto(b []byte, m *Message, phys, queueOffset, storeTS int64) {
 	be.PutUint32(b[offPartition:], uint32(m.Partition))
 	be.PutUint64(b[offStoreTS:], uint64(storeTS))
 	be.PutUint64(b[offProducerTS:], uint64(m.ProducerTimestamp))
+	copy(b[offTopicID:], m.TopicID[:])
 	be.PutUint16(b[offTopicLen:], uint16(len(m.Topic)))
 	p := fixedSize + copy(b[fixedSize:], m.Topic)
 	if m.Key == nil {
@@ -240,8 +267,14 @@ func decodeInto(b []byte, r *Record, in *interner, verify bool) error {
 	if b[offMagic] != RecordMagic {
 		return fmt.Errorf("%w: magic %#x", ErrCorrupt, b[offMagic])
 	}
-	if b[offVersion] != Version {
-		return fmt.Errorf("%w: version %d", ErrCorrupt, b[offVersion])
+	topicLenAt := offTopicLen
+	switch v := b[offVersion]; {
+	case v == 1:
+		topicLenAt = offTopicLenV1
+	case v != Version:
+		return fmt.Errorf("%w: version %d", ErrCorrupt, v)
+	case total < MinRecordSize+TopicIDSize:
+		return fmt.Errorf("%w: size %d below the version %d minimum %d", ErrCorrupt, total, v, MinRecordSize+TopicIDSize)
 	}
 	b = b[:total]
 	crc := be.Uint32(b[offCRC:])
@@ -263,7 +296,12 @@ func decodeInto(b []byte, r *Record, in *interner, verify bool) error {
 	if r.PhysOffset < 0 || r.QueueOffset < 0 || r.Count < 1 || r.Partition < 0 {
 		return fmt.Errorf("%w: phys %d queue offset %d count %d partition %d", ErrCorrupt, r.PhysOffset, r.QueueOffset, r.Count, r.Partition)
 	}
-	d := decoder{b: b, p: offTopicLen}
+	if topicLenAt == offTopicLen {
+		copy(r.TopicID[:], b[offTopicID:offTopicLen])
+	} else {
+		r.TopicID = TopicID{}
+	}
+	d := decoder{b: b, p: topicLenAt}
 	topic := d.bytes16()
 	r.Key = d.bytes32()
 	hc := d.uint16()

@@ -18,6 +18,7 @@ func TestEncodeDecodeRoundTrip(t *testing.T) {
 		{"nil key", Message{Topic: "t", Body: []byte("v")}},
 		{"empty key", Message{Topic: "t", Key: []byte{}, Body: []byte("v")}},
 		{"key and body", Message{Topic: "orders", Partition: 7, Key: []byte("k1"), Body: []byte("hello")}},
+		{"topic id", Message{Topic: "orders", TopicID: TopicID{0: 0xFF, 7: 1, 15: 0x80}, Body: []byte("v")}},
 		{"headers", Message{Topic: "t", Headers: []Header{{"a", []byte("1")}, {"", nil}, {"c", []byte{}}}, Body: []byte("x")}},
 		{"count and flags", Message{Topic: "t", Count: 42, Flags: 0x8000, ProducerTimestamp: -5, Body: []byte("b")}},
 		{"stamp offset", Message{Topic: "t", Flags: FlagStampOffset, Body: []byte("12345678rest")}},
@@ -92,7 +93,13 @@ func TestDecodeStructuralErrors(t *testing.T) {
 		{"size below minimum", func(b []byte) []byte { be.PutUint32(b, MinRecordSize-1); return b }},
 		{"size beyond buffer", func(b []byte) []byte { be.PutUint32(b, uint32(len(b)+1)); return b }},
 		{"blank magic", func(b []byte) []byte { b[offMagic] = BlankMagic; return reseal(b) }},
-		{"version 2", func(b []byte) []byte { b[offVersion] = 2; return reseal(b) }},
+		{"version 3", func(b []byte) []byte { b[offVersion] = 3; return reseal(b) }},
+		{"version 0", func(b []byte) []byte { b[offVersion] = 0; return reseal(b) }},
+		{"version 2 below its minimum", func(b []byte) []byte {
+			b = b[:MinRecordSize+TopicIDSize-1]
+			be.PutUint32(b, uint32(len(b)))
+			return reseal(b)
+		}},
 		{"count 0", func(b []byte) []byte { be.PutUint32(b[offCount:], 0); return reseal(b) }},
 		{"negative partition", func(b []byte) []byte { be.PutUint32(b[offPartition:], math.MaxUint32); return reseal(b) }},
 		{"negative phys", func(b []byte) []byte { be.PutUint64(b[offPhys:], math.MaxUint64); return reseal(b) }},

@@ -21,9 +21,14 @@ type Options struct {
 	CommitLog          commitlog.Options    // Dir is filled in
 	ConsumeQueue       consumequeue.Options // Dir is filled in
 	CheckpointInterval time.Duration        // default 1s
-	// Keep reports whether records of a topic are dispatched; nil keeps all.
-	// Records of other topics stay in the commit log until retention.
-	Keep   func(topic string) bool
+	// Live returns the live incarnation of a topic: the TopicID its records
+	// carry (zero for records written before topic ids), and false for a
+	// topic that does not exist. Only records of live incarnations are
+	// dispatched; the others stay in the commit log until retention, and
+	// their consume queues are deleted at Open and by DeleteTopic. It is
+	// called for every record, so it must be cheap. nil dispatches every
+	// record, each incarnation into its own queues.
+	Live   func(topic string) (id commitlog.TopicID, ok bool)
 	Logger logrus.FieldLogger
 }
 
@@ -62,7 +67,7 @@ type Dispatcher struct {
 	// Used only by the dispatching goroutine (and by Open before it starts,
 	// Close after it stopped).
 	cursor  *commitlog.Cursor // at the dispatched offset between passes
-	cache   map[consumequeue.ID]*consumequeue.Queue
+	cache   map[incarnation]*consumequeue.Queue
 	gaps    map[consumequeue.ID]bool // partitions whose gap was already logged
 	touched map[consumequeue.ID]int64
 }
@@ -103,7 +108,7 @@ func Open(opts Options) (*Dispatcher, error) {
 		requests: make(chan func()),
 		stop:     make(chan struct{}),
 		done:     make(chan struct{}),
-		cache:    make(map[consumequeue.ID]*consumequeue.Queue),
+		cache:    make(map[incarnation]*consumequeue.Queue),
 		gaps:     make(map[consumequeue.ID]bool),
 		touched:  make(map[consumequeue.ID]int64),
 	}
@@ -126,7 +131,8 @@ func Open(opts Options) (*Dispatcher, error) {
 // Log is the commit log; appends go here.
 func (d *Dispatcher) Log() *commitlog.Log { return d.log }
 
-// Queues is the consume-queue store; reads go here.
+// Queues is the consume-queue store, whose queues are named by QueueName;
+// Queue finds the queue of a topic's live incarnation.
 func (d *Dispatcher) Queues() *consumequeue.Store { return d.queues }
 
 // Dispatched is the physical offset up to which every record is indexed.
@@ -139,13 +145,18 @@ func (d *Dispatcher) Checkpoint() Checkpoint {
 	return d.cp
 }
 
-// Watch returns a channel that is closed once the partition's MaxOffset
-// exceeds offset (at once if it already does), when the topic is deleted, or
-// when the dispatcher closes. Callers re-check the queue after the wake-up.
+// Watch returns a channel that is closed once the MaxOffset of the
+// partition of the live incarnation of topic exceeds offset (at once if it
+// already does), when that incarnation is deleted, or when the dispatcher
+// closes. Callers re-check the queue after the wake-up.
 func (d *Dispatcher) Watch(topic string, partition int32, offset int64) <-chan struct{} {
-	id := consumequeue.ID{Topic: topic, Partition: partition}
+	tid, ok := d.liveID(topic)
+	if !ok {
+		return closedCh
+	}
+	id := consumequeue.ID{Topic: QueueName(topic, tid), Partition: partition}
 	return d.watches.add(id, offset, func() int64 {
-		if q, ok := d.queues.Lookup(topic, partition); ok {
+		if q, ok := d.queues.Lookup(id.Topic, partition); ok {
 			return q.MaxOffset()
 		}
 		return 0
@@ -189,9 +200,12 @@ func (d *Dispatcher) Lag() Lag {
 	return lag
 }
 
-// DeleteTopic removes a topic's consume queues and makes the log number the
-// topic's partitions from zero again. The caller stops appending to the
-// topic first: records of it still in flight would land in the new queues.
+// DeleteTopic removes the consume queues and offset counters of every
+// incarnation of topic that is not live (of every one when Options.Live is
+// nil), waking their watchers. The caller makes the topic's incarnation
+// dead first (Options.Live no longer returns it): records of it still in
+// flight are then not dispatched, and a re-created topic's records, which
+// carry a new TopicID, go to queues of their own from offset 0.
 func (d *Dispatcher) DeleteTopic(topic string) error {
 	errc := make(chan error, 1)
 	req := func() {
@@ -199,16 +213,9 @@ func (d *Dispatcher) DeleteTopic(topic string) error {
 			errc <- err
 			return
 		}
-		d.log.DeleteQueue(topic)
-		for id := range d.cache {
-			if id.Topic == topic {
-				delete(d.cache, id)
-				delete(d.gaps, id)
-			}
-		}
-		err := d.queues.DeleteTopic(topic)
-		d.watches.wakeTopic(topic)
-		errc <- err
+		errc <- d.deleteIncarnations(func(t string, id commitlog.TopicID) bool {
+			return t == topic && (d.opts.Live == nil || !d.isLive(t, id))
+		})
 	}
 	select {
 	case d.requests <- req:

@@ -170,9 +170,11 @@ func TestLag(t *testing.T) {
 	}
 }
 
-func TestKeepFilter(t *testing.T) {
+func TestLiveFilter(t *testing.T) {
 	opts := testOptions(t.TempDir())
-	opts.Keep = func(topic string) bool { return !strings.HasPrefix(topic, "drop") }
+	opts.Live = func(topic string) (commitlog.TopicID, bool) {
+		return commitlog.TopicID{}, !strings.HasPrefix(topic, "drop")
+	}
 	d := mustOpen(t, opts)
 	defer d.Close()
 	if _, err := d.Log().Append(&commitlog.Message{Topic: "drop.me", Body: []byte("a")}); err != nil {
@@ -184,7 +186,7 @@ func TestKeepFilter(t *testing.T) {
 	}
 	waitDispatched(t, d)
 	if _, ok := d.Queues().Lookup("drop.me", 0); ok {
-		t.Fatal("a queue was made for a topic Keep rejects")
+		t.Fatal("a queue was made for a topic that is not live")
 	}
 	checkReadable(t, d, appended{msg: commitlog.Message{Topic: "keep", Body: []byte("b")}, pos: p})
 }

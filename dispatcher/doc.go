@@ -3,7 +3,7 @@
 // from it, a checkpoint and an abort file.
 //
 //	<data>/commitlog/      commit-log files (package commitlog)
-//	<data>/consumequeue/   <topic>/<partition>/ index files (package consumequeue)
+//	<data>/consumequeue/   <QueueName(topic, id)>/<partition>/ index files (package consumequeue)
 //	<data>/checkpoint      progress marker, below
 //	<data>/abort           lock file; present at open = the last run crashed
 //
@@ -22,14 +22,34 @@
 // dispatched offset (WaitDispatched) and wakes Watch channels of the
 // partitions that grew; long-poll fetches sleep on those.
 //
-// Records of topics for which Options.Keep returns false are not dispatched
-// (deleted topics whose records still sit in the log).
-//
 // Every CheckpointInterval the dispatcher takes D = dispatched offset and
 // F = the log's flushed offset, msyncs the consume queues and writes the
 // checkpoint {CommitLogFlushed: F, Dispatched: min(D, F)}: every entry for a
 // record before Dispatched is on disk, and so is the record. The write is
 // skipped when nothing moved.
+//
+// # Topic incarnations
+//
+// A topic deleted and created again under the same name is a new
+// incarnation with a new commitlog.TopicID, which each of its records
+// carries. Options.Live, supplied by the owner of the topic metadata (the
+// broker), names the one live TopicID of a topic. Only records whose
+// TopicID is the live one of their topic are dispatched, in the tail
+// follower, in recovery and in a rebuild alike, so records of a deleted
+// incarnation (or of a deleted topic) never reach a queue; they stay in the
+// log until retention.
+//
+// Every incarnation has queues of its own: the consume-queue directory of a
+// topic is QueueName(topic, id), the topic name for the zero TopicID
+// (version 1 records, written before topic ids, and callers that use none)
+// and topic@<32 hex digits of the id> otherwise ('@' is not allowed in a
+// Kafka topic name). So a re-created partition counts offsets from 0 in a
+// fresh queue beside the commit log's counter of the same (topic, id,
+// partition), and nothing the dead incarnation left (queue files, a late
+// record, a crash halfway through a delete) can collide with its offsets.
+// DeleteTopic removes the queues and counters of the incarnations that are
+// no longer live; Open does the same for queue directories of incarnations
+// that died while it was not running.
 //
 // # Checkpoint file, version 1
 //
@@ -62,6 +82,7 @@
 //
 // Open runs this before dispatching starts:
 //
+//  0. Queue directories of incarnations that are not live are deleted.
 //  1. start = checkpoint.Dispatched clamped to the log's MinOffset, or
 //     MinOffset when there is no valid checkpoint. If the log has files but
 //     the consume-queue directory holds no queue at all (deleted by an
@@ -98,11 +119,9 @@
 // retention, and recovery never leaves the dispatched offset below the
 // log's minimum.
 //
-// Limits: a directory whose every record is filtered by Keep has no queue,
-// which looks like deleted queues, so each start scans the whole log
-// (harmlessly). DeleteTopic expects the topic to get no appends while it
-// runs; a record of the old topic that lands after it would open the new
-// topic's queue at its old offset.
+// Limits: a directory whose every record belongs to a dead incarnation has
+// no queue, which looks like deleted queues, so each start scans the whole
+// log (harmlessly).
 //
 // # Inspection
 //
@@ -112,6 +131,7 @@
 // documented layout (consumequeue.Open repairs what it finds, and inspection
 // must change nothing). Verify checks every record's CRC, that the log is
 // one chain without holes, and that every consume-queue entry points at a
-// record of its own topic/partition whose offsets cover the entry's offset,
-// with the same size and store timestamp.
+// record of its own topic incarnation and partition whose offsets cover the
+// entry's offset, with the same size and store timestamp. Reports name a
+// partition by its queue directory (QueueName).
 package dispatcher

@@ -102,8 +102,19 @@ func Inspect(dir string, opts InspectOptions) (*Report, error) {
 		}
 		return p
 	}
+	type topicID struct {
+		topic string
+		id    commitlog.TopicID
+	}
+	names := map[topicID]string{} // QueueName once per incarnation, not per record
 	scanLog(lr, rep, opts.Progress, func(r *commitlog.Record) {
-		p := part(consumequeue.ID{Topic: r.Topic, Partition: r.Partition})
+		k := topicID{r.Topic, r.TopicID}
+		name, ok := names[k]
+		if !ok {
+			name = QueueName(r.Topic, r.TopicID)
+			names[k] = name
+		}
+		p := part(consumequeue.ID{Topic: name, Partition: r.Partition})
 		p.LogNext = r.QueueOffset + int64(max(r.Count, 1))
 		p.LogRecords++
 	})
@@ -230,6 +241,7 @@ func endsWithMarker(f *logFile, used int64) bool {
 
 // verifyQueue checks each entry of q against the record it points at.
 func verifyQueue(lr *logReader, rep *Report, q *cqQueue) {
+	topic, id := ParseQueueName(q.ID.Topic)
 	var last *commitlog.Record
 	for _, e := range q.Entries {
 		if e.PhysOffset < rep.LogMin {
@@ -254,8 +266,8 @@ func verifyQueue(lr *logReader, rep *Report, q *cqQueue) {
 			last = r
 		}
 		switch {
-		case r.Topic != q.ID.Topic || r.Partition != q.ID.Partition:
-			rep.problem("consume queue %s/%d offset %d points at a record of %s/%d", q.ID.Topic, q.ID.Partition, e.Offset, r.Topic, r.Partition)
+		case r.Topic != topic || r.TopicID != id || r.Partition != q.ID.Partition:
+			rep.problem("consume queue %s/%d offset %d points at a record of %s/%d", q.ID.Topic, q.ID.Partition, e.Offset, QueueName(r.Topic, r.TopicID), r.Partition)
 		case e.Offset < r.QueueOffset || e.Offset >= r.QueueOffset+int64(max(r.Count, 1)):
 			rep.problem("consume queue %s/%d offset %d points at the record of offsets [%d, %d)",
 				q.ID.Topic, q.ID.Partition, e.Offset, r.QueueOffset, r.QueueOffset+int64(max(r.Count, 1)))
@@ -270,12 +282,17 @@ func verifyQueue(lr *logReader, rep *Report, q *cqQueue) {
 
 // Dump calls fn for the records of one partition holding offsets from
 // `from` on, at most limit records (limit <= 0: all), read through the
-// partition's consume queue. A record that spans several offsets (a Kafka
-// batch) is passed once. The record's slices alias the mapped file and are
-// valid only during the call.
+// partition's consume queue. topic is a topic name, or a queue name
+// (QueueName) to pick one incarnation when the directory holds several.
+// A record that spans several offsets (a Kafka batch) is passed once. The
+// record's slices alias the mapped file and are valid only during the call.
 func Dump(dir, topic string, partition int32, from int64, limit int, fn func(r *commitlog.Record) error) error {
-	id := consumequeue.ID{Topic: topic, Partition: partition}
-	if _, err := os.Stat(filepath.Join(dir, "consumequeue", topic, fmt.Sprint(partition))); err != nil {
+	name, err := dumpQueueName(filepath.Join(dir, "consumequeue"), topic)
+	if err != nil {
+		return fmt.Errorf("dispatcher: dump %s/%d: %w", topic, partition, err)
+	}
+	id := consumequeue.ID{Topic: name, Partition: partition}
+	if _, err := os.Stat(filepath.Join(dir, "consumequeue", name, fmt.Sprint(partition))); err != nil {
 		return fmt.Errorf("dispatcher: dump %s/%d: no consume queue: %w", topic, partition, err)
 	}
 	q, err := readQueue(filepath.Join(dir, "consumequeue"), id)
@@ -305,4 +322,30 @@ func Dump(dir, topic string, partition int32, from int64, limit int, fn func(r *
 		n++
 	}
 	return nil
+}
+
+// dumpQueueName resolves a topic to the one queue directory of its
+// incarnations; a name that is a directory itself is taken as it is.
+func dumpQueueName(cqDir, topic string) (string, error) {
+	if _, err := os.Stat(filepath.Join(cqDir, topic)); err == nil {
+		return topic, nil
+	}
+	ents, err := os.ReadDir(cqDir)
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return "", err
+	}
+	var names []string
+	for _, e := range ents {
+		if t, _ := ParseQueueName(e.Name()); t == topic && e.IsDir() {
+			names = append(names, e.Name())
+		}
+	}
+	switch len(names) {
+	case 0:
+		return topic, nil // reported as no consume queue
+	case 1:
+		return names[0], nil
+	default:
+		return "", fmt.Errorf("%d incarnations %v: name one", len(names), names)
+	}
 }

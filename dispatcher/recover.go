@@ -39,6 +39,11 @@ func (d *Dispatcher) open(crashed bool) error {
 		return fmt.Errorf("dispatcher: %w", err)
 	}
 
+	// Queues of incarnations deleted since they were written: a crash
+	// between the metadata change and the queue removal leaves them.
+	if err := d.deleteIncarnations(func(topic string, id commitlog.TopicID) bool { return !d.isLive(topic, id) }); err != nil {
+		return err
+	}
 	minOff := d.log.MinOffset()
 	rebuild := len(d.queues.Queues()) == 0 && len(d.log.Files()) > 0
 	start := minOff
@@ -77,7 +82,8 @@ func (d *Dispatcher) open(crashed bool) error {
 		if !ok {
 			continue
 		}
-		d.log.SetQueueOffset(id.Topic, id.Partition, q.MaxOffset())
+		topic, tid := ParseQueueName(id.Topic)
+		d.log.SetQueueOffset(topic, tid, id.Partition, q.MaxOffset())
 	}
 	d.publish(end)
 	d.cursor = d.log.Cursor(end)
@@ -93,19 +99,20 @@ func (d *Dispatcher) open(crashed bool) error {
 // offsets the queue already holds are skipped, which makes a re-scan over
 // dispatched records harmless.
 func (d *Dispatcher) index(r *commitlog.Record) error {
-	if d.opts.Keep != nil && !d.opts.Keep(r.Topic) {
+	if !d.isLive(r.Topic, r.TopicID) {
 		return nil
 	}
-	id := consumequeue.ID{Topic: r.Topic, Partition: r.Partition}
-	q := d.cache[id]
+	key := incarnation{topic: r.Topic, id: r.TopicID, partition: r.Partition}
+	q := d.cache[key]
 	if q == nil {
 		var err error
-		q, err = d.queues.Queue(r.Topic, r.Partition)
+		q, err = d.queues.Queue(QueueName(r.Topic, r.TopicID), r.Partition)
 		if err != nil {
-			return fmt.Errorf("dispatcher: open queue %s/%d: %w", r.Topic, r.Partition, err)
+			return fmt.Errorf("dispatcher: open queue %s/%d: %w", QueueName(r.Topic, r.TopicID), r.Partition, err)
 		}
-		d.cache[id] = q
+		d.cache[key] = q
 	}
+	id := q.ID()
 	end := r.QueueOffset + int64(max(r.Count, 1))
 	next := q.MaxOffset()
 	if end <= next {

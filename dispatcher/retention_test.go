@@ -36,7 +36,7 @@ func TestRetentionWaitsForDispatch(t *testing.T) {
 					return err
 				}
 				// The floor is now a.pos.End(), inside a's file: records
-				// are 1065 bytes, which never fill a 64 KiB file exactly.
+				// are 1081 bytes, which never fill a 64 KiB file exactly.
 				m := a.msg
 				if err := readBack(d, m.Topic, m.Partition, a.pos.QueueOffset, a.pos.PhysOffset, contentHash(m.Key, m.Headers, m.Body)); err != nil {
 					return err
@@ -56,8 +56,8 @@ func TestRetentionWaitsForDispatch(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if p.Size != 1065 {
-			t.Fatalf("record of %d bytes; the check above needs 1065", p.Size)
+		if p.Size != 1081 {
+			t.Fatalf("record of %d bytes; the check above needs 1081", p.Size)
 		}
 		recs = append(recs, appended{msg: m, pos: p})
 	}

@@ -125,7 +125,12 @@ func printReport(w io.Writer, rep *dispatcher.Report, verify bool) {
 			f.Records, fmtTime(f.FirstTimestamp), fmtTime(f.LastTimestamp))
 	}
 	fmt.Fprintf(w, "\npartitions: %d\n", len(rep.Partitions))
-	fmt.Fprintf(w, "  %-30s  %10s  %10s  %12s  %10s\n", "TOPIC/PARTITION", "MIN", "MAX", "LOG NEXT", "RECORDS")
+	// A topic's queue name carries its 32-digit id (dispatcher.QueueName).
+	width := 30
+	for _, p := range rep.Partitions {
+		width = max(width, len(p.Topic)+1+len(strconv.Itoa(int(p.Partition))))
+	}
+	fmt.Fprintf(w, "  %-*s  %10s  %10s  %12s  %10s\n", width, "TOPIC/PARTITION", "MIN", "MAX", "LOG NEXT", "RECORDS")
 	for _, p := range rep.Partitions {
 		min, max := "-", "-"
 		if p.HasQueue {
@@ -135,7 +140,7 @@ func printReport(w io.Writer, rep *dispatcher.Report, verify bool) {
 		if p.LogNext >= 0 {
 			next = strconv.FormatInt(p.LogNext, 10)
 		}
-		fmt.Fprintf(w, "  %-30s  %10s  %10s  %12s  %10d\n", fmt.Sprintf("%s/%d", p.Topic, p.Partition), min, max, next, p.LogRecords)
+		fmt.Fprintf(w, "  %-*s  %10s  %10s  %12s  %10d\n", width, fmt.Sprintf("%s/%d", p.Topic, p.Partition), min, max, next, p.LogRecords)
 	}
 	if verify {
 		fmt.Fprintf(w, "\nverified %d consume-queue entries (%d behind retention skipped)\n", rep.Verified, rep.Expired)
