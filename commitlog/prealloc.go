@@ -1,6 +1,7 @@
 package commitlog
 
 import (
+	"os"
 	"time"
 
 	"github.com/sirupsen/logrus"
@@ -134,6 +135,15 @@ func (l *Log) reserve(n int) error {
 				l.stats.preallocWaitNanos.Add(int64(time.Since(start)))
 			}
 			l.pending = false
+			if r.err == nil && r.seg.base != l.nextBase() {
+				// Asked for before a Truncate moved the end of the chain.
+				if err := os.Remove(r.seg.path); err != nil {
+					l.log.WithError(err).WithField("file", r.seg.path).Warn("removing a file allocated past a truncated end failed")
+				}
+				r.seg.release()
+				l.requestNext()
+				continue
+			}
 			if r.err == nil {
 				l.ready = append(l.ready, r.seg)
 				continue
