@@ -1,6 +1,7 @@
 package commitlog
 
 import (
+	"fmt"
 	"os"
 	"time"
 
@@ -135,15 +136,6 @@ func (l *Log) reserve(n int) error {
 				l.stats.preallocWaitNanos.Add(int64(time.Since(start)))
 			}
 			l.pending = false
-			if r.err == nil && r.seg.base != l.nextBase() {
-				// Asked for before a Truncate moved the end of the chain.
-				if err := os.Remove(r.seg.path); err != nil {
-					l.log.WithError(err).WithField("file", r.seg.path).Warn("removing a file allocated past a truncated end failed")
-				}
-				r.seg.release()
-				l.requestNext()
-				continue
-			}
 			if r.err == nil {
 				l.ready = append(l.ready, r.seg)
 				continue
@@ -157,4 +149,25 @@ func (l *Log) reserve(n int) error {
 		l.ready = append(l.ready, s)
 	}
 	return nil
+}
+
+// dropPending waits for the file being preallocated, if any, and deletes
+// it with the files ready ahead: Truncate and Restart move the end of the
+// chain, and a file made for the old end must not take a name the new
+// chain will use. It returns the files dropped. wmu held.
+func (l *Log) dropPending() ([]*segment, error) {
+	drop := l.ready
+	l.ready = nil
+	if l.pending {
+		if r := <-l.preRes; r.err == nil {
+			drop = append(drop, r.seg)
+		}
+		l.pending = false
+	}
+	for _, s := range drop {
+		if err := os.Remove(s.path); err != nil {
+			return drop, fmt.Errorf("commitlog: remove %s allocated ahead: %w", s.path, err)
+		}
+	}
+	return drop, nil
 }

@@ -354,3 +354,30 @@ func TestRetentionFloorsLowestWins(t *testing.T) {
 		t.Fatalf("%d files deleted with no floor, want 1 (all but the last)", n)
 	}
 }
+
+func TestRestart(t *testing.T) {
+	opts := testOptions(t, "", replicaFileSize)
+	l := openLog(t, opts)
+	replicaWorkload(t, l)
+	at := int64(10 * replicaFileSize)
+	if err := l.Restart(at); err != nil {
+		t.Fatal(err)
+	}
+	if l.MinOffset() != at || l.WriteOffset() != at || len(l.Files()) != 1 {
+		t.Fatalf("after Restart: min %d write %d files %d", l.MinOffset(), l.WriteOffset(), len(l.Files()))
+	}
+	m := sizedMessage(0, 300, 1)
+	p, err := l.Append(&m)
+	if err != nil || p.PhysOffset != at {
+		t.Fatalf("append after Restart: %+v %v", p, err)
+	}
+	l.Close()
+	again, err := Open(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer again.Close()
+	if end, err := again.Recover(0, nil); err != nil || end != p.End() || again.MinOffset() != at {
+		t.Fatalf("reopened: end %d min %d, %v", end, again.MinOffset(), err)
+	}
+}

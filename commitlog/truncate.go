@@ -55,8 +55,13 @@ func (l *Log) Truncate(to int64) error {
 	removed := segs[j+1 : len(segs) : len(segs)]
 	if len(removed) > 0 {
 		// The files allocated ahead follow the old last file.
-		removed = append(removed, l.ready...)
-		l.ready = nil
+		ahead, err := l.dropPending()
+		for _, r := range ahead {
+			r.release()
+		}
+		if err != nil {
+			return fmt.Errorf("commitlog: truncate to %d: %w", to, err)
+		}
 	}
 	for _, r := range removed {
 		if err := os.Remove(r.path); err != nil {
@@ -86,8 +91,6 @@ func (l *Log) Truncate(to int64) error {
 	if l.flushed.Load() > to {
 		l.flushed.Store(to)
 	}
-	// A file the preallocator is still making was asked for at the old
-	// chain's end; reserve discards it when it arrives.
 	l.requestNext()
 	l.log.WithFields(logrus.Fields{"to": to, "from": w, "removed_files": len(removed), "zeroed_bytes": zeroed}).Warn("commit log truncated")
 	return nil
@@ -129,4 +132,57 @@ func (l *Log) firstOffsetsFrom(segs []*segment, to, w int64) (map[queueKey]int64
 		return nil, fmt.Errorf("commitlog: truncate to %d: the log between it and the write offset %d ends at %d (%v): %w", to, w, end, sc.stop, ErrCorrupt)
 	}
 	return next, nil
+}
+
+// Restart empties the log and starts it again at at, keeping the queue
+// counters: a follower too far behind its leader, whose files retention
+// has deleted, starts again at the leader's MinOffset (a file base there,
+// so both logs roll at the same places). Every file is deleted.
+func (l *Log) Restart(at int64) error {
+	l.wmu.Lock()
+	defer l.wmu.Unlock()
+	if l.closed.Load() {
+		return ErrClosed
+	}
+	if !l.recovered {
+		return ErrNotRecovered
+	}
+	if at < 0 {
+		return fmt.Errorf("commitlog: restart at %d: %w", at, ErrOutOfRange)
+	}
+	l.segMu.Lock()
+	defer l.segMu.Unlock()
+	ahead, err := l.dropPending()
+	for _, s := range ahead {
+		s.release()
+	}
+	if err != nil {
+		return fmt.Errorf("commitlog: restart at %d: %w", at, err)
+	}
+	old := l.chain()
+	for _, s := range old {
+		if err := os.Remove(s.path); err != nil {
+			return fmt.Errorf("commitlog: restart at %d: remove %s: %w", at, s.path, err)
+		}
+	}
+	l.setChain(nil)
+	for _, s := range old {
+		s.release()
+	}
+	s, err := createSegment(l.opts.Dir, at, l.opts.FileSize, &l.mapped)
+	if err != nil {
+		return fmt.Errorf("commitlog: restart at %d: %w", at, err)
+	}
+	// The removals must not come back after a crash beside the new file;
+	// the new file's allocation is made durable by the first flush.
+	if err := syncDir(l.opts.Dir); err != nil {
+		return fmt.Errorf("commitlog: restart at %d: %w", at, err)
+	}
+	l.setChain([]*segment{s})
+	l.cur, l.wpos = s, 0
+	l.writeOff.Store(at)
+	l.flushed.Store(at)
+	l.requestNext()
+	l.log.WithFields(logrus.Fields{"at": at, "removed_files": len(old)}).Warn("commit log restarted empty")
+	return nil
 }
