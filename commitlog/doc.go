@@ -124,8 +124,8 @@
 // oldest files, by age (newest record older than RetentionAge; the file's
 // mtime is set to its last append when the writer leaves it) and by total
 // size (RetentionBytes), never the file being written, and never a file
-// that ends after the retention floor (SetRetentionFloor; the dispatcher
-// sets it to its dispatched offset, so the log outgrows RetentionBytes
+// that ends after the retention floor (AddRetentionFloor; the dispatcher
+// registers its dispatched offset, so the log outgrows RetentionBytes
 // rather than lose records not yet indexed). A deleted file is
 // unlinked and leaves the chain at once, but stays mapped until the last
 // View on it is released. OnRetention callbacks get the new MinOffset.
@@ -152,4 +152,39 @@
 // the mapping), so the usual already-zero tail costs a scan of the pages
 // recovery just populated, not a write of the whole tail; blocks stay
 // allocated either way.
+//
+// # Replication
+//
+// A replica of the log is byte-identical to its leader's: the same records
+// at the same physical offsets in files of the same size. ReadRaw hands a
+// leader the stored bytes from a follower's end on (whole records, the
+// end-of-file marker included where a file ends) and AppendRaw writes them
+// on the follower at its WriteOffset after checking every record's CRC,
+// PhysOffset and placement, taking queue offsets from the records. A
+// follower's own dispatcher then indexes them as on the leader.
+//
+// Truncate cuts the log back at run time to a record boundary: a follower
+// of a new leader drops the tail the new leader never had, found through
+// the leader-epoch file. The cut is made as recovery makes one (the rest of
+// the file zeroed, later files deleted, both made durable) and the queue
+// counters of the partitions that lose records go back.
+//
+// The leader-epoch file (EpochFileName in the log directory, Epochs) lists
+// the physical offset at which each leader epoch's records start. Layout,
+// version 1, big-endian:
+//
+//	off  size  field
+//	0    4     Magic    "ULEP"
+//	4    2     Version  1
+//	6    4     Count    uint32, the entries that follow
+//	10   16*N  Entries  Epoch int64, StartOffset int64; epochs strictly
+//	                    increasing, start offsets non-decreasing
+//	     4     CRC      CRC32C (Castagnoli) of every byte before it
+//
+// It is replaced whole (temporary file, fsync, rename, directory fsync) on
+// every change, so a crash leaves the old list or the new one.
+//
+// Retention keeps every file that ends after the lowest registered floor
+// (AddRetentionFloor): the dispatcher's dispatched offset and, on a
+// leader, the end of its slowest in-sync follower.
 package commitlog

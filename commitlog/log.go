@@ -54,9 +54,9 @@ type Log struct {
 	gen       *flushGen
 	flushKick chan struct{}
 
-	retMu  sync.Mutex
+	retMu  sync.Mutex // guards retFns and floors
 	retFns []func(newMin int64)
-	floor  atomic.Pointer[func() int64] // SetRetentionFloor; nil = none
+	floors []*func() int64 // AddRetentionFloor; by pointer so remove finds its own
 
 	stats  counters
 	intern *interner

@@ -71,7 +71,7 @@ type Options struct {
 	// RetentionBytes caps the total size of the files (0 = no cap). The
 	// file being written is never deleted, so the log may exceed the cap by
 	// up to one file, and by more while a retention floor
-	// (SetRetentionFloor) holds older files.
+	// (AddRetentionFloor) holds older files.
 	RetentionBytes int64
 	// RetentionCheckInterval is how often retention runs (default 1 min).
 	RetentionCheckInterval time.Duration

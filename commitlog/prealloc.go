@@ -1,6 +1,8 @@
 package commitlog
 
 import (
+	"fmt"
+	"os"
 	"time"
 
 	"github.com/sirupsen/logrus"
@@ -147,4 +149,25 @@ func (l *Log) reserve(n int) error {
 		l.ready = append(l.ready, s)
 	}
 	return nil
+}
+
+// dropPending waits for the file being preallocated, if any, and deletes
+// it with the files ready ahead: Truncate and Restart move the end of the
+// chain, and a file made for the old end must not take a name the new
+// chain will use. It returns the files dropped. wmu held.
+func (l *Log) dropPending() ([]*segment, error) {
+	drop := l.ready
+	l.ready = nil
+	if l.pending {
+		if r := <-l.preRes; r.err == nil {
+			drop = append(drop, r.seg)
+		}
+		l.pending = false
+	}
+	for _, s := range drop {
+		if err := os.Remove(s.path); err != nil {
+			return drop, fmt.Errorf("commitlog: remove %s allocated ahead: %w", s.path, err)
+		}
+	}
+	return drop, nil
 }

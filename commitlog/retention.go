@@ -17,19 +17,42 @@ func (l *Log) OnRetention(fn func(newMin int64)) {
 	l.retMu.Unlock()
 }
 
-// SetRetentionFloor makes retention keep every file that ends after
+// AddRetentionFloor makes retention keep every file that ends after
 // floor(): a file is deleted, by age or by size, only if all of it lies
-// before the floor. The dispatcher passes its dispatched offset, so records
-// it has not indexed yet are never deleted under it; the log then exceeds
-// RetentionBytes for as long as the dispatcher is behind. floor runs on the
-// retention goroutine, once per check, and must not block. A nil floor
-// removes the limit. Set it before Recover to cover the first check.
-func (l *Log) SetRetentionFloor(floor func() int64) {
-	if floor == nil {
-		l.floor.Store(nil)
-		return
+// before every registered floor. The dispatcher registers its dispatched
+// offset, so records it has not indexed yet are never deleted under it; a
+// replication leader registers the position of its slowest in-sync
+// follower. The log then exceeds RetentionBytes for as long as the slowest
+// of them is behind. floor runs on the retention goroutine, once per check,
+// and must not block. remove unregisters it. Add floors before Recover to
+// cover the first check.
+func (l *Log) AddRetentionFloor(floor func() int64) (remove func()) {
+	f := &floor
+	l.retMu.Lock()
+	l.floors = append(l.floors, f)
+	l.retMu.Unlock()
+	return func() {
+		l.retMu.Lock()
+		defer l.retMu.Unlock()
+		for i, g := range l.floors {
+			if g == f {
+				l.floors = append(l.floors[:i:i], l.floors[i+1:]...)
+				return
+			}
+		}
 	}
-	l.floor.Store(&floor)
+}
+
+// retentionFloor is the lowest of the registered floors (MaxInt64 if none).
+func (l *Log) retentionFloor() int64 {
+	l.retMu.Lock()
+	floors := l.floors
+	l.retMu.Unlock()
+	low := int64(math.MaxInt64)
+	for _, f := range floors {
+		low = min(low, (*f)())
+	}
+	return low
 }
 
 func (l *Log) retainer() {
@@ -53,10 +76,7 @@ func (l *Log) retainer() {
 // stays mapped until the last View on it is released. It returns the
 // number of files deleted.
 func (l *Log) retain(now time.Time) int {
-	floor := int64(math.MaxInt64)
-	if fn := l.floor.Load(); fn != nil {
-		floor = (*fn)()
-	}
+	floor := l.retentionFloor()
 	l.segMu.Lock()
 	segs := l.chain()
 	var total int64

@@ -214,7 +214,7 @@ func TestRetentionFloor(t *testing.T) {
 			l := openLog(t, opts)
 			defer l.Close()
 			var floor atomic.Int64
-			l.SetRetentionFloor(floor.Load)
+			remove := l.AddRetentionFloor(floor.Load)
 			for len(l.Files()) < 6 {
 				m := testMessage(1, 1000)
 				if _, err := l.Append(&m); err != nil {
@@ -246,7 +246,7 @@ func TestRetentionFloor(t *testing.T) {
 					t.Fatalf("floor %d: oldest kept record unreadable: %v", st.floor, err)
 				}
 			}
-			l.SetRetentionFloor(nil)
+			remove()
 			if n := l.retain(time.Now().Add(later)); n != 0 {
 				t.Fatalf("%d files deleted with one file left", n)
 			}

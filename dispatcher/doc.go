@@ -112,7 +112,7 @@
 // normally nothing, so start-up cost is opening the queues.
 //
 // Retention never deletes what is not dispatched: the dispatched offset is
-// the commit log's retention floor (commitlog.Log.SetRetentionFloor), so a
+// the commit log's retention floor (commitlog.Log.AddRetentionFloor), so a
 // log file is deleted only once every record in it is indexed, and a size
 // cap smaller than the dispatch backlog lets the log grow past the cap
 // until the dispatcher catches up. The floor is set before recovery starts

@@ -33,7 +33,7 @@ func (d *Dispatcher) open(crashed bool) error {
 	}
 	// Before Recover starts retention: until the first publish the floor
 	// is 0 and nothing can be deleted.
-	d.log.SetRetentionFloor(d.dispatched.Load)
+	d.log.AddRetentionFloor(d.dispatched.Load)
 	d.queues, err = consumequeue.Open(d.opts.ConsumeQueue)
 	if err != nil {
 		return fmt.Errorf("dispatcher: %w", err)

@@ -1,0 +1,61 @@
+// Package replication is unilog's data plane: it copies a replica group
+// leader's whole commit log to its followers over one TCP stream per
+// follower, so replication costs the same at 1 partition and at 100,000.
+//
+// # Design
+//
+// A follower's log is byte-identical to its leader's (commitlog ReadRaw,
+// AppendRaw). The follower dials the leader's replication address, says
+// where its log ends and which leader epoch wrote its last records, and
+// the leader answers where that epoch ends in its own log (commitlog
+// Epochs.EndOffset, Kafka's OffsetsForLeaderEpoch). The follower cuts
+// anything after that (its hook truncates the log and re-positions its
+// dispatcher), then the leader streams raw chunks from the follower's end
+// as they are written, each tagged with the epoch its records were written
+// under, so the follower's epoch file grows exactly as the leader's did.
+// The follower acknowledges its write end and its flushed end.
+//
+// The leader keeps, per follower, its acknowledged offsets and when it was
+// last caught up. A follower is in sync while it caught up to the leader's
+// end (as it was at the follower's previous acknowledgement, Kafka's
+// rule) within MaxLag; it leaves the set when it lags longer or
+// disconnects and rejoins once caught up. The high watermark is the lowest
+// end confirmed by the leader and every in-sync follower: records below it
+// are on every in-sync replica, so a failover to one of them keeps them,
+// and only those are served to consumers. WaitReplicated blocks an
+// acks=-1 produce until the high watermark covers it, after checking that
+// at least MinInSync followers are in sync (ErrNotEnoughReplicas
+// otherwise, never a silent downgrade). With Durable set, followers count
+// only what they have flushed.
+//
+// Every frame carries the sender's leader epoch. A follower refuses a
+// leader with an older epoch than the one it was told to follow, and a
+// leader that meets a follower which knows a newer epoch is told so (a
+// Fenced frame) and reports it through OnFenced: it must stop taking writes
+// and follow.
+//
+// # Frames, version 1
+//
+// All integers are big-endian.
+//
+//	off  size  field
+//	0    4     Length   uint32, bytes after this field
+//	4    1     Type     1 Hello, 2 Start, 3 Data, 4 Ack, 5 Fenced
+//	5    1     Version  1
+//	6    8     Epoch    int64, the leader epoch as the sender knows it
+//	14   n     Payload
+//	     4     CRC      CRC32C (Castagnoli) of bytes [4, 14+n)
+//
+// Payloads:
+//
+//	Hello  (follower) End int64, LastEpoch int64 (-1: none), NodeLen uint16, Node
+//	Start  (leader)   TruncateTo int64 (-1: keep nothing), LeaderMin int64
+//	Data   (leader)   RecordEpoch int64, HighWatermark int64, Phys int64, raw log bytes
+//	Ack    (follower) End int64, Flushed int64
+//	Fenced (either)   the frame's Epoch is the newer epoch; no payload
+//
+// A Data frame never crosses a file end or an epoch start, and carries at
+// most MaxChunk bytes of log. An idle leader sends an empty Data frame
+// every Heartbeat so the follower sees the high watermark move and a dead
+// leader is noticed.
+package replication

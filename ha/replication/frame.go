@@ -1,0 +1,131 @@
+package replication
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"hash/crc32"
+	"io"
+)
+
+const (
+	frameHello  = 1
+	frameStart  = 2
+	frameData   = 3
+	frameAck    = 4
+	frameFenced = 5
+
+	frameVersion = 1
+	headerSize   = 14 // Length, Type, Version, Epoch
+	dataHeader   = 24 // RecordEpoch, HighWatermark, Phys
+
+	// MaxChunk is the most log bytes one Data frame carries (a record
+	// larger than it travels alone).
+	MaxChunk = 1 << 20
+)
+
+var (
+	be         = binary.BigEndian
+	castagnoli = crc32.MakeTable(crc32.Castagnoli)
+)
+
+// ErrProtocol marks a frame that is not valid version 1 replication.
+var ErrProtocol = errors.New("replication: protocol error")
+
+// frame is one decoded frame; payload aliases the reader's buffer.
+type frame struct {
+	typ     byte
+	epoch   int64
+	payload []byte
+}
+
+// appendFrame appends a frame of typ whose payload is built by fill.
+func appendFrame(dst []byte, typ byte, epoch int64, payload ...[]byte) []byte {
+	n := headerSize - 4 + 4
+	for _, p := range payload {
+		n += len(p)
+	}
+	start := len(dst)
+	dst = be.AppendUint32(dst, uint32(n))
+	dst = append(dst, typ, frameVersion)
+	dst = be.AppendUint64(dst, uint64(epoch))
+	for _, p := range payload {
+		dst = append(dst, p...)
+	}
+	return be.AppendUint32(dst, crc32.Checksum(dst[start+4:], castagnoli))
+}
+
+// frameReader reads frames into one reused buffer.
+type frameReader struct {
+	r   io.Reader
+	buf []byte
+	max int
+}
+
+// next reads one frame. The payload is valid until the next call.
+func (fr *frameReader) next() (frame, error) {
+	var lenb [4]byte
+	if _, err := io.ReadFull(fr.r, lenb[:]); err != nil {
+		return frame{}, err
+	}
+	n := int(be.Uint32(lenb[:]))
+	if n < headerSize-4+4 || n > fr.max {
+		return frame{}, fmt.Errorf("%w: frame of %d bytes (limit %d)", ErrProtocol, n, fr.max)
+	}
+	if cap(fr.buf) < n {
+		fr.buf = make([]byte, n)
+	}
+	b := fr.buf[:n]
+	if _, err := io.ReadFull(fr.r, b); err != nil {
+		return frame{}, fmt.Errorf("replication: read frame: %w", io.ErrUnexpectedEOF)
+	}
+	body := b[:n-4]
+	if got, want := crc32.Checksum(body, castagnoli), be.Uint32(b[n-4:]); got != want {
+		return frame{}, fmt.Errorf("%w: frame crc %#08x, computed %#08x", ErrProtocol, want, got)
+	}
+	if body[1] != frameVersion {
+		return frame{}, fmt.Errorf("%w: frame version %d", ErrProtocol, body[1])
+	}
+	return frame{typ: body[0], epoch: int64(be.Uint64(body[2:])), payload: body[10:]}, nil
+}
+
+func int64s(vs ...int64) []byte {
+	b := make([]byte, 0, 8*len(vs))
+	for _, v := range vs {
+		b = be.AppendUint64(b, uint64(v))
+	}
+	return b
+}
+
+// readInt64s decodes the first len(dst) int64s of p.
+func readInt64s(p []byte, dst ...*int64) error {
+	if len(p) < 8*len(dst) {
+		return fmt.Errorf("%w: payload of %d bytes, want at least %d", ErrProtocol, len(p), 8*len(dst))
+	}
+	for i, d := range dst {
+		*d = int64(be.Uint64(p[8*i:]))
+	}
+	return nil
+}
+
+type hello struct {
+	end, lastEpoch int64
+	node           string
+}
+
+func encodeHello(epoch int64, h hello) []byte {
+	name := be.AppendUint16(nil, uint16(len(h.node)))
+	return appendFrame(nil, frameHello, epoch, int64s(h.end, h.lastEpoch), name, []byte(h.node))
+}
+
+func decodeHello(p []byte) (hello, error) {
+	var h hello
+	if err := readInt64s(p, &h.end, &h.lastEpoch); err != nil {
+		return h, err
+	}
+	if len(p) < 18 || len(p) != 18+int(be.Uint16(p[16:])) {
+		return h, fmt.Errorf("%w: hello of %d bytes", ErrProtocol, len(p))
+	}
+	h.node = string(p[18:])
+	return h, nil
+}

@@ -1,0 +1,489 @@
+package replication
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"net"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/sirupsen/logrus"
+
+	"github.com/unilog/unilog/commitlog"
+)
+
+// ErrNotEnoughReplicas is returned by WaitReplicated when fewer followers
+// than MinInSync are in sync.
+var ErrNotEnoughReplicas = errors.New("replication: not enough in-sync replicas")
+
+// ErrFenced is returned once the leader learned of a newer epoch.
+var ErrFenced = errors.New("replication: fenced by a newer leader epoch")
+
+// LeaderLog is what a leader reads from its commit log.
+type LeaderLog interface {
+	ReadRaw(dst []byte, phys int64, max int) ([]byte, int64, error)
+	WriteOffset() int64
+	MinOffset() int64
+	Appended() <-chan struct{}
+}
+
+// LeaderEpochs is the leader's epoch file.
+type LeaderEpochs interface {
+	EndOffset(epoch, logEnd int64) (known, end int64)
+	List() []commitlog.EpochStart
+}
+
+// LeaderConfig configures a Leader. Zero durations take the defaults.
+type LeaderConfig struct {
+	Log    LeaderLog
+	Epochs LeaderEpochs
+	// Epoch is this leader's epoch; Epochs must already hold it, starting
+	// at the log's end when the node became leader.
+	Epoch int64
+	// FileSize is the commit log's file size; followers must use the same.
+	FileSize int64
+	// MinInSync is how many followers must be in sync for WaitReplicated.
+	MinInSync int
+	// Durable counts a follower's flushed end instead of its write end.
+	Durable bool
+	// MaxLag is how long a follower may go without catching up and stay in
+	// sync (default 10s).
+	MaxLag time.Duration
+	// Heartbeat is the idle interval between empty Data frames (default 250ms).
+	Heartbeat time.Duration
+	// OnFenced is called once when a follower knows a newer epoch.
+	OnFenced func(newer int64)
+	Logger   logrus.FieldLogger
+}
+
+// FollowerStatus describes one follower as the leader sees it.
+type FollowerStatus struct {
+	Node      string `json:"node"`
+	End       int64  `json:"end"`
+	Flushed   int64  `json:"flushed"`
+	InSync    bool   `json:"in_sync"`
+	Connected bool   `json:"connected"`
+	LagBytes  int64  `json:"lag_bytes"`
+}
+
+type peer struct {
+	end, flushed  int64
+	lastLeaderEnd int64 // the leader's end at the previous ack
+	caughtUpAt    time.Time
+	inSync        bool
+	connected     bool
+	conn          net.Conn
+}
+
+// Leader serves a replica group's followers.
+type Leader struct {
+	cfg LeaderConfig
+	log logrus.FieldLogger
+
+	mu      sync.Mutex
+	peers   map[string]*peer
+	hw      int64 // of the followers in sync; MaxInt64 when there are none
+	changed chan struct{}
+	fenced  bool
+	closed  bool
+	ln      net.Listener
+	wg      sync.WaitGroup
+	stop    chan struct{}
+}
+
+// NewLeader returns a Leader; Serve starts it.
+func NewLeader(cfg LeaderConfig) *Leader {
+	if cfg.MaxLag <= 0 {
+		cfg.MaxLag = 10 * time.Second
+	}
+	if cfg.Heartbeat <= 0 {
+		cfg.Heartbeat = 250 * time.Millisecond
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = logrus.StandardLogger()
+	}
+	return &Leader{
+		cfg:     cfg,
+		log:     cfg.Logger.WithFields(logrus.Fields{"component": "replication", "role": "leader", "epoch": cfg.Epoch}),
+		peers:   make(map[string]*peer),
+		hw:      math.MaxInt64,
+		changed: make(chan struct{}),
+		stop:    make(chan struct{}),
+	}
+}
+
+// Serve accepts followers on ln until Close.
+func (l *Leader) Serve(ln net.Listener) error {
+	l.mu.Lock()
+	if l.closed {
+		l.mu.Unlock()
+		ln.Close()
+		return net.ErrClosed
+	}
+	l.ln = ln
+	l.wg.Add(2) // the lag checker and this accept loop
+	l.mu.Unlock()
+	go l.checkLag()
+	for {
+		c, err := ln.Accept()
+		if err != nil {
+			l.wg.Done()
+			if errors.Is(err, net.ErrClosed) {
+				return nil
+			}
+			return fmt.Errorf("replication: accept: %w", err)
+		}
+		l.wg.Add(1)
+		go func() {
+			defer l.wg.Done()
+			if err := l.session(c); err != nil && !errors.Is(err, net.ErrClosed) {
+				l.log.WithError(err).WithField("peer", c.RemoteAddr().String()).Info("follower session ended")
+			}
+		}()
+	}
+}
+
+// Close stops serving and disconnects every follower.
+func (l *Leader) Close() {
+	l.mu.Lock()
+	if l.closed {
+		l.mu.Unlock()
+		return
+	}
+	l.closed = true
+	close(l.stop)
+	if l.ln != nil {
+		l.ln.Close()
+	}
+	for _, p := range l.peers {
+		if p.conn != nil {
+			p.conn.Close()
+		}
+	}
+	l.mu.Unlock()
+	l.wg.Wait()
+}
+
+// HighWatermark is the physical offset below which every record is on the
+// leader and on every in-sync follower.
+func (l *Leader) HighWatermark() int64 {
+	end := l.cfg.Log.WriteOffset()
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return min(end, l.hw)
+}
+
+// Changed returns a channel closed the next time the followers' part of
+// the high watermark or the in-sync set changes.
+func (l *Leader) Changed() <-chan struct{} {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.changed
+}
+
+// Followers reports every follower seen, sorted by node.
+func (l *Leader) Followers() []FollowerStatus {
+	end := l.cfg.Log.WriteOffset()
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	out := make([]FollowerStatus, 0, len(l.peers))
+	for node, p := range l.peers {
+		out = append(out, FollowerStatus{Node: node, End: p.end, Flushed: p.flushed, InSync: p.inSync, Connected: p.connected, LagBytes: max(0, end-p.end)})
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Node < out[j].Node })
+	return out
+}
+
+// WaitReplicated blocks until the high watermark reaches end. It returns
+// ErrNotEnoughReplicas when fewer than MinInSync followers are in sync,
+// at the start or while it waits, and ErrFenced once deposed.
+func (l *Leader) WaitReplicated(ctx context.Context, end int64) error {
+	for {
+		l.mu.Lock()
+		ch, fenced, n, hw := l.changed, l.fenced, l.inSyncLocked(), l.hw
+		l.mu.Unlock()
+		switch {
+		case fenced:
+			return ErrFenced
+		case n < l.cfg.MinInSync:
+			return fmt.Errorf("replication: %d in sync, %d required: %w", n, l.cfg.MinInSync, ErrNotEnoughReplicas)
+		case hw >= end:
+			return nil
+		}
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-l.stop:
+			return net.ErrClosed
+		}
+	}
+}
+
+func (l *Leader) inSyncLocked() int {
+	n := 0
+	for _, p := range l.peers {
+		if p.inSync {
+			n++
+		}
+	}
+	return n
+}
+
+// updateLocked recomputes the followers' high watermark and wakes waiters.
+func (l *Leader) updateLocked() {
+	hw := int64(math.MaxInt64)
+	for _, p := range l.peers {
+		if p.inSync {
+			hw = min(hw, l.confirmed(p))
+		}
+	}
+	l.hw = hw
+	close(l.changed)
+	l.changed = make(chan struct{})
+}
+
+func (l *Leader) confirmed(p *peer) int64 {
+	if l.cfg.Durable {
+		return p.flushed
+	}
+	return p.end
+}
+
+// ack records a follower's acknowledgement.
+func (l *Leader) ack(node string, end, flushed int64) {
+	now := time.Now()
+	leaderEnd := l.cfg.Log.WriteOffset()
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	p := l.peers[node]
+	p.end, p.flushed = end, flushed
+	if end >= p.lastLeaderEnd {
+		p.caughtUpAt = now
+	}
+	p.lastLeaderEnd = leaderEnd
+	// Joining must not pull the high watermark back.
+	if !p.inSync && now.Sub(p.caughtUpAt) <= l.cfg.MaxLag && l.confirmed(p) >= min(l.hw, leaderEnd) {
+		p.inSync = true
+		l.log.WithField("follower", node).Info("follower in sync")
+	}
+	l.updateLocked()
+}
+
+// checkLag drops followers that have not caught up within MaxLag.
+func (l *Leader) checkLag() {
+	defer l.wg.Done()
+	t := time.NewTicker(l.cfg.MaxLag / 4)
+	defer t.Stop()
+	for {
+		select {
+		case <-l.stop:
+			return
+		case now := <-t.C:
+			l.mu.Lock()
+			for node, p := range l.peers {
+				if p.inSync && now.Sub(p.caughtUpAt) > l.cfg.MaxLag {
+					p.inSync = false
+					l.log.WithFields(logrus.Fields{"follower": node, "end": p.end}).Warn("follower fell out of sync")
+					l.updateLocked()
+				}
+			}
+			l.mu.Unlock()
+		}
+	}
+}
+
+func (l *Leader) fence(newer int64) {
+	l.mu.Lock()
+	first := !l.fenced
+	l.fenced = true
+	l.updateLocked()
+	l.mu.Unlock()
+	if first {
+		l.log.WithField("newer_epoch", newer).Warn("a follower knows a newer leader epoch: fenced")
+		if l.cfg.OnFenced != nil {
+			l.cfg.OnFenced(newer)
+		}
+	}
+}
+
+// session serves one follower connection.
+func (l *Leader) session(c net.Conn) error {
+	defer c.Close()
+	fr := &frameReader{r: c, max: 1 << 16}
+	c.SetReadDeadline(time.Now().Add(10 * time.Second))
+	f, err := fr.next()
+	if err != nil {
+		return err
+	}
+	if f.typ != frameHello {
+		return fmt.Errorf("%w: first frame of type %d", ErrProtocol, f.typ)
+	}
+	h, err := decodeHello(f.payload)
+	if err != nil {
+		return err
+	}
+	if f.epoch > l.cfg.Epoch {
+		l.fence(f.epoch)
+		return fmt.Errorf("follower %s knows epoch %d: %w", h.node, f.epoch, ErrFenced)
+	}
+	truncateTo := int64(-1)
+	if h.lastEpoch >= 0 {
+		_, truncateTo = l.cfg.Epochs.EndOffset(h.lastEpoch, l.cfg.Log.WriteOffset())
+	}
+	start := appendFrame(nil, frameStart, l.cfg.Epoch, int64s(truncateTo, l.cfg.Log.MinOffset(), l.cfg.FileSize))
+	if err := l.write(c, start); err != nil {
+		return err
+	}
+	// The follower cuts its log and says where it now ends.
+	f, err = fr.next()
+	if err != nil {
+		return err
+	}
+	var end, flushed int64
+	if f.typ != frameAck {
+		return fmt.Errorf("%w: frame of type %d after start", ErrProtocol, f.typ)
+	}
+	if err := readInt64s(f.payload, &end, &flushed); err != nil {
+		return err
+	}
+	c.SetReadDeadline(time.Time{})
+	if !l.join(h.node, c, end, flushed) {
+		return net.ErrClosed
+	}
+	defer l.leave(h.node, c)
+	l.log.WithFields(logrus.Fields{"follower": h.node, "from": end, "its_epoch": h.lastEpoch}).Info("follower connected")
+
+	errc := make(chan error, 1)
+	go func() { errc <- l.readAcks(fr, h.node) }()
+	serr := l.send(c, end)
+	c.Close()
+	if rerr := <-errc; serr == nil {
+		serr = rerr
+	}
+	return serr
+}
+
+func (l *Leader) join(node string, c net.Conn, end, flushed int64) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.closed {
+		return false
+	}
+	p := l.peers[node]
+	if p == nil {
+		p = &peer{}
+		l.peers[node] = p
+	}
+	if p.conn != nil {
+		p.conn.Close() // a reconnect replaces the old session
+	}
+	p.conn, p.connected, p.end, p.flushed, p.lastLeaderEnd = c, true, end, flushed, end
+	return true
+}
+
+func (l *Leader) leave(node string, c net.Conn) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	p := l.peers[node]
+	if p == nil || p.conn != c {
+		return
+	}
+	p.conn, p.connected = nil, false
+	if p.inSync {
+		p.inSync = false
+		l.log.WithField("follower", node).Warn("follower disconnected: out of sync")
+		l.updateLocked()
+	}
+}
+
+func (l *Leader) readAcks(fr *frameReader, node string) error {
+	for {
+		f, err := fr.next()
+		if err != nil {
+			return err
+		}
+		switch f.typ {
+		case frameAck:
+			var end, flushed int64
+			if err := readInt64s(f.payload, &end, &flushed); err != nil {
+				return err
+			}
+			l.ack(node, end, flushed)
+		case frameFenced:
+			l.fence(f.epoch)
+			return ErrFenced
+		default:
+			return fmt.Errorf("%w: frame of type %d from a follower", ErrProtocol, f.typ)
+		}
+	}
+}
+
+// send streams the log from pos, and heartbeats while idle.
+func (l *Leader) send(c net.Conn, pos int64) error {
+	hb := time.NewTicker(l.cfg.Heartbeat)
+	defer hb.Stop()
+	var buf, out []byte
+	sentHW := int64(-1)
+	for {
+		appended := l.cfg.Log.Appended()
+		changed := l.Changed()
+		recEpoch, boundary := l.epochAt(pos)
+		var chunk []byte
+		next := pos
+		if pos < l.cfg.Log.WriteOffset() {
+			var err error
+			chunk, next, err = l.cfg.Log.ReadRaw(buf[:0], pos, int(min(MaxChunk, boundary-pos)))
+			if err != nil {
+				return fmt.Errorf("replication: read the log at %d: %w", pos, err)
+			}
+			buf = chunk
+		} else {
+			// Idle: a frame only for a new high watermark or a heartbeat
+			// (every ack changes the followers' state; most leave it be).
+			select {
+			case <-appended:
+				continue
+			case <-changed:
+				if l.HighWatermark() == sentHW {
+					continue
+				}
+			case <-hb.C:
+			case <-l.stop:
+				return net.ErrClosed
+			}
+		}
+		sentHW = l.HighWatermark()
+		out = appendFrame(out[:0], frameData, l.cfg.Epoch, int64s(recEpoch, sentHW, pos), chunk)
+		if err := l.write(c, out); err != nil {
+			return err
+		}
+		pos = next
+	}
+}
+
+// epochAt returns the epoch that wrote pos (-1 before the first one: a
+// log written before it was replicated) and where the next one starts.
+func (l *Leader) epochAt(pos int64) (epoch, boundary int64) {
+	epoch, boundary = -1, math.MaxInt64
+	list := l.cfg.Epochs.List()
+	i := sort.Search(len(list), func(i int) bool { return list[i].Start > pos })
+	if i > 0 {
+		epoch = list[i-1].Epoch
+	}
+	if i < len(list) {
+		boundary = list[i].Start
+	}
+	return epoch, boundary
+}
+
+func (l *Leader) write(c net.Conn, b []byte) error {
+	c.SetWriteDeadline(time.Now().Add(10 * time.Second))
+	if _, err := c.Write(b); err != nil {
+		return fmt.Errorf("replication: write to %s: %w", c.RemoteAddr(), err)
+	}
+	return nil
+}
