@@ -66,6 +66,7 @@ type rawItem struct {
 	size      int    // bytes of the chunk it takes (0 for a roll by position)
 	roll      bool   // the writer moves to the next file after it
 	topic     string // record only
+	id        TopicID
 	partition int32
 	next      int64 // record only: the partition's next queue offset after it
 }
@@ -116,7 +117,7 @@ func (l *Log) AppendRaw(phys int64, data []byte) (int64, error) {
 		if it.size > 0 && !it.roll {
 			copy(l.cur.m[l.wpos:], data[it.at:it.at+it.size])
 			l.wpos += int64(it.size)
-			*l.queueNext(it.topic, it.partition) = it.next
+			*l.queueNext(it.topic, it.id, it.partition) = it.next
 		}
 		if it.roll {
 			l.roll(now)
@@ -177,7 +178,7 @@ func (l *Log) planRaw(phys int64, data []byte) ([]rawItem, int, error) {
 		if rec.End() > end {
 			return fail(d, "record of %d bytes crosses the end of the file at %d", rec.TotalSize, end)
 		}
-		items = append(items, rawItem{at: d, size: int(rec.TotalSize), topic: rec.Topic, partition: rec.Partition, next: rec.QueueOffset + int64(rec.Count)})
+		items = append(items, rawItem{at: d, size: int(rec.TotalSize), topic: rec.Topic, id: rec.TopicID, partition: rec.Partition, next: rec.QueueOffset + int64(rec.Count)})
 		d += int(rec.TotalSize)
 		pos += int64(rec.TotalSize)
 	}

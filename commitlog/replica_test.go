@@ -13,7 +13,7 @@ const replicaFileSize = 8192
 
 // sizedMessage is a message whose record is exactly size bytes.
 func sizedMessage(partition int32, size int, fill byte) Message {
-	body := bytes.Repeat([]byte{fill}, size-MinRecordSize-1)
+	body := bytes.Repeat([]byte{fill}, size-MinRecordSize-TopicIDSize-1)
 	return Message{Topic: "t", Partition: partition, Body: body}
 }
 
@@ -79,7 +79,7 @@ func sameLogs(t *testing.T, a, b *Log) {
 		}
 	}
 	for p := int32(0); p < 3; p++ {
-		if x, y := a.NextQueueOffset("t", p), b.NextQueueOffset("t", p); x != y {
+		if x, y := a.NextQueueOffset("t", TopicID{}, p), b.NextQueueOffset("t", TopicID{}, p); x != y {
 			t.Fatalf("partition %d: next queue offset %d and %d", p, x, y)
 		}
 	}
@@ -155,8 +155,8 @@ func TestAppendRawRejects(t *testing.T) {
 			if _, err := f.AppendRaw(c.phys, c.chunk); !errors.Is(err, c.want) {
 				t.Fatalf("AppendRaw: %v, want %v", err, c.want)
 			}
-			if f.WriteOffset() != 0 || f.NextQueueOffset("t", 0) != 0 {
-				t.Fatalf("a rejected chunk moved the log: write offset %d, next offset %d", f.WriteOffset(), f.NextQueueOffset("t", 0))
+			if f.WriteOffset() != 0 || f.NextQueueOffset("t", TopicID{}, 0) != 0 {
+				t.Fatalf("a rejected chunk moved the log: write offset %d, next offset %d", f.WriteOffset(), f.NextQueueOffset("t", TopicID{}, 0))
 			}
 			if _, err := f.AppendRaw(0, good); err != nil {
 				t.Fatalf("the good chunk after a rejected one: %v", err)
@@ -248,10 +248,10 @@ func TestTruncateWithinFileResetsOffsets(t *testing.T) {
 		t.Fatal(err)
 	}
 	// Records 3 (partition 1, offset 1) and 4, 5 are gone.
-	if got := l.NextQueueOffset("t", 0); got != 2 {
+	if got := l.NextQueueOffset("t", TopicID{}, 0); got != 2 {
 		t.Fatalf("partition 0 next offset %d, want 2", got)
 	}
-	if got := l.NextQueueOffset("t", 1); got != 1 {
+	if got := l.NextQueueOffset("t", TopicID{}, 1); got != 1 {
 		t.Fatalf("partition 1 next offset %d, want 1", got)
 	}
 	if _, err := l.Read(ps[3].PhysOffset); !errors.Is(err, ErrOutOfRange) {

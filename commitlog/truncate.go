@@ -83,7 +83,7 @@ func (l *Log) Truncate(to int64) error {
 	}
 
 	for k, v := range next {
-		*l.queueNext(k.topic, k.partition) = v
+		*l.queueNext(k.topic, k.id, k.partition) = v
 	}
 	l.lastKey, l.lastNext = queueKey{}, nil
 	l.cur, l.wpos = s, to-s.base
@@ -118,7 +118,7 @@ func (l *Log) isBoundary(s *segment, to, w int64) error {
 func (l *Log) firstOffsetsFrom(segs []*segment, to, w int64) (map[queueKey]int64, error) {
 	next := make(map[queueKey]int64)
 	sc := scanner{intern: l.intern, fn: func(r *Record) error {
-		k := queueKey{topic: r.Topic, partition: r.Partition}
+		k := queueKey{topic: r.Topic, id: r.TopicID, partition: r.Partition}
 		if _, seen := next[k]; !seen {
 			next[k] = r.QueueOffset
 		}
