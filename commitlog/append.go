@@ -18,8 +18,9 @@ func (l *Log) Append(m *Message) (Position, error) {
 
 // AppendBatch appends ms under one acquisition of the writer lock and
 // returns their positions. The batch is all or nothing: an invalid or too
-// large message, or a file that cannot be allocated, fails it before any
-// byte is written. The records are readable when it returns; they are
+// large message, a file that cannot be allocated (ErrDiskFull) or a log
+// whose flush has failed (ErrFlushFailed) fails it before any byte is
+// written. The records are readable when it returns; they are
 // durable once FlushedOffset reaches the last Position's End (WaitDurable).
 func (l *Log) AppendBatch(ms []Message) ([]Position, error) {
 	return l.AppendBatchTo(make([]Position, 0, len(ms)), ms)
@@ -51,6 +52,10 @@ func (l *Log) AppendBatchTo(dst []Position, ms []Message) ([]Position, error) {
 	if !l.recovered {
 		l.wmu.Unlock()
 		return dst, ErrNotRecovered
+	}
+	if err := l.failure(); err != nil {
+		l.wmu.Unlock()
+		return dst, fmt.Errorf("commitlog: append: %w", err)
 	}
 	if l.wpos+batch > l.cur.size {
 		if err := l.reserve(l.rollsNeeded(ms)); err != nil {

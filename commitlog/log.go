@@ -44,6 +44,7 @@ type Log struct {
 	trustedFrom atomic.Int64
 	closed      atomic.Bool
 	mapped      atomic.Int64
+	failed      atomic.Pointer[error] // sticky flush failure, see fail
 
 	appMu    sync.Mutex
 	appCh    chan struct{}
@@ -148,7 +149,7 @@ func (l *Log) openFiles() ([]*segment, error) {
 		return nil, err
 	}
 	for k, base := range bases {
-		s, repaired, err := openSegment(filepath.Join(dir, segmentName(base)), base, k == len(bases)-1, &l.mapped)
+		s, repaired, err := openSegment(l.opts.fs, filepath.Join(dir, segmentName(base)), base, k == len(bases)-1, &l.mapped)
 		if err != nil {
 			return fail(err)
 		}
