@@ -189,7 +189,7 @@ func (q *Queue) createFile(base, start int64) (*file, error) {
 	}
 	var hdr [HeaderSize]byte
 	encodeHeader(hdr[:], header{Base: base, Start: start, EntriesPerFile: int(q.epf)})
-	err = allocate(fd, sizeFor(-1, int(q.epf)))
+	err = allocate(q.s.opts.fs, fd, sizeFor(-1, int(q.epf)))
 	if err == nil {
 		_, err = fd.WriteAt(hdr[:], 0)
 	}
@@ -205,7 +205,7 @@ func (q *Queue) createFile(base, start int64) (*file, error) {
 }
 
 func (q *Queue) newFile(base int64) *file {
-	return &file{path: filepath.Join(q.dir, fileName(base)), base: base, epf: int(q.epf), lru: q.s.lru}
+	return &file{path: filepath.Join(q.dir, fileName(base)), base: base, epf: int(q.epf), lru: q.s.lru, ops: q.s.opts.fs}
 }
 
 // removeFiles unmaps and deletes files already unlinked from q.files.
