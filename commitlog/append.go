@@ -64,6 +64,28 @@ func (l *Log) AppendBatchTo(dst []Position, ms []Message) ([]Position, error) {
 		}
 	}
 	now := time.Now().UnixMilli()
+	n0, at := len(dst), l.cur.base+l.wpos
+	if fault := guard(func() { dst = l.encodeBatch(dst, ms, now) }); fault != nil {
+		// A store into the mapping faulted: the file was truncated under
+		// the log or the disk failed. Nothing of the batch is published;
+		// like a failed flush, it stops the log until a restart.
+		err := l.fail(fmt.Errorf("commitlog: append at %d: %w", at, fault), l.flushed.Load(), l.writeOff.Load())
+		l.wmu.Unlock()
+		return dst[:n0], err
+	}
+	l.writeOff.Store(l.cur.base + l.wpos)
+	l.wmu.Unlock()
+
+	l.notifyAppended()
+	if l.opts.FlushMode == FlushSync {
+		l.kickFlush()
+	}
+	return dst, nil
+}
+
+// encodeBatch assigns each message its offsets and encodes it into the
+// mapping, rolling into the files reserve made; wmu held, under guard.
+func (l *Log) encodeBatch(dst []Position, ms []Message, now int64) []Position {
 	for i := range ms {
 		m := &ms[i]
 		n := int64(EncodedSize(m))
@@ -82,14 +104,7 @@ func (l *Log) AppendBatchTo(dst []Position, ms []Message) ([]Position, error) {
 		l.wpos += n
 		dst = append(dst, Position{PhysOffset: phys, Size: int32(n), QueueOffset: q, Count: count, StoreTimestamp: now})
 	}
-	l.writeOff.Store(l.cur.base + l.wpos)
-	l.wmu.Unlock()
-
-	l.notifyAppended()
-	if l.opts.FlushMode == FlushSync {
-		l.kickFlush()
-	}
-	return dst, nil
+	return dst
 }
 
 // rollsNeeded simulates the placement of ms to count the files it enters.

@@ -134,7 +134,9 @@
 // page or the file was truncated under the log. Read, Cursor.Next and
 // View.AppendBody run their loads with debug.SetPanicOnFault and turn such
 // a fault into ErrIO, so one request fails and the process lives; slices
-// handed out (View.Bytes, Record fields) are unguarded.
+// handed out (View.Bytes, Record fields) are unguarded. The writer's
+// stores are guarded the same way: a fault there publishes nothing of the
+// batch and stops the log as a failed flush does.
 //
 // A Cursor is the sequential reader for a tail follower (the dispatcher):
 // it holds one file reference across the records of a file, steps from

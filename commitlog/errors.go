@@ -25,9 +25,10 @@ var (
 	// or FlagStampOffset with a body shorter than 8 bytes.
 	ErrInvalid = errors.New("commitlog: invalid message")
 	// ErrFlushFailed is returned by every append, flush and WaitDurable
-	// after an msync or fsync of the log failed: what the failed call was
-	// writing may be lost, so nothing more is acknowledged until a restart
-	// recovers the log from what the disk holds. Stats.FlushFailed says so.
+	// after an msync or fsync of the log failed (or a store into a mapping
+	// faulted, with ErrIO): what the failed call was writing may be lost,
+	// so nothing more is acknowledged until a restart recovers the log
+	// from what the disk holds. Stats.FlushFailed says so.
 	ErrFlushFailed = errors.New("commitlog: flush failed, log is read-only until restart")
 	// ErrIO is returned when reading a mapped file faults (a media error,
 	// or the file was truncated under the log): the read fails, the

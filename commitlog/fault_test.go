@@ -113,3 +113,42 @@ func TestCursorAllocations(t *testing.T) {
 		t.Fatalf("Cursor.Next allocates %v times per record", n)
 	}
 }
+
+// TestTruncatedUnderTheWriter truncates the file being written: the next
+// append faults in the mapping, fails with ErrFlushFailed and ErrIO
+// instead of killing the process, publishes nothing, and stops the log;
+// the earlier files still read.
+func TestTruncatedUnderTheWriter(t *testing.T) {
+	const fileSize = 64 << 10
+	l := openLog(t, testOptions(t, "", fileSize))
+	defer l.Close()
+	var pos []Position
+	var msgs []Message
+	for i := 0; len(pos) == 0 || pos[len(pos)-1].PhysOffset < fileSize; i++ {
+		m := testMessage(i, 1000)
+		p, err := l.Append(&m)
+		if err != nil {
+			t.Fatal(err)
+		}
+		pos, msgs = append(pos, p), append(msgs, m)
+	}
+	files := l.Files()
+	if err := os.Truncate(files[len(files)-1].Path, 0); err != nil {
+		t.Fatal(err)
+	}
+	w := l.WriteOffset()
+	m := testMessage(len(pos), 1000)
+	if _, err := l.Append(&m); !errors.Is(err, ErrFlushFailed) || !errors.Is(err, ErrIO) {
+		t.Fatalf("append into the truncated file: %v, want ErrFlushFailed and ErrIO", err)
+	}
+	if l.WriteOffset() != w {
+		t.Fatalf("the faulted append moved the write offset from %d to %d", w, l.WriteOffset())
+	}
+	if _, err := l.Append(&m); !errors.Is(err, ErrFlushFailed) {
+		t.Fatalf("append after the fault: %v", err)
+	}
+	if !l.Stats().FlushFailed {
+		t.Fatal("Stats().FlushFailed not set")
+	}
+	checkReadable(t, l, pos[:len(pos)-1], msgs[:len(msgs)-1])
+}

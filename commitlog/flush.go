@@ -186,7 +186,8 @@ func (l *Log) WaitDurable(ctx context.Context, end int64) error {
 	}
 }
 
-// fail makes a flush failure sticky, as nats-server's setWriteErr does. A
+// fail makes a flush failure (or a fault while storing into a mapping)
+// sticky, as nats-server's setWriteErr does. A
 // failed msync or fsync may have dropped the dirty pages it was writing
 // (Linux marks them clean after a writeback error), so a later flush that
 // succeeds would move FlushedOffset over records that never reached the
@@ -199,7 +200,7 @@ func (l *Log) fail(cause error, from, to int64) error {
 	if l.failed.CompareAndSwap(nil, &err) {
 		l.log.WithError(cause).WithFields(logrus.Fields{
 			"dir": l.opts.Dir, "flushed_offset": from, "write_offset": to,
-		}).Error("commit log flush failed; refusing appends until a restart recovers the log")
+		}).Error("commit log write failed; refusing appends until a restart recovers the log")
 	}
 	return *l.failed.Load()
 }

@@ -138,15 +138,19 @@ const prefaultChunk = 16 << 20
 // the zero pages, so the preallocator only runs it a window ahead of the
 // writer.
 func prefault(m []byte) {
-	if len(m) == 0 || unix.Madvise(m, unix.MADV_POPULATE_WRITE) == nil {
+	if len(m) == 0 || !errors.Is(unix.Madvise(m, unix.MADV_POPULATE_WRITE), unix.EINVAL) {
+		// Done, or failed for a reason loads would only turn into a
+		// SIGBUS (a file truncated under the log); best effort either way.
 		return
 	}
 	// Loads, not stores: the range may be behind the writer.
 	page := os.Getpagesize()
 	var sum byte
-	for i := 0; i < len(m); i += page {
-		sum += m[i]
-	}
+	_ = guard(func() {
+		for i := 0; i < len(m); i += page {
+			sum += m[i]
+		}
+	})
 	prefaultSink = sum
 }
 
