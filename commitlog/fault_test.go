@@ -7,6 +7,22 @@ import (
 	"testing"
 )
 
+// appendUntil appends 1000-byte messages until one lands at or after phys.
+func appendUntil(t *testing.T, l *Log, phys int64) ([]Position, []Message) {
+	t.Helper()
+	var pos []Position
+	var msgs []Message
+	for i := 0; len(pos) == 0 || pos[len(pos)-1].PhysOffset < phys; i++ {
+		m := testMessage(i, 1000)
+		p, err := l.Append(&m)
+		if err != nil {
+			t.Fatal(err)
+		}
+		pos, msgs = append(pos, p), append(msgs, m)
+	}
+	return pos, msgs
+}
+
 // TestViewIsReadOnly stores through a View's bytes: the store must fault
 // (the reader's mapping is read-only) and the record must stay intact.
 func TestViewIsReadOnly(t *testing.T) {
@@ -49,16 +65,7 @@ func TestTruncatedUnderTheLog(t *testing.T) {
 	const fileSize = 64 << 10
 	l := openLog(t, testOptions(t, "", fileSize))
 	defer l.Close()
-	var pos []Position
-	var msgs []Message
-	for i := 0; len(pos) == 0 || pos[len(pos)-1].PhysOffset < 2*fileSize; i++ {
-		m := testMessage(i, 1000)
-		p, err := l.Append(&m)
-		if err != nil {
-			t.Fatal(err)
-		}
-		pos, msgs = append(pos, p), append(msgs, m)
-	}
+	pos, msgs := appendUntil(t, l, 2*fileSize)
 	held, err := l.Read(pos[1].PhysOffset)
 	if err != nil {
 		t.Fatal(err)
@@ -122,16 +129,7 @@ func TestTruncatedUnderTheWriter(t *testing.T) {
 	const fileSize = 64 << 10
 	l := openLog(t, testOptions(t, "", fileSize))
 	defer l.Close()
-	var pos []Position
-	var msgs []Message
-	for i := 0; len(pos) == 0 || pos[len(pos)-1].PhysOffset < fileSize; i++ {
-		m := testMessage(i, 1000)
-		p, err := l.Append(&m)
-		if err != nil {
-			t.Fatal(err)
-		}
-		pos, msgs = append(pos, p), append(msgs, m)
-	}
+	pos, msgs := appendUntil(t, l, fileSize)
 	files := l.Files()
 	if err := os.Truncate(files[len(files)-1].Path, 0); err != nil {
 		t.Fatal(err)

@@ -1,7 +1,6 @@
 package commitlog
 
 import (
-	"context"
 	"fmt"
 	"sync"
 	"sync/atomic"
@@ -64,13 +63,8 @@ func TestPowerCut(t *testing.T) {
 							return
 						default:
 						}
-						m := testMessage(i, 1000)
-						p, err := l.Append(&m)
+						p, m, err := appendDurable(t, l, i)
 						if err != nil {
-							t.Error(err)
-							return
-						}
-						if err := l.WaitDurable(context.Background(), p.End()); err != nil {
 							t.Error(err)
 							return
 						}
