@@ -197,8 +197,10 @@ func (l *Log) Files() []FileInfo {
 	return out
 }
 
-// MappedBytes is the size of everything currently mapped, including files
+// MappedBytes is the size of the files currently mapped, including files
 // allocated ahead and files deleted by retention but still held by a View.
+// Each file is mapped twice (for the writer, and read-only for readers)
+// and counted once.
 func (l *Log) MappedBytes() int64 { return l.mapped.Load() }
 
 // Dir returns the directory of the log.

@@ -65,7 +65,7 @@ func (l *Log) preallocate() {
 					return
 				default:
 					end := min(w.s.size, w.off+warmChunk)
-					prefault(w.s.m[w.off:end])
+					w.s.prefault(w.off, end)
 					w.off = end
 				}
 				continue

@@ -98,13 +98,13 @@ func createSegment(ops fileOps, dir string, base, size int64, mapped *atomic.Int
 	if err != nil {
 		return fail(err)
 	}
-	prefault(m[:min(size, prefaultChunk)])
+	s := &segment{base: base, size: size, path: final, f: f, ops: ops, m: m, ro: ro, mapped: mapped}
+	s.prefault(0, min(size, prefaultChunk))
 	if err := ops.Rename(tmp, final); err != nil {
 		m.Unmap()
 		ro.Unmap()
 		return fail(fmt.Errorf("commitlog: rename %s: %w", tmp, err))
 	}
-	s := &segment{base: base, size: size, path: final, f: f, ops: ops, m: m, ro: ro, mapped: mapped}
 	s.refs.Store(1)
 	s.sealedAt.Store(time.Now().UnixMilli())
 	mapped.Add(size)
@@ -123,6 +123,17 @@ func mapFile(f *os.File, path string) (rw, ro mmap.MMap, err error) {
 		return nil, nil, fmt.Errorf("commitlog: map %s read-only: %w", path, err)
 	}
 	return rw, ro, nil
+}
+
+// prefault populates the page tables of [from, to) of both mappings: the
+// writer's for writing (see prefault), then the readers' for reading. Both
+// map the same page-cache pages, so once the first call has brought them
+// in the second only fills page-table entries; without it every reader's
+// first pass over a file takes a minor fault per 16 pages (fault-around),
+// measured to double the dispatcher's CPU time on freshly written data.
+func (s *segment) prefault(from, to int64) {
+	prefault(s.m[from:to])
+	_ = unix.Madvise(s.ro[from:to], unix.MADV_POPULATE_READ) // best effort, as prefault
 }
 
 // prefaultChunk is how much of a new file is populated before the file is
