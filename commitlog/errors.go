@@ -30,10 +30,10 @@ var (
 	// so nothing more is acknowledged until a restart recovers the log
 	// from what the disk holds. Stats.FlushFailed says so.
 	ErrFlushFailed = errors.New("commitlog: flush failed, log is read-only until restart")
-	// ErrIO is returned when reading a mapped file faults (a media error,
-	// or the file was truncated under the log): the read fails, the
-	// process survives.
-	ErrIO = errors.New("commitlog: I/O error reading a mapped file")
+	// ErrIO is returned when an access to a mapped file faults (a media
+	// error, or the file was truncated under the log): the read or append
+	// fails, the process survives.
+	ErrIO = errors.New("commitlog: I/O error on a mapped file")
 	// ErrNotRecovered is returned by Append and AppendBatch before Recover
 	// has set the write position.
 	ErrNotRecovered = errors.New("commitlog: Recover has not run")

@@ -2,27 +2,16 @@ package commitlog
 
 import (
 	"fmt"
-	"runtime/debug"
+
+	"github.com/unilog/unilog/internal/fileops"
 )
 
-// guard runs read, which loads from a mapped file, turning a fault into an
-// error wrapping ErrIO. A load from a mapping faults with SIGBUS when the
-// page cannot be read (a media error) or lies past the end of a file
-// truncated under the log; without this the runtime kills the process,
-// with it one request fails. debug.SetPanicOnFault is per goroutine and
-// cheap, so it is set around each read rather than for a goroutine's life.
-// Panics that are not memory faults (no Addr method) are not ours to eat.
-func guard(read func()) (err error) {
-	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
-	defer func() {
-		if r := recover(); r != nil {
-			fault, ok := r.(interface{ Addr() uintptr })
-			if !ok {
-				panic(r)
-			}
-			err = fmt.Errorf("%w: fault at %#x", ErrIO, fault.Addr())
-		}
-	}()
-	read()
+// guard runs access, which loads from or stores into a mapped file,
+// turning a fault (a media error, or a file truncated under the log) into
+// an error wrapping ErrIO instead of a crash: see fileops.Guard.
+func guard(access func()) error {
+	if err := fileops.Guard(access); err != nil {
+		return fmt.Errorf("%w: %w", ErrIO, err)
+	}
 	return nil
 }

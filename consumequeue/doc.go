@@ -149,6 +149,10 @@
 // tests of this package replace to inject failures or to rebuild the
 // directory from what each call made durable, as a power cut leaves it.
 //
+// Get and Append access mappings under fileops.Guard: a fault (a media
+// error, or a file truncated under the store) fails that call with ErrIO
+// instead of killing the process with SIGBUS.
+//
 // A structurally damaged queue (bad header, missing middle file) fails to
 // open with ErrCorrupt; the index is derived data, so removing the queue's
 // directory and re-dispatching rebuilds it.

@@ -17,6 +17,10 @@ var (
 	// entries it was writing may be lost, so nothing more is made durable
 	// (or checkpointed) until a restart rebuilds them from the commit log.
 	ErrFlushFailed = errors.New("consumequeue: flush failed, nothing more is made durable until restart")
+	// ErrIO reports a fault while accessing a mapped file (a media error, or
+	// the file was truncated under the store): that call fails, the process
+	// survives.
+	ErrIO = errors.New("consumequeue: I/O error on a mapped file")
 	// ErrDiskFull reports that the file system had no space to grow a file.
 	ErrDiskFull = errors.New("consumequeue: disk full")
 	// ErrInvalidName reports a topic name that cannot be a directory name,

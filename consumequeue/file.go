@@ -9,6 +9,8 @@ import (
 
 	"github.com/edsrzf/mmap-go"
 	"golang.org/x/sys/unix"
+
+	"github.com/unilog/unilog/internal/fileops"
 )
 
 // errRemoved tells a reader that the file went away (DeleteBefore,
@@ -213,10 +215,10 @@ func writeZeros(fd *os.File, size int64) error {
 func (f *file) read(slot int, off int64) (e Entry, ok bool, err error) {
 	f.mu.RLock()
 	if f.m != nil {
-		e, ok = decodeEntry(f.slotBytes(slot), off)
+		e, ok, err = f.decode(slot, off)
 		f.mu.RUnlock()
 		f.lru.use(f)
-		return e, ok, nil
+		return e, ok, err
 	}
 	f.mu.RUnlock()
 
@@ -225,10 +227,27 @@ func (f *file) read(slot int, off int64) (e Entry, ok bool, err error) {
 		f.mu.Unlock()
 		return Entry{}, false, err
 	}
-	e, ok = decodeEntry(f.slotBytes(slot), off)
+	e, ok, err = f.decode(slot, off)
 	f.mu.Unlock()
 	f.lru.use(f)
-	return e, ok, nil
+	return e, ok, err
+}
+
+// decode copies the entry in slot out of the mapping, turning a fault (a
+// media error, or the file truncated under the store) into ErrIO. Caller
+// holds mu and the file is mapped.
+func (f *file) decode(slot int, off int64) (e Entry, ok bool, err error) {
+	err = guard(f.path, func() { e, ok = decodeEntry(f.slotBytes(slot), off) })
+	return e, ok, err
+}
+
+// guard runs access to the mapping of the file at path under
+// fileops.Guard, wrapping a fault in ErrIO.
+func guard(path string, access func()) error {
+	if err := fileops.Guard(access); err != nil {
+		return fmt.Errorf("consumequeue: %s: %w: %w", path, ErrIO, err)
+	}
+	return nil
 }
 
 // lock takes the write lock with the file mapped. The caller must call

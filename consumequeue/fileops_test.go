@@ -208,3 +208,24 @@ func TestNoFallocate(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestTruncatedUnderTheStore truncates a queue file behind the store's
+// back: reading or appending through its mapping faults, and the store
+// turns that into ErrIO instead of a SIGBUS that kills the process.
+func TestTruncatedUnderTheStore(t *testing.T) {
+	s := openStore(t, t.TempDir(), 1000, 4)
+	q := mustQueue(t, s, "a", 0)
+	appendRange(t, q, 0, 100)
+	if err := os.Truncate(q.snapshot()[0].path, 0); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := q.Get(10); !errors.Is(err, ErrIO) {
+		t.Fatalf("Get from the truncated file: %v, want ErrIO", err)
+	}
+	if err := q.Append(100, entryAt(100)); !errors.Is(err, ErrIO) {
+		t.Fatalf("Append into the truncated file: %v, want ErrIO", err)
+	}
+	if q.MaxOffset() != 100 {
+		t.Fatalf("failed append moved MaxOffset to %d", q.MaxOffset())
+	}
+}

@@ -169,7 +169,10 @@ func (q *Queue) Append(offset int64, e Entry) error {
 			return err
 		}
 	}
-	encodeEntry(f.slotBytes(slot), offset, e)
+	if err := guard(f.path, func() { encodeEntry(f.slotBytes(slot), offset, e) }); err != nil {
+		f.unlock()
+		return err
+	}
 	f.markDirty()
 	f.unlock()
 	if empty {

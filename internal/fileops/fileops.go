@@ -12,6 +12,10 @@
 // Every method is named after the system call it makes and returns that
 // call's error unwrapped (the caller adds the file and the context), so
 // errors.Is(err, unix.ENOSPC) and the like keep working through the seam.
+//
+// Guard is the other half of living with mapped files: it turns the
+// SIGBUS of an access to a mapping whose page the disk cannot return, or
+// whose file was truncated, into an error.
 package fileops
 
 import (
