@@ -166,7 +166,7 @@ func TestFallocateFailure(t *testing.T) {
 // full disk) Append fails with ErrDiskFull and the process lives.
 func TestNoFallocate(t *testing.T) {
 	dir := t.TempDir()
-	s, _, faults, _ := faultyStore(t, dir, 100_000, 4)
+	s, opts, faults, _ := faultyStore(t, dir, 100_000, 4)
 	faults.Fail(fileopstest.Fallocate, syscall.EOPNOTSUPP)
 	q := mustQueue(t, s, "a", 0)
 	appendRange(t, q, 0, 2000)
@@ -187,11 +187,16 @@ func TestNoFallocate(t *testing.T) {
 	if err := syscall.Setrlimit(syscall.RLIMIT_FSIZE, &limited); err != nil {
 		t.Fatal(err)
 	}
-	defer func() {
-		if err := syscall.Setrlimit(syscall.RLIMIT_FSIZE, &saved); err != nil {
-			t.Fatal(err)
+	restored := false
+	restore := func() {
+		if !restored {
+			restored = true
+			if err := syscall.Setrlimit(syscall.RLIMIT_FSIZE, &saved); err != nil {
+				t.Fatal(err)
+			}
 		}
-	}()
+	}
+	defer restore()
 	off := int64(2000)
 	for ; err == nil; off++ {
 		err = q.Append(off, entryAt(off))
@@ -204,9 +209,17 @@ func TestNoFallocate(t *testing.T) {
 		t.Fatalf("failed growth left %s at %d bytes (%v), want %d", f.path, st2.Size(), err, st.Size())
 	}
 	checkRange(t, q, 0, off)
-	if err := s.Flush(); err != nil {
+	if err := s.Close(); err != nil {
 		t.Fatal(err)
 	}
+	restore()
+	opts.fs = nil
+	s2, err := Open(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s2.Close()
+	checkRange(t, mustQueue(t, s2, "a", 0), 0, off)
 }
 
 // TestTruncatedUnderTheStore truncates a queue file behind the store's
