@@ -179,24 +179,7 @@ func TestNoFallocate(t *testing.T) {
 		t.Fatalf("%s: %d bytes allocated of %d: sparse", f.path, alloc, st.Size())
 	}
 
-	var saved syscall.Rlimit
-	if err := syscall.Getrlimit(syscall.RLIMIT_FSIZE, &saved); err != nil {
-		t.Fatal(err)
-	}
-	limited := syscall.Rlimit{Cur: uint64(st.Size()) + 1000, Max: saved.Max}
-	if err := syscall.Setrlimit(syscall.RLIMIT_FSIZE, &limited); err != nil {
-		t.Fatal(err)
-	}
-	restored := false
-	restore := func() {
-		if !restored {
-			restored = true
-			if err := syscall.Setrlimit(syscall.RLIMIT_FSIZE, &saved); err != nil {
-				t.Fatal(err)
-			}
-		}
-	}
-	defer restore()
+	restore := fileopstest.LimitFileSize(t, uint64(st.Size())+1000)
 	off := int64(2000)
 	for ; err == nil; off++ {
 		err = q.Append(off, entryAt(off))
