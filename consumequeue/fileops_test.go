@@ -169,7 +169,8 @@ func TestNoFallocate(t *testing.T) {
 	s, opts, faults, _ := faultyStore(t, dir, 100_000, 4)
 	faults.Fail(fileopstest.Fallocate, syscall.EOPNOTSUPP)
 	q := mustQueue(t, s, "a", 0)
-	appendRange(t, q, 0, 2000)
+	// 2100 entries grow the file to 128 KiB and write a little over half.
+	appendRange(t, q, 0, 2100)
 	f := q.snapshot()[0]
 	st, err := os.Stat(f.path)
 	if err != nil {
@@ -180,7 +181,7 @@ func TestNoFallocate(t *testing.T) {
 	}
 
 	restore := fileopstest.LimitFileSize(t, uint64(st.Size())+1000)
-	off := int64(2000)
+	off := int64(2100)
 	for ; err == nil; off++ {
 		err = q.Append(off, entryAt(off))
 	}
