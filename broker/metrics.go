@@ -66,6 +66,14 @@ func newMetrics(b *Broker) *metrics {
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 			Namespace: "unilog", Name: "dispatcher_lag_seconds", Help: "Age of the oldest record not yet indexed.",
 		}, func() float64 { return b.st.Stats().LagTime.Seconds() }),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Namespace: "unilog", Name: "log_write_failed", Help: "1 once a flush of the commit log or consume queues failed: produce is refused until a restart.",
+		}, func() float64 {
+			if b.st.Stats().WriteFailed {
+				return 1
+			}
+			return 0
+		}),
 	)
 	return m
 }

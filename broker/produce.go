@@ -184,6 +184,11 @@ func (b *Broker) producePartition(ctx context.Context, topic string, partition i
 		if errors.Is(err, errStorageTooLarge) {
 			return produceResult{err: kerr.MessageTooLarge, msg: err.Error()}
 		}
+		if errors.Is(err, errStorageReadOnly) {
+			// Retriable, and not logged per request: the log says so once
+			// and a failed flush shows in unilog_log_write_failed.
+			return produceResult{err: kerr.KafkaStorageError, msg: err.Error()}
+		}
 		b.log.WithFields(logrus.Fields{"api": "Produce", "topic": topic, "partition": partition, "error": err}).Error("append failed")
 		return produceResult{err: kerr.KafkaStorageError, msg: err.Error()}
 	}

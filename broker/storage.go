@@ -45,10 +45,17 @@ type storageStats struct {
 	LogBytes int64
 	LagBytes int64
 	LagTime  time.Duration
+	// WriteFailed: a flush of the log or the queues failed; appends are
+	// refused (errStorageReadOnly) until a restart.
+	WriteFailed bool
 }
 
 // errStorageRange reports an offset the storage does not hold.
 var errStorageRange = errors.New("broker: offset not stored")
+
+// errStorageReadOnly reports an append refused because the disk is full
+// or a flush failed: retriable, nothing was stored.
+var errStorageReadOnly = errors.New("broker: storage refuses writes")
 
 // errStorageTooLarge reports a record larger than the log accepts.
 var errStorageTooLarge = errors.New("broker: record too large for the commit log")

@@ -58,6 +58,9 @@ func (s *dispatcherStorage) Append(topic string, partition int32, count int32, m
 		if errors.Is(err, commitlog.ErrTooLarge) {
 			return 0, 0, fmt.Errorf("%w: %w", errStorageTooLarge, err)
 		}
+		if errors.Is(err, commitlog.ErrFlushFailed) || errors.Is(err, commitlog.ErrDiskFull) {
+			return 0, 0, fmt.Errorf("%w: %w", errStorageReadOnly, err)
+		}
 		return 0, 0, err
 	}
 	return pos.QueueOffset, pos.End(), nil
@@ -105,7 +108,11 @@ func (s *dispatcherStorage) ReadBatch(topic string, partition int32, offset int6
 	if id, _ := s.live(topic); r.Topic != topic || r.TopicID != id || r.Partition != partition || offset < r.QueueOffset || offset >= r.QueueOffset+int64(r.Count) {
 		return dst, 0, 0, fmt.Errorf("broker: %s/%d offset %d: consume queue points at %s (id %s)/%d offsets %d+%d", topic, partition, offset, r.Topic, r.TopicID, r.Partition, r.QueueOffset, r.Count)
 	}
-	return append(dst, r.Body...), r.QueueOffset, r.QueueOffset + int64(r.Count), nil
+	out, err := v.AppendBody(dst)
+	if err != nil {
+		return dst, 0, 0, fmt.Errorf("broker: %s/%d offset %d: %w", topic, partition, offset, err)
+	}
+	return out, r.QueueOffset, r.QueueOffset + int64(r.Count), nil
 }
 
 func (s *dispatcherStorage) OffsetForTime(topic string, partition int32, ts int64) (int64, int64, bool) {
@@ -133,6 +140,8 @@ func (s *dispatcherStorage) Stats() storageStats {
 		LogBytes: s.log.WriteOffset() - s.log.MinOffset(),
 		LagBytes: lag.Bytes,
 		LagTime:  lag.Time,
+
+		WriteFailed: s.log.Stats().FlushFailed || s.cq.FlushFailed(),
 	}
 }
 

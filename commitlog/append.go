@@ -18,8 +18,9 @@ func (l *Log) Append(m *Message) (Position, error) {
 
 // AppendBatch appends ms under one acquisition of the writer lock and
 // returns their positions. The batch is all or nothing: an invalid or too
-// large message, or a file that cannot be allocated, fails it before any
-// byte is written. The records are readable when it returns; they are
+// large message, a file that cannot be allocated (ErrDiskFull) or a log
+// whose flush has failed (ErrFlushFailed) fails it before any byte is
+// written. The records are readable when it returns; they are
 // durable once FlushedOffset reaches the last Position's End (WaitDurable).
 func (l *Log) AppendBatch(ms []Message) ([]Position, error) {
 	return l.AppendBatchTo(make([]Position, 0, len(ms)), ms)
@@ -52,6 +53,10 @@ func (l *Log) AppendBatchTo(dst []Position, ms []Message) ([]Position, error) {
 		l.wmu.Unlock()
 		return dst, ErrNotRecovered
 	}
+	if err := l.failure(); err != nil {
+		l.wmu.Unlock()
+		return dst, fmt.Errorf("commitlog: append: %w", err)
+	}
 	if l.wpos+batch > l.cur.size {
 		if err := l.reserve(l.rollsNeeded(ms)); err != nil {
 			l.wmu.Unlock()
@@ -59,6 +64,28 @@ func (l *Log) AppendBatchTo(dst []Position, ms []Message) ([]Position, error) {
 		}
 	}
 	now := time.Now().UnixMilli()
+	n0, at := len(dst), l.cur.base+l.wpos
+	if fault := guard(func() { dst = l.encodeBatch(dst, ms, now) }); fault != nil {
+		// A store into the mapping faulted: the file was truncated under
+		// the log or the disk failed. Nothing of the batch is published;
+		// like a failed flush, it stops the log until a restart.
+		err := l.fail(fmt.Errorf("commitlog: append at %d: %w", at, fault), l.flushed.Load(), l.writeOff.Load())
+		l.wmu.Unlock()
+		return dst[:n0], err
+	}
+	l.writeOff.Store(l.cur.base + l.wpos)
+	l.wmu.Unlock()
+
+	l.notifyAppended()
+	if l.opts.FlushMode == FlushSync {
+		l.kickFlush()
+	}
+	return dst, nil
+}
+
+// encodeBatch assigns each message its offsets and encodes it into the
+// mapping, rolling into the files reserve made; wmu held, under guard.
+func (l *Log) encodeBatch(dst []Position, ms []Message, now int64) []Position {
 	for i := range ms {
 		m := &ms[i]
 		n := int64(EncodedSize(m))
@@ -77,14 +104,7 @@ func (l *Log) AppendBatchTo(dst []Position, ms []Message) ([]Position, error) {
 		l.wpos += n
 		dst = append(dst, Position{PhysOffset: phys, Size: int32(n), QueueOffset: q, Count: count, StoreTimestamp: now})
 	}
-	l.writeOff.Store(l.cur.base + l.wpos)
-	l.wmu.Unlock()
-
-	l.notifyAppended()
-	if l.opts.FlushMode == FlushSync {
-		l.kickFlush()
-	}
-	return dst, nil
+	return dst
 }
 
 // rollsNeeded simulates the placement of ms to count the files it enters.

@@ -49,8 +49,8 @@ func (c *Cursor) Reset(phys int64) {
 // end-of-file markers and zero tails. It returns nil and no error when
 // nothing is written at Offset yet, ErrOutOfRange if Offset is no longer
 // in the log, and an error wrapping ErrCorrupt if no valid record starts
-// there. The Record and its slices are valid until the next call of Next,
-// Reset or Close.
+// there, or ErrIO if the mapping faults. The Record and its slices (in the
+// read-only mapping) are valid until the next call of Next, Reset or Close.
 func (c *Cursor) Next() (*Record, error) {
 	l := c.l
 	for {
@@ -67,19 +67,19 @@ func (c *Cursor) Next() (*Record, error) {
 			}
 		}
 		s := c.seg
-		off := c.pos - s.base
-		if rem := s.size - off; rem < BlankSize || isBlank(s.m[off:], rem) {
+		verify := c.pos < l.trustedFrom.Load()
+		var blank bool
+		var err error
+		if ferr := guard(func() { blank, err = s.decodeAt(c.pos, w, &c.rec, l.intern, verify) }); ferr != nil {
+			err = ferr
+		}
+		if blank {
 			c.drop()
 			c.pos = s.end()
 			continue
 		}
-		limit := min(s.size, w-s.base)
-		verify := c.pos < l.trustedFrom.Load()
-		if err := decodeInto(s.m[off:limit], &c.rec, l.intern, verify); err != nil {
-			return nil, fmt.Errorf("commitlog: cursor at %d: %w", c.pos, err)
-		}
-		if c.rec.PhysOffset != c.pos {
-			return nil, fmt.Errorf("commitlog: cursor at %d: record says it is at %d: %w", c.pos, c.rec.PhysOffset, ErrCorrupt)
+		if err != nil {
+			return nil, fmt.Errorf("commitlog: cursor at %d in %s: %w", c.pos, s.path, err)
 		}
 		c.pos += int64(c.rec.TotalSize)
 		return &c.rec, nil

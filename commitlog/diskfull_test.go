@@ -8,6 +8,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/unilog/unilog/internal/fileops/fileopstest"
 )
 
 // fillUntilFull appends 1000-byte messages until an append fails and
@@ -68,24 +70,7 @@ func TestDiskFullFileSizeLimit(t *testing.T) {
 	defer l.Close()
 	waitForFile(t, filepath.Join(opts.Dir, segmentName(fileSize)))
 
-	var saved syscall.Rlimit
-	if err := syscall.Getrlimit(syscall.RLIMIT_FSIZE, &saved); err != nil {
-		t.Fatal(err)
-	}
-	limited := syscall.Rlimit{Cur: fileSize / 2, Max: saved.Max}
-	if err := syscall.Setrlimit(syscall.RLIMIT_FSIZE, &limited); err != nil {
-		t.Fatal(err)
-	}
-	restored := false
-	restore := func() {
-		if !restored {
-			restored = true
-			if err := syscall.Setrlimit(syscall.RLIMIT_FSIZE, &saved); err != nil {
-				t.Fatal(err)
-			}
-		}
-	}
-	defer restore()
+	restore := fileopstest.LimitFileSize(t, fileSize/2)
 
 	pos, msgs, err := fillUntilFull(t, l, 1000)
 	if !errors.Is(err, ErrDiskFull) {

@@ -7,8 +7,11 @@
 // A file is named by the physical offset of its first byte as 20 decimal
 // digits (00000000001073741824 is the second file of a log of 1 GiB files),
 // so a physical offset names a file and a position in it. Every file is
-// mapped read-write with mmap; the writer encodes records straight into
-// the mapping and readers decode them from it.
+// mapped twice with mmap: read-write for the writer, which encodes records
+// straight into it, and read-only (PROT_READ, MAP_SHARED: the same page
+// cache) for readers, which decode from it and get slices of it, so a
+// stray store through a reader's slice faults instead of corrupting a
+// stored record.
 //
 // A file's space is allocated with fallocate(2), never by a sparse
 // ftruncate: a store into a mapped hole on a full disk is a SIGBUS that
@@ -116,6 +119,21 @@
 // share one msync (group commit). In both modes WaitDurable(ctx, end)
 // returns once FlushedOffset >= end, asking for a flush if needed.
 //
+// A failed msync or directory fsync is sticky (nats-server's setWriteErr):
+// Linux may drop the dirty pages of a failed writeback and let a retry
+// succeed ("fsyncgate"), so the log never retries. FlushedOffset stays,
+// the waiters of the failed flush and every later append, Flush and
+// WaitDurable get ErrFlushFailed, one error line is logged and
+// Stats.FlushFailed is set; reads go on. Only a restart makes the log
+// writable again, its recovery scan reading back what the disk holds.
+// Allocation failures are not sticky: nothing was written, and appends
+// resume once a file can be allocated.
+//
+// The calls that decide durability (fallocate, msync, fdatasync,
+// directory fsync, rename) go through a small seam (fileOps) that tests of
+// this package replace to inject failures or to record what each call made
+// durable and rebuild the directory as a power cut would leave it.
+//
 // # Readers and retention
 //
 // Read(phys) decodes and CRC-checks the record at phys and returns a View
@@ -129,6 +147,14 @@
 // rather than lose records not yet indexed). A deleted file is
 // unlinked and leaves the chain at once, but stays mapped until the last
 // View on it is released. OnRetention callbacks get the new MinOffset.
+//
+// A load from a mapping faults (SIGBUS) when the disk cannot return the
+// page or the file was truncated under the log. Read, Cursor.Next and
+// View.AppendBody run their loads with debug.SetPanicOnFault and turn such
+// a fault into ErrIO, so one request fails and the process lives; slices
+// handed out (View.Bytes, Record fields) are unguarded. The writer's
+// stores are guarded the same way: a fault there publishes nothing of the
+// batch and stops the log as a failed flush does.
 //
 // A Cursor is the sequential reader for a tail follower (the dispatcher):
 // it holds one file reference across the records of a file, steps from

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"sync/atomic"
 	"time"
+
+	"github.com/sirupsen/logrus"
 )
 
 // flushGen is one generation of flush waiters: done is closed when the
@@ -40,6 +42,9 @@ type Stats struct {
 	// prepared and waited PreallocWait in total for it.
 	PreallocWaits int64
 	PreallocWait  time.Duration
+	// FlushFailed is set once a flush has failed: the log refuses appends
+	// (ErrFlushFailed) until a restart recovers it.
+	FlushFailed bool
 }
 
 // Stats returns a snapshot of the counters.
@@ -51,6 +56,7 @@ func (l *Log) Stats() Stats {
 		SyncAllocs:    l.stats.syncAllocs.Load(),
 		PreallocWaits: l.stats.preallocWaits.Load(),
 		PreallocWait:  time.Duration(l.stats.preallocWaitNanos.Load()),
+		FlushFailed:   l.failure() != nil,
 	}
 }
 
@@ -68,9 +74,8 @@ func (l *Log) flusher() {
 		case <-t.C:
 		case <-l.flushKick:
 		}
-		if err := l.flush(); err != nil {
-			l.log.WithError(err).Error("flush failed")
-		}
+		// A failure is sticky and logged once, by fail.
+		_ = l.flush()
 	}
 }
 
@@ -90,7 +95,8 @@ func (l *Log) Flush() error {
 }
 
 // flush msyncs the dirty page range [FlushedOffset, WriteOffset) of every
-// file it spans and wakes the waiters registered before it started.
+// file it spans and wakes the waiters registered before it started. After
+// a failure it fails at once without writing: see fail.
 func (l *Log) flush() error {
 	l.flushMu.Lock()
 	defer l.flushMu.Unlock()
@@ -105,8 +111,8 @@ func (l *Log) flush() error {
 	l.genMu.Unlock()
 
 	from, to := l.flushed.Load(), l.writeOff.Load()
-	var err error
-	if to > from {
+	err := l.failure()
+	if err == nil && to > from {
 		for _, s := range l.chain() {
 			if s.end() <= from || s.base >= to || !s.tryAcquire() {
 				continue
@@ -115,8 +121,10 @@ func (l *Log) flush() error {
 			if err == nil && !s.durable.Load() {
 				// msync is an fdatasync of the range, which commits the
 				// file's size and allocation; the name needs the directory.
-				if err = syncDir(l.opts.Dir); err == nil {
+				if err = l.opts.fs.SyncDir(l.opts.Dir); err == nil {
 					s.durable.Store(true)
+				} else {
+					err = fmt.Errorf("commitlog: sync dir %s: %w", l.opts.Dir, err)
 				}
 			}
 			s.release()
@@ -127,6 +135,8 @@ func (l *Log) flush() error {
 		if err == nil {
 			l.flushed.Store(to)
 			l.stats.flushes.Add(1)
+		} else {
+			err = l.fail(err, from, to)
 		}
 	}
 	gen.err = err
@@ -135,9 +145,10 @@ func (l *Log) flush() error {
 }
 
 // WaitDurable blocks until FlushedOffset >= end, asking for a flush.
-// Callers waiting at the same time share one flush. It returns the flush's
-// error if the flush meant to cover end failed, ErrClosed if the log closes
-// first, and ErrOutOfRange for an end beyond WriteOffset.
+// Callers waiting at the same time share one flush. It returns an error
+// wrapping ErrFlushFailed if a flush has failed (now or earlier) before
+// end was durable, ErrClosed if the log closes first, and ErrOutOfRange
+// for an end beyond WriteOffset.
 func (l *Log) WaitDurable(ctx context.Context, end int64) error {
 	waited := false
 	for {
@@ -152,6 +163,9 @@ func (l *Log) WaitDurable(ctx context.Context, end int64) error {
 		}
 		if w := l.writeOff.Load(); end > w {
 			return fmt.Errorf("commitlog: wait durable %d beyond write offset %d: %w", end, w, ErrOutOfRange)
+		}
+		if err := l.failure(); err != nil {
+			return err
 		}
 		if !waited {
 			waited = true
@@ -170,4 +184,31 @@ func (l *Log) WaitDurable(ctx context.Context, end int64) error {
 			return gen.err
 		}
 	}
+}
+
+// fail makes a flush failure (or a fault while storing into a mapping)
+// sticky, as nats-server's setWriteErr does. A
+// failed msync or fsync may have dropped the dirty pages it was writing
+// (Linux marks them clean after a writeback error), so a later flush that
+// succeeds would move FlushedOffset over records that never reached the
+// disk: "fsyncgate". From here on every flush fails without writing, every
+// waiter and every append gets the error, FlushedOffset stays where it
+// was, and only a restart, whose recovery scan reads back what the disk
+// really holds, makes the log writable again. It returns the sticky error.
+func (l *Log) fail(cause error, from, to int64) error {
+	err := fmt.Errorf("%w: %w", ErrFlushFailed, cause)
+	if l.failed.CompareAndSwap(nil, &err) {
+		l.log.WithError(cause).WithFields(logrus.Fields{
+			"dir": l.opts.Dir, "flushed_offset": from, "write_offset": to,
+		}).Error("commit log write failed; refusing appends until a restart recovers the log")
+	}
+	return *l.failed.Load()
+}
+
+// failure returns the sticky flush error, or nil.
+func (l *Log) failure() error {
+	if p := l.failed.Load(); p != nil {
+		return *p
+	}
+	return nil
 }

@@ -44,6 +44,7 @@ type Log struct {
 	trustedFrom atomic.Int64
 	closed      atomic.Bool
 	mapped      atomic.Int64
+	failed      atomic.Pointer[error] // sticky flush failure, see fail
 
 	appMu    sync.Mutex
 	appCh    chan struct{}
@@ -151,7 +152,7 @@ func (l *Log) openFiles() ([]*segment, error) {
 		return nil, err
 	}
 	for k, base := range bases {
-		s, repaired, err := openSegment(filepath.Join(dir, segmentName(base)), base, k == len(bases)-1, &l.mapped)
+		s, repaired, err := openSegment(l.opts.fs, filepath.Join(dir, segmentName(base)), base, k == len(bases)-1, &l.mapped)
 		if err != nil {
 			return fail(err)
 		}
@@ -199,8 +200,10 @@ func (l *Log) Files() []FileInfo {
 	return out
 }
 
-// MappedBytes is the size of everything currently mapped, including files
+// MappedBytes is the size of the files currently mapped, including files
 // allocated ahead and files deleted by retention but still held by a View.
+// Each file is mapped twice (for the writer, and read-only for readers)
+// and counted once.
 func (l *Log) MappedBytes() int64 { return l.mapped.Load() }
 
 // Dir returns the directory of the log.

@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"github.com/sirupsen/logrus"
+
+	"github.com/unilog/unilog/internal/fileops"
 )
 
 // FlushMode says when appended records are made durable.
@@ -81,6 +83,10 @@ type Options struct {
 	// Logger receives structured events (file rolls, retention, recovery).
 	// Nothing is logged on the append path. Default: logrus.StandardLogger().
 	Logger logrus.FieldLogger
+
+	// fs makes the calls that decide durability; tests of this package
+	// set it to inject failures (default fileops.OS).
+	fs fileOps
 }
 
 func (o Options) withDefaults() (Options, error) {
@@ -117,6 +123,9 @@ func (o Options) withDefaults() (Options, error) {
 	}
 	if o.Logger == nil {
 		o.Logger = logrus.StandardLogger()
+	}
+	if o.fs == nil {
+		o.fs = fileops.OS{}
 	}
 	return o, nil
 }

@@ -67,7 +67,7 @@ func (l *Log) preallocate() {
 					return
 				default:
 					end := min(w.s.size, w.off+warmChunk)
-					prefault(w.s.m[w.off:end])
+					w.s.prefault(w.off, end)
 					w.off = end
 				}
 				continue
@@ -90,7 +90,7 @@ func (l *Log) preallocate() {
 // pre-faulting.
 func (l *Log) create(base int64, queue []warming) []warming {
 	start := time.Now()
-	s, err := createSegment(l.opts.Dir, base, l.opts.FileSize, &l.mapped)
+	s, err := createSegment(l.opts.fs, l.opts.Dir, base, l.opts.FileSize, &l.mapped)
 	if err != nil {
 		l.log.WithError(err).WithField("base", base).Warn("preallocating next file failed; the writer will retry")
 		l.preRes <- preallocResult{err: err}
@@ -141,7 +141,7 @@ func (l *Log) reserve(n int) error {
 				continue
 			}
 		}
-		s, err := createSegment(l.opts.Dir, l.nextBase(), l.opts.FileSize, &l.mapped)
+		s, err := createSegment(l.opts.fs, l.opts.Dir, l.nextBase(), l.opts.FileSize, &l.mapped)
 		if err != nil {
 			return err
 		}

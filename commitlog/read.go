@@ -7,7 +7,10 @@ import (
 
 // View is one record read from the log. It holds a reference on the mapped
 // file, so the bytes stay valid (even if retention deletes the file) until
-// Release. A View is not safe for concurrent use.
+// Release. Its slices alias a read-only mapping: a store into them faults.
+// Loading from them faults too if the disk cannot return the page or the
+// file was truncated under the log; AppendBody copies the body out with
+// such a fault turned into ErrIO. A View is not safe for concurrent use.
 type View struct {
 	seg *segment
 	rec Record
@@ -18,8 +21,20 @@ type View struct {
 // alias the mapping and are valid until Release.
 func (v *View) Record() *Record { return &v.rec }
 
-// Bytes returns the raw record bytes in the mapping, valid until Release.
+// Bytes returns the raw record bytes in the read-only mapping, valid
+// until Release.
 func (v *View) Bytes() []byte { return v.raw }
+
+// AppendBody appends the record's body to dst. A fault while copying (see
+// View) returns dst unchanged and an error wrapping ErrIO.
+func (v *View) AppendBody(dst []byte) ([]byte, error) {
+	n := len(dst)
+	err := guard(func() { dst = append(dst, v.rec.Body...) })
+	if err != nil {
+		return dst[:n], fmt.Errorf("commitlog: copy record at %d: %w", v.rec.PhysOffset, err)
+	}
+	return dst, nil
+}
 
 // Next returns the physical offset of the record after this one.
 func (v *View) Next() int64 { return v.rec.End() }
@@ -39,8 +54,8 @@ func (v *View) Release() {
 // the first one of the next file (so a reader advancing by View.Next never
 // needs to know about file boundaries); Record().PhysOffset says where it
 // is. It returns ErrOutOfRange below MinOffset or at or past WriteOffset,
-// ErrCorrupt if phys is not the start of a valid record, and never blocks
-// the writer.
+// ErrCorrupt if phys is not the start of a valid record, ErrIO if the
+// mapping faults, and never blocks the writer.
 func (l *Log) Read(phys int64) (*View, error) {
 	if l.closed.Load() {
 		return nil, ErrClosed
@@ -56,26 +71,44 @@ func (l *Log) Read(phys int64) (*View, error) {
 			return nil, fmt.Errorf("commitlog: read %d: min offset %d: %w", phys, l.MinOffset(), ErrOutOfRange)
 		}
 		s := segs[i]
-		pos := phys - s.base
-		if rem := s.size - pos; rem < BlankSize || isBlank(s.m[pos:], rem) {
+		v := &View{seg: s}
+		var blank bool
+		var err error
+		if ferr := guard(func() { blank, err = s.decodeAt(phys, w, &v.rec, l.intern, true) }); ferr != nil {
+			err = ferr
+		}
+		if blank {
 			s.release()
 			phys = s.end()
 			continue
 		}
-		v := &View{seg: s}
-		// Never look past what the writer has published.
-		limit := min(s.size, w-s.base)
-		if err := decodeInto(s.m[pos:limit], &v.rec, l.intern, true); err != nil {
+		if err != nil {
 			s.release()
-			return nil, fmt.Errorf("commitlog: read %d: %w", phys, err)
+			return nil, fmt.Errorf("commitlog: read %d in %s: %w", phys, s.path, err)
 		}
-		if v.rec.PhysOffset != phys {
-			s.release()
-			return nil, fmt.Errorf("commitlog: read %d: record says it is at %d: %w", phys, v.rec.PhysOffset, ErrCorrupt)
-		}
-		v.raw = s.m[pos : pos+int64(v.rec.TotalSize) : pos+int64(v.rec.TotalSize)]
+		pos := phys - s.base
+		v.raw = s.ro[pos : pos+int64(v.rec.TotalSize) : pos+int64(v.rec.TotalSize)]
 		return v, nil
 	}
+}
+
+// decodeAt decodes into rec the record at phys in s, never looking past the
+// write offset w, through the read-only mapping. blank reports an
+// end-of-file marker or a tail too short for one: the record is in the
+// next file. Run it under guard.
+func (s *segment) decodeAt(phys, w int64, rec *Record, in *interner, verify bool) (blank bool, err error) {
+	pos := phys - s.base
+	if rem := s.size - pos; rem < BlankSize || isBlank(s.ro[pos:], rem) {
+		return true, nil
+	}
+	limit := min(s.size, w-s.base)
+	if err := decodeInto(s.ro[pos:limit], rec, in, verify); err != nil {
+		return false, err
+	}
+	if rec.PhysOffset != phys {
+		return false, fmt.Errorf("record says it is at %d: %w", rec.PhysOffset, ErrCorrupt)
+	}
+	return false, nil
 }
 
 // isBlank reports whether b starts with a valid end-of-file marker for a

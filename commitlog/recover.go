@@ -44,7 +44,7 @@ func (l *Log) Recover(from int64, fn func(r *Record) error) (int64, error) {
 
 	if len(segs) == 0 {
 		base := max(from, 0)
-		s, err := createSegment(l.opts.Dir, base, l.opts.FileSize, &l.mapped)
+		s, err := createSegment(l.opts.fs, l.opts.Dir, base, l.opts.FileSize, &l.mapped)
 		if err != nil {
 			return 0, fmt.Errorf("commitlog: recover: %w", err)
 		}
@@ -101,7 +101,7 @@ func (l *Log) Recover(from int64, fn func(r *Record) error) (int64, error) {
 		s := segs[j]
 		zeroed = s.zeroFrom(end - s.base)
 	} else {
-		s, err := createSegment(l.opts.Dir, end, l.opts.FileSize, &l.mapped)
+		s, err := createSegment(l.opts.fs, l.opts.Dir, end, l.opts.FileSize, &l.mapped)
 		if err != nil {
 			return end, fmt.Errorf("commitlog: recover: %w", err)
 		}
@@ -109,7 +109,7 @@ func (l *Log) Recover(from int64, fn func(r *Record) error) (int64, error) {
 		l.setChain(segs)
 	}
 	for k := min(i, len(segs)-1); k < len(segs); k++ {
-		if err := unix.Fdatasync(int(segs[k].f.Fd())); err != nil {
+		if err := l.opts.fs.Fdatasync(segs[k].f); err != nil {
 			return end, fmt.Errorf("commitlog: recover: sync %s: %w", segs[k].path, err)
 		}
 	}

@@ -10,6 +10,8 @@ import (
 	"slices"
 	"sync/atomic"
 	"testing"
+
+	"github.com/unilog/unilog/internal/fileops"
 )
 
 // damageMessage is testMessage with a body of non-zero bytes, so that cutting
@@ -435,7 +437,7 @@ func TestZeroFrom(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			var mapped atomic.Int64
-			s, err := createSegment(t.TempDir(), 0, int64(pages*page), &mapped)
+			s, err := createSegment(fileops.OS{}, t.TempDir(), 0, int64(pages*page), &mapped)
 			if err != nil {
 				t.Fatal(err)
 			}

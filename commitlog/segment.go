@@ -28,7 +28,13 @@ type segment struct {
 	size int64
 	path string
 	f    *os.File
+	ops  fileOps
+	// m is the writer's read-write mapping; ro maps the same file
+	// read-only for everything handed to readers (View, Cursor), so a
+	// stray store through a reader's slice faults instead of silently
+	// corrupting stored records.
 	m    mmap.MMap
+	ro   mmap.MMap
 	refs atomic.Int32
 	// durable is set once the file's allocation and directory entry are
 	// on disk (always for files found at Open).
@@ -73,7 +79,7 @@ func allocError(path string, err error) error {
 // journal commit waits for gigabytes of other dirty data, which would make
 // the preallocator late. The first flush covering the file makes its
 // allocation and name durable before FlushedOffset moves into it.
-func createSegment(dir string, base, size int64, mapped *atomic.Int64) (*segment, error) {
+func createSegment(ops fileOps, dir string, base, size int64, mapped *atomic.Int64) (*segment, error) {
 	final := filepath.Join(dir, segmentName(base))
 	tmp := final + tmpSuffix
 	f, err := os.OpenFile(tmp, os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o644)
@@ -85,23 +91,49 @@ func createSegment(dir string, base, size int64, mapped *atomic.Int64) (*segment
 		os.Remove(tmp)
 		return nil, err
 	}
-	if err := unix.Fallocate(int(f.Fd()), 0, 0, size); err != nil {
+	if err := ops.Fallocate(f, size); err != nil {
 		return fail(allocError(tmp, err))
 	}
-	m, err := mmap.Map(f, mmap.RDWR, 0)
+	m, ro, err := mapFile(f, tmp)
 	if err != nil {
-		return fail(fmt.Errorf("commitlog: map %s: %w", tmp, err))
+		return fail(err)
 	}
-	prefault(m[:min(size, prefaultChunk)])
-	if err := os.Rename(tmp, final); err != nil {
+	s := &segment{base: base, size: size, path: final, f: f, ops: ops, m: m, ro: ro, mapped: mapped}
+	s.prefault(0, min(size, prefaultChunk))
+	if err := ops.Rename(tmp, final); err != nil {
 		m.Unmap()
+		ro.Unmap()
 		return fail(fmt.Errorf("commitlog: rename %s: %w", tmp, err))
 	}
-	s := &segment{base: base, size: size, path: final, f: f, m: m, mapped: mapped}
 	s.refs.Store(1)
 	s.sealedAt.Store(time.Now().UnixMilli())
 	mapped.Add(size)
 	return s, nil
+}
+
+// mapFile maps f twice: read-write for the writer, read-only for readers.
+func mapFile(f *os.File, path string) (rw, ro mmap.MMap, err error) {
+	rw, err = mmap.Map(f, mmap.RDWR, 0)
+	if err != nil {
+		return nil, nil, fmt.Errorf("commitlog: map %s: %w", path, err)
+	}
+	ro, err = mmap.Map(f, mmap.RDONLY, 0)
+	if err != nil {
+		rw.Unmap()
+		return nil, nil, fmt.Errorf("commitlog: map %s read-only: %w", path, err)
+	}
+	return rw, ro, nil
+}
+
+// prefault populates the page tables of [from, to) of both mappings: the
+// writer's for writing (see prefault), then the readers' for reading. Both
+// map the same page-cache pages, so once the first call has brought them
+// in the second only fills page-table entries; without it every reader's
+// first pass over a file takes a minor fault per 16 pages (fault-around),
+// measured to double the dispatcher's CPU time on freshly written data.
+func (s *segment) prefault(from, to int64) {
+	prefault(s.m[from:to])
+	_ = unix.Madvise(s.ro[from:to], unix.MADV_POPULATE_READ) // best effort, as prefault
 }
 
 // prefaultChunk is how much of a new file is populated before the file is
@@ -117,15 +149,19 @@ const prefaultChunk = 16 << 20
 // the zero pages, so the preallocator only runs it a window ahead of the
 // writer.
 func prefault(m []byte) {
-	if len(m) == 0 || unix.Madvise(m, unix.MADV_POPULATE_WRITE) == nil {
+	if len(m) == 0 || !errors.Is(unix.Madvise(m, unix.MADV_POPULATE_WRITE), unix.EINVAL) {
+		// Done, or failed for a reason loads would only turn into a
+		// SIGBUS (a file truncated under the log); best effort either way.
 		return
 	}
 	// Loads, not stores: the range may be behind the writer.
 	page := os.Getpagesize()
 	var sum byte
-	for i := 0; i < len(m); i += page {
-		sum += m[i]
-	}
+	_ = guard(func() {
+		for i := 0; i < len(m); i += page {
+			sum += m[i]
+		}
+	})
 	prefaultSink = sum
 }
 
@@ -136,7 +172,7 @@ var prefaultSink byte
 // number of pages long (cut by something outside the log: files are
 // created complete) is extended with zeros to the next page boundary, so
 // recovery stops cleanly at the cut; repair says so.
-func openSegment(path string, base int64, last bool, mapped *atomic.Int64) (s *segment, repaired int64, err error) {
+func openSegment(ops fileOps, path string, base int64, last bool, mapped *atomic.Int64) (s *segment, repaired int64, err error) {
 	f, err := os.OpenFile(path, os.O_RDWR, 0)
 	if err != nil {
 		return nil, 0, fmt.Errorf("commitlog: open %s: %w", path, err)
@@ -153,22 +189,22 @@ func openSegment(path string, base int64, last bool, mapped *atomic.Int64) (s *s
 			return nil, 0, fmt.Errorf("commitlog: open %s: size %d is not a positive multiple of the page size: %w", path, size, ErrCorrupt)
 		}
 		want := max(page, (size+page-1)/page*page)
-		if err := unix.Fallocate(int(f.Fd()), 0, 0, want); err != nil {
+		if err := ops.Fallocate(f, want); err != nil {
 			f.Close()
 			return nil, 0, allocError(path, err)
 		}
-		if err := f.Sync(); err != nil {
+		if err := ops.Fdatasync(f); err != nil {
 			f.Close()
 			return nil, 0, fmt.Errorf("commitlog: sync %s: %w", path, err)
 		}
 		repaired, size = want-size, want
 	}
-	m, err := mmap.Map(f, mmap.RDWR, 0)
+	m, ro, err := mapFile(f, path)
 	if err != nil {
 		f.Close()
-		return nil, 0, fmt.Errorf("commitlog: map %s: %w", path, err)
+		return nil, 0, err
 	}
-	s = &segment{base: base, size: size, path: path, f: f, m: m, mapped: mapped}
+	s = &segment{base: base, size: size, path: path, f: f, ops: ops, m: m, ro: ro, mapped: mapped}
 	s.refs.Store(1)
 	s.durable.Store(true)
 	s.sealedAt.Store(fi.ModTime().UnixMilli())
@@ -197,6 +233,7 @@ func (s *segment) release() {
 		return
 	}
 	s.m.Unmap()
+	s.ro.Unmap()
 	s.f.Close()
 	s.mapped.Add(-s.size)
 }
@@ -210,7 +247,7 @@ func (s *segment) msync(from, to int64) error {
 	if from >= to {
 		return nil
 	}
-	if err := unix.Msync(s.m[from:to], unix.MS_SYNC); err != nil {
+	if err := s.ops.Msync(s.path, s.m[from:to], from); err != nil {
 		return fmt.Errorf("commitlog: msync %s [%d, %d): %w", s.path, from, to, err)
 	}
 	return nil

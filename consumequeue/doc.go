@@ -16,7 +16,9 @@
 // header+EntriesPerFile*32 (9.6 MB at the default 300,000 entries). Its size
 // is a function of the highest slot written alone. Growth is fallocate (so a
 // full disk is ErrDiskFull, not a SIGBUS on a write into a hole), then
-// unmap and remap. A new file gets its header right after creation; a crash
+// unmap and remap. Where the file system has no fallocate the new bytes are
+// written as zeros, never left as a sparse hole, and a failed write cuts
+// the file back to its old size. A new file gets its header right after creation; a crash
 // in between leaves an all-zero last file, which opening the queue removes.
 //
 // # File format, version 1 (all integers big-endian)
@@ -133,6 +135,23 @@
 //     count. Measured with 10,000 existing partitions (BenchmarkOpen10000,
 //     warm page cache, 2 shared cores): Open 0.2 ms, Queues 14 ms, opening
 //     every queue 346 ms, i.e. ~35 µs per queue, so ~7 s for 200,000.
+//
+// # Durability
+//
+// Flush makes the written files and changed directories durable (msync,
+// fdatasync, directory fsync or one syncfs, see Scale). A failed Flush is
+// sticky: Linux may drop the dirty pages of a failed writeback and let a
+// retry succeed ("fsyncgate"), so every later Flush (and Close) fails with
+// ErrFlushFailed without syncing, one error line is logged and FlushFailed
+// reports it. The dispatcher's checkpoint then stays before the failure and
+// a restart rebuilds the entries after it from the commit log; appends and
+// reads go on meanwhile. These calls go through a small seam (fileOps) that
+// tests of this package replace to inject failures or to rebuild the
+// directory from what each call made durable, as a power cut leaves it.
+//
+// Get and Append access mappings under fileops.Guard: a fault (a media
+// error, or a file truncated under the store) fails that call with ErrIO
+// instead of killing the process with SIGBUS.
 //
 // A structurally damaged queue (bad header, missing middle file) fails to
 // open with ErrCorrupt; the index is derived data, so removing the queue's

@@ -13,6 +13,14 @@ var (
 	ErrOffsetGap = errors.New("consumequeue: offset gap")
 	// ErrClosed reports use of a closed Store or of a Queue whose topic was deleted.
 	ErrClosed = errors.New("consumequeue: closed")
+	// ErrFlushFailed is returned by every Flush after one failed: the
+	// entries it was writing may be lost, so nothing more is made durable
+	// (or checkpointed) until a restart rebuilds them from the commit log.
+	ErrFlushFailed = errors.New("consumequeue: flush failed, nothing more is made durable until restart")
+	// ErrIO reports a fault while accessing a mapped file (a media error, or
+	// the file was truncated under the store): that call fails, the process
+	// survives.
+	ErrIO = errors.New("consumequeue: I/O error on a mapped file")
 	// ErrDiskFull reports that the file system had no space to grow a file.
 	ErrDiskFull = errors.New("consumequeue: disk full")
 	// ErrInvalidName reports a topic name that cannot be a directory name,

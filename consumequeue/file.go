@@ -9,6 +9,8 @@ import (
 
 	"github.com/edsrzf/mmap-go"
 	"golang.org/x/sys/unix"
+
+	"github.com/unilog/unilog/internal/fileops"
 )
 
 // errRemoved tells a reader that the file went away (DeleteBefore,
@@ -24,6 +26,7 @@ type file struct {
 	base int64
 	epf  int
 	lru  *lru
+	ops  fileOps
 
 	mu      sync.RWMutex
 	m       mmap.MMap // nil while unmapped
@@ -118,7 +121,7 @@ func (f *file) unmapLocked(sync bool) error {
 	}
 	var err error
 	if sync && f.dirty.Swap(false) {
-		if err = f.m.Flush(); err != nil {
+		if err = f.ops.Msync(f.path, f.m, 0); err != nil {
 			f.dirty.Store(true)
 			err = fmt.Errorf("consumequeue: msync %s: %w", f.path, err)
 		}
@@ -146,7 +149,7 @@ func (f *file) resizeLocked(size int64) error {
 	defer fd.Close()
 	grow := size > int64(len(f.m))
 	if grow {
-		if err := allocate(fd, size); err != nil {
+		if err := allocate(f.ops, fd, size); err != nil {
 			return fmt.Errorf("consumequeue: grow %s to %d: %w", f.path, size, err)
 		}
 	}
@@ -169,24 +172,42 @@ func (f *file) resizeLocked(size int64) error {
 	return nil
 }
 
-// allocate extends fd to size with real blocks. File systems without
-// fallocate fall back to ftruncate.
-func allocate(fd *os.File, size int64) error {
-	for {
-		err := unix.Fallocate(int(fd.Fd()), 0, 0, size)
-		switch {
-		case err == nil:
-			return nil
-		case errors.Is(err, unix.EINTR):
-			continue
-		case errors.Is(err, unix.ENOSPC), errors.Is(err, unix.EDQUOT):
-			return fmt.Errorf("%w: %w", ErrDiskFull, err)
-		case errors.Is(err, unix.EOPNOTSUPP), errors.Is(err, unix.ENOSYS):
-			return fd.Truncate(size)
-		default:
+// allocate extends fd to size with real blocks. On a file system without
+// fallocate the new bytes are written as zeros instead: a sparse ftruncate
+// would leave a hole, and a store into a mapped hole on a full disk is a
+// SIGBUS that kills the process, where a failed write is an error here.
+func allocate(ops fileOps, fd *os.File, size int64) error {
+	err := ops.Fallocate(fd, size)
+	if errors.Is(err, unix.EOPNOTSUPP) || errors.Is(err, unix.ENOSYS) {
+		err = writeZeros(fd, size)
+	}
+	if errors.Is(err, unix.ENOSPC) || errors.Is(err, unix.EDQUOT) || errors.Is(err, unix.EFBIG) {
+		return fmt.Errorf("%w: %w", ErrDiskFull, err)
+	}
+	return err
+}
+
+// zeroChunk is the largest write of writeZeros; files grow by doubling
+// from 4 KiB to 9.6 MB, so most growths are one write.
+var zeroChunk = make([]byte, 1<<20)
+
+// writeZeros extends fd to size by writing zeros after its current end.
+// A failed write (full disk) cuts the file back to its old size, which
+// its mapping still has.
+func writeZeros(fd *os.File, size int64) error {
+	st, err := fd.Stat()
+	if err != nil {
+		return err
+	}
+	for off := st.Size(); off < size; {
+		n, err := fd.WriteAt(zeroChunk[:min(int64(len(zeroChunk)), size-off)], off)
+		if err != nil {
+			_ = fd.Truncate(st.Size())
 			return err
 		}
+		off += int64(n)
 	}
+	return nil
 }
 
 // read copies the entry in slot out of the mapping, mapping the file first
@@ -194,10 +215,10 @@ func allocate(fd *os.File, size int64) error {
 func (f *file) read(slot int, off int64) (e Entry, ok bool, err error) {
 	f.mu.RLock()
 	if f.m != nil {
-		e, ok = decodeEntry(f.slotBytes(slot), off)
+		e, ok, err = f.decode(slot, off)
 		f.mu.RUnlock()
 		f.lru.use(f)
-		return e, ok, nil
+		return e, ok, err
 	}
 	f.mu.RUnlock()
 
@@ -206,10 +227,27 @@ func (f *file) read(slot int, off int64) (e Entry, ok bool, err error) {
 		f.mu.Unlock()
 		return Entry{}, false, err
 	}
-	e, ok = decodeEntry(f.slotBytes(slot), off)
+	e, ok, err = f.decode(slot, off)
 	f.mu.Unlock()
 	f.lru.use(f)
-	return e, ok, nil
+	return e, ok, err
+}
+
+// decode copies the entry in slot out of the mapping, turning a fault (a
+// media error, or the file truncated under the store) into ErrIO. Caller
+// holds mu and the file is mapped.
+func (f *file) decode(slot int, off int64) (e Entry, ok bool, err error) {
+	err = guard(f.path, func() { e, ok = decodeEntry(f.slotBytes(slot), off) })
+	return e, ok, err
+}
+
+// guard runs access to the mapping of the file at path under
+// fileops.Guard, wrapping a fault in ErrIO.
+func guard(path string, access func()) error {
+	if err := fileops.Guard(access); err != nil {
+		return fmt.Errorf("consumequeue: %s: %w: %w", path, ErrIO, err)
+	}
+	return nil
 }
 
 // lock takes the write lock with the file mapped. The caller must call

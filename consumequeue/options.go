@@ -4,6 +4,8 @@ import (
 	"fmt"
 
 	"github.com/sirupsen/logrus"
+
+	"github.com/unilog/unilog/internal/fileops"
 )
 
 const (
@@ -34,6 +36,10 @@ type Options struct {
 	// Logger receives rare, structural events (damaged files removed, files
 	// deleted). Default: logrus.StandardLogger().
 	Logger logrus.FieldLogger
+
+	// fs makes the calls that decide durability; tests of this package
+	// set it to inject failures (default fileops.OS).
+	fs fileOps
 }
 
 func (o Options) withDefaults() (Options, error) {
@@ -54,6 +60,9 @@ func (o Options) withDefaults() (Options, error) {
 	}
 	if o.Logger == nil {
 		o.Logger = logrus.StandardLogger()
+	}
+	if o.fs == nil {
+		o.fs = fileops.OS{}
 	}
 	return o, nil
 }

@@ -169,7 +169,10 @@ func (q *Queue) Append(offset int64, e Entry) error {
 			return err
 		}
 	}
-	encodeEntry(f.slotBytes(slot), offset, e)
+	if err := guard(f.path, func() { encodeEntry(f.slotBytes(slot), offset, e) }); err != nil {
+		f.unlock()
+		return err
+	}
 	f.markDirty()
 	f.unlock()
 	if empty {
@@ -189,7 +192,7 @@ func (q *Queue) createFile(base, start int64) (*file, error) {
 	}
 	var hdr [HeaderSize]byte
 	encodeHeader(hdr[:], header{Base: base, Start: start, EntriesPerFile: int(q.epf)})
-	err = allocate(fd, sizeFor(-1, int(q.epf)))
+	err = allocate(q.s.opts.fs, fd, sizeFor(-1, int(q.epf)))
 	if err == nil {
 		_, err = fd.WriteAt(hdr[:], 0)
 	}
@@ -205,7 +208,7 @@ func (q *Queue) createFile(base, start int64) (*file, error) {
 }
 
 func (q *Queue) newFile(base int64) *file {
-	return &file{path: filepath.Join(q.dir, fileName(base)), base: base, epf: int(q.epf), lru: q.s.lru}
+	return &file{path: filepath.Join(q.dir, fileName(base)), base: base, epf: int(q.epf), lru: q.s.lru, ops: q.s.opts.fs}
 }
 
 // removeFiles unmaps and deletes files already unlinked from q.files.

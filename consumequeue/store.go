@@ -9,9 +9,9 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"github.com/sirupsen/logrus"
-	"golang.org/x/sys/unix"
 )
 
 // Store holds every queue under Options.Dir. Opening it reads nothing but
@@ -28,6 +28,8 @@ type Store struct {
 
 	dirsMu sync.Mutex
 	dirs   map[string]struct{} // directories whose entries changed since the last Flush
+
+	failed atomic.Pointer[error] // sticky Flush failure, see fail
 }
 
 // Open opens (creating if needed) the store in opts.Dir.
@@ -198,56 +200,71 @@ func (s *Store) dirChanged(dir string) {
 const syncfsThreshold = 64
 
 // Flush makes every file written since the last Flush durable, together
-// with the directories in which files were created or removed.
+// with the directories in which files were created or removed. Once a
+// Flush has failed every later one fails with ErrFlushFailed without
+// writing (see fail).
 func (s *Store) Flush() error {
+	if err := s.failure(); err != nil {
+		return err
+	}
 	dirty := s.lru.takeDirty()
 	s.dirsMu.Lock()
 	dirs := s.dirs
 	s.dirs = make(map[string]struct{})
 	s.dirsMu.Unlock()
 	if len(dirty)+len(dirs) > syncfsThreshold {
-		return s.syncfs(dirty, dirs)
+		// Dirty flags are cleared before the call so that writes racing
+		// it stay dirty.
+		for _, f := range dirty {
+			f.dirty.Store(false)
+		}
+		if err := s.opts.fs.Syncfs(s.opts.Dir); err != nil {
+			return s.fail(fmt.Errorf("consumequeue: syncfs %s: %w", s.opts.Dir, err))
+		}
+		return nil
 	}
 	var errs []error
 	for _, f := range dirty {
 		if err := f.sync(); err != nil {
 			errs = append(errs, err)
-			f.lru.addDirty(f)
 		}
 	}
 	for dir := range dirs {
-		if err := syncDir(dir); err != nil && !errors.Is(err, os.ErrNotExist) {
-			errs = append(errs, err)
+		if err := s.opts.fs.SyncDir(dir); err != nil && !errors.Is(err, os.ErrNotExist) {
+			errs = append(errs, fmt.Errorf("consumequeue: fsync %s: %w", dir, err))
 		}
 	}
-	return errors.Join(errs...)
-}
-
-// syncfs flushes the whole file system holding Dir at once. Dirty flags
-// are cleared before the call so that writes racing it stay dirty.
-func (s *Store) syncfs(dirty []*file, dirs map[string]struct{}) error {
-	for _, f := range dirty {
-		f.dirty.Store(false)
-	}
-	fail := func(err error) error {
-		for _, f := range dirty {
-			f.markDirty()
-		}
-		for dir := range dirs {
-			s.dirChanged(dir)
-		}
-		return fmt.Errorf("consumequeue: syncfs %s: %w", s.opts.Dir, err)
-	}
-	d, err := os.Open(s.opts.Dir)
-	if err != nil {
-		return fail(err)
-	}
-	defer d.Close()
-	if err := unix.Syncfs(int(d.Fd())); err != nil {
-		return fail(err)
+	if len(errs) > 0 {
+		return s.fail(errors.Join(errs...))
 	}
 	return nil
 }
+
+// fail makes a Flush failure sticky. A failed msync or fsync may have
+// dropped the dirty pages it was writing (Linux marks them clean after a
+// writeback error), so a retry could succeed and let the dispatcher
+// checkpoint entries that never reached the disk ("fsyncgate"). From here
+// on Flush fails without writing, so the checkpoint stays before the
+// failure, and a restart rebuilds the entries after it from the commit
+// log. Appends and reads go on. It logs once and returns the sticky error.
+func (s *Store) fail(cause error) error {
+	err := fmt.Errorf("%w: %w", ErrFlushFailed, cause)
+	if s.failed.CompareAndSwap(nil, &err) {
+		s.log.WithError(cause).WithField("dir", s.opts.Dir).Error("consume queue flush failed; no checkpoint until a restart rebuilds the queues")
+	}
+	return *s.failed.Load()
+}
+
+// failure returns the sticky Flush error, or nil.
+func (s *Store) failure() error {
+	if p := s.failed.Load(); p != nil {
+		return *p
+	}
+	return nil
+}
+
+// FlushFailed reports whether a Flush has failed (see Flush).
+func (s *Store) FlushFailed() bool { return s.failure() != nil }
 
 // sync makes a written file durable: msync while mapped, fdatasync through
 // a short-lived descriptor once the LRU has unmapped it.
@@ -259,29 +276,17 @@ func (f *file) sync() error {
 	}
 	var err error
 	if f.m != nil {
-		err = f.m.Flush()
+		err = f.ops.Msync(f.path, f.m, 0)
 	} else {
 		var fd *os.File
 		if fd, err = os.OpenFile(f.path, os.O_RDWR, 0); err == nil {
-			err = unix.Fdatasync(int(fd.Fd()))
+			err = f.ops.Fdatasync(fd)
 			_ = fd.Close()
 		}
 	}
 	if err != nil {
 		f.dirty.Store(true)
 		return fmt.Errorf("consumequeue: sync %s: %w", f.path, err)
-	}
-	return nil
-}
-
-func syncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	defer d.Close()
-	if err := d.Sync(); err != nil {
-		return fmt.Errorf("consumequeue: fsync %s: %w", dir, err)
 	}
 	return nil
 }
@@ -367,10 +372,13 @@ func (s *Store) Close() error {
 	}
 	s.closed = true
 	errs := []error{s.Flush()}
+	// After a failed flush, msyncing again on the way out is the retry
+	// that fail forbids.
+	sync := s.failure() == nil
 	for _, q := range s.queues {
 		q.mu.Lock()
 		q.closed.Store(true)
-		errs = append(errs, q.closeFiles(true))
+		errs = append(errs, q.closeFiles(sync))
 		q.mu.Unlock()
 	}
 	s.queues = nil

@@ -1,0 +1,133 @@
+// Package fileopstest holds test doubles for the fileops seam: Faults
+// fails chosen calls, Recorder remembers what each successful sync made
+// durable and rebuilds a data directory as a power cut would leave it.
+// Only tests import it.
+package fileopstest
+
+import (
+	"os"
+	"sync"
+)
+
+// Ops is every call of fileops.OS; the doubles wrap one (usually
+// fileops.OS{}) and offer the same methods, so they fit the smaller
+// interface each storage package declares.
+type Ops interface {
+	Fallocate(f *os.File, size int64) error
+	Msync(path string, b []byte, off int64) error
+	Fdatasync(f *os.File) error
+	SyncDir(dir string) error
+	Syncfs(dir string) error
+	Rename(oldpath, newpath string) error
+}
+
+// Op names a call of Ops.
+type Op string
+
+// The calls Faults can fail.
+const (
+	Fallocate Op = "fallocate"
+	Msync     Op = "msync"
+	Fdatasync Op = "fdatasync"
+	SyncDir   Op = "syncdir"
+	Syncfs    Op = "syncfs"
+	Rename    Op = "rename"
+)
+
+// Faults passes every call to Inner unless a rule set with Set returns an
+// error for it; that error is returned instead and the call is not made,
+// as when the kernel fails it.
+type Faults struct {
+	Inner Ops
+
+	mu    sync.Mutex
+	rules map[Op]func(path string) error
+	calls map[Op]int
+}
+
+// NewFaults wraps inner with no rules.
+func NewFaults(inner Ops) *Faults {
+	return &Faults{Inner: inner, rules: make(map[Op]func(string) error), calls: make(map[Op]int)}
+}
+
+// Set makes every later call of op ask rule, with the path the call is
+// about (for Rename the old path); a nil rule, or a rule returning nil,
+// lets the call through.
+func (f *Faults) Set(op Op, rule func(path string) error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if rule == nil {
+		delete(f.rules, op)
+		return
+	}
+	f.rules[op] = rule
+}
+
+// Fail makes every later call of op fail with err until Set(op, nil).
+func (f *Faults) Fail(op Op, err error) { f.Set(op, func(string) error { return err }) }
+
+// Calls counts the calls of op made so far, failed ones included.
+func (f *Faults) Calls(op Op) int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.calls[op]
+}
+
+func (f *Faults) check(op Op, path string) error {
+	f.mu.Lock()
+	f.calls[op]++
+	rule := f.rules[op]
+	f.mu.Unlock()
+	if rule == nil {
+		return nil
+	}
+	return rule(path)
+}
+
+// Fallocate implements Ops.
+func (f *Faults) Fallocate(fd *os.File, size int64) error {
+	if err := f.check(Fallocate, fd.Name()); err != nil {
+		return err
+	}
+	return f.Inner.Fallocate(fd, size)
+}
+
+// Msync implements Ops.
+func (f *Faults) Msync(path string, b []byte, off int64) error {
+	if err := f.check(Msync, path); err != nil {
+		return err
+	}
+	return f.Inner.Msync(path, b, off)
+}
+
+// Fdatasync implements Ops.
+func (f *Faults) Fdatasync(fd *os.File) error {
+	if err := f.check(Fdatasync, fd.Name()); err != nil {
+		return err
+	}
+	return f.Inner.Fdatasync(fd)
+}
+
+// SyncDir implements Ops.
+func (f *Faults) SyncDir(dir string) error {
+	if err := f.check(SyncDir, dir); err != nil {
+		return err
+	}
+	return f.Inner.SyncDir(dir)
+}
+
+// Syncfs implements Ops.
+func (f *Faults) Syncfs(dir string) error {
+	if err := f.check(Syncfs, dir); err != nil {
+		return err
+	}
+	return f.Inner.Syncfs(dir)
+}
+
+// Rename implements Ops.
+func (f *Faults) Rename(oldpath, newpath string) error {
+	if err := f.check(Rename, oldpath); err != nil {
+		return err
+	}
+	return f.Inner.Rename(oldpath, newpath)
+}
