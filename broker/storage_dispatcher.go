@@ -141,7 +141,7 @@ func (s *dispatcherStorage) Stats() storageStats {
 		LagBytes: lag.Bytes,
 		LagTime:  lag.Time,
 
-		WriteFailed: s.log.Stats().FlushFailed || s.cq.FlushFailed(),
+		WriteFailed: s.log.Stats().FlushFailed || s.d.Queues().FlushFailed(),
 	}
 }
 

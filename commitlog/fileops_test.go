@@ -40,6 +40,17 @@ func appendDurable(t *testing.T, l *Log, i int) (Position, Message, error) {
 	return p, m, l.WaitDurable(context.Background(), p.End())
 }
 
+// fitInFile is how many appendDurable records fill a file of size bytes.
+func fitInFile(size int64) int {
+	n := 0
+	for used := int64(0); ; n++ {
+		m := testMessage(n, 1000)
+		if used += int64(EncodedSize(&m)); used > size {
+			return n
+		}
+	}
+}
+
 // reopenAndCheck opens the log's directory with the real file calls,
 // recovers it and reads every acknowledged record back.
 func reopenAndCheck(t *testing.T, opts Options, pos []Position, msgs []Message) {
@@ -76,9 +87,9 @@ func TestFlushFailureIsSticky(t *testing.T) {
 		before int
 	}{
 		{fileopstest.Msync, 10},
-		// 60 records of ~1.1 KiB fill the first file; the 61st enters the
+		// The records that fill the first file; the next one enters the
 		// second, whose first flush syncs the directory.
-		{fileopstest.SyncDir, 60},
+		{fileopstest.SyncDir, fitInFile(fileSize)},
 	} {
 		t.Run(string(tc.op), func(t *testing.T) {
 			l, opts, faults, hook := faultyLog(t, fileSize)

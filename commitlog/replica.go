@@ -36,27 +36,37 @@ func (l *Log) ReadRaw(dst []byte, phys int64, max int) (out []byte, next int64, 
 	}
 	s := segs[i]
 	defer s.release()
+	n := len(dst)
+	if fault := guard(func() { dst, next, err = rawChunk(dst, s, phys, w, max) }); fault != nil {
+		return dst[:n], phys, fmt.Errorf("commitlog: read raw at %d in %s: %w", phys, s.path, fault)
+	}
+	return dst, next, err
+}
+
+// rawChunk is ReadRaw's walk over s's read-only mapping, run under guard.
+func rawChunk(dst []byte, s *segment, phys, w int64, max int) ([]byte, int64, error) {
+	m := s.ro
 	limit := min(s.size, w-s.base)
 	start := phys - s.base
 	pos := start
 	for pos < limit {
 		rem := s.size - pos
 		if rem < BlankSize {
-			return append(dst, s.m[start:pos]...), s.end(), nil
+			return append(dst, m[start:pos]...), s.end(), nil
 		}
-		if isBlank(s.m[pos:], rem) {
-			return append(dst, s.m[start:pos+BlankSize]...), s.end(), nil
+		if isBlank(m[pos:], rem) {
+			return append(dst, m[start:pos+BlankSize]...), s.end(), nil
 		}
-		size := int64(be.Uint32(s.m[pos:]))
-		if size < MinRecordSize || pos+size > limit || s.m[pos+offMagic] != RecordMagic {
-			return dst, phys, fmt.Errorf("commitlog: read raw at %d: size %d, magic %#x: %w", s.base+pos, size, s.m[pos+offMagic], ErrCorrupt)
+		size := int64(be.Uint32(m[pos:]))
+		if size < MinRecordSize || pos+size > limit || m[pos+offMagic] != RecordMagic {
+			return dst, phys, fmt.Errorf("commitlog: read raw at %d: size %d, magic %#x: %w", s.base+pos, size, m[pos+offMagic], ErrCorrupt)
 		}
 		if pos > start && pos+size-start > int64(max) {
 			break
 		}
 		pos += size
 	}
-	return append(dst, s.m[start:pos]...), s.base + pos, nil
+	return append(dst, m[start:pos]...), s.base + pos, nil
 }
 
 // rawItem is one element of a replicated chunk: a record, or a roll to the
@@ -90,6 +100,9 @@ func (l *Log) AppendRaw(phys int64, data []byte) (int64, error) {
 	if !l.recovered {
 		return 0, ErrNotRecovered
 	}
+	if err := l.failure(); err != nil {
+		return 0, fmt.Errorf("commitlog: append raw: %w", err)
+	}
 	w := l.cur.base + l.wpos
 	// After a file's short tail the leader's next offset is the next file's
 	// base while this writer still stands in the tail: the same place.
@@ -113,6 +126,21 @@ func (l *Log) AppendRaw(phys int64, data []byte) (int64, error) {
 		return 0, fmt.Errorf("commitlog: append raw: %w", err)
 	}
 	now := time.Now().UnixMilli()
+	if fault := guard(func() { l.writeRaw(items, data, now) }); fault != nil {
+		// As in AppendBatch: nothing more is published; the log stops.
+		return 0, l.fail(fmt.Errorf("commitlog: append raw at %d: %w", w, fault), l.flushed.Load(), l.writeOff.Load())
+	}
+	end := l.cur.base + l.wpos
+	l.writeOff.Store(end)
+	l.notifyAppended()
+	if l.opts.FlushMode == FlushSync {
+		l.kickFlush()
+	}
+	return end, nil
+}
+
+// writeRaw copies planned items into the mapping; wmu held, under guard.
+func (l *Log) writeRaw(items []rawItem, data []byte, now int64) {
 	for _, it := range items {
 		if it.size > 0 && !it.roll {
 			copy(l.cur.m[l.wpos:], data[it.at:it.at+it.size])
@@ -123,13 +151,6 @@ func (l *Log) AppendRaw(phys int64, data []byte) (int64, error) {
 			l.roll(now)
 		}
 	}
-	end := l.cur.base + l.wpos
-	l.writeOff.Store(end)
-	l.notifyAppended()
-	if l.opts.FlushMode == FlushSync {
-		l.kickFlush()
-	}
-	return end, nil
 }
 
 // planRaw checks a replicated chunk against where this log would place it

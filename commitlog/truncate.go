@@ -6,7 +6,6 @@ import (
 	"sort"
 
 	"github.com/sirupsen/logrus"
-	"golang.org/x/sys/unix"
 )
 
 // Truncate removes every record at or after to while the log runs: a
@@ -32,6 +31,9 @@ func (l *Log) Truncate(to int64) error {
 	if !l.recovered {
 		return ErrNotRecovered
 	}
+	if err := l.failure(); err != nil {
+		return fmt.Errorf("commitlog: truncate: %w", err)
+	}
 	w := l.cur.base + l.wpos
 	if to == w {
 		return nil
@@ -44,10 +46,15 @@ func (l *Log) Truncate(to int64) error {
 	}
 	j := sort.Search(len(segs), func(i int) bool { return segs[i].end() > to })
 	s := segs[j]
-	if err := l.isBoundary(s, to, w); err != nil {
-		return err
+	var next map[queueKey]int64
+	var err error
+	if fault := guard(func() {
+		if err = l.isBoundary(s, to, w); err == nil {
+			next, err = l.firstOffsetsFrom(segs[j:], to, w)
+		}
+	}); fault != nil {
+		return fmt.Errorf("commitlog: truncate to %d: %w", to, fault)
 	}
-	next, err := l.firstOffsetsFrom(segs[j:], to, w)
 	if err != nil {
 		return err
 	}
@@ -72,12 +79,15 @@ func (l *Log) Truncate(to int64) error {
 	for _, r := range removed {
 		r.release()
 	}
-	zeroed := s.zeroFrom(to - s.base)
-	if err := unix.Fdatasync(int(s.f.Fd())); err != nil {
+	var zeroed int64
+	if fault := guard(func() { zeroed = s.zeroFrom(to - s.base) }); fault != nil {
+		return l.fail(fmt.Errorf("commitlog: truncate to %d: %w", to, fault), l.flushed.Load(), w)
+	}
+	if err := l.opts.fs.Fdatasync(s.f); err != nil {
 		return fmt.Errorf("commitlog: truncate to %d: sync %s: %w", to, s.path, err)
 	}
 	if len(removed) > 0 {
-		if err := syncDir(l.opts.Dir); err != nil {
+		if err := l.opts.fs.SyncDir(l.opts.Dir); err != nil {
 			return fmt.Errorf("commitlog: truncate to %d: %w", to, err)
 		}
 	}
@@ -147,6 +157,9 @@ func (l *Log) Restart(at int64) error {
 	if !l.recovered {
 		return ErrNotRecovered
 	}
+	if err := l.failure(); err != nil {
+		return fmt.Errorf("commitlog: restart: %w", err)
+	}
 	if at < 0 {
 		return fmt.Errorf("commitlog: restart at %d: %w", at, ErrOutOfRange)
 	}
@@ -169,13 +182,13 @@ func (l *Log) Restart(at int64) error {
 	for _, s := range old {
 		s.release()
 	}
-	s, err := createSegment(l.opts.Dir, at, l.opts.FileSize, &l.mapped)
+	s, err := createSegment(l.opts.fs, l.opts.Dir, at, l.opts.FileSize, &l.mapped)
 	if err != nil {
 		return fmt.Errorf("commitlog: restart at %d: %w", at, err)
 	}
 	// The removals must not come back after a crash beside the new file;
 	// the new file's allocation is made durable by the first flush.
-	if err := syncDir(l.opts.Dir); err != nil {
+	if err := l.opts.fs.SyncDir(l.opts.Dir); err != nil {
 		return fmt.Errorf("commitlog: restart at %d: %w", at, err)
 	}
 	l.setChain([]*segment{s})
