@@ -19,7 +19,7 @@ type dispatcherStorage struct {
 	cq  *consumequeue.Store
 }
 
-func openDispatcherStorage(cfg Config, keep func(topic string) bool) (*dispatcherStorage, error) {
+func openDispatcherStorage(cfg Config, keep func(topic string) bool, floor func() int64) (*dispatcherStorage, error) {
 	d, err := dispatcher.Open(dispatcher.Options{
 		Dir: cfg.DataDir,
 		CommitLog: commitlog.Options{
@@ -27,9 +27,10 @@ func openDispatcherStorage(cfg Config, keep func(topic string) bool) (*dispatche
 			FlushMode: cfg.Flush,
 			Logger:    cfg.Logger,
 		},
-		ConsumeQueue: consumequeue.Options{Logger: cfg.Logger},
-		Keep:         keep,
-		Logger:       cfg.Logger,
+		ConsumeQueue:   consumequeue.Options{Logger: cfg.Logger},
+		Keep:           keep,
+		RetentionFloor: floor,
+		Logger:         cfg.Logger,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("broker: open storage: %w", err)

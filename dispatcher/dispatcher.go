@@ -23,8 +23,13 @@ type Options struct {
 	CheckpointInterval time.Duration        // default 1s
 	// Keep reports whether records of a topic are dispatched; nil keeps all.
 	// Records of other topics stay in the commit log until retention.
-	Keep   func(topic string) bool
-	Logger logrus.FieldLogger
+	Keep func(topic string) bool
+	// RetentionFloor, if set, is a second retention floor (see
+	// commitlog.Log.SetRetentionFloor) beside the dispatched offset: the
+	// lower of the two wins. The group coordinator keeps the files holding
+	// live committed offsets with it.
+	RetentionFloor func() int64
+	Logger         logrus.FieldLogger
 }
 
 // Lag is how far the consume queues are behind the commit log.

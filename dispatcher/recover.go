@@ -33,7 +33,11 @@ func (d *Dispatcher) open(crashed bool) error {
 	}
 	// Before Recover starts retention: until the first publish the floor
 	// is 0 and nothing can be deleted.
-	d.log.SetRetentionFloor(d.dispatched.Load)
+	floor := d.dispatched.Load
+	if extra := d.opts.RetentionFloor; extra != nil {
+		floor = func() int64 { return min(d.dispatched.Load(), extra()) }
+	}
+	d.log.SetRetentionFloor(floor)
 	d.queues, err = consumequeue.Open(d.opts.ConsumeQueue)
 	if err != nil {
 		return fmt.Errorf("dispatcher: %w", err)
