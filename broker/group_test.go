@@ -2,13 +2,16 @@ package broker
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"net"
 	"sort"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/unilog/unilog/group"
@@ -209,5 +212,178 @@ func TestGroupSplitsPartitions(t *testing.T) {
 		idle = append(idle, m)
 		want = append(want, 0)
 		eventually(t, fmt.Sprintf("%d members on 3 partitions", n), func() (bool, string) { return splitIs(b, "g3", 3, idle, want) })
+	}
+}
+
+// killableDialer lets a test cut a client off the network without the
+// client knowing: it stands for a consumer process that died without
+// leaving its group.
+type killableDialer struct {
+	mu    sync.Mutex
+	conns []net.Conn
+	dead  bool
+}
+
+func (d *killableDialer) dial(ctx context.Context, network, host string) (net.Conn, error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.dead {
+		return nil, errors.New("killed")
+	}
+	c, err := (&net.Dialer{}).DialContext(ctx, network, host)
+	if err == nil {
+		d.conns = append(d.conns, c)
+	}
+	return c, err
+}
+
+func (d *killableDialer) kill() {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.dead = true
+	for _, c := range d.conns {
+		c.Close()
+	}
+}
+
+func TestGroupEvictsDeadMember(t *testing.T) {
+	b := startBroker(t, groupConfig(t, t.TempDir()))
+	createTopic(t, newClient(t, b.Addr()), "ev", 4)
+	survivor, _ := joinGroup(t, b.Addr(), "gev", "ev")
+	var d killableDialer
+	victim, _ := joinGroup(t, b.Addr(), "gev", "ev", kgo.Dialer(d.dial))
+	eventually(t, "2/2 split", func() (bool, string) { return splitIs(b, "gev", 4, []*member{survivor, victim}, []int{2, 2}) })
+
+	d.kill()
+	// No LeaveGroup reaches the broker: only the 2 s session timeout
+	// removes the member, and its partitions move to the survivor.
+	eventually(t, "the survivor to own all 4 partitions", func() (bool, string) {
+		return splitIs(b, "gev", 4, []*member{survivor}, []int{4})
+	})
+}
+
+func TestGroupStaticMemberRestart(t *testing.T) {
+	b := startBroker(t, groupConfig(t, t.TempDir()))
+	createTopic(t, newClient(t, b.Addr()), "st", 4)
+	s1, _ := joinGroup(t, b.Addr(), "gst", "st", kgo.InstanceID("s1"))
+	s2, stop2 := joinGroup(t, b.Addr(), "gst", "st", kgo.InstanceID("s2"), kgo.SessionTimeout(10*time.Second))
+	eventually(t, "2/2 split", func() (bool, string) { return splitIs(b, "gst", 4, []*member{s1, s2}, []int{2, 2}) })
+	before := groupStats(b, "gst")
+	held := fmt.Sprint(s2.partitions())
+
+	// A static member closing does not leave; its restart within the
+	// session timeout takes its place with no rebalance.
+	stop2()
+	if s := groupStats(b, "gst"); s.Members != 2 {
+		t.Fatalf("after the static member closed: %+v", s)
+	}
+	s2b, _ := joinGroup(t, b.Addr(), "gst", "st", kgo.InstanceID("s2"), kgo.SessionTimeout(10*time.Second))
+	eventually(t, "the restarted member to hold its old partitions", func() (bool, string) {
+		return fmt.Sprint(s2b.partitions()) == held, fmt.Sprint(s2b.partitions())
+	})
+	after := groupStats(b, "gst")
+	if after.Generation != before.Generation || after.Rebalances != before.Rebalances || after.State != group.Stable {
+		t.Fatalf("static restart rebalanced: before %+v, after %+v", before, after)
+	}
+	if ps := s1.partitions(); len(ps) != 2 {
+		t.Fatalf("s1 holds %v", ps)
+	}
+}
+
+func TestGroupsConsumeIndependently(t *testing.T) {
+	b := startBroker(t, groupConfig(t, t.TempDir()))
+	cl := newClient(t, b.Addr())
+	createTopic(t, cl, "both", 3)
+	want := produceValues(t, cl, "both", 3, "v", 90)
+	sort.Strings(want)
+	var groups [][]*member
+	for _, g := range []string{"ga", "gb"} {
+		m1, _ := joinGroup(t, b.Addr(), g, "both")
+		m2, _ := joinGroup(t, b.Addr(), g, "both")
+		groups = append(groups, []*member{m1, m2})
+	}
+	for i, ms := range groups {
+		eventually(t, fmt.Sprintf("group %d to consume every record", i), func() (bool, string) {
+			var got []string
+			for _, m := range ms {
+				got = append(got, m.records()...)
+			}
+			sort.Strings(got)
+			return strings.Join(got, ",") == strings.Join(want, ","), fmt.Sprintf("%d of %d", len(got), len(want))
+		})
+	}
+}
+
+// consumeCommitted joins grp with auto-commit off, consumes until it has
+// n records, commits exactly those and leaves. It returns the records.
+func consumeCommitted(t *testing.T, addr, grp, topic string, n int) []*kgo.Record {
+	t.Helper()
+	cl := newClient(t, addr, kgo.ConsumerGroup(grp), kgo.ConsumeTopics(topic), kgo.DisableAutoCommit(),
+		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.FetchMaxWait(100*time.Millisecond),
+		kgo.SessionTimeout(2*time.Second), kgo.HeartbeatInterval(100*time.Millisecond))
+	ctx := testCtx(t)
+	var got []*kgo.Record
+	for len(got) < n {
+		fs := cl.PollRecords(ctx, n-len(got))
+		if ctx.Err() != nil {
+			t.Fatalf("consumed %d of %d", len(got), n)
+		}
+		got = append(got, fs.Records()...)
+	}
+	if err := cl.CommitRecords(ctx, got...); err != nil {
+		t.Fatalf("commit: %v", err)
+	}
+	cl.Close()
+	return got
+}
+
+// TestGroupCommitSurvivesRestart commits, restarts the broker and
+// consumes again: the group continues at the commit, with no gap and
+// nothing before it re-delivered; a reset to the earliest offsets then
+// re-reads everything.
+func TestGroupCommitSurvivesRestart(t *testing.T) {
+	dir := t.TempDir()
+	cfg := groupConfig(t, dir)
+	b, err := Start(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cl := newClient(t, b.Addr())
+	createTopic(t, cl, "rs", 1)
+	all := produceValues(t, cl, "rs", 1, "r", 100)
+	first := consumeCommitted(t, b.Addr(), "grs", "rs", 40)
+	cl.Close()
+	if err := b.Close(); err != nil {
+		t.Fatal(err)
+	}
+	verifyDir(t, dir)
+
+	b = startBroker(t, cfg)
+	adm := kadm.NewClient(newClient(t, b.Addr()))
+	offs, err := adm.FetchOffsets(testCtx(t), "grs")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if o, _ := offs.Lookup("rs", 0); o.At != 40 {
+		t.Fatalf("committed offset after restart: %+v", o)
+	}
+	rest := consumeCommitted(t, b.Addr(), "grs", "rs", 60)
+	var got []string
+	for _, r := range append(first, rest...) {
+		got = append(got, string(r.Value))
+	}
+	if strings.Join(got, ",") != strings.Join(all, ",") {
+		t.Fatalf("consumed across the restart:\n%v\nwant\n%v", got, all)
+	}
+
+	// Reset to the earliest offset (the group is empty) and re-read.
+	reset := kadm.Offsets{}
+	reset.Add(kadm.Offset{Topic: "rs", Partition: 0, At: 0, LeaderEpoch: -1})
+	if _, err := adm.CommitOffsets(testCtx(t), "grs", reset); err != nil {
+		t.Fatal(err)
+	}
+	again := consumeCommitted(t, b.Addr(), "grs", "rs", 100)
+	if string(again[0].Value) != all[0] || string(again[99].Value) != all[99] {
+		t.Fatalf("after reset: first %s last %s", again[0].Value, again[99].Value)
 	}
 }

@@ -38,9 +38,10 @@ type Options struct {
 	MaxSessionTimeout time.Duration
 	// Clock measures session and rebalance timeouts; default SystemClock.
 	Clock Clock
-	// NewMemberID makes a member id for a client id; default client id,
-	// a dash and 32 random hex digits, as Kafka.
-	NewMemberID func(clientID string) string
+	// NewMemberID makes a member id from a prefix (the client id, or a
+	// static member's instance id); default the prefix, a dash and 32
+	// random hex digits, as Kafka.
+	NewMemberID func(prefix string) string
 	Logger      logrus.FieldLogger
 }
 
@@ -103,13 +104,13 @@ func Open(opts Options) (*Coordinator, error) {
 	return c, nil
 }
 
-func randomMemberID(clientID string) string {
+func randomMemberID(prefix string) string {
 	var b [16]byte
 	rand.Read(b[:])
-	return clientID + "-" + hex.EncodeToString(b[:])
+	return prefix + "-" + hex.EncodeToString(b[:])
 }
 
-func (c *Coordinator) newMemberID(clientID string) string { return c.opts.NewMemberID(clientID) }
+func (c *Coordinator) newMemberID(prefix string) string { return c.opts.NewMemberID(prefix) }
 
 // Close ends every group's goroutine; parked calls are answered with
 // COORDINATOR_NOT_AVAILABLE.

@@ -48,7 +48,7 @@
 //   - Static members (group.instance.id, KIP-345) skip MEMBER_ID_REQUIRED. A
 //     static member rejoining without a member id replaces its old id: the
 //     old id is fenced (FENCED_INSTANCE_ID), and in a Stable group with
-//     unchanged protocols nothing is rebalanced: the member keeps the
+//     the same chosen protocol nothing is rebalanced: the member keeps the
 //     generation and its assignment (the leader gets SkipAssignment,
 //     KIP-814).
 //   - The last member leaving makes the group Empty (with a new

@@ -52,7 +52,13 @@ func (g *group) join(req *kmsg.JoinGroupRequest, cl Client, reply chan<- *kmsg.J
 		return
 	}
 	if req.MemberID == "" {
-		id := g.c.newMemberID(cl.ID)
+		// Kafka prefixes a static member's id with its instance id, which
+		// clients rely on to recognise their own old id.
+		prefix := cl.ID
+		if req.InstanceID != nil {
+			prefix = *req.InstanceID
+		}
+		id := g.c.newMemberID(prefix)
 		if req.InstanceID != nil {
 			if old := g.find(g.static[*req.InstanceID]); old != nil {
 				g.replaceStatic(old, id, req, cl, reply)
@@ -139,7 +145,7 @@ func (g *group) park(m *member, version int16, reply chan<- *kmsg.JoinGroupRespo
 
 // replaceStatic gives a restarted static member (same group.instance.id,
 // no member id) a new member id in place of its old one. In a Stable group
-// with unchanged protocols nothing is rebalanced: the member keeps the
+// whose chosen protocol stays nothing is rebalanced: the member keeps the
 // generation and its assignment (KIP-345). The old id's parked calls are
 // fenced.
 func (g *group) replaceStatic(old *member, id string, req *kmsg.JoinGroupRequest, cl Client, reply chan<- *kmsg.JoinGroupResponse) {
@@ -150,11 +156,13 @@ func (g *group) replaceStatic(old *member, id string, req *kmsg.JoinGroupRequest
 	if g.leader == oldID {
 		g.leader = id
 	}
-	changed := !sameProtocols(old.protocols, req.Protocols)
 	g.update(old, req, cl)
 	g.touch(old)
 	g.log.WithFields(logrus.Fields{"member": id, "replaces": oldID, "instance_id": *req.InstanceID}).Info("static member rejoined")
-	if g.state == Stable && !changed {
+	// As Kafka, only a change of the group's protocol forces a rebalance:
+	// a restarted client's metadata differs (cooperative assignors encode
+	// what they owned, which a fresh process does not know).
+	if g.state == Stable && g.chooseProtocol() == g.protocol {
 		resp := g.joinResult(old, req.Version)
 		// KIP-814: the leader's plan is already in force.
 		resp.SkipAssignment = id == g.leader
