@@ -23,7 +23,7 @@ func consumeCommand() *cli.Command {
 	return &cli.Command{
 		Name:  "consume",
 		Usage: "print the records of a topic",
-		Description: `Reads the topic's partitions directly (no consumer group, nothing committed), so
+		Description: `Without --group, reads the topic's partitions directly (nothing committed), so
 anything still within retention can be re-read at will.
 
 --from says where each partition starts:
@@ -41,7 +41,12 @@ it started; with --follow it keeps waiting for new records until SIGINT or --cou
 --format value prints the value, kv prints key, --key-separator, value, and json
 prints one object per line: {"topic","partition","offset","timestamp" (unix ms),
 "key","value","headers":[{"key","value"}]}; a key or value that is not valid UTF-8
-is null and given base64-encoded in "key_base64" / "value_base64" instead.`,
+is null and given base64-encoded in "key_base64" / "value_base64" instead.
+
+With --group the command is a member of that consumer group instead: the group
+assigns the partitions, each starts at the group's committed offset (--from
+earliest or latest only says where a partition without one starts), and offsets
+are committed as records are printed. It runs until SIGINT or --count.`,
 		ArgsUsage: " ",
 		Flags: append(kafkaClientFlags(),
 			&cli.StringFlag{Name: "topic", Aliases: []string{"t"}, Required: true, Usage: "topic `NAME`"},
@@ -52,6 +57,7 @@ is null and given base64-encoded in "key_base64" / "value_base64" instead.`,
 			&cli.StringFlag{Name: "format", Value: "value", Usage: "value, kv or json"},
 			&cli.StringFlag{Name: "key-separator", Value: `\t`, DefaultText: "tab", Usage: "separator between key and value for --format kv"},
 			&cli.BoolFlag{Name: "quiet", Aliases: []string{"q"}, Usage: "no summary and no warnings on stderr"},
+			&cli.StringFlag{Name: "group", Aliases: []string{"g"}, Usage: "consume as a member of consumer group `ID`, committing as it goes"},
 		),
 		Action: runConsume,
 	}
@@ -243,6 +249,9 @@ func runConsume(c *cli.Context) error {
 	}
 	follow := c.Bool("follow")
 	quiet := c.Bool("quiet")
+	if group := c.String("group"); group != "" {
+		return runGroupConsume(c, topic, group, format, count, quiet)
+	}
 	warn := func(format string, args ...any) {
 		if !quiet {
 			fmt.Fprintf(c.App.ErrWriter, "consume: "+format+"\n", args...)
