@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net"
+	"net/http"
 	"sort"
 	"strings"
 	"sync"
@@ -382,6 +384,12 @@ func TestGroupCommitSurvivesRestart(t *testing.T) {
 	if _, err := adm.CommitOffsets(testCtx(t), "grs", reset); err != nil {
 		t.Fatal(err)
 	}
+	m := scrape(t, b)
+	for _, want := range []string{`unilog_group_lag_records{group="grs"} 100`, `unilog_group_members{group="grs"} 0`, `unilog_group_generation{group="grs"} 2`, `unilog_group_rebalances_total{group="grs"} 2`} {
+		if !strings.Contains(m, want) {
+			t.Fatalf("/metrics lacks %s:\n%s", want, m)
+		}
+	}
 	again := consumeCommitted(t, b.Addr(), "grs", "rs", 100)
 	if string(again[0].Value) != all[0] || string(again[99].Value) != all[99] {
 		t.Fatalf("after reset: first %s last %s", again[0].Value, again[99].Value)
@@ -466,4 +474,19 @@ func TestGroupRebalanceUnderLoad(t *testing.T) {
 		return missing == 0, fmt.Sprintf("%d of %d missing", missing, len(want))
 	})
 	t.Logf("%d records produced during %d membership changes; group at generation %d", len(want), len(steps), groupStats(b, "gload").Generation)
+}
+
+// scrape returns the broker's /metrics page.
+func scrape(t testing.TB, b *Broker) string {
+	t.Helper()
+	resp, err := http.Get("http://" + b.AdminAddr() + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil || resp.StatusCode != http.StatusOK {
+		t.Fatalf("/metrics: %s %v", resp.Status, err)
+	}
+	return string(body)
 }
