@@ -1,6 +1,7 @@
 package broker
 
 import (
+	"fmt"
 	"os/exec"
 	"sort"
 	"strings"
@@ -9,7 +10,25 @@ import (
 
 	"github.com/segmentio/kafka-go"
 	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
 )
+
+// consumeInTwoRuns produces 30 records, has consume (one run of a group
+// consumer) read them and checks the group committed them all, then
+// produces 15 more, which the next run reads, and only those.
+func consumeInTwoRuns(t *testing.T, cl *kgo.Client, grp, topic string, partitions int32, consume func(n int) []string) {
+	t.Helper()
+	for i, n := range []int{30, 15} {
+		want := produceValues(t, cl, topic, partitions, fmt.Sprintf("run%d", i), n)
+		sort.Strings(want)
+		if got := consume(n); strings.Join(got, ",") != strings.Join(want, ",") {
+			t.Fatalf("run %d of group %s read %v", i, grp, got)
+		}
+	}
+	if n := committedTotal(t, kadm.NewClient(cl), grp, topic); n != 45 {
+		t.Fatalf("group %s committed %d offsets in all, want 45", grp, n)
+	}
+}
 
 // committedTotal sums a group's committed offsets of topic.
 func committedTotal(t *testing.T, adm *kadm.Client, grp, topic string) int64 {
@@ -39,7 +58,6 @@ func TestGroupKcat(t *testing.T) {
 	}
 	b := startBroker(t, groupConfig(t, t.TempDir()))
 	cl := newClient(t, b.Addr())
-	adm := kadm.NewClient(cl)
 	createTopic(t, cl, "kg", 3)
 	consume := func(n int) []string {
 		t.Helper()
@@ -56,19 +74,7 @@ func TestGroupKcat(t *testing.T) {
 		}
 		return lines
 	}
-	first := produceValues(t, cl, "kg", 3, "a", 30)
-	sort.Strings(first)
-	if got := consume(30); strings.Join(got, ",") != strings.Join(first, ",") {
-		t.Fatalf("kcat -G: %v", got)
-	}
-	if n := committedTotal(t, adm, "kcat-group", "kg"); n != 30 {
-		t.Fatalf("committed %d offsets, want 30", n)
-	}
-	second := produceValues(t, cl, "kg", 3, "b", 15)
-	sort.Strings(second)
-	if got := consume(15); strings.Join(got, ",") != strings.Join(second, ",") {
-		t.Fatalf("kcat -G second run: %v", got)
-	}
+	consumeInTwoRuns(t, cl, "kcat-group", "kg", 3, consume)
 }
 
 // TestGroupKafkaGoReader reads through kafka-go's Reader with a GroupID
@@ -78,7 +84,6 @@ func TestGroupKcat(t *testing.T) {
 func TestGroupKafkaGoReader(t *testing.T) {
 	b := startBroker(t, groupConfig(t, t.TempDir()))
 	cl := newClient(t, b.Addr())
-	adm := kadm.NewClient(cl)
 	createTopic(t, cl, "kgr", 2)
 	sn := newVersionSniffer(t, b.Addr())
 	read := func(n int) []string {
@@ -107,19 +112,7 @@ func TestGroupKafkaGoReader(t *testing.T) {
 		sort.Strings(got)
 		return got
 	}
-	first := produceValues(t, cl, "kgr", 2, "a", 20)
-	sort.Strings(first)
-	if got := read(20); strings.Join(got, ",") != strings.Join(first, ",") {
-		t.Fatalf("first reader: %v", got)
-	}
-	if n := committedTotal(t, adm, "kafka-go-group", "kgr"); n != 20 {
-		t.Fatalf("committed %d offsets, want 20", n)
-	}
-	second := produceValues(t, cl, "kgr", 2, "b", 10)
-	sort.Strings(second)
-	if got := read(10); strings.Join(got, ",") != strings.Join(second, ",") {
-		t.Fatalf("second reader: %v", got)
-	}
+	consumeInTwoRuns(t, cl, "kafka-go-group", "kgr", 2, read)
 	t.Logf("kafka-go sent: %s", sn.report())
 	for _, want := range []string{"FindCoordinator", "JoinGroup", "SyncGroup", "OffsetCommit", "OffsetFetch"} {
 		if !strings.Contains(sn.report(), want) {

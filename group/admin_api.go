@@ -4,16 +4,9 @@ import (
 	"context"
 	"sort"
 
-	"github.com/sirupsen/logrus"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
-
-func sortStrings(s []string) { sort.Strings(s) }
-
-func sortPartitions(ps []fetchedPartition) {
-	sort.Slice(ps, func(i, j int) bool { return ps[i].partition < ps[j].partition })
-}
 
 // ListGroups lists every group, filtered by state (v4+) and type (v5+;
 // every group here is "classic").
@@ -109,9 +102,8 @@ func (c *Coordinator) deleteGroup(ctx context.Context, g *group) int16 {
 		dels[tp] = nil
 	}
 	if len(dels) > 0 {
-		if err := c.commit(ctx, g.id, dels); err != nil {
-			c.log.WithFields(logrus.Fields{"group": g.id, "error": err}).Error("delete group offsets failed")
-			return errCode(err)
+		if code := c.store(ctx, g.id, "delete group offsets", dels); code != 0 {
+			return code
 		}
 	}
 	g.log.Info("group deleted")

@@ -324,23 +324,24 @@ func (c *Coordinator) RetentionFloor() int64 { return c.offs.floor() }
 // periodically; it returns the number of commits copied.
 func (c *Coordinator) Compact(ctx context.Context) (int, error) { return c.offs.rewrite(ctx) }
 
-func errCode(err error) int16 {
-	if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) {
-		return kerr.RequestTimedOut.Code
-	}
-	return kerr.KafkaStorageError.Code
-}
-
-// commit stores offsets and, with SyncCommits, waits until they are durable.
-func (c *Coordinator) commit(ctx context.Context, group string, offs map[TopicPartition]*Offset) error {
+// store commits offsets (nil values delete) and, with SyncCommits, waits
+// until they are durable. It returns the Kafka error code for the answer;
+// what names the operation in the log.
+func (c *Coordinator) store(ctx context.Context, group, what string, offs map[TopicPartition]*Offset) int16 {
 	end, err := c.offs.commit(group, offs)
-	if err != nil {
-		return err
-	}
-	if c.opts.SyncCommits {
-		if err := c.opts.Log.WaitDurable(ctx, end); err != nil {
-			return fmt.Errorf("group: commit offsets of %q: wait durable: %w", group, err)
+	if err == nil && c.opts.SyncCommits {
+		if err = c.opts.Log.WaitDurable(ctx, end); err != nil {
+			err = fmt.Errorf("group: %s of %q: wait durable: %w", what, group, err)
 		}
 	}
-	return nil
+	switch {
+	case err == nil:
+		return 0
+	case errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled):
+		c.log.WithFields(logrus.Fields{"group": group, "error": err}).Warn(what + " timed out")
+		return kerr.RequestTimedOut.Code
+	default:
+		c.log.WithFields(logrus.Fields{"group": group, "error": err}).Error(what + " failed")
+		return kerr.KafkaStorageError.Code
+	}
 }

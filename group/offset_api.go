@@ -2,8 +2,8 @@ package group
 
 import (
 	"context"
+	"sort"
 
-	"github.com/sirupsen/logrus"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
@@ -56,10 +56,7 @@ func (c *Coordinator) OffsetCommit(ctx context.Context, req *kmsg.OffsetCommitRe
 				offs[TopicPartition{t.Topic, p.Partition}] = o
 			}
 		}
-		if err := c.commit(ctx, req.Group, offs); err != nil {
-			c.log.WithFields(logrus.Fields{"group": req.Group, "error": err}).Error("offset commit failed")
-			code = errCode(err)
-		}
+		code = c.store(ctx, req.Group, "offset commit", offs)
 	}
 	for _, t := range req.Topics {
 		rt := kmsg.NewOffsetCommitResponseTopic()
@@ -75,110 +72,81 @@ func (c *Coordinator) OffsetCommit(ctx context.Context, req *kmsg.OffsetCommitRe
 	return resp
 }
 
-// fetchedTopic is one topic of an OffsetFetch answer, before it is put
-// into the version's response type.
-type fetchedTopic struct {
-	topic      string
-	partitions []fetchedPartition
-}
-
-type fetchedPartition struct {
-	partition int32
-	offset    Offset
-}
-
-// fetch answers one group's OffsetFetch: the named partitions (offset -1
-// when nothing is committed), or with topics nil every committed one.
-func (c *Coordinator) fetch(group string, named map[string][]int32, order []string, all bool) []fetchedTopic {
-	committed := c.offs.get(group)
-	none := Offset{Offset: -1, LeaderEpoch: -1}
-	var out []fetchedTopic
-	if all {
-		byTopic := make(map[string][]fetchedPartition)
-		for tp, o := range committed {
-			if _, ok := byTopic[tp.Topic]; !ok {
-				order = append(order, tp.Topic)
-			}
-			byTopic[tp.Topic] = append(byTopic[tp.Topic], fetchedPartition{tp.Partition, o})
-		}
-		sortStrings(order)
-		for _, t := range order {
-			ps := byTopic[t]
-			sortPartitions(ps)
-			out = append(out, fetchedTopic{t, ps})
-		}
-		return out
-	}
-	for _, t := range order {
-		ft := fetchedTopic{topic: t}
-		for _, p := range named[t] {
-			o, ok := committed[TopicPartition{t, p}]
-			if !ok {
-				o = none
-			}
-			ft.partitions = append(ft.partitions, fetchedPartition{p, o})
-		}
-		out = append(out, ft)
-	}
-	return out
-}
-
-func metadataPtr(o Offset) *string {
-	m := o.Metadata
-	return &m
-}
-
 // OffsetFetch returns committed offsets: of one group (v0-7) or of many
 // (v8+).
 func (c *Coordinator) OffsetFetch(req *kmsg.OffsetFetchRequest) *kmsg.OffsetFetchResponse {
 	resp := req.ResponseKind().(*kmsg.OffsetFetchResponse)
-	if req.Version < 8 {
-		named := make(map[string][]int32)
-		var order []string
-		for _, t := range req.Topics {
-			named[t.Topic] = t.Partitions
-			order = append(order, t.Topic)
-		}
-		for _, ft := range c.fetch(req.Group, named, order, req.Topics == nil) {
-			rt := kmsg.NewOffsetFetchResponseTopic()
-			rt.Topic = ft.topic
-			for _, fp := range ft.partitions {
-				rp := kmsg.NewOffsetFetchResponseTopicPartition()
-				rp.Partition = fp.partition
-				rp.Offset = fp.offset.Offset
-				rp.LeaderEpoch = fp.offset.LeaderEpoch
-				rp.Metadata = metadataPtr(fp.offset)
-				rt.Partitions = append(rt.Partitions, rp)
+	if req.Version >= 8 {
+		for _, rg := range req.Groups {
+			g := kmsg.NewOffsetFetchResponseGroup()
+			g.Group = rg.Group
+			named := make(map[string][]int32)
+			var order []string
+			for _, t := range rg.Topics {
+				named[t.Topic] = t.Partitions
+				order = append(order, t.Topic)
 			}
-			resp.Topics = append(resp.Topics, rt)
+			g.Topics = c.fetchTopics(rg.Group, named, order, rg.Topics == nil)
+			resp.Groups = append(resp.Groups, g)
 		}
 		return resp
 	}
-	for _, rg := range req.Groups {
-		named := make(map[string][]int32)
-		var order []string
-		for _, t := range rg.Topics {
-			named[t.Topic] = t.Partitions
-			order = append(order, t.Topic)
+	named := make(map[string][]int32)
+	var order []string
+	for _, t := range req.Topics {
+		named[t.Topic] = t.Partitions
+		order = append(order, t.Topic)
+	}
+	// The single-group answer has the same partition layout in another type.
+	for _, gt := range c.fetchTopics(req.Group, named, order, req.Topics == nil) {
+		rt := kmsg.NewOffsetFetchResponseTopic()
+		rt.Topic = gt.Topic
+		for _, p := range gt.Partitions {
+			rt.Partitions = append(rt.Partitions, kmsg.OffsetFetchResponseTopicPartition(p))
 		}
-		g := kmsg.NewOffsetFetchResponseGroup()
-		g.Group = rg.Group
-		for _, ft := range c.fetch(rg.Group, named, order, rg.Topics == nil) {
-			rt := kmsg.NewOffsetFetchResponseGroupTopic()
-			rt.Topic = ft.topic
-			for _, fp := range ft.partitions {
-				rp := kmsg.NewOffsetFetchResponseGroupTopicPartition()
-				rp.Partition = fp.partition
-				rp.Offset = fp.offset.Offset
-				rp.LeaderEpoch = fp.offset.LeaderEpoch
-				rp.Metadata = metadataPtr(fp.offset)
-				rt.Partitions = append(rt.Partitions, rp)
-			}
-			g.Topics = append(g.Topics, rt)
-		}
-		resp.Groups = append(resp.Groups, g)
+		resp.Topics = append(resp.Topics, rt)
 	}
 	return resp
+}
+
+// fetchTopics answers one group's OffsetFetch: the named partitions
+// (offset -1 where nothing is committed), or with all every committed one.
+func (c *Coordinator) fetchTopics(group string, named map[string][]int32, order []string, all bool) []kmsg.OffsetFetchResponseGroupTopic {
+	committed := c.offs.get(group)
+	if all {
+		named = make(map[string][]int32)
+		order = nil
+		for tp := range committed {
+			if _, ok := named[tp.Topic]; !ok {
+				order = append(order, tp.Topic)
+			}
+			named[tp.Topic] = append(named[tp.Topic], tp.Partition)
+		}
+		sort.Strings(order)
+	}
+	var out []kmsg.OffsetFetchResponseGroupTopic
+	for _, t := range order {
+		rt := kmsg.NewOffsetFetchResponseGroupTopic()
+		rt.Topic = t
+		ps := append([]int32(nil), named[t]...)
+		if all {
+			sort.Slice(ps, func(i, j int) bool { return ps[i] < ps[j] })
+		}
+		for _, p := range ps {
+			o, ok := committed[TopicPartition{t, p}]
+			if !ok {
+				o = Offset{Offset: -1, LeaderEpoch: -1}
+			}
+			rp := kmsg.NewOffsetFetchResponseGroupTopicPartition()
+			rp.Partition = p
+			rp.Offset = o.Offset
+			rp.LeaderEpoch = o.LeaderEpoch
+			rp.Metadata = kmsg.StringPtr(o.Metadata)
+			rt.Partitions = append(rt.Partitions, rp)
+		}
+		out = append(out, rt)
+	}
+	return out
 }
 
 // subscribed returns the topics the group's consumer members subscribe
@@ -220,10 +188,7 @@ func (c *Coordinator) OffsetDelete(ctx context.Context, req *kmsg.OffsetDeleteRe
 	}
 	var code int16
 	if len(dels) > 0 {
-		if err := c.commit(ctx, req.Group, dels); err != nil {
-			c.log.WithFields(logrus.Fields{"group": req.Group, "error": err}).Error("offset delete failed")
-			code = errCode(err)
-		}
+		code = c.store(ctx, req.Group, "offset delete", dels)
 	}
 	for _, t := range req.Topics {
 		rt := kmsg.NewOffsetDeleteResponseTopic()

@@ -1,12 +1,8 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"fmt"
-	"os"
-	"os/signal"
-	"syscall"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -44,53 +40,18 @@ func runGroupConsume(c *cli.Context, topic, group string, format consumeFormat, 
 	}
 	defer cl.Close()
 
-	ctx, stop := signal.NotifyContext(c.Context, os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	out := bufio.NewWriterSize(c.App.Writer, 64<<10)
-	var consumed int64
-	touched := make(map[int32]struct{})
-	start := time.Now()
-	var fetchErr error
-	for count == 0 || consumed < count {
-		fetches := cl.PollFetches(ctx)
-		if ctx.Err() != nil {
-			break
-		}
-		if errs := fetches.Errors(); len(errs) > 0 {
-			fetchErr = fmt.Errorf("consume: partition %d: %w", errs[0].Partition, errs[0].Err)
-			break
-		}
-		var writeErr error
-		var done []*kgo.Record
-		fetches.EachRecord(func(r *kgo.Record) {
-			if writeErr != nil || (count > 0 && consumed >= count) {
-				return
-			}
-			writeErr = format(out, r)
-			consumed++
-			touched[r.Partition] = struct{}{}
-			done = append(done, r)
-		})
-		if writeErr == nil {
-			writeErr = out.Flush()
-		}
-		if writeErr != nil {
-			return fmt.Errorf("consume: write output: %w", writeErr)
-		}
-		// Only what reached the output counts as consumed.
-		cl.MarkCommitRecords(done...)
-	}
-	if err := out.Flush(); err != nil {
-		return fmt.Errorf("consume: write output: %w", err)
-	}
-	cctx, cancel := context.WithTimeout(context.Background(), c.Duration("timeout"))
+	l := newConsumeLoop(c, cl, format, count)
+	// Only what reached the output counts as consumed.
+	l.printed = func(rs []*kgo.Record) { cl.MarkCommitRecords(rs...) }
+	err = l.run(c)
+	ctx, cancel := context.WithTimeout(context.Background(), c.Duration("timeout"))
 	defer cancel()
-	if err := cl.CommitMarkedOffsets(cctx); err != nil && fetchErr == nil {
-		fetchErr = fmt.Errorf("consume: commit offsets of group %s: %w", group, err)
+	if cerr := cl.CommitMarkedOffsets(ctx); cerr != nil && err == nil {
+		err = fmt.Errorf("consume: commit offsets of group %s: %w", group, cerr)
 	}
 	if !quiet {
 		fmt.Fprintf(c.App.ErrWriter, "consumed topic=%s group=%s records=%d partitions=%d elapsed=%s\n",
-			topic, group, consumed, len(touched), time.Since(start).Round(time.Millisecond))
+			topic, group, l.consumed, len(l.touched), time.Since(l.start).Round(time.Millisecond))
 	}
-	return fetchErr
+	return err
 }
