@@ -2,7 +2,11 @@ package broker
 
 import (
 	"context"
+	"errors"
+	"io/fs"
 	"net"
+	"os"
+	"path/filepath"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -13,8 +17,14 @@ import (
 )
 
 // defaultCompactInterval is how often live committed offsets are copied out
-// of the oldest commit-log file (see group.Coordinator.Compact).
+// of the oldest commit-log file (see group.Coordinator.Compact) and the
+// offsets snapshot is rewritten.
 const defaultCompactInterval = time.Minute
+
+// offsetsSnapshotName is the file, in the data directory, holding the
+// coordinator's latest snapshot (format in package group). It is derived
+// data: a missing or damaged one costs a full replay of the offsets topic.
+const offsetsSnapshotName = "offsets.snapshot"
 
 // ensureOffsetsTopic creates the internal offsets topic before storage
 // opens, so the dispatcher's Keep filter indexes its records from the
@@ -36,8 +46,14 @@ func (b *Broker) openGroups(st *dispatcherStorage) error {
 	if t, ok := b.meta.Topic(offsetsTopic); ok {
 		partitions = int(t.Partitions)
 	}
+	snapPath := filepath.Join(b.cfg.DataDir, offsetsSnapshotName)
+	snap, err := os.ReadFile(snapPath)
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		b.log.WithError(err).Warn("offsets snapshot unreadable; replaying the offsets topic")
+	}
 	c, err := group.Open(group.Options{
 		Log:               offsetsLog{st},
+		Snapshot:          snap,
 		Partitions:        int32(partitions),
 		SyncCommits:       b.cfg.Flush == commitlog.FlushSync,
 		MinSessionTimeout: b.cfg.GroupMinSessionTimeout,
@@ -72,14 +88,27 @@ func (b *Broker) compactLoop(c *group.Coordinator) {
 		case <-t.C:
 			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 			n, err := c.Compact(ctx)
-			cancel()
 			switch {
 			case err != nil:
 				b.log.WithError(err).Error("group offsets compaction failed")
 			case n > 0:
 				b.log.WithField("commits", n).Info("group offsets copied out of the oldest commit-log file")
 			}
+			b.snapshotGroups(ctx, c)
+			cancel()
 		}
+	}
+}
+
+// snapshotGroups writes the coordinator's snapshot, so the next start
+// replays only the offsets committed after it.
+func (b *Broker) snapshotGroups(ctx context.Context, c *group.Coordinator) {
+	snap, err := c.Snapshot(ctx)
+	if err == nil {
+		err = writeFileAtomic(filepath.Join(b.cfg.DataDir, offsetsSnapshotName), snap)
+	}
+	if err != nil {
+		b.log.WithError(err).Warn("offsets snapshot not written")
 	}
 }
 
@@ -180,9 +209,13 @@ func (b *Broker) groupLag(c *group.Coordinator, id string) int64 {
 	return lag
 }
 
-// closeGroups answers parked group calls and stops the groups' goroutines.
+// closeGroups answers parked group calls, stops the groups' goroutines and
+// leaves a snapshot for the next start.
 func (b *Broker) closeGroups() {
 	if c := b.groups.Load(); c != nil {
 		c.Close()
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		b.snapshotGroups(ctx, c)
 	}
 }

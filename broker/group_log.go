@@ -28,14 +28,14 @@ type offsetsLog struct {
 	st *dispatcherStorage
 }
 
-func (l offsetsLog) Append(partition int32, recs []group.Record) (int64, error) {
+func (l offsetsLog) Append(partition int32, recs []group.Record) (int64, int64, error) {
 	now := time.Now().UnixMilli()
 	krecs := make([]kmsg.Record, len(recs))
 	for i, r := range recs {
 		krecs[i] = kmsg.Record{Key: r.Key, Value: r.Value}
 	}
-	_, end, err := l.st.Append(offsetsTopic, partition, int32(len(recs)), now, newBatch(krecs, now, now))
-	return end, err
+	base, end, err := l.st.Append(offsetsTopic, partition, int32(len(recs)), now, newBatch(krecs, now, now))
+	return end, base + int64(len(recs)), err
 }
 
 func (l offsetsLog) WaitDurable(ctx context.Context, end int64) error {
@@ -50,30 +50,40 @@ func (l offsetsLog) OldestFileEnd() int64 {
 	return files[1].Base
 }
 
-// Replay reads the partition's queue from its first offset. Entries whose
-// record retention already deleted (a queue file is dropped only once all
-// of it is before the log's start) are skipped.
-func (l offsetsLog) Replay(partition int32, fn func(group.Record, int64) error) error {
+// Start is the first offset of the partition whose record the log still
+// holds: a queue file is dropped only once all of it is before the log's
+// start, so its first entries may point at deleted records.
+func (l offsetsLog) Start(partition int32) int64 {
 	q, ok := l.st.cq.Lookup(offsetsTopic, partition)
 	if !ok {
-		return nil
+		return 0
 	}
-	for off := q.MinOffset(); off < q.MaxOffset(); {
+	off := q.MinOffset()
+	for ; off < q.MaxOffset(); off++ {
+		if e, err := q.Get(off); err != nil || e.PhysOffset >= l.st.log.MinOffset() {
+			break
+		}
+	}
+	return off
+}
+
+// Replay reads the partition's queue from max(from, Start).
+func (l offsetsLog) Replay(partition int32, from int64, fn func(group.Record, int64) error) (int64, error) {
+	q, ok := l.st.cq.Lookup(offsetsTopic, partition)
+	if !ok {
+		return 0, nil
+	}
+	off := max(from, l.Start(partition))
+	for off < q.MaxOffset() {
 		e, err := q.Get(off)
 		if err != nil {
-			return fmt.Errorf("broker: replay %s/%d offset %d: %w", offsetsTopic, partition, off, err)
+			return 0, fmt.Errorf("broker: replay %s/%d offset %d: %w", offsetsTopic, partition, off, err)
 		}
-		if e.PhysOffset < l.st.log.MinOffset() {
-			off++
-			continue
+		if off, err = l.replayRecord(e, partition, fn); err != nil {
+			return 0, fmt.Errorf("broker: replay %s/%d offset %d: %w", offsetsTopic, partition, e.PhysOffset, err)
 		}
-		next, err := l.replayRecord(e, partition, fn)
-		if err != nil {
-			return fmt.Errorf("broker: replay %s/%d offset %d: %w", offsetsTopic, partition, off, err)
-		}
-		off = next
 	}
-	return nil
+	return off, nil
 }
 
 func (l offsetsLog) replayRecord(e consumequeue.Entry, partition int32, fn func(group.Record, int64) error) (int64, error) {

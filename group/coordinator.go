@@ -25,6 +25,11 @@ const (
 type Options struct {
 	// Log stores committed offsets; required.
 	Log Log
+	// Snapshot is what Coordinator.Snapshot returned in an earlier run, or
+	// nil. Open starts from it and replays only the records after it; a
+	// snapshot that fails a check or no longer joins the log (retention
+	// deleted records after it) is logged and the whole log replayed.
+	Snapshot []byte
 	// Partitions of the offsets topic (default DefaultPartitions). It must
 	// not change over the life of a data directory: a group's commits are
 	// found in partition PartitionFor(group, Partitions).
@@ -96,11 +101,14 @@ func Open(opts Options) (*Coordinator, error) {
 		stop:   make(chan struct{}),
 	}
 	start := time.Now()
-	n, err := c.offs.load()
+	n, snapErr, err := c.offs.load(opts.Snapshot)
 	if err != nil {
 		return nil, err
 	}
-	c.log.WithFields(logrus.Fields{"records": n, "groups": len(c.offs.groupIDs()), "took": time.Since(start)}).Info("group coordinator: offsets loaded")
+	if snapErr != nil {
+		c.log.WithError(snapErr).Warn("group coordinator: snapshot not used; replayed the whole offsets topic")
+	}
+	c.log.WithFields(logrus.Fields{"snapshot": opts.Snapshot != nil && snapErr == nil, "records": n, "groups": len(c.offs.groupIDs()), "took": time.Since(start)}).Info("group coordinator: offsets loaded")
 	return c, nil
 }
 

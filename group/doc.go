@@ -92,9 +92,30 @@
 // value whose fields do not end exactly at its length is ErrCorrupt and
 // stops Open rather than silently dropping commits.
 //
-// Open rebuilds the view by replaying every partition of the offsets
-// topic in order. The view remembers, per commit, where its commit-log
-// record ends. RetentionFloor (wired into the commit log's retention floor)
+// # Snapshot
+//
+// Open rebuilds the view from the last snapshot (Options.Snapshot, which
+// the broker keeps in <data>/offsets.snapshot, rewritten every minute and
+// on Close) plus the records appended after it, replayed in order. A
+// snapshot is taken only of records already durable in the log, so it
+// never claims more than a crash leaves. Version 1, big-endian:
+//
+//	0   [4]byte magic    "ULGS"
+//	4   uint16  version  1
+//	6   uint32  length   of the body
+//	10  uint32  CRC32C   Castagnoli, over the body
+//	14  body:
+//	    uint32 P, then P × int64: per offsets partition, the offset replay continues at
+//	    uint32 N, then N × {uint32 length, key (as above); uint32 length,
+//	                        value (as above); int64 end of the commit-log record holding it}
+//
+// Replaying a record the snapshot already contains is harmless (the last
+// record per key wins either way), but skipping one is not: a snapshot
+// whose continuation offset of some partition is below the first record
+// retention kept, or that fails any check, is logged and the whole offsets
+// topic replayed instead (ErrBadSnapshot); it is derived data.
+//
+// The view remembers, per commit, where its commit-log record ends. RetentionFloor (wired into the commit log's retention floor)
 // keeps every file holding a live commit, and Compact, run periodically
 // by the broker, copies the live commits found in the oldest file to the
 // head of the log, waits until the copies are durable and only then lets

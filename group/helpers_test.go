@@ -73,11 +73,12 @@ func (c *fakeClock) Advance(d time.Duration) {
 }
 
 // memLog is an in-memory Log: a byte counter stands in for physical
-// offsets, every record is durable at once, and OldestFileEnd is set by
-// the test.
+// offsets, each record of a batch takes one partition offset, every record
+// is durable at once, and OldestFileEnd is set by the test.
 type memLog struct {
 	mu        sync.Mutex
 	parts     map[int32][]memRecord
+	next      map[int32]int64
 	pos       int64
 	oldestEnd int64
 	failNext  error
@@ -85,40 +86,58 @@ type memLog struct {
 
 type memRecord struct {
 	recs []Record
+	base int64
 	end  int64
 }
 
-func newMemLog() *memLog { return &memLog{parts: make(map[int32][]memRecord)} }
+func newMemLog() *memLog {
+	return &memLog{parts: make(map[int32][]memRecord), next: make(map[int32]int64)}
+}
 
-func (l *memLog) Append(partition int32, recs []Record) (int64, error) {
+func (l *memLog) Append(partition int32, recs []Record) (int64, int64, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if err := l.failNext; err != nil {
 		l.failNext = nil
-		return 0, err
+		return 0, 0, err
 	}
 	for _, r := range recs {
 		l.pos += int64(len(r.Key) + len(r.Value))
 	}
 	l.pos += 64
-	l.parts[partition] = append(l.parts[partition], memRecord{append([]Record(nil), recs...), l.pos})
-	return l.pos, nil
+	base := l.next[partition]
+	l.next[partition] += int64(len(recs))
+	l.parts[partition] = append(l.parts[partition], memRecord{append([]Record(nil), recs...), base, l.pos})
+	return l.pos, l.next[partition], nil
+}
+
+func (l *memLog) Start(partition int32) int64 {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if recs := l.parts[partition]; len(recs) > 0 {
+		return recs[0].base
+	}
+	return l.next[partition]
 }
 
 func (l *memLog) WaitDurable(ctx context.Context, end int64) error { return ctx.Err() }
 
-func (l *memLog) Replay(partition int32, fn func(Record, int64) error) error {
+func (l *memLog) Replay(partition int32, from int64, fn func(Record, int64) error) (int64, error) {
 	l.mu.Lock()
 	recs := append([]memRecord(nil), l.parts[partition]...)
+	next := l.next[partition]
 	l.mu.Unlock()
 	for _, mr := range recs {
-		for _, r := range mr.recs {
+		for i, r := range mr.recs {
+			if mr.base+int64(i) < from {
+				continue
+			}
 			if err := fn(r, mr.end); err != nil {
-				return err
+				return 0, err
 			}
 		}
 	}
-	return nil
+	return next, nil
 }
 
 func (l *memLog) OldestFileEnd() int64 {
@@ -158,12 +177,21 @@ func (w testWriter) Write(p []byte) (int, error) {
 }
 
 // openTest opens a coordinator over log with a fake clock and member ids
-// "<client>-<n>".
+// "<prefix>-<n>".
 func openTest(t testing.TB, log Log, clock Clock) *Coordinator {
 	t.Helper()
+	c, err := Open(testOptions(t, log, clock))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(c.Close)
+	return c
+}
+
+func testOptions(t testing.TB, log Log, clock Clock) Options {
 	var mu sync.Mutex
 	n := 0
-	c, err := Open(Options{
+	return Options{
 		Log:               log,
 		Partitions:        4,
 		SyncCommits:       true,
@@ -176,10 +204,5 @@ func openTest(t testing.TB, log Log, clock Clock) *Coordinator {
 			n++
 			return fmt.Sprintf("%s-%d", client, n)
 		},
-	})
-	if err != nil {
-		t.Fatal(err)
 	}
-	t.Cleanup(c.Close)
-	return c
 }

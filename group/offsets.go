@@ -30,20 +30,70 @@ type offsets struct {
 	partitions int32
 	mu         sync.RWMutex
 	groups     map[string]map[TopicPartition]stored
-	loaded     atomic.Bool
+	// next is, per partition, the offset after the last record applied;
+	// last the physical end of the last record appended.
+	next   []int64
+	last   int64
+	loaded atomic.Bool
 }
 
 func newOffsets(log Log, partitions int32) *offsets {
-	return &offsets{log: log, partitions: partitions, groups: make(map[string]map[TopicPartition]stored)}
+	return &offsets{log: log, partitions: partitions, groups: make(map[string]map[TopicPartition]stored), next: make([]int64, partitions)}
 }
 
-// load rebuilds the view by replaying every partition of the offsets topic.
-func (o *offsets) load() (int, error) {
+// useSnapshot applies a snapshot if it is sound and still joins the log:
+// nothing between its end and the log's retained records may be missing.
+// It reports why not otherwise.
+func (o *offsets) useSnapshot(b []byte) error {
+	s, err := decodeSnapshot(b)
+	if err != nil {
+		return err
+	}
+	if len(s.next) != int(o.partitions) {
+		return fmt.Errorf("%w: %d partitions, the offsets topic has %d", ErrBadSnapshot, len(s.next), o.partitions)
+	}
+	for p, n := range s.next {
+		if start := o.log.Start(int32(p)); start > n {
+			return fmt.Errorf("%w: partition %d continues at %d, retention kept only from %d", ErrBadSnapshot, p, n, start)
+		}
+	}
+	for _, e := range s.entries {
+		o.setLocked(e.key, stored{e.value, e.end})
+	}
+	copy(o.next, s.next)
+	return nil
+}
+
+// snapshot copies the view and returns where the last record it covers
+// ends.
+func (o *offsets) snapshot() (snapshot, int64) {
+	o.mu.RLock()
+	defer o.mu.RUnlock()
+	s := snapshot{next: append([]int64(nil), o.next...)}
+	for g, ps := range o.groups {
+		for tp, st := range ps {
+			s.entries = append(s.entries, snapshotEntry{offsetKey{g, tp.Topic, tp.Partition}, st.Offset, st.end})
+		}
+	}
+	return s, o.last
+}
+
+// load rebuilds the view from a snapshot (nil: none) and the records
+// after it; it returns how many records it replayed and why a snapshot
+// was not used.
+func (o *offsets) load(snap []byte) (int, error, error) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
+	var snapErr error
+	if snap != nil {
+		if snapErr = o.useSnapshot(snap); snapErr != nil {
+			clear(o.groups)
+			clear(o.next)
+		}
+	}
 	n := 0
 	for p := int32(0); p < o.partitions; p++ {
-		err := o.log.Replay(p, func(r Record, end int64) error {
+		next, err := o.log.Replay(p, o.next[p], func(r Record, end int64) error {
 			k, err := decodeKey(r.Key)
 			if err != nil {
 				return fmt.Errorf("group: offsets partition %d: %w", p, err)
@@ -62,11 +112,12 @@ func (o *offsets) load() (int, error) {
 			return nil
 		})
 		if err != nil {
-			return n, err
+			return n, snapErr, err
 		}
+		o.next[p] = next
 	}
 	o.loaded.Store(true)
-	return n, nil
+	return n, snapErr, nil
 }
 
 func (o *offsets) setLocked(k offsetKey, s stored) {
@@ -107,7 +158,7 @@ func (o *offsets) commit(group string, offs map[TopicPartition]*Offset) (int64, 
 	}
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	end, err := o.log.Append(PartitionFor(group, o.partitions), recs)
+	end, err := o.appendLocked(group, recs)
 	if err != nil {
 		return 0, fmt.Errorf("group: commit offsets of %q: %w", group, err)
 	}
@@ -119,6 +170,16 @@ func (o *offsets) commit(group string, offs map[TopicPartition]*Offset) (int64, 
 			o.deleteLocked(k)
 		}
 	}
+	return end, nil
+}
+
+func (o *offsets) appendLocked(group string, recs []Record) (int64, error) {
+	p := PartitionFor(group, o.partitions)
+	end, next, err := o.log.Append(p, recs)
+	if err != nil {
+		return 0, err
+	}
+	o.next[p], o.last = next, end
 	return end, nil
 }
 
@@ -199,7 +260,7 @@ func (o *offsets) rewrite(ctx context.Context) (int, error) {
 		if len(recs) == 0 {
 			continue
 		}
-		end, err := o.log.Append(PartitionFor(group, o.partitions), recs)
+		end, err := o.appendLocked(group, recs)
 		if err != nil {
 			o.mu.Unlock()
 			return 0, fmt.Errorf("group: rewrite offsets of %q: %w", group, err)
