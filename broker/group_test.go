@@ -14,7 +14,9 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/unilog/unilog/group"
 )
@@ -489,4 +491,67 @@ func scrape(t testing.TB, b *Broker) string {
 		t.Fatalf("/metrics: %s %v", resp.Status, err)
 	}
 	return string(body)
+}
+
+func rawJoin(memberID string) *kmsg.JoinGroupRequest {
+	req := kmsg.NewPtrJoinGroupRequest()
+	req.SetVersion(3)
+	req.Group = "gpark"
+	req.MemberID = memberID
+	req.ProtocolType = "consumer"
+	// Long timeouts: nothing in the test may end by expiry.
+	req.SessionTimeoutMillis = 120_000
+	req.RebalanceTimeoutMillis = 120_000
+	p := kmsg.NewJoinGroupRequestProtocol()
+	p.Name = "range"
+	req.Protocols = append(req.Protocols, p)
+	return req
+}
+
+// TestGroupParkedJoinEndsWithConnection: a JoinGroup parked for a
+// rebalance (here one that cannot finish: the first member never rejoins)
+// is dropped when its connection closes, and a parked join does not hold up
+// the broker's Close.
+func TestGroupParkedJoinEndsWithConnection(t *testing.T) {
+	b, err := Start(groupConfig(t, t.TempDir()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	first := dialRaw(t, b.Addr())
+	resp, ok := first.roundTrip(rawJoin(""))
+	if jr, _ := resp.(*kmsg.JoinGroupResponse); !ok || jr.ErrorCode != 0 || jr.Generation != 1 {
+		t.Fatalf("first join: %+v", resp)
+	}
+	parked := dialRaw(t, b.Addr())
+	if err := parked.write(parked.frame(rawJoin(""))); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "the second member to wait in the rebalance", func() (bool, string) {
+		s := groupStats(b, "gpark")
+		return s.State == group.PreparingRebalance && s.Members == 2, fmt.Sprintf("%+v", s)
+	})
+	parked.nc.Close()
+	eventually(t, "the closed connection's member to be dropped", func() (bool, string) {
+		s := groupStats(b, "gpark")
+		return s.Members == 1, fmt.Sprintf("%+v", s)
+	})
+
+	// Park another and close the broker under it: the join is answered
+	// and Close returns without waiting for the rebalance timeout.
+	again := dialRaw(t, b.Addr())
+	if err := again.write(again.frame(rawJoin(""))); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "the third join to park", func() (bool, string) {
+		s := groupStats(b, "gpark")
+		return s.Members == 2, fmt.Sprintf("%+v", s)
+	})
+	if err := b.Close(); err != nil {
+		t.Fatal(err)
+	}
+	jr := kmsg.NewPtrJoinGroupResponse()
+	jr.SetVersion(3)
+	if again.readResponse(jr) && jr.ErrorCode != kerr.CoordinatorNotAvailable.Code {
+		t.Fatalf("join parked at Close answered %v", kerr.ErrorForCode(jr.ErrorCode))
+	}
 }
