@@ -555,3 +555,35 @@ func TestGroupParkedJoinEndsWithConnection(t *testing.T) {
 		t.Fatalf("join parked at Close answered %v", kerr.ErrorForCode(jr.ErrorCode))
 	}
 }
+
+// TestInternalTopicReserved: names starting with "__" are the broker's;
+// the offsets topic is listed only when asked for by name and cannot be
+// produced to, deleted or grown.
+func TestInternalTopicReserved(t *testing.T) {
+	b := startBroker(t, groupConfig(t, t.TempDir()))
+	cl := newClient(t, b.Addr())
+	adm := kadm.NewClient(cl)
+	ctx := testCtx(t)
+
+	if _, err := adm.CreateTopic(ctx, 1, 1, nil, "__mine"); !errors.Is(err, kerr.InvalidTopicException) {
+		t.Fatalf("create __mine: %v", err)
+	}
+	all, err := adm.ListTopicsWithInternal(ctx)
+	if err != nil || all.Has(offsetsTopic) {
+		t.Fatalf("Metadata for all topics lists %s: %v", offsetsTopic, err)
+	}
+	named, err := adm.ListTopicsWithInternal(ctx, offsetsTopic)
+	if err != nil || !named.Has(offsetsTopic) || !named[offsetsTopic].IsInternal || len(named[offsetsTopic].Partitions) != group.DefaultPartitions {
+		t.Fatalf("Metadata for %s by name: %+v %v", offsetsTopic, named[offsetsTopic], err)
+	}
+	err = cl.ProduceSync(ctx, &kgo.Record{Topic: offsetsTopic, Value: []byte("x")}).FirstErr()
+	if !errors.Is(err, kerr.InvalidTopicException) {
+		t.Fatalf("produce to %s: %v", offsetsTopic, err)
+	}
+	if del, err := adm.DeleteTopic(ctx, offsetsTopic); !errors.Is(err, kerr.InvalidTopicException) && !errors.Is(del.Err, kerr.InvalidTopicException) {
+		t.Fatalf("delete %s: %v %v", offsetsTopic, err, del.Err)
+	}
+	if grow, err := adm.CreatePartitions(ctx, 4, offsetsTopic); err != nil || !errors.Is(grow[offsetsTopic].Err, kerr.InvalidTopicException) {
+		t.Fatalf("grow %s: %v %+v", offsetsTopic, err, grow)
+	}
+}
