@@ -50,9 +50,6 @@ type Options struct {
 	Logger      logrus.FieldLogger
 }
 
-// ErrClosed is returned by operations on a closed Coordinator.
-var ErrClosed = errors.New("group: coordinator closed")
-
 // Coordinator is the group coordinator of one broker: the state of every
 // group (each owned by its own goroutine) and the committed offsets.
 type Coordinator struct {
