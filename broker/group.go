@@ -2,6 +2,7 @@ package broker
 
 import (
 	"context"
+	"crypto/rand"
 	"errors"
 	"io/fs"
 	"net"
@@ -34,10 +35,10 @@ func ensureOffsetsTopic(meta MetadataStore) error {
 		return nil
 	}
 	t := TopicMeta{Name: offsetsTopic, Partitions: group.DefaultPartitions, CreatedMs: time.Now().UnixMilli()}
-	if err := meta.CreateTopic(t); err != nil {
+	if _, err := rand.Read(t.ID[:]); err != nil {
 		return err
 	}
-	return nil
+	return meta.CreateTopic(t)
 }
 
 // openGroups replays the committed offsets and starts the coordinator.
