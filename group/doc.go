@@ -73,7 +73,8 @@
 // updated in log order under one lock; with Options.SyncCommits (the
 // broker sets it under --flush sync) the commit is answered only once
 // the log is durable through it, as an acks=-1 produce, so an acknowledged
-// commit survives a crash.
+// commit survives a crash. (OffsetFetch sees a commit from its append on;
+// only the committer's answer waits for the flush.)
 //
 // Each record's key and value mirror Kafka's own __consumer_offsets
 // schema, so they are versioned; all integers are big-endian and a

@@ -72,10 +72,13 @@ type reader struct {
 	bad bool
 }
 
+// take returns the next n bytes. Short of them it marks the reader bad
+// and returns zeros, never more than a fixed-size field needs: n comes from
+// the input and must not size an allocation.
 func (r *reader) take(n int) []byte {
 	if r.bad || len(r.b) < n {
 		r.bad = true
-		return make([]byte, n)
+		return make([]byte, min(n, 8))
 	}
 	v := r.b[:n]
 	r.b = r.b[n:]
