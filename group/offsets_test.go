@@ -231,3 +231,38 @@ func TestOffsetsRecordFormat(t *testing.T) {
 		}
 	}
 }
+
+// durableGate is a memLog whose WaitDurable reports each wait and blocks
+// until the test lets it go.
+type durableGate struct {
+	*memLog
+	waiting chan int64
+	release chan struct{}
+}
+
+func (l durableGate) WaitDurable(ctx context.Context, end int64) error {
+	l.waiting <- end
+	<-l.release
+	return nil
+}
+
+// TestOffsetCommitWaitsForDurability: with SyncCommits an OffsetCommit is
+// answered only after the log is durable through its record.
+func TestOffsetCommitWaitsForDurability(t *testing.T) {
+	log := durableGate{newMemLog(), make(chan int64), make(chan struct{})}
+	c := openTest(t, log, newFakeClock())
+	done := make(chan *kmsg.OffsetCommitResponse, 1)
+	go func() { done <- c.OffsetCommit(context.Background(), commitReq("a", map[TopicPartition]int64{{"t", 0}: 1})) }()
+	select {
+	case end := <-log.waiting:
+		if end != log.pos {
+			t.Fatalf("waited for %d, the commit's record ends at %d", end, log.pos)
+		}
+	case resp := <-done:
+		t.Fatalf("answered before the commit was durable: %+v", resp)
+	}
+	close(log.release)
+	if resp := <-done; resp.Topics[0].Partitions[0].ErrorCode != 0 {
+		t.Fatalf("commit: %v", kerr.ErrorForCode(resp.Topics[0].Partitions[0].ErrorCode))
+	}
+}
