@@ -252,7 +252,9 @@ func TestOffsetCommitWaitsForDurability(t *testing.T) {
 	log := durableGate{newMemLog(), make(chan int64), make(chan struct{})}
 	c := openTest(t, log, newFakeClock())
 	done := make(chan *kmsg.OffsetCommitResponse, 1)
-	go func() { done <- c.OffsetCommit(context.Background(), commitReq("a", map[TopicPartition]int64{{"t", 0}: 1})) }()
+	go func() {
+		done <- c.OffsetCommit(context.Background(), commitReq("a", map[TopicPartition]int64{{"t", 0}: 1}))
+	}()
 	select {
 	case end := <-log.waiting:
 		if end != log.pos {
