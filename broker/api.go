@@ -44,6 +44,17 @@ func init() {
 		{int16(kmsg.InitProducerID), 0, 4, (*Broker).handleInitProducerID},
 		{int16(kmsg.DescribeConfigs), 0, 4, (*Broker).handleDescribeConfigs},
 		{int16(kmsg.CreatePartitions), 0, 3, (*Broker).handleCreatePartitions},
+		{int16(kmsg.FindCoordinator), 0, 5, (*Broker).handleFindCoordinator},
+		{int16(kmsg.JoinGroup), 0, 9, (*Broker).handleJoinGroup},
+		{int16(kmsg.SyncGroup), 0, 5, (*Broker).handleSyncGroup},
+		{int16(kmsg.Heartbeat), 0, 4, (*Broker).handleHeartbeat},
+		{int16(kmsg.LeaveGroup), 0, 5, (*Broker).handleLeaveGroup},
+		{int16(kmsg.OffsetCommit), 0, 9, (*Broker).handleOffsetCommit},
+		{int16(kmsg.OffsetFetch), 0, 9, (*Broker).handleOffsetFetch},
+		{int16(kmsg.ListGroups), 0, 5, (*Broker).handleListGroups},
+		{int16(kmsg.DescribeGroups), 0, 5, (*Broker).handleDescribeGroups},
+		{int16(kmsg.DeleteGroups), 0, 2, (*Broker).handleDeleteGroups},
+		{int16(kmsg.OffsetDelete), 0, 0, (*Broker).handleOffsetDelete},
 	}
 }
 
@@ -85,7 +96,9 @@ func (c *conn) handle(frame []byte) ([]byte, error) {
 	key := r.Int16()
 	version := r.Int16()
 	corr := r.Int32()
-	r.NullableString() // client id: not used
+	if id := r.NullableString(); id != nil {
+		c.clientID = *id
+	}
 	if !r.Ok() {
 		return nil, reqErr(key, version, "truncated request header")
 	}

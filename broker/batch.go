@@ -1,6 +1,7 @@
 package broker
 
 import (
+	"encoding/binary"
 	"fmt"
 	"hash/crc32"
 
@@ -103,4 +104,36 @@ func storedBatchProducer(batch []byte) (batchInfo, bool) {
 		producerEpoch: rb.ProducerEpoch,
 		firstSequence: rb.FirstSequence,
 	}, true
+}
+
+// newBatch encodes records as one uncompressed v2 batch without producer
+// id, the form of the batches the broker writes itself (up-converted
+// message sets, committed offsets). It sets each record's offset delta and
+// length.
+func newBatch(recs []kmsg.Record, firstTimestamp, maxTimestamp int64) []byte {
+	var body []byte
+	for i := range recs {
+		r := &recs[i]
+		r.OffsetDelta = int32(i)
+		// The length varint precedes what it counts: encode once to learn it.
+		r.Length = 0
+		r.Length = int32(len(r.AppendTo(nil)) - 1)
+		body = r.AppendTo(body)
+	}
+	rb := kmsg.RecordBatch{
+		PartitionLeaderEpoch: -1,
+		Magic:                2,
+		LastOffsetDelta:      int32(len(recs) - 1),
+		FirstTimestamp:       firstTimestamp,
+		MaxTimestamp:         maxTimestamp,
+		ProducerID:           -1,
+		ProducerEpoch:        -1,
+		FirstSequence:        -1,
+		NumRecords:           int32(len(recs)),
+		Records:              body,
+	}
+	out := rb.AppendTo(nil)
+	binary.BigEndian.PutUint32(out[8:], uint32(len(out)-batchLengthSkew))
+	binary.BigEndian.PutUint32(out[17:], crc32.Checksum(out[batchCRCStart:], castagnoli))
+	return out
 }

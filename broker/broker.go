@@ -8,11 +8,13 @@ import (
 	"net/http"
 	"os"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/sirupsen/logrus"
 
 	"github.com/unilog/unilog/commitlog"
+	"github.com/unilog/unilog/group"
 )
 
 // Broker is one Kafka-protocol broker serving the unified log.
@@ -23,6 +25,9 @@ type Broker struct {
 	st      storage
 	metrics *metrics
 	pids    *producerIDs
+	// groups is the group coordinator, set once the committed offsets are
+	// loaded (the commit log's retention floor reads it before).
+	groups atomic.Pointer[group.Coordinator]
 
 	ln      net.Listener
 	adminLn net.Listener
@@ -67,6 +72,10 @@ func Start(cfg Config) (*Broker, error) {
 	if err != nil {
 		return nil, err
 	}
+	if err := ensureOffsetsTopic(meta); err != nil {
+		meta.Close()
+		return nil, fmt.Errorf("broker: create %s: %w", offsetsTopic, err)
+	}
 	b := &Broker{
 		cfg:     cfg,
 		log:     cfg.Logger,
@@ -80,7 +89,14 @@ func Start(cfg Config) (*Broker, error) {
 		t, ok := meta.Topic(topic)
 		return t.RecordID(), ok
 	}
-	if b.st, err = openDispatcherStorage(cfg, live); err != nil {
+	ds, err := openDispatcherStorage(cfg, live, b.retentionFloor)
+	if err != nil {
+		meta.Close()
+		return nil, err
+	}
+	b.st = ds
+	if err := b.openGroups(ds); err != nil {
+		ds.Close()
 		meta.Close()
 		return nil, err
 	}
@@ -195,6 +211,7 @@ func (b *Broker) Close() error {
 			cancel()
 		}
 		b.loopWG.Wait()
+		b.closeGroups()
 		errs = append(errs, b.st.Close(), b.meta.Close())
 		b.closeErr = errors.Join(errs...)
 		b.log.WithField("data_dir", b.cfg.DataDir).Info("broker stopped")

@@ -52,6 +52,9 @@ type Config struct {
 	// WriteTimeout bounds writing one response. Default 30s; negative
 	// disables.
 	WriteTimeout time.Duration
+	// GroupMinSessionTimeout is the shortest session timeout a group
+	// member may ask for (group.min.session.timeout.ms). Default 6s.
+	GroupMinSessionTimeout time.Duration
 	// NodeID is this broker's id in Metadata responses.
 	NodeID int32
 	// Logger receives structured logs; nil uses logrus' standard logger.

@@ -29,6 +29,10 @@ type conn struct {
 
 	buf []byte // response buffer, reused
 
+	// clientID is the client id of the last request header; group
+	// members are described with it.
+	clientID string
+
 	// ctx bounds the waits of this connection's requests (long polls,
 	// durability); a connection's requests otherwise end with the broker.
 	ctx context.Context

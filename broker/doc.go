@@ -20,15 +20,45 @@
 //	 20  DeleteTopics      0-6       by name, or by topic id (v6)
 //	 22  InitProducerID    0-4       idempotent producers; transactional ids refused
 //	 32  DescribeConfigs   0-4       read-only defaults of topics and the broker
-//	 37  CreatePartitions  0-3       grow only
+//	 37  CreatePartitions  0-3       grow only; not internal topics
+//	  8  OffsetCommit      0-9       v10 addresses topics by id
+//	  9  OffsetFetch       0-9       v8+ many groups; v10 addresses topics by id
+//	 10  FindCoordinator   0-5       this broker for every group; v6 adds share groups
+//	 11  JoinGroup         0-9
+//	 12  Heartbeat         0-4
+//	 13  LeaveGroup        0-5
+//	 14  SyncGroup         0-5
+//	 15  DescribeGroups    0-5
+//	 16  ListGroups        0-5
+//	 42  DeleteGroups      0-2
+//	 47  OffsetDelete      0
 //
-// Any other API kmsg knows (FindCoordinator, the group APIs, ...) and any
-// version outside the table is answered at the request's version with
-// UNSUPPORTED_VERSION in the response's top-level error code (FindCoordinator
-// v4+: per coordinator key). When that version of the response has no
-// top-level error code (e.g. Fetch v3), or kmsg does not know the
-// key or version, the connection is closed and the reason logged, which is
-// what Kafka does. Consumer groups and transactions are not implemented.
+// Any other API kmsg knows and any version outside the table is answered
+// at the request's version with UNSUPPORTED_VERSION in the response's
+// top-level error code (FindCoordinator v4+: per coordinator key). When that
+// version of the response has no top-level error code (e.g. Fetch v3), or
+// kmsg does not know the key or version, the connection is closed and the
+// reason logged, which is what Kafka does. Transactions are not implemented.
+//
+// # Consumer groups
+//
+// The group handlers hand the decoded request to package group's
+// Coordinator and encode what it returns. JoinGroup and SyncGroup may park
+// until the group moves on; while they do, a watcher peeks at the
+// connection and ends their context when the client closes it (or the
+// broker closes), so a parked call never outlives its client. Committed
+// offsets are stored through offsetsLog: each commit is one uncompressed
+// v2 record batch (keys and values as package group documents them)
+// appended to the internal topic __consumer_offsets, 16 partitions, created
+// at the first start; its records are dispatched into consume queues like
+// any topic's and replayed from there when the broker starts. Under
+// FlushSync an OffsetCommit is answered after the flush covering it. Names
+// starting with "__" are reserved: CreateTopics, auto-creation, Produce,
+// DeleteTopics and CreatePartitions refuse them, and Metadata lists the
+// internal topic only when asked for it by name. The coordinator's
+// RetentionFloor is the dispatcher's second retention floor, and once a
+// minute the broker has the coordinator copy live commits out of the oldest
+// commit-log file, so retention never deletes a group's last commit.
 //
 // # Connections
 //
@@ -160,8 +190,10 @@
 // Prometheus text from the broker's own registry: unilog_requests_total and
 // unilog_request_duration_seconds by API, network and produced/fetched byte
 // counters, unilog_produced_records_total, unilog_connections,
-// unilog_commitlog_bytes, unilog_dispatcher_lag_bytes and _seconds, plus the
-// Go and process collectors.
+// unilog_commitlog_bytes, unilog_dispatcher_lag_bytes and _seconds, per
+// group unilog_group_members, _generation, _rebalances_total and
+// unilog_group_lag_records (end offset minus committed offset, summed over
+// the group's committed partitions), plus the Go and process collectors.
 //
 // # Close
 //

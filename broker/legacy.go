@@ -63,34 +63,11 @@ func upConvertMessageSet(set []byte, maxBytes int32) ([]byte, *batchError) {
 	for _, r := range recs[1:] {
 		maxTS = max(maxTS, r.timestamp)
 	}
-	var body []byte
+	krecs := make([]kmsg.Record, len(recs))
 	for i, r := range recs {
-		rec := kmsg.Record{
-			TimestampDelta64: r.timestamp - first,
-			OffsetDelta:      int32(i),
-			Key:              r.key,
-			Value:            r.value,
-		}
-		// The length varint precedes what it counts: encode once to learn it.
-		rec.Length = int32(len(rec.AppendTo(nil)) - 1)
-		body = rec.AppendTo(body)
+		krecs[i] = kmsg.Record{TimestampDelta64: r.timestamp - first, Key: r.key, Value: r.value}
 	}
-	rb := kmsg.RecordBatch{
-		PartitionLeaderEpoch: -1,
-		Magic:                2,
-		LastOffsetDelta:      int32(len(recs) - 1),
-		FirstTimestamp:       first,
-		MaxTimestamp:         maxTS,
-		ProducerID:           -1,
-		ProducerEpoch:        -1,
-		FirstSequence:        -1,
-		NumRecords:           int32(len(recs)),
-		Records:              body,
-	}
-	out := rb.AppendTo(nil)
-	binary.BigEndian.PutUint32(out[8:], uint32(len(out)-batchLengthSkew))
-	binary.BigEndian.PutUint32(out[17:], crc32.Checksum(out[batchCRCStart:], castagnoli))
-	return out, nil
+	return newBatch(krecs, first, maxTS), nil
 }
 
 // readMessageSet appends the records of a message set to recs; inner is true

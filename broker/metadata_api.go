@@ -40,6 +40,9 @@ func (b *Broker) handleMetadata(_ context.Context, c *conn, kreq kmsg.Request) (
 	// v0 lists everything for an empty list; v1+ for a null one.
 	if req.Topics == nil || req.Version == 0 && len(req.Topics) == 0 {
 		for _, t := range b.meta.Topics() {
+			if isInternalTopic(t.Name) {
+				continue // listed only when asked for by name, as Kafka's
+			}
 			resp.Topics = append(resp.Topics, b.topicMetadata(t))
 		}
 		return resp, nil
@@ -81,6 +84,7 @@ func (b *Broker) topicMetadata(t TopicMeta) kmsg.MetadataResponseTopic {
 	mt := kmsg.NewMetadataResponseTopic()
 	mt.Topic = kmsg.StringPtr(t.Name)
 	mt.TopicID = t.ID
+	mt.IsInternal = isInternalTopic(t.Name)
 	for p := int32(0); p < t.Partitions; p++ {
 		mp := kmsg.NewMetadataResponseTopicPartition()
 		mp.Partition = p

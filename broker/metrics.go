@@ -54,7 +54,7 @@ func newMetrics(b *Broker) *metrics {
 		}),
 	}
 	m.reg.MustRegister(m.requests, m.latency, m.connections, m.bytesIn, m.bytesOut,
-		m.producedBytes, m.producedRecords, m.fetchedBytes,
+		m.producedBytes, m.producedRecords, m.fetchedBytes, newGroupCollector(b),
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{

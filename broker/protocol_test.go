@@ -344,18 +344,19 @@ func TestBadInput(t *testing.T) {
 		if resp.ErrorCode != kerr.UnsupportedVersion.Code || len(resp.ApiKeys) != len(apis) {
 			t.Fatalf("ApiVersions v99: %v with %d keys", kerr.ErrorForCode(resp.ErrorCode), len(resp.ApiKeys))
 		}
-		fc := kmsg.NewPtrFindCoordinatorRequest()
-		fc.CoordinatorKey = "group"
-		r, ok := c.roundTrip(fc)
-		if !ok || r.(*kmsg.FindCoordinatorResponse).ErrorCode != kerr.UnsupportedVersion.Code {
-			t.Fatalf("FindCoordinator: answered %v", ok)
+		acls := kmsg.NewPtrDescribeACLsRequest()
+		r, ok := c.roundTrip(acls)
+		if !ok || r.(*kmsg.DescribeACLsResponse).ErrorCode != kerr.UnsupportedVersion.Code {
+			t.Fatalf("DescribeACLs: answered %v", ok)
 		}
-		fc4 := kmsg.NewPtrFindCoordinatorRequest()
-		fc4.SetVersion(4)
-		fc4.CoordinatorKeys = []string{"g1", "g2"}
-		r, ok = c.roundTrip(fc4)
+		// FindCoordinator v6 (share groups) is past the table; v4+ carries
+		// the error per coordinator key.
+		fc6 := kmsg.NewPtrFindCoordinatorRequest()
+		fc6.SetVersion(6)
+		fc6.CoordinatorKeys = []string{"g1", "g2"}
+		r, ok = c.roundTrip(fc6)
 		if !ok || len(r.(*kmsg.FindCoordinatorResponse).Coordinators) != 2 || r.(*kmsg.FindCoordinatorResponse).Coordinators[1].ErrorCode != kerr.UnsupportedVersion.Code {
-			t.Fatalf("FindCoordinator v4: answered %v", ok)
+			t.Fatalf("FindCoordinator v6: answered %v", ok)
 		}
 		// Fetch v3 predates record batches and its response has no
 		// error code to carry UNSUPPORTED_VERSION: Kafka closes.

@@ -20,8 +20,9 @@ type dispatcherStorage struct {
 }
 
 // openDispatcherStorage opens the data directory; live names the TopicID
-// the records of each existing topic carry.
-func openDispatcherStorage(cfg Config, live func(topic string) (commitlog.TopicID, bool)) (*dispatcherStorage, error) {
+// the records of each existing topic carry; floor is a second retention
+// floor (the group coordinator's).
+func openDispatcherStorage(cfg Config, live func(topic string) (commitlog.TopicID, bool), floor func() int64) (*dispatcherStorage, error) {
 	d, err := dispatcher.Open(dispatcher.Options{
 		Dir: cfg.DataDir,
 		CommitLog: commitlog.Options{
@@ -32,6 +33,7 @@ func openDispatcherStorage(cfg Config, live func(topic string) (commitlog.TopicI
 		ConsumeQueue:       consumequeue.Options{Logger: cfg.Logger},
 		CheckpointInterval: cfg.CheckpointInterval,
 		Live:               live,
+		RetentionFloor:     floor,
 		Logger:             cfg.Logger,
 	})
 	if err != nil {

@@ -21,6 +21,9 @@ func (b *Broker) createTopic(name string, partitions int32, validateOnly bool) (
 	if err := validTopicName(name); err != nil {
 		return kerr.InvalidTopicException, err.Error()
 	}
+	if isInternalTopic(name) {
+		return kerr.InvalidTopicException, "topic names starting with __ are reserved for internal topics"
+	}
 	if partitions == -1 {
 		partitions = b.cfg.DefaultPartitions
 	}
@@ -133,9 +136,12 @@ func (b *Broker) handleDeleteTopics(_ context.Context, _ *conn, kreq kmsg.Reques
 		rt := kmsg.NewDeleteTopicsResponseTopic()
 		rt.Topic = kmsg.StringPtr(name)
 		m, ok := b.meta.Topic(name)
-		if !ok {
+		if !ok || isInternalTopic(name) {
 			rt.ErrorCode = kerr.UnknownTopicOrPartition.Code
-			if byID[i] {
+			switch {
+			case ok:
+				rt.ErrorCode = kerr.InvalidTopicException.Code
+			case byID[i]:
 				rt.Topic = nil
 				rt.TopicID = req.Topics[i].TopicID
 				rt.ErrorCode = kerr.UnknownTopicID.Code
@@ -193,6 +199,9 @@ func (b *Broker) handleCreatePartitions(_ context.Context, _ *conn, kreq kmsg.Re
 		switch {
 		case !ok:
 			rt.ErrorCode = kerr.UnknownTopicOrPartition.Code
+		case isInternalTopic(t.Topic):
+			// Groups are hashed onto the offsets topic's partitions.
+			rt.ErrorCode, msg = kerr.InvalidTopicException.Code, "internal topics cannot grow"
 		case t.Count <= m.Partitions:
 			rt.ErrorCode, msg = kerr.InvalidPartitions.Code, "topic already has at least that many partitions"
 		case t.Count > maxPartitions:

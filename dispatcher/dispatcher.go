@@ -28,8 +28,13 @@ type Options struct {
 	// their consume queues are deleted at Open and by DeleteTopic. It is
 	// called for every record, so it must be cheap. nil dispatches every
 	// record, each incarnation into its own queues.
-	Live   func(topic string) (id commitlog.TopicID, ok bool)
-	Logger logrus.FieldLogger
+	Live func(topic string) (id commitlog.TopicID, ok bool)
+	// RetentionFloor, if set, is a second retention floor (see
+	// commitlog.Log.AddRetentionFloor) beside the dispatched offset: the
+	// lower of the two wins. The group coordinator keeps the files holding
+	// live committed offsets with it.
+	RetentionFloor func() int64
+	Logger         logrus.FieldLogger
 }
 
 // Lag is how far the consume queues are behind the commit log.

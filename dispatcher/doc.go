@@ -117,7 +117,9 @@
 // cap smaller than the dispatch backlog lets the log grow past the cap
 // until the dispatcher catches up. The floor is set before recovery starts
 // retention, and recovery never leaves the dispatched offset below the
-// log's minimum.
+// log's minimum. Options.RetentionFloor adds a caller's floor (the group
+// coordinator's, over files holding live committed offsets); the lower of
+// the two wins.
 //
 // Limits: a directory whose every record belongs to a dead incarnation has
 // no queue, which looks like deleted queues, so each start scans the whole

@@ -34,6 +34,9 @@ func (d *Dispatcher) open(crashed bool) error {
 	// Before Recover starts retention: until the first publish the floor
 	// is 0 and nothing can be deleted.
 	d.log.AddRetentionFloor(d.dispatched.Load)
+	if extra := d.opts.RetentionFloor; extra != nil {
+		d.log.AddRetentionFloor(extra)
+	}
 	d.queues, err = consumequeue.Open(d.opts.ConsumeQueue)
 	if err != nil {
 		return fmt.Errorf("dispatcher: %w", err)

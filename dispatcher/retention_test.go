@@ -3,7 +3,9 @@ package dispatcher
 import (
 	"encoding/binary"
 	"fmt"
+	"math"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -96,4 +98,39 @@ func TestRetentionWaitsForDispatch(t *testing.T) {
 	if err := Verify(opts.Dir); err != nil {
 		t.Fatal(fmt.Errorf("after retention: %w", err))
 	}
+}
+
+// TestRetentionFloorOption: Options.RetentionFloor holds retention back
+// beside the dispatched offset (the group coordinator keeps files holding
+// live committed offsets with it); the lower floor wins.
+func TestRetentionFloorOption(t *testing.T) {
+	var floor atomic.Int64
+	opts := testOptions(t.TempDir())
+	opts.CommitLog.RetentionBytes = 2 * opts.CommitLog.FileSize
+	opts.CommitLog.RetentionCheckInterval = 2 * time.Millisecond
+	opts.RetentionFloor = floor.Load
+	d := mustOpen(t, opts)
+	defer d.Close()
+	for len(d.Log().Files()) < 10 {
+		if _, err := d.Log().Append(&commitlog.Message{Topic: "r", Body: make([]byte, 1000)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	waitDispatched(t, d)
+	keep := d.Log().Files()[4].Base
+	floor.Store(keep + 1)
+	eventually := func(what string, cond func() bool) {
+		t.Helper()
+		for deadline := time.Now().Add(30 * time.Second); !cond(); time.Sleep(2 * time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Fatalf("timed out waiting for %s: min offset %d", what, d.Log().MinOffset())
+			}
+		}
+	}
+	eventually("retention up to the floor", func() bool { return d.Log().MinOffset() >= keep })
+	if min := d.Log().MinOffset(); min != keep {
+		t.Fatalf("retention passed the floor: min offset %d, the file holding the floor starts at %d", min, keep)
+	}
+	floor.Store(math.MaxInt64)
+	eventually("retention down to the size cap", func() bool { return len(d.Log().Files()) <= 2 })
 }

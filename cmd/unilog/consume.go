@@ -23,7 +23,7 @@ func consumeCommand() *cli.Command {
 	return &cli.Command{
 		Name:  "consume",
 		Usage: "print the records of a topic",
-		Description: `Reads the topic's partitions directly (no consumer group, nothing committed), so
+		Description: `Without --group, reads the topic's partitions directly (nothing committed), so
 anything still within retention can be re-read at will.
 
 --from says where each partition starts:
@@ -41,7 +41,12 @@ it started; with --follow it keeps waiting for new records until SIGINT or --cou
 --format value prints the value, kv prints key, --key-separator, value, and json
 prints one object per line: {"topic","partition","offset","timestamp" (unix ms),
 "key","value","headers":[{"key","value"}]}; a key or value that is not valid UTF-8
-is null and given base64-encoded in "key_base64" / "value_base64" instead.`,
+is null and given base64-encoded in "key_base64" / "value_base64" instead.
+
+With --group the command is a member of that consumer group instead: the group
+assigns the partitions, each starts at the group's committed offset (--from
+earliest or latest only says where a partition without one starts), and offsets
+are committed as records are printed. It runs until SIGINT or --count.`,
 		ArgsUsage: " ",
 		Flags: append(kafkaClientFlags(),
 			&cli.StringFlag{Name: "topic", Aliases: []string{"t"}, Required: true, Usage: "topic `NAME`"},
@@ -52,6 +57,7 @@ is null and given base64-encoded in "key_base64" / "value_base64" instead.`,
 			&cli.StringFlag{Name: "format", Value: "value", Usage: "value, kv or json"},
 			&cli.StringFlag{Name: "key-separator", Value: `\t`, DefaultText: "tab", Usage: "separator between key and value for --format kv"},
 			&cli.BoolFlag{Name: "quiet", Aliases: []string{"q"}, Usage: "no summary and no warnings on stderr"},
+			&cli.StringFlag{Name: "group", Aliases: []string{"g"}, Usage: "consume as a member of consumer group `ID`, committing as it goes"},
 		),
 		Action: runConsume,
 	}
@@ -243,6 +249,9 @@ func runConsume(c *cli.Context) error {
 	}
 	follow := c.Bool("follow")
 	quiet := c.Bool("quiet")
+	if group := c.String("group"); group != "" {
+		return runGroupConsume(c, topic, group, format, count, quiet)
+	}
 	warn := func(format string, args ...any) {
 		if !quiet {
 			fmt.Fprintf(c.App.ErrWriter, "consume: "+format+"\n", args...)
@@ -261,13 +270,6 @@ func runConsume(c *cli.Context) error {
 	}
 	plan := planConsume(spec, follow, bounds, warn)
 
-	ctx, stop := signal.NotifyContext(c.Context, os.Interrupt, syscall.SIGTERM)
-	defer stop()
-
-	out := bufio.NewWriterSize(c.App.Writer, 64<<10)
-	var consumed int64
-	touched := make(map[int32]struct{})
-	start := time.Now()
 	remaining := len(plan.start)
 	if remaining > 0 {
 		offsets := make(map[int32]kgo.Offset, len(plan.start))
@@ -276,9 +278,66 @@ func runConsume(c *cli.Context) error {
 		}
 		cl.AddConsumePartitions(map[string]map[int32]kgo.Offset{topic: offsets})
 	}
+	l := newConsumeLoop(c, cl, format, count)
+	l.more = func() bool { return remaining > 0 }
+	l.keep = func(r *kgo.Record) bool {
+		if plan.stop == nil {
+			return true
+		}
+		end, active := plan.stop[r.Partition]
+		if !active || r.Offset >= end {
+			return false
+		}
+		if r.Offset+1 >= end {
+			delete(plan.stop, r.Partition)
+			cl.PauseFetchPartitions(map[string][]int32{topic: {r.Partition}})
+			remaining--
+		}
+		return true
+	}
+	err = l.run(c)
+	if !quiet {
+		fmt.Fprintf(c.App.ErrWriter, "consumed topic=%s records=%d partitions=%d elapsed=%s\n",
+			topic, l.consumed, len(l.touched), time.Since(l.start).Round(time.Millisecond))
+	}
+	return err
+}
+
+// consumeLoop polls and prints records until SIGINT/SIGTERM, --count,
+// a fetch error, or more says stop.
+type consumeLoop struct {
+	cl       *kgo.Client
+	out      *bufio.Writer
+	format   consumeFormat
+	count    int64 // 0: no limit
+	consumed int64
+	touched  map[int32]struct{}
+	start    time.Time
+	// more reports whether to poll again; nil: until stopped.
+	more func() bool
+	// keep says whether a fetched record is printed; nil: all.
+	keep func(r *kgo.Record) bool
+	// printed gets each poll's records once they reached the output.
+	printed func(rs []*kgo.Record)
+}
+
+func newConsumeLoop(c *cli.Context, cl *kgo.Client, format consumeFormat, count int64) *consumeLoop {
+	return &consumeLoop{
+		cl:      cl,
+		out:     bufio.NewWriterSize(c.App.Writer, 64<<10),
+		format:  format,
+		count:   count,
+		touched: make(map[int32]struct{}),
+		start:   time.Now(),
+	}
+}
+
+func (l *consumeLoop) run(c *cli.Context) error {
+	ctx, stop := signal.NotifyContext(c.Context, os.Interrupt, syscall.SIGTERM)
+	defer stop()
 	var fetchErr error
-	for remaining > 0 && (count == 0 || consumed < count) {
-		fetches := cl.PollFetches(ctx)
+	for (l.more == nil || l.more()) && (l.count == 0 || l.consumed < l.count) {
+		fetches := l.cl.PollFetches(ctx)
 		if ctx.Err() != nil {
 			break
 		}
@@ -287,38 +346,28 @@ func runConsume(c *cli.Context) error {
 			break
 		}
 		var writeErr error
+		var printed []*kgo.Record
 		fetches.EachRecord(func(r *kgo.Record) {
-			if writeErr != nil || (count > 0 && consumed >= count) {
+			if writeErr != nil || (l.count > 0 && l.consumed >= l.count) || l.keep != nil && !l.keep(r) {
 				return
 			}
-			if plan.stop != nil {
-				end, active := plan.stop[r.Partition]
-				if !active || r.Offset >= end {
-					return
-				}
-				if r.Offset+1 >= end {
-					delete(plan.stop, r.Partition)
-					cl.PauseFetchPartitions(map[string][]int32{topic: {r.Partition}})
-					remaining--
-				}
-			}
-			writeErr = format(out, r)
-			consumed++
-			touched[r.Partition] = struct{}{}
+			writeErr = l.format(l.out, r)
+			l.consumed++
+			l.touched[r.Partition] = struct{}{}
+			printed = append(printed, r)
 		})
 		if writeErr == nil {
-			writeErr = out.Flush()
+			writeErr = l.out.Flush()
 		}
 		if writeErr != nil {
 			return fmt.Errorf("consume: write output: %w", writeErr)
 		}
+		if l.printed != nil {
+			l.printed(printed)
+		}
 	}
-	if err := out.Flush(); err != nil {
+	if err := l.out.Flush(); err != nil {
 		return fmt.Errorf("consume: write output: %w", err)
-	}
-	if !quiet {
-		fmt.Fprintf(c.App.ErrWriter, "consumed topic=%s records=%d partitions=%d elapsed=%s\n",
-			topic, consumed, len(touched), time.Since(start).Round(time.Millisecond))
 	}
 	return fetchErr
 }

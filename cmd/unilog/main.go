@@ -17,6 +17,7 @@ func main() {
 			topicCommand(),
 			produceCommand(),
 			consumeCommand(),
+			groupCommand(),
 			inspectCommand(),
 			benchCommand(),
 		},

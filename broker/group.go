@@ -1,0 +1,222 @@
+package broker
+
+import (
+	"context"
+	"crypto/rand"
+	"errors"
+	"io/fs"
+	"net"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/unilog/unilog/commitlog"
+	"github.com/unilog/unilog/group"
+)
+
+// defaultCompactInterval is how often live committed offsets are copied out
+// of the oldest commit-log file (see group.Coordinator.Compact) and the
+// offsets snapshot is rewritten.
+const defaultCompactInterval = time.Minute
+
+// offsetsSnapshotName is the file, in the data directory, holding the
+// coordinator's latest snapshot (format in package group). It is derived
+// data: a missing or damaged one costs a full replay of the offsets topic.
+const offsetsSnapshotName = "offsets.snapshot"
+
+// ensureOffsetsTopic creates the internal offsets topic before storage
+// opens, so the dispatcher's Keep filter indexes its records from the
+// first one.
+func ensureOffsetsTopic(meta MetadataStore) error {
+	if _, ok := meta.Topic(offsetsTopic); ok {
+		return nil
+	}
+	t := TopicMeta{Name: offsetsTopic, Partitions: group.DefaultPartitions, CreatedMs: time.Now().UnixMilli()}
+	if _, err := rand.Read(t.ID[:]); err != nil {
+		return err
+	}
+	return meta.CreateTopic(t)
+}
+
+// openGroups replays the committed offsets and starts the coordinator.
+func (b *Broker) openGroups(st *dispatcherStorage) error {
+	partitions := group.DefaultPartitions
+	if t, ok := b.meta.Topic(offsetsTopic); ok {
+		partitions = int(t.Partitions)
+	}
+	snapPath := filepath.Join(b.cfg.DataDir, offsetsSnapshotName)
+	snap, err := os.ReadFile(snapPath)
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		b.log.WithError(err).Warn("offsets snapshot unreadable; replaying the offsets topic")
+	}
+	c, err := group.Open(group.Options{
+		Log:               offsetsLog{st},
+		Snapshot:          snap,
+		Partitions:        int32(partitions),
+		SyncCommits:       b.cfg.Flush == commitlog.FlushSync,
+		MinSessionTimeout: b.cfg.GroupMinSessionTimeout,
+		Logger:            b.log,
+	})
+	if err != nil {
+		return err
+	}
+	b.groups.Store(c)
+	b.loopWG.Add(1)
+	go b.compactLoop(c)
+	return nil
+}
+
+// retentionFloor keeps the commit-log files holding live committed
+// offsets; nothing may go before the coordinator has loaded them.
+func (b *Broker) retentionFloor() int64 {
+	if c := b.groups.Load(); c != nil {
+		return c.RetentionFloor()
+	}
+	return 0
+}
+
+func (b *Broker) compactLoop(c *group.Coordinator) {
+	defer b.loopWG.Done()
+	t := time.NewTicker(defaultCompactInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-b.closing:
+			return
+		case <-t.C:
+			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			n, err := c.Compact(ctx)
+			switch {
+			case err != nil:
+				b.log.WithError(err).Error("group offsets compaction failed")
+			case n > 0:
+				b.log.WithField("commits", n).Info("group offsets copied out of the oldest commit-log file")
+			}
+			b.snapshotGroups(ctx, c)
+			cancel()
+		}
+	}
+}
+
+// snapshotGroups writes the coordinator's snapshot, so the next start
+// replays only the offsets committed after it.
+func (b *Broker) snapshotGroups(ctx context.Context, c *group.Coordinator) {
+	snap, err := c.Snapshot(ctx)
+	if err == nil {
+		err = writeFileAtomic(filepath.Join(b.cfg.DataDir, offsetsSnapshotName), snap)
+	}
+	if err != nil {
+		b.log.WithError(err).Warn("offsets snapshot not written")
+	}
+}
+
+// clientHost is how Kafka shows a member's host: "/" and the address.
+func (c *conn) clientHost() string {
+	host, _, err := net.SplitHostPort(c.remote)
+	if err != nil {
+		host = c.remote
+	}
+	return "/" + host
+}
+
+func (b *Broker) handleFindCoordinator(_ context.Context, c *conn, kreq kmsg.Request) (kmsg.Response, error) {
+	req := kreq.(*kmsg.FindCoordinatorRequest)
+	resp := req.ResponseKind().(*kmsg.FindCoordinatorResponse)
+	host, port := c.advertised()
+	code := int16(0)
+	if req.CoordinatorType != 0 {
+		// Only groups have a coordinator here; transactions are not implemented.
+		code = kerr.CoordinatorNotAvailable.Code
+	}
+	if req.Version < 4 {
+		resp.ErrorCode, resp.NodeID, resp.Host, resp.Port = code, b.cfg.NodeID, host, port
+		return resp, nil
+	}
+	for _, k := range req.CoordinatorKeys {
+		rc := kmsg.NewFindCoordinatorResponseCoordinator()
+		rc.Key, rc.ErrorCode, rc.NodeID, rc.Host, rc.Port = k, code, b.cfg.NodeID, host, port
+		resp.Coordinators = append(resp.Coordinators, rc)
+	}
+	return resp, nil
+}
+
+func (b *Broker) handleJoinGroup(_ context.Context, c *conn, kreq kmsg.Request) (kmsg.Response, error) {
+	var resp kmsg.Response
+	c.whilePending(func(ctx context.Context) {
+		resp = b.groups.Load().JoinGroup(ctx, group.Client{ID: c.clientID, Host: c.clientHost()}, kreq.(*kmsg.JoinGroupRequest))
+	})
+	return resp, nil
+}
+
+func (b *Broker) handleSyncGroup(_ context.Context, c *conn, kreq kmsg.Request) (kmsg.Response, error) {
+	var resp kmsg.Response
+	c.whilePending(func(ctx context.Context) {
+		resp = b.groups.Load().SyncGroup(ctx, kreq.(*kmsg.SyncGroupRequest))
+	})
+	return resp, nil
+}
+
+func (b *Broker) handleHeartbeat(_ context.Context, _ *conn, kreq kmsg.Request) (kmsg.Response, error) {
+	return b.groups.Load().Heartbeat(kreq.(*kmsg.HeartbeatRequest)), nil
+}
+
+func (b *Broker) handleLeaveGroup(_ context.Context, _ *conn, kreq kmsg.Request) (kmsg.Response, error) {
+	return b.groups.Load().LeaveGroup(kreq.(*kmsg.LeaveGroupRequest)), nil
+}
+
+// handleOffsetCommit answers once the commit is durable under FlushSync,
+// bounded like an acks=-1 produce.
+func (b *Broker) handleOffsetCommit(ctx context.Context, _ *conn, kreq kmsg.Request) (kmsg.Response, error) {
+	ctx, cancel := context.WithTimeout(ctx, defaultProduceTimeout)
+	defer cancel()
+	return b.groups.Load().OffsetCommit(ctx, kreq.(*kmsg.OffsetCommitRequest)), nil
+}
+
+func (b *Broker) handleOffsetFetch(_ context.Context, _ *conn, kreq kmsg.Request) (kmsg.Response, error) {
+	return b.groups.Load().OffsetFetch(kreq.(*kmsg.OffsetFetchRequest)), nil
+}
+
+func (b *Broker) handleListGroups(_ context.Context, _ *conn, kreq kmsg.Request) (kmsg.Response, error) {
+	return b.groups.Load().ListGroups(kreq.(*kmsg.ListGroupsRequest)), nil
+}
+
+func (b *Broker) handleDescribeGroups(_ context.Context, _ *conn, kreq kmsg.Request) (kmsg.Response, error) {
+	return b.groups.Load().DescribeGroups(kreq.(*kmsg.DescribeGroupsRequest)), nil
+}
+
+func (b *Broker) handleDeleteGroups(ctx context.Context, _ *conn, kreq kmsg.Request) (kmsg.Response, error) {
+	ctx, cancel := context.WithTimeout(ctx, defaultProduceTimeout)
+	defer cancel()
+	return b.groups.Load().DeleteGroups(ctx, kreq.(*kmsg.DeleteGroupsRequest)), nil
+}
+
+func (b *Broker) handleOffsetDelete(ctx context.Context, _ *conn, kreq kmsg.Request) (kmsg.Response, error) {
+	ctx, cancel := context.WithTimeout(ctx, defaultProduceTimeout)
+	defer cancel()
+	return b.groups.Load().OffsetDelete(ctx, kreq.(*kmsg.OffsetDeleteRequest)), nil
+}
+
+// groupLag is the records a group has still to consume: per committed
+// partition, the partition's end offset minus the commit.
+func (b *Broker) groupLag(c *group.Coordinator, id string) int64 {
+	var lag int64
+	for tp, o := range c.Committed(id) {
+		_, end := b.st.Bounds(tp.Topic, tp.Partition)
+		lag += max(0, end-o.Offset)
+	}
+	return lag
+}
+
+// closeGroups answers parked group calls, stops the groups' goroutines and
+// leaves a snapshot for the next start.
+func (b *Broker) closeGroups() {
+	if c := b.groups.Load(); c != nil {
+		c.Close()
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		b.snapshotGroups(ctx, c)
+	}
+}

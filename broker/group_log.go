@@ -1,0 +1,121 @@
+package broker
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kbin"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/unilog/unilog/commitlog"
+	"github.com/unilog/unilog/consumequeue"
+	"github.com/unilog/unilog/group"
+)
+
+// offsetsTopic is the internal topic holding committed offsets. Its records
+// are ordinary v2 record batches in the commit log, dispatched into consume
+// queues like any topic's, so whatever carries the log carries them.
+const offsetsTopic = "__consumer_offsets"
+
+// isInternalTopic reports names reserved for the broker's own topics.
+func isInternalTopic(name string) bool { return len(name) >= 2 && name[:2] == "__" }
+
+// offsetsLog is group.Log over the broker's storage: each commit is one
+// record batch appended to a partition of offsetsTopic, replayed through
+// its consume queue.
+type offsetsLog struct {
+	st *dispatcherStorage
+}
+
+func (l offsetsLog) Append(partition int32, recs []group.Record) (int64, int64, error) {
+	now := time.Now().UnixMilli()
+	krecs := make([]kmsg.Record, len(recs))
+	for i, r := range recs {
+		krecs[i] = kmsg.Record{Key: r.Key, Value: r.Value}
+	}
+	base, end, err := l.st.Append(offsetsTopic, partition, int32(len(recs)), now, newBatch(krecs, now, now))
+	return end, base + int64(len(recs)), err
+}
+
+func (l offsetsLog) WaitDurable(ctx context.Context, end int64) error {
+	return l.st.WaitDurable(ctx, end)
+}
+
+func (l offsetsLog) OldestFileEnd() int64 {
+	files := l.st.log.Files()
+	if len(files) < 2 {
+		return 0
+	}
+	return files[1].Base
+}
+
+// Start is the first offset of the partition whose record the log still
+// holds: a queue file is dropped only once all of it is before the log's
+// start, so its first entries may point at deleted records.
+func (l offsetsLog) Start(partition int32) int64 {
+	q, ok := l.st.d.Queue(offsetsTopic, partition)
+	if !ok {
+		return 0
+	}
+	off := q.MinOffset()
+	for ; off < q.MaxOffset(); off++ {
+		if e, err := q.Get(off); err != nil || e.PhysOffset >= l.st.log.MinOffset() {
+			break
+		}
+	}
+	return off
+}
+
+// Replay reads the partition's queue from max(from, Start).
+func (l offsetsLog) Replay(partition int32, from int64, fn func(group.Record, int64) error) (int64, error) {
+	q, ok := l.st.d.Queue(offsetsTopic, partition)
+	if !ok {
+		return 0, nil
+	}
+	off := max(from, l.Start(partition))
+	for off < q.MaxOffset() {
+		e, err := q.Get(off)
+		if err != nil {
+			return 0, fmt.Errorf("broker: replay %s/%d offset %d: %w", offsetsTopic, partition, off, err)
+		}
+		if off, err = l.replayRecord(e, partition, fn); err != nil {
+			return 0, fmt.Errorf("broker: replay %s/%d offset %d: %w", offsetsTopic, partition, e.PhysOffset, err)
+		}
+	}
+	return off, nil
+}
+
+func (l offsetsLog) replayRecord(e consumequeue.Entry, partition int32, fn func(group.Record, int64) error) (int64, error) {
+	v, err := l.st.log.Read(e.PhysOffset)
+	if err != nil {
+		return 0, err
+	}
+	defer v.Release()
+	r := v.Record()
+	if r.Topic != offsetsTopic || r.Partition != partition {
+		return 0, fmt.Errorf("%w: queue points at %s/%d", commitlog.ErrCorrupt, r.Topic, r.Partition)
+	}
+	var rb kmsg.RecordBatch
+	if err := rb.ReadFrom(r.Body); err != nil {
+		return 0, fmt.Errorf("%w: record batch: %v", commitlog.ErrCorrupt, err)
+	}
+	src := rb.Records
+	for i := int32(0); i < rb.NumRecords; i++ {
+		rd := kbin.Reader{Src: src}
+		n := int(rd.Varint())
+		size := len(src) - len(rd.Src) + n
+		if !rd.Ok() || n < 0 || size > len(src) {
+			return 0, fmt.Errorf("%w: record %d of batch is truncated", commitlog.ErrCorrupt, i)
+		}
+		var kr kmsg.Record
+		if err := kr.ReadFrom(src[:size]); err != nil {
+			return 0, fmt.Errorf("%w: record %d of batch: %v", commitlog.ErrCorrupt, i, err)
+		}
+		src = src[size:]
+		if err := fn(group.Record{Key: kr.Key, Value: kr.Value}, r.End()); err != nil {
+			return 0, err
+		}
+	}
+	return r.QueueOffset + int64(r.Count), nil
+}
