@@ -1,0 +1,103 @@
+package ha
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// startCluster routes n embedded servers together, each given the same
+// route list, as the nodes of a cluster are.
+func startCluster(t *testing.T, n int) []*Server {
+	t.Helper()
+	addrs := make([]string, n)
+	routes := make([]string, n)
+	for i := range addrs {
+		addrs[i] = freeAddr(t)
+		routes[i] = "nats-route://" + addrs[i]
+	}
+	var servers []*Server
+	for i := 0; i < n; i++ {
+		s, err := StartServer(ServerConfig{
+			Name: fmt.Sprintf("s%d", i+1), Dir: t.TempDir(), Listen: "127.0.0.1:0",
+			ClusterListen: addrs[i], Routes: routes, Logger: quietLogger(),
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(s.Shutdown)
+		servers = append(servers, s)
+	}
+	return servers
+}
+
+// freeAddr returns a loopback address nothing listens on: route lists
+// must be known before the servers start.
+func freeAddr(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().String()
+}
+
+func TestRoutedClusterReplicatesBuckets(t *testing.T) {
+	servers := startCluster(t, 3)
+	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+	defer cancel()
+
+	var buckets []Buckets
+	for _, s := range servers {
+		b, err := OpenBuckets(ctx, dial(t, s.ClientURL()), 3, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		buckets = append(buckets, b)
+	}
+	st, err := buckets[0].Metadata.Status(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	info := st.(*jetstream.KeyValueBucketStatus).StreamInfo()
+	if r := info.Config.Replicas; r != 3 || info.Cluster == nil || len(info.Cluster.Replicas) != 2 {
+		t.Fatalf("metadata bucket: %d replicas configured, cluster %+v: want 3 placed", r, info.Cluster)
+	}
+
+	val, _ := encodeValue(producerIDsValue{Next: 7})
+	if _, err := buckets[0].Metadata.Put(ctx, "probe", val); err != nil {
+		t.Fatal(err)
+	}
+	for i, b := range buckets {
+		e, err := b.Metadata.Get(ctx, "probe")
+		if err != nil {
+			t.Fatalf("server %d: %v", i+1, err)
+		}
+		var v producerIDsValue
+		if err := decodeValue(e.Value(), &v); err != nil || v.Next != 7 {
+			t.Fatalf("server %d reads %+v, %v", i+1, v, err)
+		}
+	}
+
+	// With one server down the other two still hold a quorum.
+	servers[2].Shutdown()
+	val, _ = encodeValue(producerIDsValue{Next: 8})
+	var werr error
+	waitFor(t, "a write with one server down", func() bool {
+		_, werr = buckets[1].Metadata.Put(ctx, "probe", val)
+		return werr == nil
+	})
+	e, err := buckets[0].Metadata.Get(ctx, "probe")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var v producerIDsValue
+	if err := decodeValue(e.Value(), &v); err != nil || v.Next != 8 {
+		t.Fatalf("after one server stopped: %+v, %v", v, err)
+	}
+}
