@@ -60,6 +60,8 @@ func (b *Broker) handleProduce(ctx context.Context, c *conn, kreq kmsg.Request) 
 				rp.ErrorCode = reqErr.Code
 			case !known || p.Partition < 0 || p.Partition >= meta.Partitions:
 				rp.ErrorCode = kerr.UnknownTopicOrPartition.Code
+			case !b.leads(t.Topic, p.Partition):
+				rp.ErrorCode = kerr.NotLeaderForPartition.Code
 			default:
 				res := b.producePartition(ctx, t.Topic, p.Partition, p.Records)
 				if res.err != nil {
