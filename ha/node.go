@@ -2,7 +2,6 @@ package ha
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"sort"
 	"sync"
@@ -45,21 +44,21 @@ type Config struct {
 // Node is one broker's membership in the control plane: its heartbeat,
 // its replica group's lease, and the watched cluster state.
 type Node struct {
-	cfg      Config
-	log      logrus.FieldLogger
-	nc       *nats.Conn
-	buckets  Buckets
-	members  *Membership
-	leaders  *Leaders
-	meta     *Metadata
-	elector  *Elector
-	logEnd   atomic.Pointer[func() int64]
-	roleKick chan struct{}
+	cfg       Config
+	log       logrus.FieldLogger
+	nc        *nats.Conn
+	buckets   Buckets
+	members   *Membership
+	leaders   *Leaders
+	meta      *Metadata
+	elector   *Elector
+	logEnd    atomic.Pointer[func() int64]
+	advertise atomic.Pointer[string]
+	roleKick  chan struct{}
 
 	cancel    context.CancelFunc
 	wg        sync.WaitGroup
 	closeOnce sync.Once
-	closeErr  error
 }
 
 // Start connects, opens the buckets, loads the cluster state, then
@@ -81,6 +80,7 @@ func Start(cfg Config) (*Node, error) {
 		cfg.Conn.Name = fmt.Sprintf("unilog node %d", cfg.NodeID)
 	}
 	n := &Node{cfg: cfg, log: cfg.Logger.WithField("node_id", cfg.NodeID), roleKick: make(chan struct{}, 1)}
+	n.advertise.Store(&cfg.Advertise)
 	if _, err := n.leaseConfig().withDefaults(); err != nil {
 		return nil, err
 	}
@@ -179,7 +179,7 @@ func (n *Node) heartbeatLoop(ctx context.Context) {
 func (n *Node) self() Member {
 	s := n.elector.State()
 	m := Member{
-		NodeID: n.cfg.NodeID, Advertise: n.cfg.Advertise, ReplicationAddr: n.cfg.ReplicationAddr,
+		NodeID: n.cfg.NodeID, Advertise: *n.advertise.Load(), ReplicationAddr: n.cfg.ReplicationAddr,
 		ReplicaGroup: n.cfg.ReplicaGroup, Role: s.Role.String(), Epoch: s.Epoch,
 	}
 	if f := n.logEnd.Load(); f != nil {
@@ -208,6 +208,16 @@ func (n *Node) place(partitions int32) []string {
 	return out
 }
 
+// SetAdvertise changes the advertised Kafka address from the next
+// heartbeat on, for a listener whose port is known only once bound.
+func (n *Node) SetAdvertise(addr string) {
+	n.advertise.Store(&addr)
+	select {
+	case n.roleKick <- struct{}{}:
+	default:
+	}
+}
+
 // SetLogEndOffset installs the function reporting the physical end of the
 // local commit log, published with every heartbeat.
 func (n *Node) SetLogEndOffset(f func() int64) { n.logEnd.Store(&f) }
@@ -228,13 +238,24 @@ func (n *Node) Leaders() []GroupLeader { return n.leaders.All() }
 func (n *Node) Self() Member { return n.self() }
 
 // PartitionLeader is the live member leading a partition's replica
-// group and its epoch; false while there is none.
+// group and its epoch; false while there is none. For this node's own
+// group the elector decides, not the watched lease: a fenced leader still
+// sees its own last lease in the bucket until another node takes it.
 func (n *Node) PartitionLeader(topic string, partition int32) (Member, uint64, bool) {
 	t, ok := n.meta.Topic(topic)
 	if !ok || partition < 0 || int(partition) >= len(t.Groups) {
 		return Member{}, 0, false
 	}
-	gl, ok := n.leaders.Leader(t.Groups[partition])
+	group := t.Groups[partition]
+	gl, ok := n.leaders.Leader(group)
+	if group == n.cfg.ReplicaGroup {
+		if s := n.elector.State(); s.Role == RoleLeader && n.elector.Leading(s.Epoch) {
+			return n.self(), s.Epoch, true
+		}
+		if ok && gl.NodeID == n.cfg.NodeID {
+			return Member{}, 0, false
+		}
+	}
 	if !ok {
 		return Member{}, 0, false
 	}
@@ -247,17 +268,31 @@ func (n *Node) PartitionLeader(topic string, partition int32) (Member, uint64, b
 }
 
 // Close steps down and releases the lease (a follower takes over at
-// once), removes this node's heartbeat, and disconnects.
-func (n *Node) Close() error {
+// once), removes this node's heartbeat, and disconnects. With NATS
+// unreachable the release and the leave are only logged: the lease lapses
+// and the heartbeat ages out as after a crash, which is safe, just slower.
+func (n *Node) Close() {
 	n.closeOnce.Do(func() {
 		n.cancel()
 		n.wg.Wait()
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 		defer cancel()
-		errs := []error{n.elector.Release(ctx), n.members.Leave(ctx, n.cfg.NodeID)}
+		if !n.nc.IsConnected() {
+			// Still step down: nothing may act under the lease after Close.
+			ctx, cancel = context.WithCancel(ctx)
+			cancel()
+		}
+		if err := n.elector.Release(ctx); err != nil {
+			n.log.WithError(err).Warn("lease not released: followers take over once it lapses")
+		}
+		if err := n.members.Leave(ctx, n.cfg.NodeID); err != nil {
+			n.log.WithError(err).Warn("membership not left: the heartbeat ages out")
+		}
+		// Disconnect first: ending a watch waits for its subscription to
+		// close, which a cut-off connection would only do after timeouts.
+		if err := n.nc.Drain(); err != nil {
+			n.nc.Close()
+		}
 		n.stopWatches()
-		errs = append(errs, n.nc.Drain())
-		n.closeErr = errors.Join(errs...)
 	})
-	return n.closeErr
 }

@@ -17,7 +17,7 @@ func startTestNode(t *testing.T, url string, id int32, group, advertise string) 
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { n.Close() })
+	t.Cleanup(n.Close)
 	return n
 }
 
@@ -50,9 +50,7 @@ func TestNodesLeadTheirGroupsAndHandOverOnClose(t *testing.T) {
 		t.Fatal("leader for a partition that does not exist")
 	}
 
-	if err := b.Close(); err != nil {
-		t.Fatal(err)
-	}
+	b.Close()
 	waitFor(t, "node 1 to see node 2 leave and release g2", func() bool {
 		_, _, ok := a.PartitionLeader("t", 1)
 		return !ok && len(a.Members()) == 1
@@ -65,5 +63,40 @@ func TestNodesLeadTheirGroupsAndHandOverOnClose(t *testing.T) {
 	}
 	if g2.NodeID != -1 || g2.Epoch != 1 {
 		t.Fatalf("g2 after release: %+v, want no holder and epoch 1 kept", g2)
+	}
+}
+
+// TestNodeCutOffFromNATSStopsLeading: the leader's NATS goes away while
+// its clients could still reach it; once the renew deadline passes it no
+// longer names itself leader of its partitions, which is what refuses
+// writes in the broker.
+func TestNodeCutOffFromNATSStopsLeading(t *testing.T) {
+	srv := startServer(t)
+	clock := newFakeClock()
+	n, err := Start(Config{
+		Conn: ConnConfig{URLs: srv.ClientURL()}, Replicas: 1,
+		NodeID: 1, ReplicaGroup: "g1", Advertise: "127.0.0.1:9001",
+		RetryPeriod: 50 * time.Millisecond, HeartbeatInterval: 50 * time.Millisecond,
+		Clock: clock, Logger: quietLogger(),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(n.Close)
+	waitFor(t, "the node to lead", func() bool { return n.Elector().State().Role == RoleLeader })
+	if err := n.Metadata().CreateTopic(Topic{Name: "t", Partitions: 1}); err != nil {
+		t.Fatal(err)
+	}
+	if m, epoch, ok := n.PartitionLeader("t", 0); !ok || m.NodeID != 1 || epoch != 1 {
+		t.Fatalf("leading: %+v %d %v", m, epoch, ok)
+	}
+
+	srv.Shutdown()
+	clock.Advance(DefaultRenewDeadline)
+	if s := n.Elector().State(); s.Role != RoleFollower {
+		t.Fatalf("cut off past the renew deadline: %+v", s)
+	}
+	if m, _, ok := n.PartitionLeader("t", 0); ok {
+		t.Fatalf("cut off, still names %+v leader", m)
 	}
 }

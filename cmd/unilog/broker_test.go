@@ -5,6 +5,7 @@ import (
 	"context"
 	"math"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -167,8 +168,12 @@ var listeningLine = regexp.MustCompile(`unilog broker listening on (127\.0\.0\.1
 
 // runBrokerCommand runs `unilog broker` in-process until ctx ends and
 // returns the Kafka address it printed, plus a channel with the result.
+// The embedded NATS takes a free port unless args say otherwise.
 func runBrokerCommand(ctx context.Context, t *testing.T, args ...string) (string, <-chan cliResult) {
 	t.Helper()
+	if !slices.Contains(args, "--nats-listen") && !slices.Contains(args, "--nats") {
+		args = append(args, "--nats-listen", "127.0.0.1:0")
+	}
 	var stdout, stderr syncBuffer
 	done := make(chan cliResult, 1)
 	go func() {
@@ -231,7 +236,7 @@ func TestBrokerCommandServesAndStopsCleanly(t *testing.T) {
 
 func TestBrokerCommandFailsOnBusyPort(t *testing.T) {
 	addr := startTestBroker(t)
-	r := runCLI(t, "", "broker", "--data-dir", t.TempDir(), "--listen", addr, "--admin", "", "--file-size", "8MiB")
+	r := runCLI(t, "", "broker", "--data-dir", t.TempDir(), "--listen", addr, "--admin", "", "--file-size", "8MiB", "--nats-listen", "127.0.0.1:0")
 	if r.err == nil || !strings.Contains(r.err.Error(), "address already in use") {
 		t.Fatalf("second broker on %s: %v", addr, r.err)
 	}

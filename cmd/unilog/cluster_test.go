@@ -1,0 +1,148 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net"
+	"net/http"
+	"regexp"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/unilog/unilog/broker"
+)
+
+// freeAddr returns a loopback address nothing listens on, for a listener
+// whose address another node must know before it starts.
+func freeAddr(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().String()
+}
+
+func nodeStatus(admin string) (broker.NodeStatus, error) {
+	var st broker.NodeStatus
+	resp, err := http.Get("http://" + admin + "/status")
+	if err != nil {
+		return st, err
+	}
+	defer resp.Body.Close()
+	return st, json.NewDecoder(resp.Body).Decode(&st)
+}
+
+// TestTwoReplicaGroupsServeOneTopic runs two brokers, each the only node
+// of its replica group, on one control plane (node 1 embeds NATS, node 2
+// joins it as an external NATS). A topic created on node 2 has a partition
+// on each group; a client seeded with one node produces to and consumes
+// from both, finding each partition's leader through Metadata.
+func TestTwoReplicaGroupsServeOneTopic(t *testing.T) {
+	natsAddr := freeAddr(t)
+	ctx := context.Background()
+	var nodes []struct{ addr, admin string }
+	var runs []<-chan cliResult
+	var stops []context.CancelFunc
+	for _, n := range []struct {
+		id, group string
+		nats      []string
+	}{
+		{"1", "g1", []string{"--nats-listen", natsAddr}},
+		{"2", "g2", []string{"--nats", "nats://" + natsAddr}},
+	} {
+		admin := freeAddr(t)
+		args := append([]string{"--data-dir", t.TempDir(), "--listen", "127.0.0.1:0", "--admin", admin,
+			"--file-size", "8MiB", "--node-id", n.id, "--replica-group", n.group}, n.nats...)
+		nctx, stop := context.WithCancel(ctx)
+		addr, done := runBrokerCommand(nctx, t, args...)
+		nodes = append(nodes, struct{ addr, admin string }{addr, admin})
+		runs = append(runs, done)
+		stops = append(stops, stop)
+	}
+	// Node 2 first: it reaches NATS through node 1.
+	defer func() {
+		for i := len(runs) - 1; i >= 0; i-- {
+			stops[i]()
+			if r := <-runs[i]; r.err != nil {
+				t.Errorf("node %d: %v\n%s", i+1, r.err, r.stderr)
+			}
+		}
+	}()
+
+	for i, n := range nodes {
+		waitFor(t, fmt.Sprintf("node %d to lead its group", i+1), func() bool {
+			st, err := nodeStatus(n.admin)
+			return err == nil && st.Role == "leader" && st.Epoch == 1 && st.NodeID == int32(i+1) && st.ReplicaGroup == fmt.Sprintf("g%d", i+1)
+		})
+	}
+
+	cl, err := kgo.NewClient(kgo.SeedBrokers(nodes[1].addr), kgo.RecordPartitioner(kgo.ManualPartitioner()), kgo.MetadataMinAge(50*time.Millisecond))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	adm := kadm.NewClient(cl)
+	rctx, rcancel := context.WithTimeout(ctx, 30*time.Second)
+	defer rcancel()
+	// Placement spreads over the groups node 2 sees live.
+	waitFor(t, "node 2 to list both brokers", func() bool {
+		m, err := adm.BrokerMetadata(rctx)
+		return err == nil && len(m.Brokers) == 2
+	})
+	createTopic(t, nodes[1].addr, "spread", 2)
+	waitFor(t, "both partitions to have their group's leader", func() bool {
+		m, err := adm.Metadata(rctx, "spread")
+		if err != nil {
+			return false
+		}
+		ps := m.Topics["spread"].Partitions
+		return len(ps) == 2 && ps[0].Leader == 1 && ps[1].Leader == 2 && ps[0].LeaderEpoch == 1
+	})
+
+	for p := int32(0); p < 2; p++ {
+		for i := 0; i < 3; i++ {
+			r := &kgo.Record{Topic: "spread", Partition: p, Value: fmt.Appendf(nil, "p%d-%d", p, i)}
+			if err := cl.ProduceSync(rctx, r).FirstErr(); err != nil {
+				t.Fatalf("produce to partition %d: %v", p, err)
+			}
+		}
+	}
+	got := map[string]bool{}
+	consumer, err := kgo.NewClient(kgo.SeedBrokers(nodes[0].addr), kgo.ConsumeTopics("spread"), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer consumer.Close()
+	for len(got) < 6 {
+		fs := consumer.PollFetches(rctx)
+		if err := rctx.Err(); err != nil {
+			t.Fatalf("consumed %v: %v", got, err)
+		}
+		fs.EachRecord(func(r *kgo.Record) { got[fmt.Sprintf("%d:%s", r.Partition, r.Value)] = true })
+	}
+	for p := 0; p < 2; p++ {
+		for i := 0; i < 3; i++ {
+			if k := fmt.Sprintf("%d:p%d-%d", p, p, i); !got[k] {
+				t.Errorf("record %s not consumed; got %v", k, got)
+			}
+		}
+	}
+
+	out := mustRun(t, "", "cluster", "status", "--nats", "nats://"+natsAddr).stdout
+	for _, want := range []string{
+		`(?m)^1\s+g1\s+leader\s+1\s+127\.0\.0\.1:\d+\s+\d+\s+\S+ ago$`,
+		`(?m)^2\s+g2\s+leader\s+1\s+`,
+		`(?m)^g1\s+1\s+1$`,
+		`(?m)^g2\s+2\s+1$`,
+	} {
+		if !regexp.MustCompile(want).MatchString(out) {
+			t.Errorf("cluster status lacks %s:\n%s", want, out)
+		}
+	}
+}
