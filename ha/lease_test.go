@@ -69,13 +69,19 @@ func newTestElector(t *testing.T, kv jetstream.KeyValue, id int32, clock Clock, 
 	return e
 }
 
-func TestLeaseAcquireRenewTakeover(t *testing.T) {
+// twoNodes are nodes 1 and 2 contending for group g1 on one server, each
+// over its own connection; cutA closes node 1's.
+func twoNodes(t *testing.T, clock Clock, log *eventLog) (a, b *Elector, cutA func()) {
+	t.Helper()
 	srv := startServer(t)
-	clock := newFakeClock()
 	kvA, cutA := leaseBucket(t, srv.ClientURL())
 	kvB, _ := leaseBucket(t, srv.ClientURL())
-	a := newTestElector(t, kvA, 1, clock, nil)
-	b := newTestElector(t, kvB, 2, clock, nil)
+	return newTestElector(t, kvA, 1, clock, log), newTestElector(t, kvB, 2, clock, log), cutA
+}
+
+func TestLeaseAcquireRenewTakeover(t *testing.T) {
+	clock := newFakeClock()
+	a, b, cutA := twoNodes(t, clock, nil)
 	ctx := context.Background()
 
 	a.Tick(ctx)
@@ -175,13 +181,9 @@ func TestLeaseCompareAndSet(t *testing.T) {
 // nodes never both act as leader and that the old leader's step-down is
 // reported before the new leader's take-over.
 func TestFencedLeaderStopsBeforeTakeover(t *testing.T) {
-	srv := startServer(t)
 	clock := newFakeClock()
 	log := &eventLog{}
-	kvA, cutA := leaseBucket(t, srv.ClientURL())
-	kvB, _ := leaseBucket(t, srv.ClientURL())
-	a := newTestElector(t, kvA, 1, clock, log)
-	b := newTestElector(t, kvB, 2, clock, log)
+	a, b, cutA := twoNodes(t, clock, log)
 	ctx := context.Background()
 
 	a.Tick(ctx)
@@ -216,12 +218,7 @@ func TestFencedLeaderStopsBeforeTakeover(t *testing.T) {
 }
 
 func TestLeaseReleaseHandsOverAtOnce(t *testing.T) {
-	srv := startServer(t)
-	clock := newFakeClock()
-	kvA, _ := leaseBucket(t, srv.ClientURL())
-	kvB, _ := leaseBucket(t, srv.ClientURL())
-	a := newTestElector(t, kvA, 1, clock, nil)
-	b := newTestElector(t, kvB, 2, clock, nil)
+	a, b, _ := twoNodes(t, newFakeClock(), nil)
 	ctx := context.Background()
 	a.Tick(ctx)
 	b.Tick(ctx)

@@ -199,17 +199,26 @@ func (m *Metadata) CreateTopic(t Topic) error {
 	return nil
 }
 
+// getTopic reads a topic's current entry from the bucket, not the copy.
+func (m *Metadata) getTopic(ctx context.Context, name string) (jetstream.KeyValueEntry, error) {
+	e, err := m.kv.Get(ctx, topicKey(name))
+	if errors.Is(err, jetstream.ErrKeyNotFound) {
+		return nil, fmt.Errorf("%w: %s", ErrUnknownTopic, name)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", name, err)
+	}
+	return e, nil
+}
+
 // DeleteTopic removes a topic; ErrUnknownTopic if it does not exist.
 func (m *Metadata) DeleteTopic(name string) error {
 	ctx, cancel := context.WithTimeout(context.Background(), opTimeout)
 	defer cancel()
 	for {
-		e, err := m.kv.Get(ctx, topicKey(name))
-		if errors.Is(err, jetstream.ErrKeyNotFound) {
-			return fmt.Errorf("%w: %s", ErrUnknownTopic, name)
-		}
+		e, err := m.getTopic(ctx, name)
 		if err != nil {
-			return fmt.Errorf("ha: delete topic %s: %w", name, err)
+			return fmt.Errorf("ha: delete topic: %w", err)
 		}
 		err = m.kv.Delete(ctx, topicKey(name), jetstream.LastRevision(e.Revision()))
 		if errors.Is(err, jetstream.ErrKeyRevisionMismatch) {
@@ -232,12 +241,9 @@ func (m *Metadata) SetPartitions(name string, partitions int32) error {
 	ctx, cancel := context.WithTimeout(context.Background(), opTimeout)
 	defer cancel()
 	for {
-		e, err := m.kv.Get(ctx, topicKey(name))
-		if errors.Is(err, jetstream.ErrKeyNotFound) {
-			return fmt.Errorf("%w: %s", ErrUnknownTopic, name)
-		}
+		e, err := m.getTopic(ctx, name)
 		if err != nil {
-			return fmt.Errorf("ha: set partitions of %s: %w", name, err)
+			return fmt.Errorf("ha: set partitions: %w", err)
 		}
 		var t Topic
 		if err := decodeValue(e.Value(), &t); err != nil {

@@ -180,8 +180,8 @@ func runBroker(c *cli.Context) error {
 	if a := b.AdminAddr(); a != "" {
 		admin = "http://" + a + "/metrics"
 	}
-	fmt.Fprintf(c.App.Writer, "unilog broker listening on %s (Kafka), admin %s, data %s\n", b.Addr(), admin, cfg.DataDir)
 	fmt.Fprintf(c.App.Writer, "control plane %s: node %d, replica group %s\n", cp.url, cfg.NodeID, c.String("replica-group"))
+	fmt.Fprintf(c.App.Writer, "unilog broker listening on %s (Kafka), admin %s, data %s\n", b.Addr(), admin, cfg.DataDir)
 
 	select {
 	case s := <-sigs:

@@ -4,9 +4,9 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"net"
 	"net/http"
 	"regexp"
+	"strings"
 	"testing"
 	"time"
 
@@ -16,17 +16,7 @@ import (
 	"github.com/unilog/unilog/broker"
 )
 
-// freeAddr returns a loopback address nothing listens on, for a listener
-// whose address another node must know before it starts.
-func freeAddr(t *testing.T) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	return ln.Addr().String()
-}
+var controlPlaneLine = regexp.MustCompile(`control plane (nats://\S+): node`)
 
 func nodeStatus(admin string) (broker.NodeStatus, error) {
 	var st broker.NodeStatus
@@ -44,24 +34,23 @@ func nodeStatus(admin string) (broker.NodeStatus, error) {
 // on each group; a client seeded with one node produces to and consumes
 // from both, finding each partition's leader through Metadata.
 func TestTwoReplicaGroupsServeOneTopic(t *testing.T) {
-	natsAddr := freeAddr(t)
 	ctx := context.Background()
+	natsURL := ""
 	var nodes []struct{ addr, admin string }
 	var runs []<-chan cliResult
 	var stops []context.CancelFunc
-	for _, n := range []struct {
-		id, group string
-		nats      []string
-	}{
-		{"1", "g1", []string{"--nats-listen", natsAddr}},
-		{"2", "g2", []string{"--nats", "nats://" + natsAddr}},
-	} {
-		admin := freeAddr(t)
-		args := append([]string{"--data-dir", t.TempDir(), "--listen", "127.0.0.1:0", "--admin", admin,
-			"--file-size", "8MiB", "--node-id", n.id, "--replica-group", n.group}, n.nats...)
+	for i, group := range []string{"g1", "g2"} {
+		args := []string{"--data-dir", t.TempDir(), "--listen", "127.0.0.1:0", "--admin", "127.0.0.1:0",
+			"--file-size", "8MiB", "--node-id", fmt.Sprint(i + 1), "--replica-group", group}
+		if natsURL != "" {
+			args = append(args, "--nats", natsURL)
+		}
 		nctx, stop := context.WithCancel(ctx)
-		addr, done := runBrokerCommand(nctx, t, args...)
-		nodes = append(nodes, struct{ addr, admin string }{addr, admin})
+		out, done := startBrokerCommand(nctx, t, args...)
+		natsURL = controlPlaneLine.FindStringSubmatch(out)[1]
+		m := listeningLine.FindStringSubmatch(out)
+		admin := strings.TrimSuffix(strings.TrimPrefix(m[2], "http://"), "/metrics")
+		nodes = append(nodes, struct{ addr, admin string }{m[1], admin})
 		runs = append(runs, done)
 		stops = append(stops, stop)
 	}
@@ -134,7 +123,7 @@ func TestTwoReplicaGroupsServeOneTopic(t *testing.T) {
 		}
 	}
 
-	out := mustRun(t, "", "cluster", "status", "--nats", "nats://"+natsAddr).stdout
+	out := mustRun(t, "", "cluster", "status", "--nats", natsURL).stdout
 	for _, want := range []string{
 		`(?m)^1\s+g1\s+leader\s+1\s+127\.0\.0\.1:\d+\s+\d+\s+\S+ ago$`,
 		`(?m)^2\s+g2\s+leader\s+1\s+`,
