@@ -128,12 +128,18 @@ func (cp *controlPlane) close() {
 	}
 }
 
+// importedSuffix marks a metadata file already moved into the control
+// plane, so topics deleted there later are not imported again.
+const importedSuffix = ".imported"
+
 // importFileMetadata moves the topics of a data directory that ran
-// without the control plane into it, once: while the control plane knows
-// no topics. Left behind, they would look deleted, and the dispatcher
-// stops indexing the records of deleted topics.
+// without the control plane into it, once. Left behind, they would look
+// deleted, and the dispatcher stops indexing the records of deleted
+// topics. A control plane that already has topics (another node created
+// them) is not merged into.
 func importFileMetadata(dir string, m *ha.Metadata, log logrus.FieldLogger) error {
-	if _, err := os.Stat(filepath.Join(dir, broker.MetadataFileName)); errors.Is(err, os.ErrNotExist) || len(m.Topics()) > 0 {
+	path := filepath.Join(dir, broker.MetadataFileName)
+	if _, err := os.Stat(path); errors.Is(err, os.ErrNotExist) || len(m.Topics()) > 0 {
 		return nil
 	}
 	file, err := broker.OpenFileMetadata(dir)
@@ -155,6 +161,17 @@ func importFileMetadata(dir string, m *ha.Metadata, log logrus.FieldLogger) erro
 	}
 	if _, err := m.ReserveProducerIDs(next); err != nil {
 		return fmt.Errorf("import producer ids from %s: %w", dir, err)
+	}
+	if err := os.Rename(path, path+importedSuffix); err != nil {
+		return fmt.Errorf("import metadata: %w", err)
+	}
+	d, err := os.Open(dir)
+	if err != nil {
+		return fmt.Errorf("import metadata: sync %s: %w", dir, err)
+	}
+	defer d.Close()
+	if err := d.Sync(); err != nil {
+		return fmt.Errorf("import metadata: sync %s: %w", dir, err)
 	}
 	return nil
 }
