@@ -5,6 +5,8 @@ import (
 	"math"
 	"net"
 	"net/http"
+
+	"github.com/prometheus/client_golang/prometheus"
 )
 
 // Cluster is what the broker needs from a control plane (package ha,
@@ -84,6 +86,24 @@ func (b *Broker) status() NodeStatus {
 	}
 	s.LogEndOffset = b.LogEndOffset()
 	return s
+}
+
+// statusGauges export the node's role and epoch, so a leadership change
+// shows on the dashboards that already scrape /metrics.
+func (b *Broker) statusGauges() []prometheus.Collector {
+	return []prometheus.Collector{
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Namespace: "unilog", Name: "leader", Help: "1 while this node leads its replica group, else 0.",
+		}, func() float64 {
+			if b.status().Role == "leader" {
+				return 1
+			}
+			return 0
+		}),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Namespace: "unilog", Name: "leader_epoch", Help: "Epoch of the newest lease of this node's replica group it has seen.",
+		}, func() float64 { return float64(b.status().Epoch) }),
+	}
 }
 
 func (b *Broker) serveStatus(w http.ResponseWriter, _ *http.Request) {

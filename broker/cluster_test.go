@@ -2,7 +2,9 @@ package broker
 
 import (
 	"encoding/json"
+	"io"
 	"net/http"
+	"strings"
 	"testing"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -99,5 +101,16 @@ func TestBrokerAnswersWithTheClusterLeaders(t *testing.T) {
 	}
 	if st.NodeID != 1 || st.ReplicaGroup != "g1" || st.Role != "leader" || st.Epoch != 7 || st.LogEndOffset <= 0 {
 		t.Fatalf("status %+v", st)
+	}
+	mresp, err := http.Get("http://" + b.AdminAddr() + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer mresp.Body.Close()
+	body, _ := io.ReadAll(mresp.Body)
+	for _, want := range []string{"\nunilog_leader 1\n", "\nunilog_leader_epoch 7\n"} {
+		if !strings.Contains(string(body), want) {
+			t.Errorf("metrics lack %q", want)
+		}
 	}
 }

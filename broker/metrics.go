@@ -67,6 +67,7 @@ func newMetrics(b *Broker) *metrics {
 			Namespace: "unilog", Name: "dispatcher_lag_seconds", Help: "Age of the oldest record not yet indexed.",
 		}, func() float64 { return b.st.Stats().LagTime.Seconds() }),
 	)
+	m.reg.MustRegister(b.statusGauges()...)
 	return m
 }
 

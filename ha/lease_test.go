@@ -273,3 +273,23 @@ func TestLeaseConfigRejectsUnsafeTiming(t *testing.T) {
 		})
 	}
 }
+
+func TestLeaseIneligibleNodeDoesNotContend(t *testing.T) {
+	srv := startServer(t)
+	kv, _ := leaseBucket(t, srv.ClientURL())
+	eligible := false
+	e, err := NewElector(kv, LeaseConfig{Group: "g1", NodeID: 1, Clock: newFakeClock(), Logger: quietLogger(), Eligible: func() bool { return eligible }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	e.Tick(ctx)
+	if e.State().Role != RoleFollower {
+		t.Fatalf("ineligible node took the lease: %+v", e.State())
+	}
+	eligible = true
+	e.Tick(ctx)
+	if !e.Leading(1) {
+		t.Fatalf("eligible again: %+v", e.State())
+	}
+}

@@ -37,8 +37,10 @@ type Config struct {
 
 	// OnRoleChange is the elector's OnChange (see LeaseConfig).
 	OnRoleChange func(LeaseState)
-	Clock        Clock
-	Logger       logrus.FieldLogger
+	// Eligible is the elector's Eligible (see LeaseConfig).
+	Eligible func() bool
+	Clock    Clock
+	Logger   logrus.FieldLogger
 }
 
 // Node is one broker's membership in the control plane: its heartbeat,
@@ -130,7 +132,7 @@ func (n *Node) leaseConfig() LeaseConfig {
 	return LeaseConfig{
 		Group: n.cfg.ReplicaGroup, NodeID: n.cfg.NodeID,
 		Duration: n.cfg.LeaseDuration, RenewDeadline: n.cfg.RenewDeadline, RetryPeriod: n.cfg.RetryPeriod,
-		OnChange: n.roleChanged, Clock: n.cfg.Clock, Logger: n.cfg.Logger,
+		Eligible: n.cfg.Eligible, OnChange: n.roleChanged, Clock: n.cfg.Clock, Logger: n.cfg.Logger,
 	}
 }
 
