@@ -20,8 +20,8 @@ func clusterCommand() *cli.Command {
 			Name:  "status",
 			Usage: "print members, replica group leaders and epochs",
 			Description: `Reads the control plane's buckets. HEARTBEAT is the age of a member's last
-heartbeat by the NATS server's clock; a member unheard for longer than the
-member deadline (5s) is no longer live.`,
+heartbeat by the NATS server's clock; STATE is "gone" once that is past the
+member deadline (5s). ROLE and EPOCH are what the member last reported.`,
 			ArgsUsage: " ",
 			Flags: []cli.Flag{
 				&cli.StringFlag{Name: "nats", Value: "nats://" + defaultNATSListen, Usage: "NATS `URLS` of the control plane", EnvVars: env("NATS")},
@@ -47,9 +47,13 @@ func clusterStatus(c *cli.Context) error {
 		return fmt.Errorf("cluster status: %w", err)
 	}
 	w := tabwriter.NewWriter(c.App.Writer, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(w, "NODE\tGROUP\tROLE\tEPOCH\tADVERTISE\tLOG END\tHEARTBEAT")
+	fmt.Fprintln(w, "NODE\tGROUP\tROLE\tEPOCH\tADVERTISE\tLOG END\tHEARTBEAT\tSTATE")
 	for _, m := range st.Members {
-		fmt.Fprintf(w, "%d\t%s\t%s\t%d\t%s\t%d\t%s ago\n", m.NodeID, m.ReplicaGroup, m.Role, m.Epoch, m.Advertise, m.LogEndOffset, m.Age.Round(time.Millisecond))
+		state := "live"
+		if m.Age >= ha.DefaultMemberDeadline {
+			state = "gone"
+		}
+		fmt.Fprintf(w, "%d\t%s\t%s\t%d\t%s\t%d\t%s ago\t%s\n", m.NodeID, m.ReplicaGroup, m.Role, m.Epoch, m.Advertise, m.LogEndOffset, m.Age.Round(time.Millisecond), state)
 	}
 	fmt.Fprintln(w)
 	fmt.Fprintln(w, "GROUP\tLEADER\tEPOCH")

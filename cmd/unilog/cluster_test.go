@@ -123,9 +123,16 @@ func TestTwoReplicaGroupsServeOneTopic(t *testing.T) {
 		}
 	}
 
+	// A second node in a replica group is refused until followers replicate.
+	r := runCLI(t, "", "broker", "--data-dir", t.TempDir(), "--listen", "127.0.0.1:0", "--admin", "",
+		"--node-id", "3", "--replica-group", "g1", "--nats", natsURL)
+	if r.err == nil || !strings.Contains(r.err.Error(), "replica group g1 already has node 1") {
+		t.Errorf("second node in g1: %v", r.err)
+	}
+
 	out := mustRun(t, "", "cluster", "status", "--nats", natsURL).stdout
 	for _, want := range []string{
-		`(?m)^1\s+g1\s+leader\s+1\s+127\.0\.0\.1:\d+\s+\d+\s+\S+ ago$`,
+		`(?m)^1\s+g1\s+leader\s+1\s+127\.0\.0\.1:\d+\s+\d+\s+\S+ ago\s+live$`,
 		`(?m)^2\s+g2\s+leader\s+1\s+`,
 		`(?m)^g1\s+1\s+1$`,
 		`(?m)^g2\s+2\s+1$`,

@@ -95,6 +95,10 @@ func startControlPlane(c *cli.Context, cfg *broker.Config) (*controlPlane, error
 		cp.close()
 		return nil, err
 	}
+	if err := soleMemberOfGroup(cp.node); err != nil {
+		cp.close()
+		return nil, err
+	}
 	if err := importFileMetadata(cfg.DataDir, cp.node.Metadata(), cfg.Logger); err != nil {
 		cp.close()
 		return nil, err
@@ -102,6 +106,21 @@ func startControlPlane(c *cli.Context, cfg *broker.Config) (*controlPlane, error
 	cfg.Metadata = haMetadata{cp.node.Metadata()}
 	cfg.Cluster = haCluster{cp.node}
 	return cp, nil
+}
+
+// soleMemberOfGroup refuses a second live node in a replica group: until
+// followers replicate the leader's commit log, a follower that took over
+// the lease would serve an empty log and acknowledged records would look
+// lost. Two nodes starting at the same moment can both pass this check;
+// it guards against mistakes, not races.
+func soleMemberOfGroup(n *ha.Node) error {
+	self := n.Self()
+	for _, m := range n.Members() {
+		if m.ReplicaGroup == self.ReplicaGroup && m.NodeID != self.NodeID {
+			return fmt.Errorf("replica group %s already has node %d (%s): a group of several nodes needs commit-log replication, which this build does not have yet; give each node its own --replica-group", self.ReplicaGroup, m.NodeID, m.Advertise)
+		}
+	}
+	return nil
 }
 
 // embeddedReplicas is 3 once the routes name three servers, counting this
