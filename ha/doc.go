@@ -77,6 +77,14 @@
 // drift and the time the step-down callback takes. A renewal that meets a
 // newer revision (another node took the lease) steps down at once.
 //
+// The buckets stay writable through the loss of one of three NATS servers,
+// but each bucket whose stream leader was on it stalls while its
+// replicas elect a new one (about 6s measured on loopback). A leader
+// whose renewals stall longer than its renew deadline steps down and,
+// still holding the newest lease, takes it back with the next epoch once
+// the bucket answers: safe, at the cost of a short pause in writes. A
+// longer lease rides such stalls out; a shorter one fails over sooner.
+//
 // # Metadata
 //
 // Metadata keeps a local copy of the topics fed by a watch on the bucket,

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/sirupsen/logrus"
 	"github.com/urfave/cli/v2"
@@ -32,6 +33,7 @@ func controlPlaneFlags() []cli.Flag {
 		&cli.StringFlag{Name: "nats-listen", Value: defaultNATSListen, Usage: "embedded NATS client listener `HOST:PORT`", EnvVars: env("NATS_LISTEN")},
 		&cli.StringFlag{Name: "nats-cluster-listen", Usage: "embedded NATS route listener `HOST:PORT` (needed with --nats-routes)", EnvVars: env("NATS_CLUSTER_LISTEN")},
 		&cli.StringFlag{Name: "nats-routes", Usage: "route the embedded NATS to `URLS` nats-route://host:port,... (the same list on every node, itself included)", EnvVars: env("NATS_ROUTES")},
+		&cli.DurationFlag{Name: "lease-duration", Value: ha.DefaultLeaseDuration, Usage: "how long an unrenewed leader lease stands; the leader steps down 2/3 of the way in. Longer rides out a NATS server's loss (its streams re-elect in seconds), shorter fails over sooner", EnvVars: env("LEASE_DURATION")},
 		&cli.IntFlag{Name: "nats-replicas", Usage: "replicas of the control plane's buckets (0: 3 when the NATS cluster has 3 or more servers, else 1)", EnvVars: env("NATS_REPLICAS")},
 	}
 }
@@ -54,6 +56,9 @@ func startControlPlane(c *cli.Context, cfg *broker.Config) (*controlPlane, error
 	}
 	if external == "" && (c.String("nats-creds") != "" || c.String("nats-nkey") != "") {
 		return nil, errors.New("--nats-creds and --nats-nkey need --nats")
+	}
+	if d := c.Duration("lease-duration"); d < time.Second {
+		return nil, fmt.Errorf("--lease-duration %s: must be at least 1s (the leader renews six times a lease)", d)
 	}
 	advertise := c.String("advertise")
 	if advertise == "" {
@@ -89,7 +94,12 @@ func startControlPlane(c *cli.Context, cfg *broker.Config) (*controlPlane, error
 		NodeID:       cfg.NodeID,
 		ReplicaGroup: c.String("replica-group"),
 		Advertise:    advertise,
-		Logger:       cfg.Logger,
+		// Renew twice or more before stepping down, with a third of the
+		// lease as the safety margin (see the ha package doc).
+		LeaseDuration: c.Duration("lease-duration"),
+		RenewDeadline: c.Duration("lease-duration") * 2 / 3,
+		RetryPeriod:   c.Duration("lease-duration") / 6,
+		Logger:        cfg.Logger,
 	})
 	if err != nil {
 		cp.close()

@@ -38,6 +38,7 @@ func TestBrokerRefusesConflictingControlPlaneFlags(t *testing.T) {
 		{[]string{"--nats-routes", "nats-route://127.0.0.1:2"}, "cluster listen address and routes"},
 		{[]string{"--nats-cluster-listen", "127.0.0.1:0", "--nats-routes", "http://127.0.0.1:2"}, "want nats-route://host:port"},
 		{[]string{"--replica-group", "a.b"}, "replica group"},
+		{[]string{"--lease-duration", "500ms"}, "at least 1s"},
 	} {
 		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
 			args := append([]string{"broker", "--data-dir", t.TempDir(), "--listen", "127.0.0.1:0", "--admin", "", "--nats-listen", "127.0.0.1:0"}, tc.args...)
