@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net"
+	"strings"
 	"testing"
 	"time"
 
@@ -99,5 +100,17 @@ func TestRoutedClusterReplicatesBuckets(t *testing.T) {
 	var v producerIDsValue
 	if err := decodeValue(e.Value(), &v); err != nil || v.Next != 8 {
 		t.Fatalf("after one server stopped: %+v, %v", v, err)
+	}
+}
+
+func TestStartServerReportsABusyPortAtOnce(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	_, err = StartServer(ServerConfig{Name: "busy", Dir: t.TempDir(), Listen: ln.Addr().String(), Logger: quietLogger(), ReadyTimeout: time.Minute})
+	if err == nil || !strings.Contains(err.Error(), "address already in use") {
+		t.Fatalf("%v, want the listen error", err)
 	}
 }

@@ -87,15 +87,26 @@ func StartServer(cfg ServerConfig) (*Server, error) {
 	if log == nil {
 		log = logrus.StandardLogger()
 	}
-	ns.SetLoggerV2(natsLogger{log.WithField("component", "nats")}, false, false, false)
+	fatal := make(chan string, 1)
+	ns.SetLoggerV2(natsLogger{l: log.WithField("component", "nats"), fatal: fatal}, false, false, false)
 	go ns.Start()
 	timeout := cfg.ReadyTimeout
 	if timeout <= 0 {
 		timeout = 10 * time.Second
 	}
-	if !ns.ReadyForConnections(timeout) {
-		ns.Shutdown()
-		return nil, fmt.Errorf("ha: nats server on %s not ready within %s", cfg.Listen, timeout)
+	// Poll briefly so a fatal start-up error (a port in use) is reported
+	// at once instead of after the whole timeout.
+	for deadline := time.Now().Add(timeout); !ns.ReadyForConnections(50 * time.Millisecond); {
+		select {
+		case msg := <-fatal:
+			ns.Shutdown()
+			return nil, fmt.Errorf("ha: nats server: %s", msg)
+		default:
+		}
+		if time.Now().After(deadline) {
+			ns.Shutdown()
+			return nil, fmt.Errorf("ha: nats server on %s not ready within %s", cfg.Listen, timeout)
+		}
 	}
 	return &Server{ns: ns}, nil
 }
@@ -135,12 +146,23 @@ func (s *Server) Shutdown() {
 
 // natsLogger routes the server's log through logrus. Notices go to debug:
 // the server announces every listener and JetStream detail at start-up,
-// which would drown the broker's own lines.
-type natsLogger struct{ l logrus.FieldLogger }
+// which would drown the broker's own lines. Fatal messages, which the
+// server's own logger would exit on, are also handed to StartServer.
+type natsLogger struct {
+	l     logrus.FieldLogger
+	fatal chan<- string
+}
 
 func (n natsLogger) Noticef(format string, v ...any) { n.l.Debugf(format, v...) }
 func (n natsLogger) Warnf(format string, v ...any)   { n.l.Warnf(format, v...) }
-func (n natsLogger) Fatalf(format string, v ...any)  { n.l.Errorf(format, v...) }
-func (n natsLogger) Errorf(format string, v ...any)  { n.l.Errorf(format, v...) }
-func (n natsLogger) Debugf(format string, v ...any)  { n.l.Debugf(format, v...) }
-func (n natsLogger) Tracef(format string, v ...any)  { n.l.Debugf(format, v...) }
+func (n natsLogger) Fatalf(format string, v ...any) {
+	msg := fmt.Sprintf(format, v...)
+	n.l.Error(msg)
+	select {
+	case n.fatal <- msg:
+	default:
+	}
+}
+func (n natsLogger) Errorf(format string, v ...any) { n.l.Errorf(format, v...) }
+func (n natsLogger) Debugf(format string, v ...any) { n.l.Debugf(format, v...) }
+func (n natsLogger) Tracef(format string, v ...any) { n.l.Debugf(format, v...) }
