@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/unilog/unilog/internal/testnet"
 )
 
 // startCluster routes n embedded servers together, each given the same
@@ -18,7 +20,7 @@ func startCluster(t *testing.T, n int) []*Server {
 	addrs := make([]string, n)
 	routes := make([]string, n)
 	for i := range addrs {
-		addrs[i] = freeAddr(t)
+		addrs[i] = testnet.FreeAddr(t)
 		routes[i] = "nats-route://" + addrs[i]
 	}
 	var servers []*Server
@@ -36,17 +38,6 @@ func startCluster(t *testing.T, n int) []*Server {
 	return servers
 }
 
-// freeAddr returns a loopback address nothing listens on: route lists
-// must be known before the servers start.
-func freeAddr(t *testing.T) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	return ln.Addr().String()
-}
 
 func TestRoutedClusterReplicatesBuckets(t *testing.T) {
 	servers := startCluster(t, 3)

@@ -10,10 +10,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats.go/jetstream"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/unilog/unilog/broker"
+	"github.com/unilog/unilog/ha"
+	"github.com/unilog/unilog/internal/testnet"
 )
 
 var controlPlaneLine = regexp.MustCompile(`control plane (nats://\S+): node`)
@@ -140,5 +143,88 @@ func TestTwoReplicaGroupsServeOneTopic(t *testing.T) {
 		if !regexp.MustCompile(want).MatchString(out) {
 			t.Errorf("cluster status lacks %s:\n%s", want, out)
 		}
+	}
+}
+
+// TestThreeRoutedNodes starts three brokers whose embedded NATS servers
+// are routed into one JetStream cluster, as the README's quick start
+// does: the buckets get 3 replicas, and every node sees the others.
+func TestThreeRoutedNodes(t *testing.T) {
+	const n = 3
+	routeAddrs := make([]string, n)
+	routes := make([]string, n)
+	for i := range routeAddrs {
+		routeAddrs[i] = testnet.FreeAddr(t)
+		routes[i] = "nats-route://" + routeAddrs[i]
+	}
+	type node struct {
+		addr, admin, nats string
+		stop              context.CancelFunc
+		done              <-chan cliResult
+	}
+	nodes := make([]node, n)
+	started := make(chan int, n)
+	// Together: each node's JetStream waits for the others before it is
+	// ready to create the buckets.
+	for i := range nodes {
+		go func() {
+			// Sent even when startBrokerCommand fails the test and ends
+			// this goroutine.
+			defer func() { started <- i }()
+			ctx, stop := context.WithCancel(context.Background())
+			out, done := startBrokerCommand(ctx, t, "--data-dir", t.TempDir(), "--listen", "127.0.0.1:0", "--admin", "127.0.0.1:0",
+				"--file-size", "8MiB", "--node-id", fmt.Sprint(i+1), "--replica-group", fmt.Sprintf("g%d", i+1),
+				"--nats-cluster-listen", routeAddrs[i], "--nats-routes", strings.Join(routes, ","))
+			m := listeningLine.FindStringSubmatch(out)
+			nodes[i] = node{addr: m[1], admin: strings.TrimSuffix(strings.TrimPrefix(m[2], "http://"), "/metrics"),
+				nats: controlPlaneLine.FindStringSubmatch(out)[1], stop: stop, done: done}
+		}()
+	}
+	for range nodes {
+		<-started
+	}
+	defer func() {
+		for i, nd := range nodes {
+			if nd.stop == nil {
+				continue
+			}
+			nd.stop()
+			if r := <-nd.done; r.err != nil {
+				t.Errorf("node %d: %v\n%s", i+1, r.err, r.stderr)
+			}
+		}
+	}()
+
+	if t.Failed() {
+		t.FailNow()
+	}
+	waitFor(t, "every node to see three live leaders", func() bool {
+		r := runCLI(t, "", "cluster", "status", "--nats", nodes[2].nats)
+		return r.err == nil && len(regexp.MustCompile(`(?m)^\d\s+g\d\s+leader\s+1\s.*live$`).FindAllString(r.stdout, -1)) == 3
+	})
+	nc, err := ha.Dial(ha.ConnConfig{URLs: nodes[0].nats})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kv, err := js.KeyValue(context.Background(), ha.MetadataBucket)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := kv.Status(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := st.(*jetstream.KeyValueBucketStatus).StreamInfo().Config.Replicas; r != 3 {
+		t.Fatalf("metadata bucket has %d replicas, want 3", r)
+	}
+	createTopic(t, nodes[0].addr, "routed", 3)
+	mustRun(t, "a\nb\nc\n", "produce", "--brokers", nodes[1].addr, "--topic", "routed")
+	if out := mustRun(t, "", "consume", "--brokers", nodes[2].addr, "--topic", "routed").stdout; len(strings.Fields(out)) != 3 {
+		t.Errorf("consumed %q, want a b c", out)
 	}
 }
