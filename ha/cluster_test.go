@@ -38,7 +38,6 @@ func startCluster(t *testing.T, n int) []*Server {
 	return servers
 }
 
-
 func TestRoutedClusterReplicatesBuckets(t *testing.T) {
 	servers := startCluster(t, 3)
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
