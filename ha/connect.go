@@ -93,7 +93,7 @@ func OpenBuckets(ctx context.Context, nc *nats.Conn, replicas int, memberDeadlin
 		for {
 			// Each try gets its own timeout: a request sent before the
 			// meta leader exists is never answered.
-			tctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+			tctx, cancel := context.WithTimeout(ctx, time.Second)
 			kvs[i], err = js.CreateOrUpdateKeyValue(tctx, c)
 			cancel()
 			if err == nil {
