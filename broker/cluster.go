@@ -2,6 +2,7 @@ package broker
 
 import (
 	"encoding/json"
+	"fmt"
 	"math"
 	"net"
 	"net/http"
@@ -86,6 +87,24 @@ func (b *Broker) status() NodeStatus {
 	}
 	s.LogEndOffset = b.LogEndOffset()
 	return s
+}
+
+// DropTopic removes the local state of a topic another node deleted from
+// the shared metadata: its produce state and consume queues, as a local
+// delete does once the metadata change is stored. A topic already
+// re-created under the name is left alone.
+func (b *Broker) DropTopic(name string) error {
+	b.topicMu.Lock()
+	defer b.topicMu.Unlock()
+	if _, ok := b.meta.Topic(name); ok {
+		return nil
+	}
+	b.forgetTopic(name)
+	if err := b.st.DeleteTopic(name); err != nil {
+		return fmt.Errorf("broker: drop topic %s: %w", name, err)
+	}
+	b.log.WithField("topic", name).Info("topic deleted by another node: local queues dropped")
+	return nil
 }
 
 // statusGauges export the node's role and epoch, so a leadership change

@@ -144,7 +144,8 @@
 // Produce to a partition this broker does not lead is refused with
 // NOT_LEADER_OR_FOLLOWER, so clients find the leader through Metadata.
 // Config.Metadata then replaces the metadata file with the control
-// plane's store.
+// plane's store; a topic deleted through another node reaches this one as
+// DropTopic, which drops its local queues as a local delete would.
 //
 // # Admin HTTP
 //

@@ -28,6 +28,8 @@ type Topic struct {
 type TopicEvent struct {
 	Topic   Topic
 	Deleted bool
+	// Remote is true for a change another node made, seen on the watch.
+	Remote bool
 }
 
 // Metadata errors.
@@ -117,11 +119,11 @@ func (m *Metadata) applyEntry(e jetstream.KeyValueEntry) {
 		m.log.WithError(err).WithField("key", e.Key()).Error("metadata bucket: topic unreadable")
 		return
 	}
-	m.apply(t, e.Revision(), deleted)
+	m.apply(t, e.Revision(), deleted, true)
 }
 
 // apply installs a revision newer than the one held and tells subscribers.
-func (m *Metadata) apply(t Topic, rev uint64, deleted bool) {
+func (m *Metadata) apply(t Topic, rev uint64, deleted, remote bool) {
 	m.mu.Lock()
 	cur, ok := m.topics[t.Name]
 	if ok && cur.rev >= rev {
@@ -138,13 +140,13 @@ func (m *Metadata) apply(t Topic, rev uint64, deleted bool) {
 	subs := m.subs
 	m.mu.Unlock()
 	for _, f := range subs {
-		f(TopicEvent{Topic: t, Deleted: deleted})
+		f(TopicEvent{Topic: t, Deleted: deleted, Remote: remote})
 	}
 }
 
 // OnChange registers f for every later change, local or from another
-// node. f runs on the watch goroutine or the mutating one; it must not
-// block.
+// node, in revision order. f runs on the watch goroutine (Remote) or the
+// mutating one; the next change waits for it.
 func (m *Metadata) OnChange(f func(TopicEvent)) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -195,7 +197,7 @@ func (m *Metadata) CreateTopic(t Topic) error {
 	if err != nil {
 		return fmt.Errorf("ha: create topic %s: %w", t.Name, err)
 	}
-	m.apply(t, rev, false)
+	m.apply(t, rev, false, false)
 	return nil
 }
 
@@ -229,7 +231,7 @@ func (m *Metadata) DeleteTopic(name string) error {
 		}
 		// The delete marker's revision is not returned; any revision above
 		// the deleted one orders it after every earlier event.
-		m.apply(Topic{Name: name}, e.Revision()+1, true)
+		m.apply(Topic{Name: name}, e.Revision()+1, true, false)
 		return nil
 	}
 }
@@ -266,7 +268,7 @@ func (m *Metadata) SetPartitions(name string, partitions int32) error {
 		if err != nil {
 			return fmt.Errorf("ha: set partitions of %s: %w", name, err)
 		}
-		m.apply(t, rev, false)
+		m.apply(t, rev, false, false)
 		return nil
 	}
 }

@@ -59,7 +59,7 @@ func TestMetadataChangesReachOtherNodes(t *testing.T) {
 		t.Fatalf("creator reads back %+v %v", got, ok)
 	}
 	ev := nextEvent(t, events)
-	if ev.Deleted || ev.Topic.Name != name || ev.Topic.Partitions != 2 || ev.Topic.ID != [16]byte{1} || len(ev.Topic.Groups) != 2 || ev.Topic.Groups[1] != "g1" {
+	if ev.Deleted || !ev.Remote || ev.Topic.Name != name || ev.Topic.Partitions != 2 || ev.Topic.ID != [16]byte{1} || len(ev.Topic.Groups) != 2 || ev.Topic.Groups[1] != "g1" {
 		t.Fatalf("other node saw %+v", ev)
 	}
 	if got, ok := n2.Topic(name); !ok || got.CreatedMs != 7 {

@@ -172,6 +172,7 @@ func runBroker(c *cli.Context) error {
 		cp.close()
 		return err
 	}
+	cp.dropRemoteDeletes(b)
 	cp.node.SetLogEndOffset(b.LogEndOffset)
 	if c.String("advertise") == "" {
 		cp.node.SetAdvertise(b.Addr())

@@ -126,6 +126,22 @@ func TestTwoReplicaGroupsServeOneTopic(t *testing.T) {
 		}
 	}
 
+	// Deleted and re-created through node 2, the topic starts empty on
+	// node 1 too, which leads partition 0 and kept its records.
+	mustRun(t, "", "topic", "delete", "--brokers", nodes[1].addr, "--topic", "spread")
+	createTopic(t, nodes[1].addr, "spread", 2)
+	waitFor(t, "the re-created topic's partition 0 on node 1", func() bool {
+		m, err := adm.Metadata(rctx, "spread")
+		return err == nil && len(m.Topics["spread"].Partitions) == 2 && m.Topics["spread"].Partitions[0].Leader == 1
+	})
+	ends, err := adm.ListEndOffsets(rctx, "spread")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if o, _ := ends.Lookup("spread", 0); o.Offset != 0 {
+		t.Errorf("re-created topic's partition 0 ends at %d on node 1, want 0", o.Offset)
+	}
+
 	// A second node in a replica group is refused until followers replicate.
 	r := runCLI(t, "", "broker", "--data-dir", t.TempDir(), "--listen", "127.0.0.1:0", "--admin", "",
 		"--node-id", "3", "--replica-group", "g1", "--nats", natsURL)

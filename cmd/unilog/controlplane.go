@@ -44,6 +44,7 @@ type controlPlane struct {
 	srv  *ha.Server
 	node *ha.Node
 	url  string
+	log  logrus.FieldLogger
 }
 
 // startControlPlane starts or joins NATS and the node, and points cfg's
@@ -67,7 +68,7 @@ func startControlPlane(c *cli.Context, cfg *broker.Config) (*controlPlane, error
 	if _, _, err := net.SplitHostPort(advertise); err != nil {
 		return nil, fmt.Errorf("--advertise %q: %w", advertise, err)
 	}
-	cp := &controlPlane{url: external}
+	cp := &controlPlane{url: external, log: cfg.Logger}
 	replicas := c.Int("nats-replicas")
 	if cp.url == "" {
 		var err error
@@ -131,6 +132,20 @@ func soleMemberOfGroup(n *ha.Node) error {
 		}
 	}
 	return nil
+}
+
+// dropRemoteDeletes drops the local queues of topics other nodes delete,
+// on the watch goroutine: the deletion is done before a re-creation under
+// the same name is applied.
+func (cp *controlPlane) dropRemoteDeletes(b *broker.Broker) {
+	cp.node.Metadata().OnChange(func(ev ha.TopicEvent) {
+		if !ev.Deleted || !ev.Remote {
+			return
+		}
+		if err := b.DropTopic(ev.Topic.Name); err != nil {
+			cp.log.WithError(err).WithField("topic", ev.Topic.Name).Error("topic deleted by another node: local queues not dropped")
+		}
+	})
 }
 
 // embeddedReplicas is 3 once the routes name three servers, counting this
