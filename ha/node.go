@@ -251,8 +251,9 @@ func (n *Node) PartitionLeader(topic string, partition int32) (Member, uint64, b
 	group := t.Groups[partition]
 	gl, ok := n.leaders.Leader(group)
 	if group == n.cfg.ReplicaGroup {
+		// On every produce: no heartbeat record (log end offset) built.
 		if s := n.elector.State(); s.Role == RoleLeader && n.elector.Leading(s.Epoch) {
-			return n.self(), s.Epoch, true
+			return Member{NodeID: n.cfg.NodeID, Advertise: *n.advertise.Load(), ReplicaGroup: group, Role: s.Role.String(), Epoch: s.Epoch}, s.Epoch, true
 		}
 		if ok && gl.NodeID == n.cfg.NodeID {
 			return Member{}, 0, false
