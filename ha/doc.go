@@ -27,7 +27,8 @@
 //	                                   "log_end_offset", "heartbeat_ms"}
 //	unilog_leases   lease.<group>     {"group", "holder", "epoch", "duration_ms",
 //	                                   "released"}
-//	unilog_meta     topic.<name>      {"name", "id", "partitions", "created_ms",
+//	unilog_meta     topic.<name>      {"name", "id" (16 numbers, the topic id),
+//	                                   "partitions", "created_ms",
 //	                                   "groups": [group of partition 0, 1, ...]}
 //	                producer_ids      {"next"}
 //
