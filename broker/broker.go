@@ -68,9 +68,12 @@ func Start(cfg Config) (*Broker, error) {
 	if err := os.MkdirAll(cfg.DataDir, 0o755); err != nil {
 		return nil, fmt.Errorf("broker: create data dir %s: %w", cfg.DataDir, err)
 	}
-	meta, err := OpenFileMetadata(cfg.DataDir)
-	if err != nil {
-		return nil, err
+	meta := cfg.Metadata
+	var err error
+	if meta == nil {
+		if meta, err = OpenFileMetadata(cfg.DataDir); err != nil {
+			return nil, err
+		}
 	}
 	if err := ensureOffsetsTopic(meta); err != nil {
 		meta.Close()

@@ -57,6 +57,12 @@ type Config struct {
 	GroupMinSessionTimeout time.Duration
 	// NodeID is this broker's id in Metadata responses.
 	NodeID int32
+	// Metadata, when set, replaces the metadata file in DataDir (the
+	// control plane's store); the broker closes it.
+	Metadata MetadataStore
+	// Cluster, when set, says who leads each partition; nil is a single
+	// node leading everything.
+	Cluster Cluster
 	// Logger receives structured logs; nil uses logrus' standard logger.
 	Logger logrus.FieldLogger
 }

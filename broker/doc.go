@@ -14,7 +14,7 @@
 //	  0  Produce           2-12      magic 0/1 message sets up-converted to v2 batches; v13 addresses topics by id
 //	  1  Fetch             4-12      no fetch sessions (SessionID 0 = full fetches)
 //	  2  ListOffsets       1-6       earliest (-2), latest (-1), by timestamp
-//	  3  Metadata          0-12      one broker, leader of everything, advertised as the connection's local address
+//	  3  Metadata          0-12      without a Cluster: one broker, leader of everything; see "Cluster"
 //	 18  ApiVersions       0-4       a newer request is answered at v0 with UNSUPPORTED_VERSION and the table (KIP-511)
 //	 19  CreateTopics      0-7       replication factor 1 (or -1); per-topic configs refused (INVALID_CONFIG)
 //	 20  DeleteTopics      0-6       by name, or by topic id (v6)
@@ -184,9 +184,23 @@
 // ErrCorrupt rather than guessing: without it records could not be matched
 // to topics.
 //
+// # Cluster
+//
+// Without Config.Cluster the broker is one node, leader of every partition,
+// advertised in Metadata as the local address of the client's connection.
+// With one (package ha behind it, wired by cmd/unilog), Metadata lists the
+// live brokers and gives each partition the leader and leader epoch of the
+// replica group that owns it (LEADER_NOT_AVAILABLE while none), and
+// Produce to a partition this broker does not lead is refused with
+// NOT_LEADER_OR_FOLLOWER, so clients find the leader through Metadata.
+// Config.Metadata then replaces the metadata file with the control
+// plane's store; a topic deleted through another node reaches this one as
+// DropTopic, which drops its local queues as a local delete would.
+//
 // # Admin HTTP
 //
-// Config.Admin serves /healthz ("ok", 503 while closing) and /metrics in
+// Config.Admin serves GET /status (JSON: node_id, replica_group, role,
+// epoch, log_end_offset), /healthz ("ok", 503 while closing) and /metrics in
 // Prometheus text from the broker's own registry: unilog_requests_total and
 // unilog_request_duration_seconds by API, network and produced/fetched byte
 // counters, unilog_produced_records_total, unilog_connections,

@@ -28,12 +28,13 @@ func (b *Broker) handleMetadata(_ context.Context, c *conn, kreq kmsg.Request) (
 	req := kreq.(*kmsg.MetadataRequest)
 	resp := req.ResponseKind().(*kmsg.MetadataResponse)
 
-	host, port := c.advertised()
-	br := kmsg.NewMetadataResponseBroker()
-	br.NodeID = b.cfg.NodeID
-	br.Host = host
-	br.Port = port
-	resp.Brokers = append(resp.Brokers, br)
+	for _, cb := range b.brokers(c) {
+		br := kmsg.NewMetadataResponseBroker()
+		br.NodeID = cb.NodeID
+		br.Host = cb.Host
+		br.Port = cb.Port
+		resp.Brokers = append(resp.Brokers, br)
+	}
 	resp.ClusterID = kmsg.StringPtr(clusterID)
 	resp.ControllerID = b.cfg.NodeID
 
@@ -90,8 +91,18 @@ func (b *Broker) topicMetadata(t TopicMeta) kmsg.MetadataResponseTopic {
 		mp.Partition = p
 		mp.Leader = b.cfg.NodeID
 		mp.LeaderEpoch = 0
-		mp.Replicas = []int32{b.cfg.NodeID}
-		mp.ISR = []int32{b.cfg.NodeID}
+		if b.cfg.Cluster != nil {
+			node, epoch, ok := b.cfg.Cluster.PartitionLeader(t.Name, p)
+			mp.Leader, mp.LeaderEpoch = node, epoch
+			if !ok {
+				mp.Leader, mp.LeaderEpoch = -1, -1
+				mp.ErrorCode = kerr.LeaderNotAvailable.Code
+			}
+		}
+		if mp.Leader >= 0 {
+			mp.Replicas = []int32{mp.Leader}
+			mp.ISR = []int32{mp.Leader}
+		}
 		mt.Partitions = append(mt.Partitions, mp)
 	}
 	return mt

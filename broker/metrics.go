@@ -75,6 +75,7 @@ func newMetrics(b *Broker) *metrics {
 			return 0
 		}),
 	)
+	m.reg.MustRegister(b.statusGauges()...)
 	return m
 }
 
@@ -87,6 +88,7 @@ func (m *metrics) observe(key int16, d time.Duration) {
 func (b *Broker) adminHandler() http.Handler {
 	mux := http.NewServeMux()
 	mux.Handle("/metrics", promhttp.HandlerFor(b.metrics.reg, promhttp.HandlerOpts{}))
+	mux.HandleFunc("GET /status", b.serveStatus)
 	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) {
 		select {
 		case <-b.closing:

@@ -62,6 +62,8 @@ func (b *Broker) handleProduce(ctx context.Context, c *conn, kreq kmsg.Request) 
 				rp.ErrorCode = kerr.UnknownTopicOrPartition.Code
 			case isInternalTopic(t.Topic):
 				rp.ErrorCode = kerr.InvalidTopicException.Code
+			case !b.leads(t.Topic, p.Partition):
+				rp.ErrorCode = kerr.NotLeaderForPartition.Code
 			default:
 				res := b.producePartition(ctx, t.Topic, p.Partition, p.Records)
 				if res.err != nil {

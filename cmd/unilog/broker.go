@@ -32,7 +32,7 @@ Every flag can also be set by the environment variable shown with it. Sizes take
 a plain byte count or a unit: KiB, MiB, GiB, TiB (powers of 1024) or KB, MB, GB, TB
 (powers of 1000).`,
 		ArgsUsage: " ",
-		Flags: []cli.Flag{
+		Flags: append([]cli.Flag{
 			&cli.StringFlag{Name: "data-dir", Required: true, Usage: "data `DIR` (commit log, consume queues, checkpoint, topics)", EnvVars: env("DATA_DIR")},
 			&cli.StringFlag{Name: "listen", Value: "127.0.0.1:9092", Usage: "Kafka listener `HOST:PORT` (port 0 picks a free one)", EnvVars: env("LISTEN")},
 			&cli.StringFlag{Name: "admin", Value: "127.0.0.1:9644", Usage: "admin HTTP `HOST:PORT` for /metrics and /healthz (empty disables)", EnvVars: env("ADMIN")},
@@ -45,10 +45,10 @@ a plain byte count or a unit: KiB, MiB, GiB, TiB (powers of 1024) or KB, MB, GB,
 			&cli.IntFlag{Name: "max-connections", Value: 4096, Usage: "concurrent client connections; more are closed at accept", EnvVars: env("MAX_CONNECTIONS")},
 			&cli.DurationFlag{Name: "read-timeout", Value: 10 * time.Minute, Usage: "idle connections and slow requests are closed after this", EnvVars: env("READ_TIMEOUT")},
 			&cli.DurationFlag{Name: "write-timeout", Value: 30 * time.Second, Usage: "a response not written within this closes the connection", EnvVars: env("WRITE_TIMEOUT")},
-			&cli.IntFlag{Name: "node-id", Usage: "broker id in Metadata responses", EnvVars: env("NODE_ID")},
+			&cli.IntFlag{Name: "node-id", Usage: "this node's id, unique in the cluster (Metadata, leases, membership)", EnvVars: env("NODE_ID")},
 			&cli.StringFlag{Name: "log-level", Value: "info", Usage: "trace, debug, info, warn or error", EnvVars: env("LOG_LEVEL")},
 			&cli.StringFlag{Name: "log-format", Value: "text", Usage: "text or json", EnvVars: env("LOG_FORMAT")},
-		},
+		}, controlPlaneFlags()...),
 		Action: runBroker,
 	}
 }
@@ -163,14 +163,25 @@ func runBroker(c *cli.Context) error {
 	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
 	defer signal.Stop(sigs)
 
+	cp, err := startControlPlane(c, &cfg)
+	if err != nil {
+		return fmt.Errorf("broker: control plane: %w", err)
+	}
 	b, err := broker.Start(cfg)
 	if err != nil {
+		cp.close()
 		return err
+	}
+	cp.dropRemoteDeletes(b)
+	cp.node.SetLogEndOffset(b.LogEndOffset)
+	if c.String("advertise") == "" {
+		cp.node.SetAdvertise(b.Addr())
 	}
 	admin := "disabled"
 	if a := b.AdminAddr(); a != "" {
 		admin = "http://" + a + "/metrics"
 	}
+	fmt.Fprintf(c.App.Writer, "control plane %s: node %d, replica group %s\n", cp.url, cfg.NodeID, c.String("replica-group"))
 	fmt.Fprintf(c.App.Writer, "unilog broker listening on %s (Kafka), admin %s, data %s\n", b.Addr(), admin, cfg.DataDir)
 
 	select {
@@ -182,7 +193,11 @@ func runBroker(c *cli.Context) error {
 	// Back to the default action: a second signal ends the process now.
 	signal.Stop(sigs)
 	start := time.Now()
-	if err := b.Close(); err != nil {
+	// The broker first, so in-flight writes finish under the lease; then
+	// the lease is released and a follower takes over at once.
+	err = b.Close()
+	cp.close()
+	if err != nil {
 		log.WithError(err).Error("shutdown incomplete")
 		return fmt.Errorf("broker: close: %w", err)
 	}

@@ -5,6 +5,7 @@ import (
 	"context"
 	"math"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -169,6 +170,18 @@ var listeningLine = regexp.MustCompile(`unilog broker listening on (127\.0\.0\.1
 // returns the Kafka address it printed, plus a channel with the result.
 func runBrokerCommand(ctx context.Context, t *testing.T, args ...string) (string, <-chan cliResult) {
 	t.Helper()
+	out, done := startBrokerCommand(ctx, t, args...)
+	return listeningLine.FindStringSubmatch(out)[1], done
+}
+
+// startBrokerCommand runs `unilog broker` in-process until ctx ends and
+// returns what it printed up to its listening line. The embedded NATS
+// takes a free port unless args say otherwise.
+func startBrokerCommand(ctx context.Context, t *testing.T, args ...string) (string, <-chan cliResult) {
+	t.Helper()
+	if !slices.Contains(args, "--nats-listen") && !slices.Contains(args, "--nats") {
+		args = append(args, "--nats-listen", "127.0.0.1:0")
+	}
 	var stdout, stderr syncBuffer
 	done := make(chan cliResult, 1)
 	go func() {
@@ -177,8 +190,8 @@ func runBrokerCommand(ctx context.Context, t *testing.T, args ...string) (string
 	}()
 	deadline := time.Now().Add(60 * time.Second)
 	for time.Now().Before(deadline) {
-		if m := listeningLine.FindStringSubmatch(stdout.String()); m != nil {
-			return m[1], done
+		if out := stdout.String(); listeningLine.MatchString(out) {
+			return out, done
 		}
 		select {
 		case r := <-done:
@@ -231,7 +244,7 @@ func TestBrokerCommandServesAndStopsCleanly(t *testing.T) {
 
 func TestBrokerCommandFailsOnBusyPort(t *testing.T) {
 	addr := startTestBroker(t)
-	r := runCLI(t, "", "broker", "--data-dir", t.TempDir(), "--listen", addr, "--admin", "", "--file-size", "8MiB")
+	r := runCLI(t, "", "broker", "--data-dir", t.TempDir(), "--listen", addr, "--admin", "", "--file-size", "8MiB", "--nats-listen", "127.0.0.1:0")
 	if r.err == nil || !strings.Contains(r.err.Error(), "address already in use") {
 		t.Fatalf("second broker on %s: %v", addr, r.err)
 	}

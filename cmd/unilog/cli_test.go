@@ -22,6 +22,7 @@ func testApp(stdin io.Reader, stdout, stderr *syncBuffer) *cli.App {
 			produceCommand(),
 			consumeCommand(),
 			groupCommand(),
+			clusterCommand(),
 		},
 		Reader:         stdin,
 		Writer:         stdout,

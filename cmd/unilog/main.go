@@ -20,6 +20,7 @@ func main() {
 			groupCommand(),
 			inspectCommand(),
 			benchCommand(),
+			clusterCommand(),
 		},
 	}
 	if err := app.Run(os.Args); err != nil {

@@ -1,0 +1,68 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"text/tabwriter"
+	"time"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/unilog/unilog/ha"
+)
+
+func clusterCommand() *cli.Command {
+	env := func(name string) []string { return []string{"UNILOG_" + name} }
+	return &cli.Command{
+		Name:  "cluster",
+		Usage: "inspect the cluster through its NATS control plane",
+		Subcommands: []*cli.Command{{
+			Name:  "status",
+			Usage: "print members, replica group leaders and epochs",
+			Description: `Reads the control plane's buckets. HEARTBEAT is the age of a member's last
+heartbeat by the NATS server's clock; STATE is "gone" once that is past the
+member deadline (5s). ROLE and EPOCH are what the member last reported.`,
+			ArgsUsage: " ",
+			Flags: []cli.Flag{
+				&cli.StringFlag{Name: "nats", Value: "nats://" + defaultNATSListen, Usage: "NATS `URLS` of the control plane", EnvVars: env("NATS")},
+				&cli.StringFlag{Name: "nats-creds", Usage: "NATS credentials `FILE`", EnvVars: env("NATS_CREDS")},
+				&cli.StringFlag{Name: "nats-nkey", Usage: "NATS nkey seed `FILE`", EnvVars: env("NATS_NKEY")},
+				&cli.DurationFlag{Name: "timeout", Value: 10 * time.Second, Usage: "give up after this long", EnvVars: env("TIMEOUT")},
+			},
+			Action: clusterStatus,
+		}},
+	}
+}
+
+func clusterStatus(c *cli.Context) error {
+	nc, err := ha.Dial(ha.ConnConfig{URLs: c.String("nats"), Creds: c.String("nats-creds"), NKeySeed: c.String("nats-nkey"), Name: "unilog cluster status"})
+	if err != nil {
+		return fmt.Errorf("cluster status: %w", err)
+	}
+	defer nc.Close()
+	ctx, cancel := context.WithTimeout(c.Context, c.Duration("timeout"))
+	defer cancel()
+	st, err := ha.ReadStatus(ctx, nc)
+	if err != nil {
+		return fmt.Errorf("cluster status: %w", err)
+	}
+	w := tabwriter.NewWriter(c.App.Writer, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(w, "NODE\tGROUP\tROLE\tEPOCH\tADVERTISE\tLOG END\tHEARTBEAT\tSTATE")
+	for _, m := range st.Members {
+		state := "live"
+		if m.Age >= ha.DefaultMemberDeadline {
+			state = "gone"
+		}
+		fmt.Fprintf(w, "%d\t%s\t%s\t%d\t%s\t%d\t%s ago\t%s\n", m.NodeID, m.ReplicaGroup, m.Role, m.Epoch, m.Advertise, m.LogEndOffset, m.Age.Round(time.Millisecond), state)
+	}
+	fmt.Fprintln(w)
+	fmt.Fprintln(w, "GROUP\tLEADER\tEPOCH")
+	for _, l := range st.Leaders {
+		leader := fmt.Sprint(l.NodeID)
+		if l.NodeID < 0 {
+			leader = "none (released)"
+		}
+		fmt.Fprintf(w, "%s\t%s\t%d\n", l.Group, leader, l.Epoch)
+	}
+	return w.Flush()
+}

@@ -1,0 +1,307 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/sirupsen/logrus"
+	"github.com/urfave/cli/v2"
+
+	"github.com/unilog/unilog/broker"
+	"github.com/unilog/unilog/ha"
+)
+
+// defaultNATSListen is the embedded NATS client listener: the standard
+// NATS port, so `nats` tools and `unilog cluster status` find it.
+const defaultNATSListen = "127.0.0.1:4222"
+
+// controlPlaneFlags configure the NATS control plane of `unilog broker`.
+func controlPlaneFlags() []cli.Flag {
+	env := func(name string) []string { return []string{"UNILOG_" + name} }
+	return []cli.Flag{
+		&cli.StringFlag{Name: "replica-group", Value: "main", Usage: "replica group `NAME` (letters, digits, '-', '_'); nodes of one group replicate one log", EnvVars: env("REPLICA_GROUP")},
+		&cli.StringFlag{Name: "advertise", Usage: "Kafka `HOST:PORT` other nodes send clients to (default: the --listen address)", EnvVars: env("ADVERTISE")},
+		&cli.StringFlag{Name: "nats", Usage: "join an external NATS, `URLS` nats://host:port,... (default: embed a NATS server)", EnvVars: env("NATS")},
+		&cli.StringFlag{Name: "nats-creds", Usage: "NATS credentials `FILE` for --nats", EnvVars: env("NATS_CREDS")},
+		&cli.StringFlag{Name: "nats-nkey", Usage: "NATS nkey seed `FILE` for --nats", EnvVars: env("NATS_NKEY")},
+		&cli.StringFlag{Name: "nats-listen", Value: defaultNATSListen, Usage: "embedded NATS client listener `HOST:PORT`", EnvVars: env("NATS_LISTEN")},
+		&cli.StringFlag{Name: "nats-cluster-listen", Usage: "embedded NATS route listener `HOST:PORT` (needed with --nats-routes)", EnvVars: env("NATS_CLUSTER_LISTEN")},
+		&cli.StringFlag{Name: "nats-routes", Usage: "route the embedded NATS to `URLS` nats-route://host:port,... (the same list on every node, itself included)", EnvVars: env("NATS_ROUTES")},
+		&cli.DurationFlag{Name: "lease-duration", Value: ha.DefaultLeaseDuration, Usage: "how long an unrenewed leader lease stands; the leader steps down 2/3 of the way in. Longer rides out a NATS server's loss (its streams re-elect in seconds), shorter fails over sooner", EnvVars: env("LEASE_DURATION")},
+		&cli.IntFlag{Name: "nats-replicas", Usage: "replicas of the control plane's buckets (0: 3 when the NATS cluster has 3 or more servers, else 1)", EnvVars: env("NATS_REPLICAS")},
+	}
+}
+
+// controlPlane is the embedded NATS server (if any) and this node's
+// membership in the control plane.
+type controlPlane struct {
+	srv  *ha.Server
+	node *ha.Node
+	url  string
+	log  logrus.FieldLogger
+}
+
+// startControlPlane starts or joins NATS and the node, and points cfg's
+// metadata and leadership at it.
+func startControlPlane(c *cli.Context, cfg *broker.Config) (*controlPlane, error) {
+	external := c.String("nats")
+	routes := splitList(c.String("nats-routes"))
+	if external != "" && (len(routes) > 0 || c.String("nats-cluster-listen") != "") {
+		return nil, errors.New("--nats joins an external NATS; --nats-routes and --nats-cluster-listen configure the embedded one: give one or the other")
+	}
+	if external == "" && (c.String("nats-creds") != "" || c.String("nats-nkey") != "") {
+		return nil, errors.New("--nats-creds and --nats-nkey need --nats")
+	}
+	if d := c.Duration("lease-duration"); d < time.Second {
+		return nil, fmt.Errorf("--lease-duration %s: must be at least 1s (the leader renews six times a lease)", d)
+	}
+	advertise := c.String("advertise")
+	if advertise == "" {
+		advertise = cfg.Listen
+	}
+	if _, _, err := net.SplitHostPort(advertise); err != nil {
+		return nil, fmt.Errorf("--advertise %q: %w", advertise, err)
+	}
+	cp := &controlPlane{url: external, log: cfg.Logger}
+	replicas := c.Int("nats-replicas")
+	if cp.url == "" {
+		var err error
+		cp.srv, err = ha.StartServer(ha.ServerConfig{
+			Name:          fmt.Sprintf("unilog-%d", cfg.NodeID),
+			Dir:           filepath.Join(cfg.DataDir, "nats"),
+			Listen:        c.String("nats-listen"),
+			ClusterListen: c.String("nats-cluster-listen"),
+			Routes:        routes,
+			Logger:        cfg.Logger,
+		})
+		if err != nil {
+			return nil, err
+		}
+		cp.url = cp.srv.ClientURL()
+		if replicas == 0 {
+			replicas = embeddedReplicas(routes, c.String("nats-cluster-listen"))
+		}
+	}
+	var err error
+	cp.node, err = ha.Start(ha.Config{
+		Conn:         ha.ConnConfig{URLs: cp.url, Creds: c.String("nats-creds"), NKeySeed: c.String("nats-nkey")},
+		Replicas:     replicas,
+		NodeID:       cfg.NodeID,
+		ReplicaGroup: c.String("replica-group"),
+		Advertise:    advertise,
+		// Renew twice or more before stepping down, with a third of the
+		// lease as the safety margin (see the ha package doc).
+		LeaseDuration: c.Duration("lease-duration"),
+		RenewDeadline: c.Duration("lease-duration") * 2 / 3,
+		RetryPeriod:   c.Duration("lease-duration") / 6,
+		Logger:        cfg.Logger,
+	})
+	if err != nil {
+		cp.close()
+		return nil, err
+	}
+	if err := soleMemberOfGroup(cp.node); err != nil {
+		cp.close()
+		return nil, err
+	}
+	if err := importFileMetadata(cfg.DataDir, cp.node.Metadata(), cfg.Logger); err != nil {
+		cp.close()
+		return nil, err
+	}
+	cfg.Metadata = haMetadata{cp.node.Metadata()}
+	cfg.Cluster = haCluster{cp.node}
+	return cp, nil
+}
+
+// soleMemberOfGroup refuses a second live node in a replica group: until
+// followers replicate the leader's commit log, a follower that took over
+// the lease would serve an empty log and acknowledged records would look
+// lost. Two nodes starting at the same moment can both pass this check;
+// it guards against mistakes, not races.
+func soleMemberOfGroup(n *ha.Node) error {
+	self := n.Self()
+	for _, m := range n.Members() {
+		if m.ReplicaGroup == self.ReplicaGroup && m.NodeID != self.NodeID {
+			return fmt.Errorf("replica group %s already has node %d (%s): a group of several nodes needs commit-log replication, which this build does not have yet; give each node its own --replica-group", self.ReplicaGroup, m.NodeID, m.Advertise)
+		}
+	}
+	return nil
+}
+
+// dropRemoteDeletes drops the local queues of topics other nodes delete,
+// on the watch goroutine: the deletion is done before a re-creation under
+// the same name is applied.
+func (cp *controlPlane) dropRemoteDeletes(b *broker.Broker) {
+	cp.node.Metadata().OnChange(func(ev ha.TopicEvent) {
+		if !ev.Deleted || !ev.Remote {
+			return
+		}
+		if err := b.DropTopic(ev.Topic.Name); err != nil {
+			cp.log.WithError(err).WithField("topic", ev.Topic.Name).Error("topic deleted by another node: local queues not dropped")
+		}
+	})
+}
+
+// embeddedReplicas is 3 once the routes name three servers, counting this
+// one whether or not the list includes it.
+func embeddedReplicas(routes []string, self string) int {
+	n := len(routes)
+	if self != "" && !strings.Contains(","+strings.Join(routes, ",")+",", "://"+self+",") {
+		n++
+	}
+	if n >= 3 {
+		return 3
+	}
+	return 1
+}
+
+// close releases the lease (a follower takes over at once), leaves, and
+// stops the embedded server.
+func (cp *controlPlane) close() {
+	if cp.node != nil {
+		cp.node.Close()
+	}
+	if cp.srv != nil {
+		cp.srv.Shutdown()
+	}
+}
+
+// importedSuffix marks a metadata file already moved into the control
+// plane, so topics deleted there later are not imported again.
+const importedSuffix = ".imported"
+
+// importFileMetadata moves the topics of a data directory that ran
+// without the control plane into it, once. Left behind, they would look
+// deleted, and the dispatcher stops indexing the records of deleted
+// topics. A control plane that already has topics (another node created
+// them) is not merged into.
+func importFileMetadata(dir string, m *ha.Metadata, log logrus.FieldLogger) error {
+	path := filepath.Join(dir, broker.MetadataFileName)
+	if _, err := os.Stat(path); errors.Is(err, os.ErrNotExist) || len(m.Topics()) > 0 {
+		return nil
+	}
+	file, err := broker.OpenFileMetadata(dir)
+	if err != nil {
+		return err
+	}
+	defer file.Close()
+	store := haMetadata{m}
+	for _, t := range file.Topics() {
+		if err := store.CreateTopic(t); err != nil && !errors.Is(err, broker.ErrTopicExists) {
+			return fmt.Errorf("import topic %s from %s: %w", t.Name, dir, err)
+		}
+		log.WithField("topic", t.Name).Info("topic moved from the metadata file into the control plane")
+	}
+	// The file's next producer id: ids handed out under it stay unique.
+	next, err := file.ReserveProducerIDs(0)
+	if err != nil {
+		return err
+	}
+	if _, err := m.ReserveProducerIDs(next); err != nil {
+		return fmt.Errorf("import producer ids from %s: %w", dir, err)
+	}
+	if err := os.Rename(path, path+importedSuffix); err != nil {
+		return fmt.Errorf("import metadata: %w", err)
+	}
+	d, err := os.Open(dir)
+	if err != nil {
+		return fmt.Errorf("import metadata: sync %s: %w", dir, err)
+	}
+	defer d.Close()
+	if err := d.Sync(); err != nil {
+		return fmt.Errorf("import metadata: sync %s: %w", dir, err)
+	}
+	return nil
+}
+
+// haMetadata is the broker's MetadataStore over the control plane's.
+type haMetadata struct{ m *ha.Metadata }
+
+func toTopicMeta(t ha.Topic) broker.TopicMeta {
+	return broker.TopicMeta{Name: t.Name, ID: t.ID, Partitions: t.Partitions, CreatedMs: t.CreatedMs, UntaggedRecords: t.UntaggedRecords}
+}
+
+func (s haMetadata) Topics() []broker.TopicMeta {
+	ts := s.m.Topics()
+	out := make([]broker.TopicMeta, len(ts))
+	for i, t := range ts {
+		out[i] = toTopicMeta(t)
+	}
+	return out
+}
+
+func (s haMetadata) Topic(name string) (broker.TopicMeta, bool) {
+	t, ok := s.m.Topic(name)
+	return toTopicMeta(t), ok
+}
+
+func (s haMetadata) CreateTopic(t broker.TopicMeta) error {
+	return brokerError(s.m.CreateTopic(ha.Topic{Name: t.Name, ID: t.ID, Partitions: t.Partitions, CreatedMs: t.CreatedMs, UntaggedRecords: t.UntaggedRecords}))
+}
+
+func (s haMetadata) DeleteTopic(name string) error { return brokerError(s.m.DeleteTopic(name)) }
+
+func (s haMetadata) SetPartitions(name string, partitions int32) error {
+	return brokerError(s.m.SetPartitions(name, partitions))
+}
+
+func (s haMetadata) ReserveProducerIDs(n int64) (int64, error) { return s.m.ReserveProducerIDs(n) }
+
+// Close leaves the store open: the node owns it and closes it last.
+func (s haMetadata) Close() error { return nil }
+
+// brokerError maps the control plane's sentinels onto the broker's.
+func brokerError(err error) error {
+	switch {
+	case errors.Is(err, ha.ErrTopicExists):
+		return fmt.Errorf("%w: %w", broker.ErrTopicExists, err)
+	case errors.Is(err, ha.ErrUnknownTopic):
+		return fmt.Errorf("%w: %w", broker.ErrUnknownTopic, err)
+	}
+	return err
+}
+
+// haCluster is the broker's Cluster over the control plane node.
+type haCluster struct{ n *ha.Node }
+
+func (c haCluster) Brokers() []broker.ClusterBroker {
+	self := c.n.Self()
+	members := c.n.Members()
+	out := make([]broker.ClusterBroker, 0, len(members)+1)
+	seenSelf := false
+	for _, m := range members {
+		if m.NodeID == self.NodeID {
+			m, seenSelf = self, true
+		}
+		out = append(out, clusterBroker(m))
+	}
+	if !seenSelf {
+		out = append(out, clusterBroker(self))
+	}
+	return out
+}
+
+func clusterBroker(m ha.Member) broker.ClusterBroker {
+	host, port, err := net.SplitHostPort(m.Advertise)
+	if err != nil {
+		return broker.ClusterBroker{NodeID: m.NodeID}
+	}
+	p, _ := strconv.ParseInt(port, 10, 32)
+	return broker.ClusterBroker{NodeID: m.NodeID, Host: host, Port: int32(p)}
+}
+
+func (c haCluster) PartitionLeader(topic string, partition int32) (int32, int32, bool) {
+	m, epoch, ok := c.n.PartitionLeader(topic, partition)
+	return m.NodeID, broker.ClampEpoch(epoch), ok
+}
+
+func (c haCluster) Status() broker.NodeStatus {
+	s := c.n.Elector().State()
+	return broker.NodeStatus{NodeID: c.n.Self().NodeID, ReplicaGroup: s.Group, Role: s.Role.String(), Epoch: s.Epoch}
+}

@@ -1,0 +1,92 @@
+package main
+
+import (
+	"context"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/unilog/unilog/broker"
+)
+
+func TestEmbeddedReplicas(t *testing.T) {
+	for _, tc := range []struct {
+		routes []string
+		self   string
+		want   int
+	}{
+		{nil, "", 1},
+		{[]string{"nats-route://a:6222"}, "b:6222", 1},
+		{[]string{"nats-route://a:6222", "nats-route://b:6222"}, "b:6222", 1},
+		{[]string{"nats-route://a:6222", "nats-route://b:6222"}, "c:6222", 3},
+		{[]string{"nats-route://a:6222", "nats-route://b:6222", "nats-route://c:6222"}, "a:6222", 3},
+	} {
+		if got := embeddedReplicas(tc.routes, tc.self); got != tc.want {
+			t.Errorf("routes %v, self %s: %d replicas, want %d", tc.routes, tc.self, got, tc.want)
+		}
+	}
+}
+
+func TestBrokerRefusesConflictingControlPlaneFlags(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--nats", "nats://127.0.0.1:1", "--nats-routes", "nats-route://127.0.0.1:2"}, "give one or the other"},
+		{[]string{"--nats-creds", "/x.creds"}, "need --nats"},
+		{[]string{"--advertise", "no-port"}, "--advertise"},
+		{[]string{"--nats-routes", "nats-route://127.0.0.1:2"}, "cluster listen address and routes"},
+		{[]string{"--nats-cluster-listen", "127.0.0.1:0", "--nats-routes", "http://127.0.0.1:2"}, "want nats-route://host:port"},
+		{[]string{"--replica-group", "a.b"}, "replica group"},
+		{[]string{"--lease-duration", "500ms"}, "at least 1s"},
+	} {
+		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
+			args := append([]string{"broker", "--data-dir", t.TempDir(), "--listen", "127.0.0.1:0", "--admin", "", "--nats-listen", "127.0.0.1:0"}, tc.args...)
+			r := runCLI(t, "", args...)
+			if r.err == nil || !strings.Contains(r.err.Error(), tc.want) {
+				t.Fatalf("%v, want an error with %q", r.err, tc.want)
+			}
+		})
+	}
+}
+
+// TestBrokerMovesFileMetadataIntoTheControlPlane starts the control plane
+// on a data directory written without it: its topics and records must
+// still be there.
+func TestBrokerMovesFileMetadataIntoTheControlPlane(t *testing.T) {
+	dir := t.TempDir()
+	b, err := broker.Start(broker.Config{DataDir: dir, Listen: "127.0.0.1:0", FileSize: testBrokerFileSize, Logger: quietLogger()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	createTopic(t, b.Addr(), "old", 2)
+	mustRun(t, "one\ntwo\n", "produce", "--brokers", b.Addr(), "--topic", "old")
+	if err := b.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	ctx, cancel := context.WithCancel(context.Background())
+	addr, done := runBrokerCommand(ctx, t, "--data-dir", dir, "--listen", "127.0.0.1:0", "--admin", "", "--file-size", "8MiB")
+	if list := mustRun(t, "", "topic", "list", "--brokers", addr).stdout; !regexp.MustCompile(`(?m)^old\s+2$`).MatchString(list) {
+		t.Errorf("topic list:\n%s", list)
+	}
+	if out := mustRun(t, "", "consume", "--brokers", addr, "--topic", "old").stdout; len(strings.Fields(out)) != 2 {
+		t.Errorf("consumed %q, want one and two", out)
+	}
+	// Deleted in the control plane, the topic must not come back from the
+	// old file on the next start.
+	mustRun(t, "", "topic", "delete", "--brokers", addr, "--topic", "old")
+	cancel()
+	if r := <-done; r.err != nil || !strings.Contains(r.stderr, "topic moved from the metadata file into the control plane") {
+		t.Errorf("broker: %v\n%s", r.err, r.stderr)
+	}
+	ctx, cancel = context.WithCancel(context.Background())
+	addr, done = runBrokerCommand(ctx, t, "--data-dir", dir, "--listen", "127.0.0.1:0", "--admin", "", "--file-size", "8MiB")
+	if list := mustRun(t, "", "topic", "list", "--brokers", addr).stdout; strings.Contains(list, "old") {
+		t.Errorf("deleted topic back after a restart:\n%s", list)
+	}
+	cancel()
+	if r := <-done; r.err != nil {
+		t.Errorf("second start: %v\n%s", r.err, r.stderr)
+	}
+}

@@ -1,0 +1,107 @@
+// Package ha is unilog's control plane: which nodes are alive, which node
+// leads each replica group and under which epoch, and the cluster metadata
+// (topics, their partitions and the replica group owning each). It keeps
+// all of it in NATS JetStream key-value buckets, an existing replicated
+// engine, instead of a home-made consensus.
+//
+// # NATS
+//
+// A broker embeds a NATS server with JetStream by default (StartServer),
+// its store under the data directory, so one node needs nothing else.
+// Embedded servers given the same nats-route:// list form one JetStream
+// cluster, whose buckets then have 3 replicas; a broker can instead join an
+// external NATS (Dial: URLs, credentials file or nkey seed). The embedded
+// server fsyncs every JetStream write: leases and metadata must survive a
+// power cut as the commit log does. An external NATS must be configured so
+// (sync_interval: always) for the same promise.
+//
+// # Buckets, keys and values
+//
+// Every value is framed: one version byte (1), the CRC32C (Castagnoli) of
+// the body as 4 big-endian bytes, then the body as JSON. A reader refuses
+// another version or a bad CRC with ErrCorrupt and never overwrites what
+// it cannot read. Version 1 bodies:
+//
+//	unilog_members  node.<node id>    {"node_id", "advertise", "replication_addr",
+//	                                   "replica_group", "role", "epoch",
+//	                                   "log_end_offset", "heartbeat_ms"}
+//	unilog_leases   lease.<group>     {"group", "holder", "epoch", "duration_ms",
+//	                                   "released"}
+//	unilog_meta     topic.<name>      {"name", "id" (16 numbers, the topic id),
+//	                                   "partitions", "created_ms",
+//	                                   "groups": [group of partition 0, 1, ...],
+//	                                   "untagged_records"}
+//	                producer_ids      {"next"}
+//
+// <name> is the topic name in unpadded base64url: Kafka allows '.'
+// anywhere in a name, where a key may only use it between tokens. Replica
+// group names are one key token (letters, digits, '-', '_').
+//
+// The members bucket has a TTL (20 member deadlines) only to clean up
+// nodes that never come back. The leases and metadata buckets have none:
+// an epoch must never be forgotten.
+//
+// # Membership
+//
+// Each node rewrites its member key every heartbeat interval and watches
+// the bucket. A member is live while its last write was seen less than the
+// member deadline ago on the watcher's own clock; a clean shutdown deletes
+// the key so others see the node leave at once.
+//
+// # Leases and epochs
+//
+// Each replica group has one lease key. A node takes the lease with a
+// compare-and-set on the revision it read (create when absent), writing
+// its node id and an epoch one above the highest it has seen; the holder
+// renews it with a compare-and-set on its own last revision every retry
+// period. A lease is never released by a key vanishing: a NATS KV per-key
+// TTL covers only the write that carried it and an update carries none
+// (nats-server#6959). Instead the value carries its duration, and a
+// contender judges expiry from the revision: it takes over only once the
+// same revision has stood unchanged for that duration on its own clock. A
+// clean shutdown writes the lease back as released (epoch kept), so a
+// follower takes over at once.
+//
+// The holder stops acting as leader (LeaseConfig.OnChange, and Leading
+// turns false) RenewDeadline after it SENT its last successful renewal.
+// The timing argument, with d = lease duration and r = renew deadline:
+// a renewal is stored after it is sent, and a contender can only see that
+// revision after it is stored, so in real time
+//
+//	holder sends renewal at s  <=  contender first sees the revision at o
+//	holder stops acting at s + r
+//	contender takes over at >= o + d  >=  s + d
+//
+// and the holder steps down at least d - r before anyone else can lead.
+// Only elapsed time on one clock is used on each side, so clock offsets
+// between nodes do not matter; the margin d - r (at least d/10, enforced
+// by ErrLeaseTiming; 2s with the defaults 6s and 4s) absorbs clock rate
+// drift and the time the step-down callback takes. A renewal that meets a
+// newer revision (another node took the lease) steps down at once.
+//
+// The buckets stay writable through the loss of one of three NATS servers,
+// but each bucket whose stream leader was on it stalls while its
+// replicas elect a new one (about 6s measured on loopback). A leader
+// whose renewals stall longer than its renew deadline steps down and,
+// still holding the newest lease, takes it back with the next epoch once
+// the bucket answers: safe, at the cost of a short pause in writes. A
+// longer lease rides such stalls out; a shorter one fails over sooner.
+//
+// # Metadata
+//
+// Metadata keeps a local copy of the topics fed by a watch on the bucket,
+// so reads never leave the process and every node sees each change
+// without polling (OnChange). Mutations are compare-and-set on the key's
+// revision and return once JetStream has stored them; the producer id
+// counter is a compare-and-set counter, so two nodes never hand out the
+// same id. New partitions are placed round robin over the replica groups
+// of the live members.
+//
+// # For the data plane
+//
+// Elector is the replica group API the replicator and the broker use:
+// State gives the role, the epoch and the leader; Leading(epoch) is the
+// check a write path makes before accepting under an epoch; Eligible gates
+// who may contend (an out-of-sync follower must not); Member carries the
+// replication address and log end offset followers and leaders need.
+package ha

@@ -1,0 +1,384 @@
+package ha
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/sirupsen/logrus"
+)
+
+// Role is a node's part in its replica group.
+type Role int
+
+const (
+	// RoleFollower takes no writes: it replicates from the leader.
+	RoleFollower Role = iota
+	// RoleLeader holds the group's lease and takes its writes.
+	RoleLeader
+)
+
+func (r Role) String() string {
+	if r == RoleLeader {
+		return "leader"
+	}
+	return "follower"
+}
+
+// LeaseState is a node's view of its replica group: what the broker and the
+// replicator act on. Epoch and Leader describe the newest lease this node
+// has seen (its own while it leads); Leader is -1 while none is known.
+type LeaseState struct {
+	Group  string
+	Role   Role
+	Epoch  uint64
+	Leader int32
+}
+
+// leaseValue is the value of leases.<group> (see the package doc).
+type leaseValue struct {
+	Group      string `json:"group"`
+	Holder     int32  `json:"holder"`
+	Epoch      uint64 `json:"epoch"`
+	DurationMs int64  `json:"duration_ms"`
+	Released   bool   `json:"released,omitempty"`
+}
+
+// Lease timing defaults; see the package doc for why they are safe.
+const (
+	DefaultLeaseDuration = 6 * time.Second
+	DefaultRenewDeadline = 4 * time.Second
+	DefaultRetryPeriod   = time.Second
+)
+
+// ErrLeaseTiming reports a renew deadline that leaves no safety margin.
+var ErrLeaseTiming = errors.New("ha: renew deadline must be shorter than the lease duration minus a margin")
+
+// LeaseConfig configures one node's elector for its replica group.
+type LeaseConfig struct {
+	Group  string
+	NodeID int32
+	// Duration is how long a lease stands once written, unrenewed.
+	Duration time.Duration
+	// RenewDeadline is how long after sending a renewal the holder keeps
+	// acting as leader without a newer successful one.
+	RenewDeadline time.Duration
+	// RetryPeriod is how often the holder renews and others contend.
+	RetryPeriod time.Duration
+	// Eligible, when set, gates contending (a follower that is not caught
+	// up must not lead); nil means always eligible.
+	Eligible func() bool
+	// OnChange is called, in order, after every change of LeaseState. The
+	// call that takes leadership away returns before the lease can be
+	// taken by another node, as long as it returns within the margin.
+	OnChange func(LeaseState)
+	Clock    Clock
+	Logger   logrus.FieldLogger
+}
+
+func (c LeaseConfig) withDefaults() (LeaseConfig, error) {
+	if c.Duration <= 0 {
+		c.Duration = DefaultLeaseDuration
+	}
+	if c.RenewDeadline <= 0 {
+		c.RenewDeadline = DefaultRenewDeadline
+	}
+	if c.RetryPeriod <= 0 {
+		c.RetryPeriod = DefaultRetryPeriod
+	}
+	if c.Clock == nil {
+		c.Clock = realClock{}
+	}
+	if c.Logger == nil {
+		c.Logger = logrus.StandardLogger()
+	}
+	// The margin absorbs clock rate drift and the time the fencing
+	// callback takes; a tenth of the lease is generous for both.
+	if c.RenewDeadline > c.Duration-c.Duration/10 || c.RetryPeriod >= c.RenewDeadline {
+		return c, fmt.Errorf("%w: duration %s, renew deadline %s, retry period %s", ErrLeaseTiming, c.Duration, c.RenewDeadline, c.RetryPeriod)
+	}
+	if !validToken(c.Group) {
+		return c, fmt.Errorf("ha: replica group %q: want letters, digits, '-' or '_'", c.Group)
+	}
+	return c, nil
+}
+
+// Elector holds or contends for the lease of one replica group.
+type Elector struct {
+	cfg LeaseConfig
+	kv  jetstream.KeyValue
+	key string
+	log logrus.FieldLogger
+
+	// transMu orders state changes with their OnChange calls.
+	transMu sync.Mutex
+
+	mu    sync.Mutex
+	state LeaseState
+	// While leading: the revision of our lease and when we stop acting.
+	rev        uint64
+	validUntil time.Time
+	fence      Timer
+	// While following: the lease revision seen and when it was first seen.
+	obsRev uint64
+	obsAt  time.Time
+	// maxEpoch is the highest epoch seen, so a new lease is always higher.
+	maxEpoch uint64
+}
+
+// NewElector returns a follower that contends on Tick.
+func NewElector(kv jetstream.KeyValue, cfg LeaseConfig) (*Elector, error) {
+	cfg, err := cfg.withDefaults()
+	if err != nil {
+		return nil, err
+	}
+	return &Elector{
+		cfg:   cfg,
+		kv:    kv,
+		key:   leaseKey(cfg.Group),
+		log:   cfg.Logger.WithFields(logrus.Fields{"replica_group": cfg.Group, "node_id": cfg.NodeID}),
+		state: LeaseState{Group: cfg.Group, Leader: -1},
+	}, nil
+}
+
+func leaseKey(group string) string { return "lease." + group }
+
+// State is the current view.
+func (e *Elector) State() LeaseState {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.state
+}
+
+// Leading reports whether this node may still act as leader under epoch.
+// It checks the clock itself, so a write path that calls it is fenced at
+// the deadline even if the fencing timer runs late.
+func (e *Elector) Leading(epoch uint64) bool {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.state.Role == RoleLeader && e.state.Epoch == epoch && e.cfg.Clock.Now().Before(e.validUntil)
+}
+
+// Run ticks every retry period until ctx ends.
+func (e *Elector) Run(ctx context.Context) {
+	t := time.NewTicker(e.cfg.RetryPeriod)
+	defer t.Stop()
+	for {
+		e.Tick(ctx)
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}
+
+// Tick renews the lease when leading, contends otherwise.
+func (e *Elector) Tick(ctx context.Context) {
+	e.mu.Lock()
+	leading := e.state.Role == RoleLeader
+	e.mu.Unlock()
+	if leading {
+		e.renew(ctx)
+		return
+	}
+	e.contend(ctx)
+}
+
+func (e *Elector) renew(ctx context.Context) {
+	e.mu.Lock()
+	rev, epoch, until := e.rev, e.state.Epoch, e.validUntil
+	e.mu.Unlock()
+	sent := e.cfg.Clock.Now()
+	val, err := encodeValue(leaseValue{Group: e.cfg.Group, Holder: e.cfg.NodeID, Epoch: epoch, DurationMs: e.cfg.Duration.Milliseconds()})
+	if err != nil {
+		e.log.WithError(err).Error("lease renewal not encoded")
+		return
+	}
+	// A renewal answered after we stopped acting is worth nothing.
+	rctx, cancel := context.WithTimeout(ctx, until.Sub(sent))
+	newRev, err := e.kv.Update(rctx, e.key, val, rev)
+	cancel()
+
+	e.transMu.Lock()
+	defer e.transMu.Unlock()
+	e.mu.Lock()
+	if e.state.Role != RoleLeader || e.state.Epoch != epoch {
+		e.mu.Unlock()
+		return
+	}
+	switch {
+	case err == nil:
+		e.rev = newRev
+		e.armFence(sent.Add(e.cfg.RenewDeadline))
+		e.mu.Unlock()
+	case errors.Is(err, jetstream.ErrKeyRevisionMismatch):
+		e.log.WithField("epoch", epoch).Warn("lease taken by another node: stepping down")
+		e.stepDownLocked()
+	default:
+		e.mu.Unlock()
+		e.log.WithError(err).WithField("epoch", epoch).Warn("lease renewal failed")
+	}
+}
+
+// stepDownLocked makes this node a follower and reports it; called with
+// transMu and mu held, it releases mu.
+func (e *Elector) stepDownLocked() {
+	if e.fence != nil {
+		e.fence.Stop()
+		e.fence = nil
+	}
+	e.state.Role = RoleFollower
+	e.validUntil = time.Time{}
+	s := e.state
+	e.mu.Unlock()
+	if e.cfg.OnChange != nil {
+		e.cfg.OnChange(s)
+	}
+}
+
+// armFence (re)schedules the step-down at until; called with mu held.
+func (e *Elector) armFence(until time.Time) {
+	if e.fence != nil {
+		e.fence.Stop()
+	}
+	e.validUntil = until
+	e.fence = e.cfg.Clock.AfterFunc(until.Sub(e.cfg.Clock.Now()), e.fenceIfExpired)
+}
+
+func (e *Elector) fenceIfExpired() {
+	e.transMu.Lock()
+	defer e.transMu.Unlock()
+	e.mu.Lock()
+	if e.state.Role != RoleLeader || e.cfg.Clock.Now().Before(e.validUntil) {
+		e.mu.Unlock()
+		return
+	}
+	e.log.WithField("epoch", e.state.Epoch).Warn("lease not renewed in time: stepping down")
+	e.stepDownLocked()
+}
+
+func (e *Elector) contend(ctx context.Context) {
+	entry, err := e.kv.Get(ctx, e.key)
+	now := e.cfg.Clock.Now()
+	if errors.Is(err, jetstream.ErrKeyNotFound) {
+		e.take(ctx, now, 0, leaseValue{})
+		return
+	}
+	if err != nil {
+		e.log.WithError(err).Debug("lease not read")
+		return
+	}
+	var cur leaseValue
+	if err := decodeValue(entry.Value(), &cur); err != nil {
+		// Never overwrite what cannot be read: its epoch is unknown.
+		e.log.WithError(err).WithField("key", e.key).Error("lease value unreadable: not contending")
+		return
+	}
+	e.observe(entry.Revision(), now, cur)
+	e.mu.Lock()
+	standing := now.Sub(e.obsAt)
+	e.mu.Unlock()
+	// Our own node id means a previous run of this node held it: node ids
+	// are unique, so nobody else acts under it.
+	lapsed := cur.Released || cur.Holder == e.cfg.NodeID || standing >= time.Duration(cur.DurationMs)*time.Millisecond
+	if lapsed {
+		e.take(ctx, now, entry.Revision(), cur)
+	}
+}
+
+// observe records the lease seen and reports a change of leader.
+func (e *Elector) observe(rev uint64, now time.Time, cur leaseValue) {
+	e.transMu.Lock()
+	defer e.transMu.Unlock()
+	e.mu.Lock()
+	if rev != e.obsRev {
+		e.obsRev, e.obsAt = rev, now
+	}
+	if cur.Epoch > e.maxEpoch {
+		e.maxEpoch = cur.Epoch
+	}
+	leader := cur.Holder
+	if cur.Released {
+		leader = -1
+	}
+	if e.state.Epoch == cur.Epoch && e.state.Leader == leader {
+		e.mu.Unlock()
+		return
+	}
+	e.state.Epoch, e.state.Leader = cur.Epoch, leader
+	s := e.state
+	e.mu.Unlock()
+	if e.cfg.OnChange != nil {
+		e.cfg.OnChange(s)
+	}
+}
+
+// take writes a new lease with a higher epoch, compare-and-set on rev (0:
+// the key must not exist).
+func (e *Elector) take(ctx context.Context, sent time.Time, rev uint64, cur leaseValue) {
+	if e.cfg.Eligible != nil && !e.cfg.Eligible() {
+		return
+	}
+	e.mu.Lock()
+	epoch := max(e.maxEpoch, cur.Epoch) + 1
+	e.mu.Unlock()
+	val, err := encodeValue(leaseValue{Group: e.cfg.Group, Holder: e.cfg.NodeID, Epoch: epoch, DurationMs: e.cfg.Duration.Milliseconds()})
+	if err != nil {
+		e.log.WithError(err).Error("lease not encoded")
+		return
+	}
+	var newRev uint64
+	if rev == 0 {
+		newRev, err = e.kv.Create(ctx, e.key, val)
+	} else {
+		newRev, err = e.kv.Update(ctx, e.key, val, rev)
+	}
+	if errors.Is(err, jetstream.ErrKeyExists) || errors.Is(err, jetstream.ErrKeyRevisionMismatch) {
+		return
+	}
+	if err != nil {
+		e.log.WithError(err).Debug("lease not taken")
+		return
+	}
+	e.transMu.Lock()
+	defer e.transMu.Unlock()
+	e.mu.Lock()
+	e.maxEpoch = epoch
+	e.rev = newRev
+	e.state = LeaseState{Group: e.cfg.Group, Role: RoleLeader, Epoch: epoch, Leader: e.cfg.NodeID}
+	e.armFence(sent.Add(e.cfg.RenewDeadline))
+	s := e.state
+	e.mu.Unlock()
+	e.log.WithField("epoch", epoch).Info("took the replica group lease: leading")
+	if e.cfg.OnChange != nil {
+		e.cfg.OnChange(s)
+	}
+}
+
+// Release steps down and marks the lease released, so a follower takes
+// over at once instead of waiting for it to lapse. The epoch stays in the
+// value: the next lease is still higher.
+func (e *Elector) Release(ctx context.Context) error {
+	e.transMu.Lock()
+	e.mu.Lock()
+	if e.state.Role != RoleLeader {
+		e.mu.Unlock()
+		e.transMu.Unlock()
+		return nil
+	}
+	rev, epoch := e.rev, e.state.Epoch
+	e.stepDownLocked()
+	e.transMu.Unlock()
+	val, err := encodeValue(leaseValue{Group: e.cfg.Group, Holder: e.cfg.NodeID, Epoch: epoch, DurationMs: e.cfg.Duration.Milliseconds(), Released: true})
+	if err != nil {
+		return fmt.Errorf("ha: release lease %s: %w", e.key, err)
+	}
+	if _, err := e.kv.Update(ctx, e.key, val, rev); err != nil {
+		return fmt.Errorf("ha: release lease %s: %w", e.key, err)
+	}
+	return nil
+}

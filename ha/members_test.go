@@ -1,0 +1,83 @@
+package ha
+
+import (
+	"context"
+	"testing"
+	"time"
+)
+
+func liveIDs(m *Membership) []int32 {
+	var ids []int32
+	for _, mem := range m.Live() {
+		ids = append(ids, mem.NodeID)
+	}
+	return ids
+}
+
+func sameIDs(a, b []int32) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}
+
+func TestMembershipJoinLeaveExpire(t *testing.T) {
+	srv := startServer(t)
+	ctx := context.Background()
+	clock := newFakeClock()
+	deadline := 5 * time.Second
+	open := func() *Membership {
+		b, err := OpenBuckets(ctx, dial(t, srv.ClientURL()), 1, deadline)
+		if err != nil {
+			t.Fatal(err)
+		}
+		m, err := WatchMembers(ctx, b.Members, deadline, clock, quietLogger())
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(m.Stop)
+		return m
+	}
+	watcher, n2, n3 := open(), open(), open()
+
+	for _, hb := range []struct {
+		m   *Membership
+		mem Member
+	}{
+		{n2, Member{NodeID: 2, Advertise: "127.0.0.1:9002", ReplicaGroup: "g1", Role: "leader", Epoch: 3, LogEndOffset: 42}},
+		{n3, Member{NodeID: 3, Advertise: "127.0.0.1:9003", ReplicaGroup: "g1", Role: "follower", Epoch: 3}},
+	} {
+		if err := hb.m.Heartbeat(ctx, hb.mem); err != nil {
+			t.Fatal(err)
+		}
+	}
+	waitFor(t, "nodes 2 and 3 to join", func() bool { return sameIDs(liveIDs(watcher), []int32{2, 3}) })
+	if got := watcher.Live()[0]; got.Advertise != "127.0.0.1:9002" || got.Role != "leader" || got.Epoch != 3 || got.LogEndOffset != 42 {
+		t.Fatalf("node 2 seen as %+v", got)
+	}
+
+	if err := n3.Leave(ctx, 3); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "node 3 to leave", func() bool { return sameIDs(liveIDs(watcher), []int32{2}) })
+
+	// Node 2 stops heartbeating: gone once the deadline passes unheard,
+	// though its key is still in the bucket.
+	clock.Advance(deadline - time.Millisecond)
+	if got := liveIDs(watcher); !sameIDs(got, []int32{2}) {
+		t.Fatalf("just inside the deadline: live %v, want [2]", got)
+	}
+	clock.Advance(time.Millisecond)
+	if got := liveIDs(watcher); len(got) != 0 {
+		t.Fatalf("past the deadline: live %v, want none", got)
+	}
+	if err := n2.Heartbeat(ctx, Member{NodeID: 2, ReplicaGroup: "g1"}); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "node 2 to come back", func() bool { return sameIDs(liveIDs(watcher), []int32{2}) })
+}

@@ -1,0 +1,320 @@
+package ha
+
+import (
+	"context"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/sirupsen/logrus"
+)
+
+// Topic is the cluster metadata of one topic, metadata.topic.<name>.
+type Topic struct {
+	Name       string   `json:"name"`
+	ID         [16]byte `json:"id"`
+	Partitions int32    `json:"partitions"`
+	CreatedMs  int64    `json:"created_ms"`
+	// Groups[p] is the replica group that owns partition p.
+	Groups []string `json:"groups"`
+	// UntaggedRecords marks a topic imported from a data directory whose
+	// records predate topic ids (broker.TopicMeta.UntaggedRecords).
+	UntaggedRecords bool `json:"untagged_records,omitempty"`
+}
+
+// TopicEvent is one change seen on the metadata bucket.
+type TopicEvent struct {
+	Topic   Topic
+	Deleted bool
+	// Remote is true for a change another node made, seen on the watch.
+	Remote bool
+}
+
+// Metadata errors.
+var (
+	ErrTopicExists  = errors.New("ha: topic already exists")
+	ErrUnknownTopic = errors.New("ha: unknown topic")
+)
+
+// opTimeout bounds one metadata operation: the broker's interface has no
+// context, and a control plane that cannot answer in this long is down.
+const opTimeout = 10 * time.Second
+
+const producerIDsKey = "producer_ids"
+
+// producerIDsValue is the value of metadata.producer_ids.
+type producerIDsValue struct {
+	Next int64 `json:"next"`
+}
+
+// topicKey encodes the name: Kafka allows '.' anywhere in a topic name,
+// but in a KV key it separates tokens and may not lead, trail or repeat.
+func topicKey(name string) string {
+	return "topic." + base64.RawURLEncoding.EncodeToString([]byte(name))
+}
+
+// Metadata is the cluster metadata kept in the metadata bucket, with a
+// local copy maintained by a watch: reads never leave the process, and
+// every node sees every change without polling.
+type Metadata struct {
+	kv  jetstream.KeyValue
+	log logrus.FieldLogger
+	// place picks the replica groups of a new topic's partitions.
+	place func(partitions int32) []string
+
+	mu     sync.RWMutex
+	topics map[string]topicEntry
+	subs   []func(TopicEvent)
+
+	watcher jetstream.KeyWatcher
+	done    chan struct{}
+}
+
+// topicEntry keeps deletions too, so a late watch event of an older
+// revision cannot bring a deleted topic back.
+type topicEntry struct {
+	t       Topic
+	rev     uint64
+	deleted bool
+}
+
+// OpenMetadata loads the topics and keeps following the bucket. place
+// assigns replica groups to new partitions.
+func OpenMetadata(ctx context.Context, kv jetstream.KeyValue, place func(partitions int32) []string, log logrus.FieldLogger) (*Metadata, error) {
+	w, err := kv.Watch(context.Background(), "topic.>")
+	if err != nil {
+		return nil, fmt.Errorf("ha: watch metadata: %w", err)
+	}
+	m := &Metadata{kv: kv, log: log, place: place, topics: make(map[string]topicEntry), watcher: w, done: make(chan struct{})}
+	if err := loadInitial(ctx, w, m.applyEntry); err != nil {
+		w.Stop()
+		return nil, fmt.Errorf("ha: watch metadata: %w", err)
+	}
+	go m.follow()
+	return m, nil
+}
+
+func (m *Metadata) follow() {
+	defer close(m.done)
+	for e := range m.watcher.Updates() {
+		if e != nil {
+			m.applyEntry(e)
+		}
+	}
+}
+
+func (m *Metadata) applyEntry(e jetstream.KeyValueEntry) {
+	raw, err := base64.RawURLEncoding.DecodeString(strings.TrimPrefix(e.Key(), "topic."))
+	if err != nil {
+		m.log.WithField("key", e.Key()).Warn("metadata bucket: key is not topic.<base64url name>")
+		return
+	}
+	var t Topic
+	deleted := e.Operation() != jetstream.KeyValuePut
+	if deleted {
+		t.Name = string(raw)
+	} else if err := decodeValue(e.Value(), &t); err != nil {
+		m.log.WithError(err).WithField("key", e.Key()).Error("metadata bucket: topic unreadable")
+		return
+	}
+	m.apply(t, e.Revision(), deleted, true)
+}
+
+// apply installs a revision newer than the one held and tells subscribers.
+func (m *Metadata) apply(t Topic, rev uint64, deleted, remote bool) {
+	m.mu.Lock()
+	cur, ok := m.topics[t.Name]
+	if ok && cur.rev >= rev {
+		m.mu.Unlock()
+		return
+	}
+	if ok && cur.deleted && deleted {
+		// The watch echoing a delete this node already applied.
+		m.topics[t.Name] = topicEntry{t: t, rev: rev, deleted: true}
+		m.mu.Unlock()
+		return
+	}
+	m.topics[t.Name] = topicEntry{t: t, rev: rev, deleted: deleted}
+	subs := m.subs
+	m.mu.Unlock()
+	for _, f := range subs {
+		f(TopicEvent{Topic: t, Deleted: deleted, Remote: remote})
+	}
+}
+
+// OnChange registers f for every later change, local or from another
+// node, in revision order. f runs on the watch goroutine (Remote) or the
+// mutating one; the next change waits for it.
+func (m *Metadata) OnChange(f func(TopicEvent)) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.subs = append(m.subs, f)
+}
+
+// Topics lists every topic, sorted by name.
+func (m *Metadata) Topics() []Topic {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	out := make([]Topic, 0, len(m.topics))
+	for _, e := range m.topics {
+		if !e.deleted {
+			out = append(out, e.t)
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out
+}
+
+// Topic returns one topic.
+func (m *Metadata) Topic(name string) (Topic, bool) {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	e, ok := m.topics[name]
+	return e.t, ok && !e.deleted
+}
+
+// CreateTopic adds a topic, placing its partitions when t.Groups is
+// empty; ErrTopicExists if the name is taken.
+func (m *Metadata) CreateTopic(t Topic) error {
+	if len(t.Groups) == 0 {
+		t.Groups = m.place(t.Partitions)
+	}
+	if int32(len(t.Groups)) != t.Partitions {
+		return fmt.Errorf("ha: create topic %s: %d replica groups for %d partitions", t.Name, len(t.Groups), t.Partitions)
+	}
+	val, err := encodeValue(t)
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), opTimeout)
+	defer cancel()
+	rev, err := m.kv.Create(ctx, topicKey(t.Name), val)
+	if errors.Is(err, jetstream.ErrKeyExists) {
+		return fmt.Errorf("%w: %s", ErrTopicExists, t.Name)
+	}
+	if err != nil {
+		return fmt.Errorf("ha: create topic %s: %w", t.Name, err)
+	}
+	m.apply(t, rev, false, false)
+	return nil
+}
+
+// getTopic reads a topic's current entry from the bucket, not the copy.
+func (m *Metadata) getTopic(ctx context.Context, name string) (jetstream.KeyValueEntry, error) {
+	e, err := m.kv.Get(ctx, topicKey(name))
+	if errors.Is(err, jetstream.ErrKeyNotFound) {
+		return nil, fmt.Errorf("%w: %s", ErrUnknownTopic, name)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", name, err)
+	}
+	return e, nil
+}
+
+// DeleteTopic removes a topic; ErrUnknownTopic if it does not exist.
+func (m *Metadata) DeleteTopic(name string) error {
+	ctx, cancel := context.WithTimeout(context.Background(), opTimeout)
+	defer cancel()
+	for {
+		e, err := m.getTopic(ctx, name)
+		if err != nil {
+			return fmt.Errorf("ha: delete topic: %w", err)
+		}
+		err = m.kv.Delete(ctx, topicKey(name), jetstream.LastRevision(e.Revision()))
+		if errors.Is(err, jetstream.ErrKeyRevisionMismatch) {
+			continue
+		}
+		if err != nil {
+			return fmt.Errorf("ha: delete topic %s: %w", name, err)
+		}
+		// The delete marker's revision is not returned; any revision above
+		// the deleted one orders it after every earlier event.
+		m.apply(Topic{Name: name}, e.Revision()+1, true, false)
+		return nil
+	}
+}
+
+// SetPartitions changes a topic's partition count, placing added
+// partitions; the update is compare-and-set, so concurrent changes from
+// other nodes are never lost.
+func (m *Metadata) SetPartitions(name string, partitions int32) error {
+	ctx, cancel := context.WithTimeout(context.Background(), opTimeout)
+	defer cancel()
+	for {
+		e, err := m.getTopic(ctx, name)
+		if err != nil {
+			return fmt.Errorf("ha: set partitions: %w", err)
+		}
+		var t Topic
+		if err := decodeValue(e.Value(), &t); err != nil {
+			return fmt.Errorf("ha: set partitions of %s: %w", name, err)
+		}
+		if partitions < t.Partitions {
+			t.Groups = t.Groups[:partitions]
+		} else {
+			t.Groups = append(t.Groups, m.place(partitions-t.Partitions)...)
+		}
+		t.Partitions = partitions
+		val, err := encodeValue(t)
+		if err != nil {
+			return err
+		}
+		rev, err := m.kv.Update(ctx, topicKey(name), val, e.Revision())
+		if errors.Is(err, jetstream.ErrKeyRevisionMismatch) {
+			continue
+		}
+		if err != nil {
+			return fmt.Errorf("ha: set partitions of %s: %w", name, err)
+		}
+		m.apply(t, rev, false, false)
+		return nil
+	}
+}
+
+// ReserveProducerIDs reserves n producer ids with a compare-and-set on
+// the counter, so two nodes never hand out the same id.
+func (m *Metadata) ReserveProducerIDs(n int64) (int64, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), opTimeout)
+	defer cancel()
+	for {
+		e, err := m.kv.Get(ctx, producerIDsKey)
+		var cur producerIDsValue
+		switch {
+		case errors.Is(err, jetstream.ErrKeyNotFound):
+		case err != nil:
+			return 0, fmt.Errorf("ha: reserve producer ids: %w", err)
+		default:
+			if err := decodeValue(e.Value(), &cur); err != nil {
+				return 0, fmt.Errorf("ha: reserve producer ids: %w", err)
+			}
+		}
+		val, err := encodeValue(producerIDsValue{Next: cur.Next + n})
+		if err != nil {
+			return 0, err
+		}
+		if e == nil {
+			_, err = m.kv.Create(ctx, producerIDsKey, val)
+		} else {
+			_, err = m.kv.Update(ctx, producerIDsKey, val, e.Revision())
+		}
+		if errors.Is(err, jetstream.ErrKeyExists) || errors.Is(err, jetstream.ErrKeyRevisionMismatch) {
+			continue
+		}
+		if err != nil {
+			return 0, fmt.Errorf("ha: reserve producer ids: %w", err)
+		}
+		return cur.Next, nil
+	}
+}
+
+// Close stops the watch.
+func (m *Metadata) Close() error {
+	m.watcher.Stop()
+	<-m.done
+	return nil
+}

@@ -1,0 +1,151 @@
+package ha
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"testing"
+	"time"
+)
+
+// openTestMetadata opens the metadata store over its own connection, as
+// one node would, placing every partition on group.
+func openTestMetadata(t *testing.T, url, group string) *Metadata {
+	t.Helper()
+	ctx := context.Background()
+	b, err := OpenBuckets(ctx, dial(t, url), 1, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	place := func(n int32) []string {
+		out := make([]string, n)
+		for i := range out {
+			out[i] = group
+		}
+		return out
+	}
+	m, err := OpenMetadata(ctx, b.Metadata, place, quietLogger())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { m.Close() })
+	return m
+}
+
+func nextEvent(t *testing.T, ch <-chan TopicEvent) TopicEvent {
+	t.Helper()
+	select {
+	case ev := <-ch:
+		return ev
+	case <-time.After(10 * time.Second):
+		t.Fatal("no metadata event within 10s")
+		return TopicEvent{}
+	}
+}
+
+func TestMetadataChangesReachOtherNodes(t *testing.T) {
+	srv := startServer(t)
+	n1 := openTestMetadata(t, srv.ClientURL(), "g1")
+	n2 := openTestMetadata(t, srv.ClientURL(), "g2")
+	events := make(chan TopicEvent, 16)
+	n2.OnChange(func(ev TopicEvent) { events <- ev })
+
+	// Dots are legal in Kafka names but not as KV key tokens.
+	name := "orders..v1."
+	if err := n1.CreateTopic(Topic{Name: name, ID: [16]byte{1}, Partitions: 2, CreatedMs: 7}); err != nil {
+		t.Fatal(err)
+	}
+	if got, ok := n1.Topic(name); !ok || got.Partitions != 2 {
+		t.Fatalf("creator reads back %+v %v", got, ok)
+	}
+	ev := nextEvent(t, events)
+	if ev.Deleted || !ev.Remote || ev.Topic.Name != name || ev.Topic.Partitions != 2 || ev.Topic.ID != [16]byte{1} || len(ev.Topic.Groups) != 2 || ev.Topic.Groups[1] != "g1" {
+		t.Fatalf("other node saw %+v", ev)
+	}
+	if got, ok := n2.Topic(name); !ok || got.CreatedMs != 7 {
+		t.Fatalf("other node reads %+v %v", got, ok)
+	}
+
+	if err := n2.CreateTopic(Topic{Name: name, Partitions: 1}); !errors.Is(err, ErrTopicExists) {
+		t.Fatalf("second create: %v, want ErrTopicExists", err)
+	}
+
+	if err := n2.SetPartitions(name, 3); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the creator to see 3 partitions", func() bool {
+		got, _ := n1.Topic(name)
+		return got.Partitions == 3
+	})
+	if got, _ := n1.Topic(name); len(got.Groups) != 3 || got.Groups[0] != "g1" || got.Groups[2] != "g2" {
+		t.Fatalf("groups after growing on node 2: %v, want existing kept and the new one placed by node 2", got.Groups)
+	}
+	nextEvent(t, events)
+
+	if err := n1.DeleteTopic(name); err != nil {
+		t.Fatal(err)
+	}
+	if ev := nextEvent(t, events); !ev.Deleted || ev.Topic.Name != name {
+		t.Fatalf("other node saw %+v, want the deletion", ev)
+	}
+	if _, ok := n2.Topic(name); ok {
+		t.Fatal("deleted topic still listed on the other node")
+	}
+	if err := n2.DeleteTopic(name); !errors.Is(err, ErrUnknownTopic) {
+		t.Fatalf("second delete: %v, want ErrUnknownTopic", err)
+	}
+	if err := n2.SetPartitions(name, 4); !errors.Is(err, ErrUnknownTopic) {
+		t.Fatalf("grow deleted: %v, want ErrUnknownTopic", err)
+	}
+	if err := n1.CreateTopic(Topic{Name: name, Partitions: 1}); err != nil {
+		t.Fatalf("re-create after delete: %v", err)
+	}
+	waitFor(t, "the re-created topic", func() bool { _, ok := n2.Topic(name); return ok })
+	if got := n2.Topics(); len(got) != 1 || got[0].Partitions != 1 {
+		t.Fatalf("topics %+v", got)
+	}
+}
+
+func TestMetadataProducerIDsNeverOverlap(t *testing.T) {
+	srv := startServer(t)
+	nodes := []*Metadata{openTestMetadata(t, srv.ClientURL(), "g"), openTestMetadata(t, srv.ClientURL(), "g")}
+	const perNode, block = 10, 5
+	var (
+		mu     sync.Mutex
+		firsts = map[int64]bool{}
+		wg     sync.WaitGroup
+	)
+	for _, m := range nodes {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := 0; i < perNode; i++ {
+				first, err := m.ReserveProducerIDs(block)
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				mu.Lock()
+				firsts[first] = true
+				mu.Unlock()
+			}
+		}()
+	}
+	wg.Wait()
+	for i := int64(0); i < int64(len(nodes)*perNode); i++ {
+		if !firsts[i*block] {
+			t.Fatalf("blocks %v: want every multiple of %d below %d exactly once", firsts, block, len(nodes)*perNode*block)
+		}
+	}
+}
+
+func TestMetadataRejectsMismatchedPlacement(t *testing.T) {
+	srv := startServer(t)
+	m := openTestMetadata(t, srv.ClientURL(), "g")
+	if err := m.CreateTopic(Topic{Name: "t", Partitions: 2, Groups: []string{"g"}}); err == nil {
+		t.Fatal("two partitions with one replica group accepted")
+	}
+	if _, ok := m.Topic("t"); ok {
+		t.Fatal("rejected topic stored")
+	}
+}

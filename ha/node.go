@@ -1,0 +1,301 @@
+package ha
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/sirupsen/logrus"
+)
+
+// Config configures one node's control plane.
+type Config struct {
+	Conn ConnConfig
+	// Replicas of each bucket; 0 picks (see OpenBuckets).
+	Replicas int
+
+	NodeID       int32
+	ReplicaGroup string
+	// Advertise is the Kafka HOST:PORT clients reach this node at.
+	Advertise string
+	// ReplicationAddr is the HOST:PORT followers replicate from.
+	ReplicationAddr string
+
+	LeaseDuration time.Duration
+	RenewDeadline time.Duration
+	RetryPeriod   time.Duration
+	// HeartbeatInterval is how often the member key is written. Default 1s.
+	HeartbeatInterval time.Duration
+	// MemberDeadline is how long a member stays live unheard. Default 5s.
+	MemberDeadline time.Duration
+	// StartTimeout bounds connecting and opening the buckets. Default 30s.
+	StartTimeout time.Duration
+
+	// OnRoleChange is the elector's OnChange (see LeaseConfig).
+	OnRoleChange func(LeaseState)
+	// Eligible is the elector's Eligible (see LeaseConfig).
+	Eligible func() bool
+	Clock    Clock
+	Logger   logrus.FieldLogger
+}
+
+// Node is one broker's membership in the control plane: its heartbeat,
+// its replica group's lease, and the watched cluster state.
+type Node struct {
+	cfg       Config
+	log       logrus.FieldLogger
+	nc        *nats.Conn
+	buckets   Buckets
+	members   *Membership
+	leaders   *Leaders
+	meta      *Metadata
+	elector   *Elector
+	logEnd    atomic.Pointer[func() int64]
+	advertise atomic.Pointer[string]
+	roleKick  chan struct{}
+
+	cancel    context.CancelFunc
+	wg        sync.WaitGroup
+	closeOnce sync.Once
+}
+
+// Start connects, opens the buckets, loads the cluster state, then
+// heartbeats and contends for the replica group's lease until Close.
+func Start(cfg Config) (*Node, error) {
+	if cfg.HeartbeatInterval <= 0 {
+		cfg.HeartbeatInterval = time.Second
+	}
+	if cfg.StartTimeout <= 0 {
+		cfg.StartTimeout = 30 * time.Second
+	}
+	if cfg.Clock == nil {
+		cfg.Clock = realClock{}
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = logrus.StandardLogger()
+	}
+	if cfg.Conn.Name == "" {
+		cfg.Conn.Name = fmt.Sprintf("unilog node %d", cfg.NodeID)
+	}
+	n := &Node{cfg: cfg, log: cfg.Logger.WithField("node_id", cfg.NodeID), roleKick: make(chan struct{}, 1)}
+	n.advertise.Store(&cfg.Advertise)
+	if _, err := n.leaseConfig().withDefaults(); err != nil {
+		return nil, err
+	}
+	var err error
+	ctx, cancel := context.WithTimeout(context.Background(), cfg.StartTimeout)
+	defer cancel()
+	if n.nc, err = Dial(cfg.Conn); err != nil {
+		return nil, err
+	}
+	if err := n.open(ctx); err != nil {
+		n.stopWatches()
+		n.nc.Close()
+		return nil, err
+	}
+	runCtx, stop := context.WithCancel(context.Background())
+	n.cancel = stop
+	n.wg.Add(2)
+	go func() { defer n.wg.Done(); n.elector.Run(runCtx) }()
+	go func() { defer n.wg.Done(); n.heartbeatLoop(runCtx) }()
+	n.log.WithFields(logrus.Fields{"nats": n.nc.ConnectedUrlRedacted(), "replica_group": cfg.ReplicaGroup, "advertise": cfg.Advertise}).Info("control plane joined")
+	return n, nil
+}
+
+func (n *Node) open(ctx context.Context) error {
+	var err error
+	if n.buckets, err = OpenBuckets(ctx, n.nc, n.cfg.Replicas, n.cfg.MemberDeadline); err != nil {
+		return err
+	}
+	if n.elector, err = NewElector(n.buckets.Leases, n.leaseConfig()); err != nil {
+		return err
+	}
+	if n.members, err = WatchMembers(ctx, n.buckets.Members, n.cfg.MemberDeadline, n.cfg.Clock, n.log); err != nil {
+		return err
+	}
+	// Announce this node before anything can place partitions on it.
+	if err := n.members.Heartbeat(ctx, n.self()); err != nil {
+		return err
+	}
+	if n.leaders, err = WatchLeaders(ctx, n.buckets.Leases, n.log); err != nil {
+		return err
+	}
+	n.meta, err = OpenMetadata(ctx, n.buckets.Metadata, n.place, n.log)
+	return err
+}
+
+func (n *Node) leaseConfig() LeaseConfig {
+	return LeaseConfig{
+		Group: n.cfg.ReplicaGroup, NodeID: n.cfg.NodeID,
+		Duration: n.cfg.LeaseDuration, RenewDeadline: n.cfg.RenewDeadline, RetryPeriod: n.cfg.RetryPeriod,
+		Eligible: n.cfg.Eligible, OnChange: n.roleChanged, Clock: n.cfg.Clock, Logger: n.cfg.Logger,
+	}
+}
+
+func (n *Node) stopWatches() {
+	if n.meta != nil {
+		n.meta.Close()
+	}
+	if n.leaders != nil {
+		n.leaders.Stop()
+	}
+	if n.members != nil {
+		n.members.Stop()
+	}
+}
+
+// roleChanged forwards the elector's change and re-announces this node.
+func (n *Node) roleChanged(s LeaseState) {
+	if n.cfg.OnRoleChange != nil {
+		n.cfg.OnRoleChange(s)
+	}
+	select {
+	case n.roleKick <- struct{}{}:
+	default:
+	}
+}
+
+func (n *Node) heartbeatLoop(ctx context.Context) {
+	t := time.NewTicker(n.cfg.HeartbeatInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		case <-n.roleKick:
+		}
+		hctx, cancel := context.WithTimeout(ctx, n.cfg.HeartbeatInterval)
+		if err := n.members.Heartbeat(hctx, n.self()); err != nil {
+			n.log.WithError(err).Warn("heartbeat not written")
+		}
+		cancel()
+	}
+}
+
+// self is this node's member record now.
+func (n *Node) self() Member {
+	s := n.elector.State()
+	m := Member{
+		NodeID: n.cfg.NodeID, Advertise: *n.advertise.Load(), ReplicationAddr: n.cfg.ReplicationAddr,
+		ReplicaGroup: n.cfg.ReplicaGroup, Role: s.Role.String(), Epoch: s.Epoch,
+	}
+	if f := n.logEnd.Load(); f != nil {
+		m.LogEndOffset = (*f)()
+	}
+	return m
+}
+
+// place spreads new partitions over the replica groups of the live
+// members, round robin in name order; with no live member known yet, on
+// this node's group.
+func (n *Node) place(partitions int32) []string {
+	seen := map[string]bool{n.cfg.ReplicaGroup: true}
+	groups := []string{n.cfg.ReplicaGroup}
+	for _, m := range n.members.Live() {
+		if !seen[m.ReplicaGroup] {
+			seen[m.ReplicaGroup] = true
+			groups = append(groups, m.ReplicaGroup)
+		}
+	}
+	sort.Strings(groups)
+	out := make([]string, partitions)
+	for p := range out {
+		out[p] = groups[p%len(groups)]
+	}
+	return out
+}
+
+// SetAdvertise changes the advertised Kafka address from the next
+// heartbeat on, for a listener whose port is known only once bound.
+func (n *Node) SetAdvertise(addr string) {
+	n.advertise.Store(&addr)
+	select {
+	case n.roleKick <- struct{}{}:
+	default:
+	}
+}
+
+// SetLogEndOffset installs the function reporting the physical end of the
+// local commit log, published with every heartbeat.
+func (n *Node) SetLogEndOffset(f func() int64) { n.logEnd.Store(&f) }
+
+// Metadata is the cluster metadata store.
+func (n *Node) Metadata() *Metadata { return n.meta }
+
+// Elector is this node's replica group elector.
+func (n *Node) Elector() *Elector { return n.elector }
+
+// Members lists the live members.
+func (n *Node) Members() []Member { return n.members.Live() }
+
+// Leaders lists every replica group's lease holder.
+func (n *Node) Leaders() []GroupLeader { return n.leaders.All() }
+
+// Self is this node's own member record.
+func (n *Node) Self() Member { return n.self() }
+
+// PartitionLeader is the live member leading a partition's replica
+// group and its epoch; false while there is none. For this node's own
+// group the elector decides, not the watched lease: a fenced leader still
+// sees its own last lease in the bucket until another node takes it.
+func (n *Node) PartitionLeader(topic string, partition int32) (Member, uint64, bool) {
+	t, ok := n.meta.Topic(topic)
+	if !ok || partition < 0 || int(partition) >= len(t.Groups) {
+		return Member{}, 0, false
+	}
+	group := t.Groups[partition]
+	gl, ok := n.leaders.Leader(group)
+	if group == n.cfg.ReplicaGroup {
+		// On every produce: no heartbeat record (log end offset) built.
+		if s := n.elector.State(); s.Role == RoleLeader && n.elector.Leading(s.Epoch) {
+			return Member{NodeID: n.cfg.NodeID, Advertise: *n.advertise.Load(), ReplicaGroup: group, Role: s.Role.String(), Epoch: s.Epoch}, s.Epoch, true
+		}
+		if ok && gl.NodeID == n.cfg.NodeID {
+			return Member{}, 0, false
+		}
+	}
+	if !ok {
+		return Member{}, 0, false
+	}
+	for _, m := range n.members.Live() {
+		if m.NodeID == gl.NodeID {
+			return m, gl.Epoch, true
+		}
+	}
+	return Member{}, 0, false
+}
+
+// Close steps down and releases the lease (a follower takes over at
+// once), removes this node's heartbeat, and disconnects. With NATS
+// unreachable the release and the leave are only logged: the lease lapses
+// and the heartbeat ages out as after a crash, which is safe, just slower.
+func (n *Node) Close() {
+	n.closeOnce.Do(func() {
+		n.cancel()
+		n.wg.Wait()
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		defer cancel()
+		if !n.nc.IsConnected() {
+			// Still step down: nothing may act under the lease after Close.
+			ctx, cancel = context.WithCancel(ctx)
+			cancel()
+		}
+		if err := n.elector.Release(ctx); err != nil {
+			n.log.WithError(err).Warn("lease not released: followers take over once it lapses")
+		}
+		if err := n.members.Leave(ctx, n.cfg.NodeID); err != nil {
+			n.log.WithError(err).Warn("membership not left: the heartbeat ages out")
+		}
+		// Disconnect first: ending a watch waits for its subscription to
+		// close, which a cut-off connection would only do after timeouts.
+		if err := n.nc.Drain(); err != nil {
+			n.nc.Close()
+		}
+		n.stopWatches()
+	})
+}
