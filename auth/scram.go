@@ -158,8 +158,12 @@ func (s *scramServer) final(msg []byte) ([]byte, bool, error) {
 	if cf.binding != s.gs2Header {
 		return nil, false, fmt.Errorf("%w: channel binding %q differs from the gs2 header %q", ErrMalformed, cf.binding, s.gs2Header)
 	}
-	if cf.nonce != s.nonce {
-		return nil, false, fmt.Errorf("%w: nonce mismatch", ErrMalformed)
+	// RFC 5802 wants the nonce echoed exactly; librdkafka sends its own
+	// nonce again in front of it. Kafka accepts any nonce ending with the
+	// server's, and so do we: the server's random part still makes the
+	// exchange fresh, and the proof covers the message as sent.
+	if !strings.HasSuffix(cf.nonce, s.nonce) {
+		return nil, false, fmt.Errorf("%w: client-final nonce does not end with the server nonce", ErrMalformed)
 	}
 	h, err := hashFor(s.mechanism)
 	if err != nil {

@@ -21,6 +21,7 @@ type Broker struct {
 	st      storage
 	metrics *metrics
 	pids    *producerIDs
+	guards
 
 	ln      net.Listener
 	adminLn net.Listener
@@ -58,6 +59,9 @@ func Start(cfg Config) (*Broker, error) {
 	if cfg.DataDir == "" {
 		return nil, errors.New("broker: Config.DataDir is required")
 	}
+	if err := cfg.validateLimits(); err != nil {
+		return nil, err
+	}
 	if err := os.MkdirAll(cfg.DataDir, 0o755); err != nil {
 		return nil, fmt.Errorf("broker: create data dir %s: %w", cfg.DataDir, err)
 	}
@@ -83,13 +87,14 @@ func Start(cfg Config) (*Broker, error) {
 		return nil, err
 	}
 	b.metrics = newMetrics(b)
-	if b.ln, err = net.Listen("tcp", cfg.Listen); err != nil {
+	b.initGuards()
+	if b.ln, err = listen(cfg.Listen, cfg.Security.TLS); err != nil {
 		b.st.Close()
 		meta.Close()
 		return nil, fmt.Errorf("broker: listen %s: %w", cfg.Listen, err)
 	}
 	if cfg.Admin != "" {
-		if b.adminLn, err = net.Listen("tcp", cfg.Admin); err != nil {
+		if b.adminLn, err = listen(cfg.Admin, cfg.Security.AdminTLS); err != nil {
 			b.ln.Close()
 			b.st.Close()
 			meta.Close()

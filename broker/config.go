@@ -5,6 +5,7 @@ import (
 
 	"github.com/sirupsen/logrus"
 
+	"github.com/unilog/unilog/auth"
 	"github.com/unilog/unilog/commitlog"
 )
 
@@ -41,13 +42,25 @@ type Config struct {
 	// MaxConnections caps concurrently open client connections; further
 	// connections are closed right after accept. Default 4096.
 	MaxConnections int
-	// ReadTimeout bounds the time to receive one whole request, including
-	// the idle time before it (Kafka's connections.max.idle.ms). Default
-	// 10 minutes; negative disables.
+	// IdleTimeout closes a connection that sends no request for this
+	// long (Kafka's connections.max.idle.ms). Default 10 minutes;
+	// negative disables.
+	IdleTimeout time.Duration
+	// ReadTimeout bounds receiving the rest of a request once its size
+	// has arrived. Default 1 minute; negative disables.
 	ReadTimeout time.Duration
 	// WriteTimeout bounds writing one response. Default 30s; negative
 	// disables.
 	WriteTimeout time.Duration
+	// MaxInflightBytes caps the request bytes held by all connections
+	// together (queued.max.request.bytes); at least MaxRequestBytes.
+	// Default 512 MiB.
+	MaxInflightBytes int64
+	// MaxFetchBytes caps one Fetch response (fetch.max.bytes) whatever the
+	// client asks. Default 55 MiB, as Kafka.
+	MaxFetchBytes int32
+	// Security: TLS, SASL and ACLs (security.go).
+	Security Security
 	// NodeID is this broker's id in Metadata responses.
 	NodeID int32
 	// Logger receives structured logs; nil uses logrus' standard logger.
@@ -59,7 +72,10 @@ const (
 	defaultMaxMessageBytes = 1<<20 + 12
 	defaultMaxRequestBytes = 100 << 20
 	defaultMaxConnections  = 4096
-	defaultReadTimeout     = 10 * time.Minute
+	defaultIdleTimeout     = 10 * time.Minute
+	defaultReadTimeout     = time.Minute
+	defaultInflightBytes   = 512 << 20
+	defaultMaxFetchBytes   = 55 << 20
 	defaultWriteTimeout    = 30 * time.Second
 )
 
@@ -78,6 +94,18 @@ func (c Config) withDefaults() Config {
 	}
 	if c.MaxConnections <= 0 {
 		c.MaxConnections = defaultMaxConnections
+	}
+	if c.IdleTimeout == 0 {
+		c.IdleTimeout = defaultIdleTimeout
+	}
+	if c.MaxInflightBytes <= 0 {
+		c.MaxInflightBytes = max(defaultInflightBytes, int64(c.MaxRequestBytes))
+	}
+	if c.MaxFetchBytes <= 0 {
+		c.MaxFetchBytes = defaultMaxFetchBytes
+	}
+	if len(c.Security.SASLMechanisms) == 0 && c.Security.Credentials != nil {
+		c.Security.SASLMechanisms = auth.Mechanisms
 	}
 	if c.ReadTimeout == 0 {
 		c.ReadTimeout = defaultReadTimeout

@@ -29,6 +29,9 @@ type conn struct {
 
 	buf []byte // response buffer, reused
 
+	held int64    // in-flight bytes reserved for the current frame
+	auth connAuth // SASL state and principal
+
 	// ctx bounds the waits of this connection's requests (long polls,
 	// durability); a connection's requests otherwise end with the broker.
 	ctx context.Context
@@ -57,8 +60,8 @@ func (c *conn) armRead() bool {
 	default:
 	}
 	var d time.Time
-	if c.b.cfg.ReadTimeout > 0 {
-		d = time.Now().Add(c.b.cfg.ReadTimeout)
+	if c.b.cfg.IdleTimeout > 0 {
+		d = time.Now().Add(c.b.cfg.IdleTimeout)
 	}
 	c.nc.SetReadDeadline(d)
 	return true
@@ -74,6 +77,7 @@ func (c *conn) serve() {
 			return
 		}
 		out, err := c.handle(frame)
+		c.releaseFrame()
 		if err != nil {
 			c.logDrop(err)
 			return
@@ -89,6 +93,7 @@ func (c *conn) serve() {
 			return
 		}
 		c.b.metrics.bytesOut.Add(float64(len(out)))
+		c.trimBuffer()
 	}
 }
 
@@ -102,14 +107,18 @@ func (c *conn) readFrame() ([]byte, error) {
 		return nil, err
 	}
 	n := int32(binary.BigEndian.Uint32(size[:]))
-	if n < minRequestHeader {
+	if n < minRequestHeader && !c.auth.raw {
 		return nil, fmt.Errorf("%w: request size %d is below the %d byte header", errFrame, n, minRequestHeader)
 	}
 	if n > c.b.cfg.MaxRequestBytes {
 		return nil, fmt.Errorf("%w: request size %d exceeds max request size %d", errFrame, n, c.b.cfg.MaxRequestBytes)
 	}
+	if err := c.acquireFrame(n); err != nil {
+		return nil, err
+	}
 	frame := make([]byte, n)
 	if _, err := io.ReadFull(c.r, frame); err != nil {
+		c.releaseFrame()
 		if errors.Is(err, io.EOF) {
 			err = io.ErrUnexpectedEOF
 		}
