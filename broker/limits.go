@@ -146,3 +146,17 @@ func (c *conn) limitRequest(req kmsg.Request) {
 		}
 	}
 }
+
+// waiting is the number of frames waiting for budget.
+func (bb *byteBudget) waiting() int {
+	bb.mu.Lock()
+	defer bb.mu.Unlock()
+	return len(bb.waiters)
+}
+
+// available is the budget not reserved.
+func (bb *byteBudget) available() int64 {
+	bb.mu.Lock()
+	defer bb.mu.Unlock()
+	return bb.avail
+}

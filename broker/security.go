@@ -113,5 +113,12 @@ func (b *Broker) initGuards() {
 			Namespace: "unilog", Name: "authorization_denials_total", Help: "Topic and group accesses refused by the ACL, by operation.",
 		}, []string{"operation"}),
 	}
-	b.metrics.reg.MustRegister(b.secMetrics.logins, b.secMetrics.denials, b.readOnlyGauge())
+	b.metrics.reg.MustRegister(b.secMetrics.logins, b.secMetrics.denials, b.readOnlyGauge(),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Namespace: "unilog", Name: "inflight_request_bytes", Help: "Request bytes reserved by connections (limit: max in-flight bytes).",
+		}, func() float64 { return float64(b.cfg.MaxInflightBytes - b.inflight.available()) }),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Namespace: "unilog", Name: "requests_waiting_for_memory", Help: "Requests whose bytes wait for the in-flight budget.",
+		}, func() float64 { return float64(b.inflight.waiting()) }),
+	)
 }
