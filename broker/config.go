@@ -5,7 +5,6 @@ import (
 
 	"github.com/sirupsen/logrus"
 
-	"github.com/unilog/unilog/auth"
 	"github.com/unilog/unilog/commitlog"
 )
 
@@ -59,8 +58,9 @@ type Config struct {
 	// MaxFetchBytes caps one Fetch response (fetch.max.bytes) whatever the
 	// client asks. Default 55 MiB, as Kafka.
 	MaxFetchBytes int32
-	// Security: TLS, SASL and ACLs (security.go).
-	Security Security
+	// Security: TLS, SASL and ACLs (security.go); nil is a plaintext,
+	// unauthenticated listener allowing everything.
+	Security *Security
 	// NodeID is this broker's id in Metadata responses.
 	NodeID int32
 	// Logger receives structured logs; nil uses logrus' standard logger.
@@ -104,9 +104,7 @@ func (c Config) withDefaults() Config {
 	if c.MaxFetchBytes <= 0 {
 		c.MaxFetchBytes = defaultMaxFetchBytes
 	}
-	if len(c.Security.SASLMechanisms) == 0 && c.Security.Credentials != nil {
-		c.Security.SASLMechanisms = auth.Mechanisms
-	}
+	c.Security = c.Security.withDefaults()
 	if c.ReadTimeout == 0 {
 		c.ReadTimeout = defaultReadTimeout
 	}

@@ -42,6 +42,7 @@ func testConfig(t testing.TB, dir string) Config {
 		Admin:    "127.0.0.1:0",
 		FileSize: 8 << 20,
 		Logger:   testLogger(t),
+		Security: &Security{},
 	}
 }
 

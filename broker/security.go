@@ -41,6 +41,19 @@ type Authorizer interface {
 // presented a verified client certificate (Kafka's name for it).
 const anonymous = "ANONYMOUS"
 
+// withDefaults returns a copy with the defaults filled in, so the
+// caller's value is never changed under it.
+func (s *Security) withDefaults() *Security {
+	out := &Security{}
+	if s != nil {
+		*out = *s
+	}
+	if out.Credentials != nil && len(out.SASLMechanisms) == 0 {
+		out.SASLMechanisms = auth.Mechanisms
+	}
+	return out
+}
+
 // validateLimits refuses settings that could never serve a request.
 func (c Config) validateLimits() error {
 	if c.MaxInflightBytes < int64(c.MaxRequestBytes) {

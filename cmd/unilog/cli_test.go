@@ -21,6 +21,7 @@ func testApp(stdin io.Reader, stdout, stderr *syncBuffer) *cli.App {
 			topicCommand(),
 			produceCommand(),
 			consumeCommand(),
+			userCommand(),
 		},
 		Reader:         stdin,
 		Writer:         stdout,

@@ -19,6 +19,7 @@ func main() {
 			consumeCommand(),
 			inspectCommand(),
 			benchCommand(),
+			userCommand(),
 		},
 	}
 	if err := app.Run(os.Args); err != nil {
