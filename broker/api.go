@@ -83,6 +83,8 @@ func reqErr(key, version int16, format string, args ...any) error {
 // handler and returns the encoded response frame, or nil for no response.
 // An error means the connection must be closed.
 func (c *conn) handle(frame []byte) ([]byte, error) {
+	// The frame is dead once handled: its bytes go back to the budget.
+	defer c.releaseFrame()
 	if c.auth.raw {
 		return c.handleRawSASL(frame)
 	}

@@ -77,7 +77,6 @@ func (c *conn) serve() {
 			return
 		}
 		out, err := c.handle(frame)
-		c.releaseFrame()
 		if err != nil {
 			c.logDrop(err)
 			return
@@ -107,8 +106,8 @@ func (c *conn) readFrame() ([]byte, error) {
 		return nil, err
 	}
 	n := int32(binary.BigEndian.Uint32(size[:]))
-	if n < minRequestHeader && !c.auth.raw {
-		return nil, fmt.Errorf("%w: request size %d is below the %d byte header", errFrame, n, minRequestHeader)
+	if n < c.minFrame() {
+		return nil, fmt.Errorf("%w: request size %d is below the %d byte minimum", errFrame, n, c.minFrame())
 	}
 	if n > c.b.cfg.MaxRequestBytes {
 		return nil, fmt.Errorf("%w: request size %d exceeds max request size %d", errFrame, n, c.b.cfg.MaxRequestBytes)

@@ -66,6 +66,15 @@ func (b *Broker) handleSaslAuthenticate(_ context.Context, c *conn, kreq kmsg.Re
 	return resp, nil
 }
 
+// minFrame is the smallest valid frame: a request header, or one token
+// byte in the v0 flow.
+func (c *conn) minFrame() int32 {
+	if c.auth.raw {
+		return 1
+	}
+	return minRequestHeader
+}
+
 // handleRawSASL answers one bare token of the v0 flow; an error closes the
 // connection, which is how that flow reports a failed login.
 func (c *conn) handleRawSASL(token []byte) ([]byte, error) {
