@@ -253,13 +253,14 @@ func splitDescribeConfigs(rs []kmsg.DescribeConfigsRequestResource, allow func(s
 
 // authorizeMetadata follows Kafka: asking for all topics lists only those
 // the principal can see; a named topic it cannot see is answered with
-// TOPIC_AUTHORIZATION_FAILED whether it exists or not, and is never
-// auto-created.
+// TOPIC_AUTHORIZATION_FAILED whether it exists or not. A missing topic is
+// auto-created only for a principal that may produce to or administer it;
+// for others it is UNKNOWN_TOPIC_OR_PARTITION (Kafka asks for Create).
 func (c *conn) authorizeMetadata(r *kmsg.MetadataRequest, run func() (kmsg.Response, error), p string) (kmsg.Response, error) {
 	b := c.b
 	see := func(t string) bool { return b.describable(p, t) }
 	explicit := r.Topics != nil && (r.Version > 0 || len(r.Topics) > 0)
-	var out []kmsg.MetadataRequestTopic
+	var out, missing []kmsg.MetadataRequestTopic
 	asked := make(map[string]bool)
 	if explicit {
 		name := func(t kmsg.MetadataRequestTopic) string {
@@ -269,6 +270,10 @@ func (c *conn) authorizeMetadata(r *kmsg.MetadataRequest, run func() (kmsg.Respo
 			return b.topicNameByID(t.TopicID)
 		}
 		r.Topics, out = splitByName(r.Topics, name, see)
+		r.Topics, missing = splitByName(r.Topics, name, func(t string) bool {
+			_, exists := b.meta.Topic(t)
+			return exists || b.cfg.Security.ACL.Allow(p, auth.Produce, t) || b.cfg.Security.ACL.Allow(p, auth.Admin, t)
+		})
 		if r.Topics == nil {
 			// Still a list: nil would ask for every topic.
 			r.Topics = []kmsg.MetadataRequestTopic{}
@@ -290,10 +295,13 @@ func (c *conn) authorizeMetadata(r *kmsg.MetadataRequest, run func() (kmsg.Respo
 		}
 	}
 	mr.Topics = kept
-	for _, t := range out {
+	for i, t := range append(out, missing...) {
 		mt := kmsg.NewMetadataResponseTopic()
 		mt.Topic, mt.TopicID = t.Topic, t.TopicID
 		mt.ErrorCode = kerr.TopicAuthorizationFailed.Code
+		if i >= len(out) {
+			mt.ErrorCode = kerr.UnknownTopicOrPartition.Code
+		}
 		mr.Topics = append(mr.Topics, mt)
 	}
 	b.secMetrics.denials.WithLabelValues("describe").Add(float64(len(out)))

@@ -49,9 +49,9 @@ func (c *conn) interruptRead() {
 	c.nc.SetReadDeadline(time.Now())
 }
 
-// armRead sets the idle/read deadline for the next request, or reports that
-// the broker is closing.
-func (c *conn) armRead() bool {
+// armRead sets the read deadline timeout from now (none if not positive),
+// or reports that the broker is closing, whose interruptRead it must not undo.
+func (c *conn) armRead(timeout time.Duration) bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	select {
@@ -60,8 +60,8 @@ func (c *conn) armRead() bool {
 	default:
 	}
 	var d time.Time
-	if c.b.cfg.IdleTimeout > 0 {
-		d = time.Now().Add(c.b.cfg.IdleTimeout)
+	if timeout > 0 {
+		d = time.Now().Add(timeout)
 	}
 	c.nc.SetReadDeadline(d)
 	return true
@@ -70,7 +70,7 @@ func (c *conn) armRead() bool {
 func (c *conn) serve() {
 	defer c.b.unregister(c)
 	defer c.nc.Close()
-	for c.armRead() {
+	for c.armRead(c.b.cfg.IdleTimeout) {
 		frame, err := c.readFrame()
 		if err != nil {
 			c.logReadError(err)

@@ -12,7 +12,6 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
-	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
 // smallDisk is a place that can be made full and given space again.
@@ -149,20 +148,7 @@ func testDiskFullReadOnly(t *testing.T, disk smallDisk) {
 
 	value := strings.Repeat("x", 64<<10)
 	produce := func(i int) (int16, *string) {
-		req := kmsg.NewPtrProduceRequest()
-		req.Acks = -1
-		req.TimeoutMillis = 30000
-		rt := kmsg.NewProduceRequestTopic()
-		rt.Topic = "full"
-		rp := kmsg.NewProduceRequestTopicPartition()
-		rp.Records = rawBatch(-1, -1, -1, fmt.Sprintf("%06d%s", i, value))
-		rt.Partitions = append(rt.Partitions, rp)
-		req.Topics = append(req.Topics, rt)
-		resp, err := req.RequestWith(testCtx(t), cl)
-		if err != nil {
-			t.Fatal(err)
-		}
-		p := resp.Topics[0].Partitions[0]
+		p := rawProduce(t, cl, "full", 0, rawBatch(-1, -1, -1, fmt.Sprintf("%06d%s", i, value)))
 		return p.ErrorCode, p.ErrorMessage
 	}
 	acked := 0

@@ -3,7 +3,6 @@ package broker
 import (
 	"fmt"
 	"sync"
-	"time"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
@@ -106,18 +105,8 @@ func (c *conn) acquireFrame(n int32) error {
 		return fmt.Errorf("%w: broker closing while request waited for memory", errFrame)
 	}
 	c.held = int64(n)
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	select {
-	case <-c.b.closing:
-		// interruptRead already ran; do not undo its deadline.
-	default:
-		var d time.Time
-		if c.b.cfg.ReadTimeout > 0 {
-			d = time.Now().Add(c.b.cfg.ReadTimeout)
-		}
-		c.nc.SetReadDeadline(d)
-	}
+	// When closing, interruptRead's deadline stays and ends the read.
+	c.armRead(c.b.cfg.ReadTimeout)
 	return nil
 }
 

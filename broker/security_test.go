@@ -348,37 +348,10 @@ func userClient(t *testing.T, b *Broker, user string) *kgo.Client {
 func TestACLProduceAndConsume(t *testing.T) {
 	b := aclBroker(t)
 	produce := func(user, topic string) int16 {
-		req := kmsg.NewPtrProduceRequest()
-		req.Acks = -1
-		req.TimeoutMillis = 10000
-		rt := kmsg.NewProduceRequestTopic()
-		rt.Topic = topic
-		rp := kmsg.NewProduceRequestTopicPartition()
-		rp.Records = rawBatch(-1, -1, -1, "v")
-		rt.Partitions = append(rt.Partitions, rp)
-		req.Topics = append(req.Topics, rt)
-		resp, err := req.RequestWith(testCtx(t), userClient(t, b, user))
-		if err != nil {
-			t.Fatal(err)
-		}
-		return resp.Topics[0].Partitions[0].ErrorCode
+		return rawProduce(t, userClient(t, b, user), topic, 0, rawBatch(-1, -1, -1, "v")).ErrorCode
 	}
 	fetch := func(user, topic string) int16 {
-		req := kmsg.NewPtrFetchRequest()
-		req.MaxWaitMillis = 5000
-		req.MinBytes = 1
-		req.MaxBytes = 1 << 20
-		rt := kmsg.NewFetchRequestTopic()
-		rt.Topic = topic
-		rp := kmsg.NewFetchRequestTopicPartition()
-		rp.PartitionMaxBytes = 1 << 20
-		rt.Partitions = append(rt.Partitions, rp)
-		req.Topics = append(req.Topics, rt)
-		resp, err := req.RequestWith(testCtx(t), userClient(t, b, user))
-		if err != nil {
-			t.Fatal(err)
-		}
-		return resp.Topics[0].Partitions[0].ErrorCode
+		return rawFetch(t, userClient(t, b, user), topic, 0, 0, 0).ErrorCode
 	}
 	denied := kerr.TopicAuthorizationFailed.Code
 	for _, tc := range []struct {
@@ -529,5 +502,41 @@ func TestUnknownAPIFailsClosedUnderACL(t *testing.T) {
 	}, hb)
 	if err != nil || resp.(*kmsg.HeartbeatResponse).ErrorCode != kerr.ClusterAuthorizationFailed.Code {
 		t.Fatalf("heartbeat: %+v %v", resp, err)
+	}
+}
+
+// TestACLAutoCreate: Metadata auto-creates a missing topic only for a
+// principal that may produce to or administer it.
+func TestACLAutoCreate(t *testing.T) {
+	acl, err := auth.ParseACL([]byte(testACL))
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := saslBroker(t, func(c *Config) {
+		c.Security.ACL = acl
+		c.AutoCreateTopics = true
+	})
+	for _, tc := range []struct {
+		user, topic string
+		want        int16
+	}{
+		{"carol", "public-new", kerr.UnknownTopicOrPartition.Code},
+		{"alice", "alice-new", 0},
+	} {
+		req := kmsg.NewPtrMetadataRequest()
+		req.AllowAutoTopicCreation = true
+		rt := kmsg.NewMetadataRequestTopic()
+		rt.Topic = kmsg.StringPtr(tc.topic)
+		req.Topics = append(req.Topics, rt)
+		resp, err := req.RequestWith(testCtx(t), userClient(t, b, tc.user))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := resp.Topics[0].ErrorCode; got != tc.want {
+			t.Errorf("%s metadata %s: %v, want %v", tc.user, tc.topic, kerr.ErrorForCode(got), kerr.ErrorForCode(tc.want))
+		}
+		if _, exists := b.meta.Topic(tc.topic); exists != (tc.want == 0) {
+			t.Errorf("%s metadata %s: topic exists=%v", tc.user, tc.topic, exists)
+		}
 	}
 }
