@@ -5,10 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"slices"
 	"strings"
 
 	"github.com/urfave/cli/v2"
+	"golang.org/x/term"
 
 	"github.com/unilog/unilog/auth"
 )
@@ -26,8 +28,9 @@ documented in go doc ./auth.`,
 				Name:      "add",
 				Usage:     "add a user or change its password",
 				ArgsUsage: "NAME",
-				Description: `The password is read from the first line of stdin unless --password is given
-(stdin keeps it out of the process list and shell history):
+				Description: `The password is read from the first line of stdin (prompted without echo on a
+terminal) unless --password is given; stdin keeps it out of the process list and
+shell history:
 
     printf '%s\n' "$PW" | unilog user add --users users.txt alice`,
 				Flags: []cli.Flag{
@@ -70,7 +73,7 @@ func runUserAdd(c *cli.Context) error {
 	}
 	password := c.String("password")
 	if !c.IsSet("password") {
-		if password, err = readPassword(c.App.Reader); err != nil {
+		if password, err = readPassword(c.App.Reader, c.App.ErrWriter); err != nil {
 			return err
 		}
 	}
@@ -99,7 +102,18 @@ func runUserAdd(c *cli.Context) error {
 	return nil
 }
 
-func readPassword(r io.Reader) (string, error) {
+// readPassword reads the first line of r; from a terminal it prompts and
+// does not echo.
+func readPassword(r io.Reader, prompt io.Writer) (string, error) {
+	if f, ok := r.(*os.File); ok && term.IsTerminal(int(f.Fd())) {
+		fmt.Fprint(prompt, "password: ")
+		pw, err := term.ReadPassword(int(f.Fd()))
+		fmt.Fprintln(prompt)
+		if err != nil {
+			return "", fmt.Errorf("read password: %w", err)
+		}
+		return string(pw), nil
+	}
 	line, err := bufio.NewReader(r).ReadString('\n')
 	if err != nil && !errors.Is(err, io.EOF) {
 		return "", fmt.Errorf("read password from stdin: %w", err)
