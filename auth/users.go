@@ -93,13 +93,14 @@ func (u *Users) Marshal() []byte {
 	var b bytes.Buffer
 	fmt.Fprintf(&b, "%s %d\n", usersMagic, usersVersion)
 	b64 := base64.StdEncoding.EncodeToString
-	users := make([]string, 0, len(u.creds))
-	for user := range u.creds {
+	list := u.List()
+	users := make([]string, 0, len(list))
+	for user := range list {
 		users = append(users, user)
 	}
 	slices.Sort(users)
 	for _, user := range users {
-		for _, m := range u.List()[user] {
+		for _, m := range list[user] {
 			c := u.creds[user][m]
 			fmt.Fprintf(&b, "user %s %s %d %s %s %s\n", user, m, c.Iterations, b64(c.Salt), b64(c.StoredKey), b64(c.ServerKey))
 		}
