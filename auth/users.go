@@ -62,15 +62,24 @@ func (u *Users) Delete(user string) bool {
 	return ok
 }
 
-// List returns the users, sorted, each with its mechanisms, sorted.
-func (u *Users) List() map[string][]string {
-	out := make(map[string][]string, len(u.creds))
+// UserMechanisms is one user and the mechanisms it has credentials for.
+type UserMechanisms struct {
+	Name       string
+	Mechanisms []string
+}
+
+// List returns the users sorted by name, each with its mechanisms sorted.
+func (u *Users) List() []UserMechanisms {
+	out := make([]UserMechanisms, 0, len(u.creds))
 	for user, byMech := range u.creds {
+		um := UserMechanisms{Name: user}
 		for m := range byMech {
-			out[user] = append(out[user], m)
+			um.Mechanisms = append(um.Mechanisms, m)
 		}
-		slices.Sort(out[user])
+		slices.Sort(um.Mechanisms)
+		out = append(out, um)
 	}
+	slices.SortFunc(out, func(a, b UserMechanisms) int { return strings.Compare(a.Name, b.Name) })
 	return out
 }
 
@@ -93,16 +102,10 @@ func (u *Users) Marshal() []byte {
 	var b bytes.Buffer
 	fmt.Fprintf(&b, "%s %d\n", usersMagic, usersVersion)
 	b64 := base64.StdEncoding.EncodeToString
-	list := u.List()
-	users := make([]string, 0, len(list))
-	for user := range list {
-		users = append(users, user)
-	}
-	slices.Sort(users)
-	for _, user := range users {
-		for _, m := range list[user] {
-			c := u.creds[user][m]
-			fmt.Fprintf(&b, "user %s %s %d %s %s %s\n", user, m, c.Iterations, b64(c.Salt), b64(c.StoredKey), b64(c.ServerKey))
+	for _, um := range u.List() {
+		for _, m := range um.Mechanisms {
+			c := u.creds[um.Name][m]
+			fmt.Fprintf(&b, "user %s %s %d %s %s %s\n", um.Name, m, c.Iterations, b64(c.Salt), b64(c.StoredKey), b64(c.ServerKey))
 		}
 	}
 	fmt.Fprintf(&b, "crc32c %08x\n", crc32.Checksum(b.Bytes(), castagnoli))

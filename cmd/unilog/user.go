@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"slices"
 	"strings"
 
 	"github.com/urfave/cli/v2"
@@ -145,14 +144,8 @@ func runUserList(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	list := users.List()
-	names := make([]string, 0, len(list))
-	for n := range list {
-		names = append(names, n)
-	}
-	slices.Sort(names)
-	for _, n := range names {
-		fmt.Fprintf(c.App.Writer, "%s\t%s\n", n, strings.Join(list[n], ","))
+	for _, um := range users.List() {
+		fmt.Fprintf(c.App.Writer, "%s\t%s\n", um.Name, strings.Join(um.Mechanisms, ","))
 	}
 	return nil
 }
