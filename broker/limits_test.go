@@ -2,9 +2,11 @@ package broker
 
 import (
 	"encoding/binary"
+	"strings"
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
@@ -117,5 +119,25 @@ func TestMaxInflightBelowRequestSizeRefused(t *testing.T) {
 	if b, err := Start(cfg); err == nil {
 		b.Close()
 		t.Fatal("Start accepted an in-flight budget smaller than one request")
+	}
+}
+
+// TestFetchCappedByMaxFetchBytes: a client asking for more than
+// MaxFetchBytes gets at most that (and always the first batch whole).
+func TestFetchCappedByMaxFetchBytes(t *testing.T) {
+	cfg := testConfig(t, t.TempDir())
+	cfg.MaxFetchBytes = 1000
+	b := startBroker(t, cfg)
+	cl := newClient(t, b.Addr())
+	createTopic(t, cl, "capped", 1)
+	value := strings.Repeat("v", 600)
+	for i := 0; i < 3; i++ {
+		if p := rawProduce(t, cl, "capped", 0, rawBatch(-1, -1, -1, value)); p.ErrorCode != 0 {
+			t.Fatalf("produce: %v", kerr.ErrorForCode(p.ErrorCode))
+		}
+	}
+	got := batches(t, rawFetch(t, cl, "capped", 0, 0, 0).RecordBatches)
+	if len(got) != 1 {
+		t.Fatalf("fetch under a 1000-byte cap returned %d batches of ~660 bytes, want 1", len(got))
 	}
 }
