@@ -100,7 +100,7 @@ func Start(cfg Config) (*Broker, error) {
 			meta.Close()
 			return nil, fmt.Errorf("broker: listen admin %s: %w", cfg.Admin, err)
 		}
-		b.admin = &http.Server{Handler: b.adminHandler(), ReadHeaderTimeout: 10 * time.Second}
+		b.admin = &http.Server{Handler: b.adminHandler(), ReadHeaderTimeout: 10 * time.Second, ErrorLog: httpErrorLog(b.log)}
 		b.loopWG.Add(1)
 		go func() {
 			defer b.loopWG.Done()

@@ -2,7 +2,11 @@ package broker
 
 import (
 	"crypto/tls"
+	"log"
 	"net"
+	"strings"
+
+	"github.com/sirupsen/logrus"
 )
 
 // listen opens a TCP listener on addr, serving TLS when cfg is set. The
@@ -14,4 +18,18 @@ func listen(addr string, cfg *tls.Config) (net.Listener, error) {
 		return ln, err
 	}
 	return tls.NewListener(ln, cfg), nil
+}
+
+// httpErrorLog routes the admin server's own errors (failed TLS
+// handshakes, mostly) to the structured log instead of the standard
+// logger's stderr.
+func httpErrorLog(l logrus.FieldLogger) *log.Logger {
+	return log.New(logWriter{l.WithField("component", "admin")}, "", 0)
+}
+
+type logWriter struct{ l logrus.FieldLogger }
+
+func (w logWriter) Write(p []byte) (int, error) {
+	w.l.Warn(strings.TrimSpace(string(p)))
+	return len(p), nil
 }
