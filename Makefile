@@ -5,7 +5,7 @@ LISTEN   ?= 127.0.0.1:9092
 ADMIN    ?= 127.0.0.1:9644
 GOFILES   = $(shell git ls-files '*.go' 2>/dev/null || find . -name '*.go' -not -path './vendor/*')
 
-.PHONY: all build run test test-deps lint bench bench-report clean
+.PHONY: all build run test test-deps lint fuzz bench bench-report clean
 
 all: build
 
@@ -22,9 +22,26 @@ test-deps:
 		echo "installing kcat"; \
 		(apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq kcat) >/dev/null; }
 
-## test: lint, then every test under the race detector
+## test: lint, every test under the race detector, then a short pass of
+## every fuzz target (FUZZTIME_CI each)
+FUZZTIME_CI ?= 2s
+
 test: test-deps lint
 	$(GO) test -race -timeout 20m ./...
+	$(MAKE) fuzz FUZZTIME=$(FUZZTIME_CI)
+
+## fuzz: run every fuzz target in the repository for FUZZTIME each (go test
+## runs one target at a time); new crashers land in the package's
+## testdata/fuzz/<target>/ and stay as regression seeds
+FUZZTIME ?= 1m
+
+fuzz:
+	@set -e; for pkg in $$($(GO) list ./...); do \
+		for target in $$($(GO) test -list '^Fuzz' $$pkg | grep '^Fuzz' || true); do \
+			echo "fuzz $$pkg $$target ($(FUZZTIME))"; \
+			$(GO) test -run '^$$' -fuzz "^$$target$$" -fuzztime $(FUZZTIME) $$pkg; \
+		done; \
+	done
 
 lint:
 	$(GO) vet ./...

@@ -55,6 +55,8 @@ func init() {
 		{int16(kmsg.DescribeGroups), 0, 5, (*Broker).handleDescribeGroups},
 		{int16(kmsg.DeleteGroups), 0, 2, (*Broker).handleDeleteGroups},
 		{int16(kmsg.OffsetDelete), 0, 0, (*Broker).handleOffsetDelete},
+		{int16(kmsg.SASLHandshake), 0, 1, (*Broker).handleSaslHandshake},
+		{int16(kmsg.SASLAuthenticate), 0, 2, (*Broker).handleSaslAuthenticate},
 	}
 }
 
@@ -92,6 +94,11 @@ func reqErr(key, version int16, format string, args ...any) error {
 // handler and returns the encoded response frame, or nil for no response.
 // An error means the connection must be closed.
 func (c *conn) handle(frame []byte) ([]byte, error) {
+	// The frame is dead once handled: its bytes go back to the budget.
+	defer c.releaseFrame()
+	if c.auth.raw {
+		return c.handleRawSASL(frame)
+	}
 	r := kbin.Reader{Src: frame}
 	key := r.Int16()
 	version := r.Int16()
@@ -101,6 +108,9 @@ func (c *conn) handle(frame []byte) ([]byte, error) {
 	}
 	if !r.Ok() {
 		return nil, reqErr(key, version, "truncated request header")
+	}
+	if !c.admitted(key) {
+		return nil, reqErr(key, version, "request before SASL authentication")
 	}
 	req := kmsg.RequestForKey(key)
 	if req == nil {
@@ -135,7 +145,8 @@ func (c *conn) handle(frame []byte) ([]byte, error) {
 		return c.encode(corr, resp), nil
 	}
 	start := time.Now()
-	resp, err := spec.handle(c.b, c.ctx, c, req)
+	c.limitRequest(req)
+	resp, err := c.serveAuthorized(spec.handle, req)
 	c.b.metrics.observe(key, time.Since(start))
 	if err != nil {
 		return nil, reqErr(key, version, "%v", err)
@@ -167,6 +178,13 @@ func (c *conn) encode(corr int32, resp kmsg.Response) []byte {
 // response without a top-level error code cannot carry the error, and the
 // connection is closed, as Kafka does.
 func unsupportedResponse(req kmsg.Request) (kmsg.Response, error) {
+	return errorResponse(req, kerr.UnsupportedVersion)
+}
+
+// errorResponse answers req with code in the response's top-level error
+// code (per coordinator key for FindCoordinator v4+); an error when the
+// response has nowhere to carry it.
+func errorResponse(req kmsg.Request, code *kerr.Error) (kmsg.Response, error) {
 	resp := req.ResponseKind()
 	resp.SetVersion(req.GetVersion())
 	if fc, ok := req.(*kmsg.FindCoordinatorRequest); ok && fc.Version >= 4 {
@@ -176,21 +194,21 @@ func unsupportedResponse(req kmsg.Request) (kmsg.Response, error) {
 			rc.Key = k
 			rc.NodeID = -1
 			rc.Port = -1
-			rc.ErrorCode = kerr.UnsupportedVersion.Code
+			rc.ErrorCode = code.Code
 			out.Coordinators = append(out.Coordinators, rc)
 		}
 		return out, nil
 	}
 	f := reflect.ValueOf(resp).Elem().FieldByName("ErrorCode")
 	if !f.IsValid() || f.Kind() != reflect.Int16 {
-		return nil, reqErr(req.Key(), req.GetVersion(), "unsupported api or version and its response has no error code to carry UNSUPPORTED_VERSION")
+		return nil, reqErr(req.Key(), req.GetVersion(), "its response has no error code to carry %s", code.Message)
 	}
 	// Whether this version carries the field shows in the encoding: the
 	// bytes differ with and without the error only if it is encoded.
 	without := resp.AppendTo(nil)
-	f.SetInt(int64(kerr.UnsupportedVersion.Code))
+	f.SetInt(int64(code.Code))
 	if string(resp.AppendTo(nil)) == string(without) {
-		return nil, reqErr(req.Key(), req.GetVersion(), "unsupported api or version and response version %d has no error code to carry UNSUPPORTED_VERSION", req.GetVersion())
+		return nil, reqErr(req.Key(), req.GetVersion(), "response version %d has no error code to carry %s", req.GetVersion(), code.Message)
 	}
 	return resp, nil
 }

@@ -25,6 +25,7 @@ type Broker struct {
 	st      storage
 	metrics *metrics
 	pids    *producerIDs
+	guards
 	// groups is the group coordinator, set once the committed offsets are
 	// loaded (the commit log's retention floor reads it before).
 	groups atomic.Pointer[group.Coordinator]
@@ -65,6 +66,9 @@ func Start(cfg Config) (*Broker, error) {
 	if cfg.DataDir == "" {
 		return nil, errors.New("broker: Config.DataDir is required")
 	}
+	if err := cfg.validateLimits(); err != nil {
+		return nil, err
+	}
 	if err := os.MkdirAll(cfg.DataDir, 0o755); err != nil {
 		return nil, fmt.Errorf("broker: create data dir %s: %w", cfg.DataDir, err)
 	}
@@ -104,19 +108,20 @@ func Start(cfg Config) (*Broker, error) {
 		return nil, err
 	}
 	b.metrics = newMetrics(b)
-	if b.ln, err = net.Listen("tcp", cfg.Listen); err != nil {
+	b.initGuards()
+	if b.ln, err = listen(cfg.Listen, cfg.Security.TLS); err != nil {
 		b.st.Close()
 		meta.Close()
 		return nil, fmt.Errorf("broker: listen %s: %w", cfg.Listen, err)
 	}
 	if cfg.Admin != "" {
-		if b.adminLn, err = net.Listen("tcp", cfg.Admin); err != nil {
+		if b.adminLn, err = listen(cfg.Admin, cfg.Security.AdminTLS); err != nil {
 			b.ln.Close()
 			b.st.Close()
 			meta.Close()
 			return nil, fmt.Errorf("broker: listen admin %s: %w", cfg.Admin, err)
 		}
-		b.admin = &http.Server{Handler: b.adminHandler(), ReadHeaderTimeout: 10 * time.Second}
+		b.admin = &http.Server{Handler: b.adminHandler(), ReadHeaderTimeout: 10 * time.Second, ErrorLog: httpErrorLog(b.log)}
 		b.loopWG.Add(1)
 		go func() {
 			defer b.loopWG.Done()

@@ -45,9 +45,12 @@ type Config struct {
 	// MaxConnections caps concurrently open client connections; further
 	// connections are closed right after accept. Default 4096.
 	MaxConnections int
-	// ReadTimeout bounds the time to receive one whole request, including
-	// the idle time before it (Kafka's connections.max.idle.ms). Default
-	// 10 minutes; negative disables.
+	// IdleTimeout closes a connection that sends no request for this
+	// long (Kafka's connections.max.idle.ms). Default 10 minutes;
+	// negative disables.
+	IdleTimeout time.Duration
+	// ReadTimeout bounds receiving the rest of a request once its size
+	// has arrived. Default 1 minute; negative disables.
 	ReadTimeout time.Duration
 	// WriteTimeout bounds writing one response. Default 30s; negative
 	// disables.
@@ -55,6 +58,16 @@ type Config struct {
 	// GroupMinSessionTimeout is the shortest session timeout a group
 	// member may ask for (group.min.session.timeout.ms). Default 6s.
 	GroupMinSessionTimeout time.Duration
+	// MaxInflightBytes caps the request bytes held by all connections
+	// together (queued.max.request.bytes); at least MaxRequestBytes.
+	// Default 512 MiB.
+	MaxInflightBytes int64
+	// MaxFetchBytes caps one Fetch response (fetch.max.bytes) whatever the
+	// client asks. Default 55 MiB, as Kafka.
+	MaxFetchBytes int32
+	// Security: TLS, SASL and ACLs (security.go); nil is a plaintext,
+	// unauthenticated listener allowing everything.
+	Security *Security
 	// NodeID is this broker's id in Metadata responses.
 	NodeID int32
 	// Metadata, when set, replaces the metadata file in DataDir (the
@@ -72,7 +85,10 @@ const (
 	defaultMaxMessageBytes = 1<<20 + 12
 	defaultMaxRequestBytes = 100 << 20
 	defaultMaxConnections  = 4096
-	defaultReadTimeout     = 10 * time.Minute
+	defaultIdleTimeout     = 10 * time.Minute
+	defaultReadTimeout     = time.Minute
+	defaultInflightBytes   = 512 << 20
+	defaultMaxFetchBytes   = 55 << 20
 	defaultWriteTimeout    = 30 * time.Second
 )
 
@@ -92,6 +108,16 @@ func (c Config) withDefaults() Config {
 	if c.MaxConnections <= 0 {
 		c.MaxConnections = defaultMaxConnections
 	}
+	if c.IdleTimeout == 0 {
+		c.IdleTimeout = defaultIdleTimeout
+	}
+	if c.MaxInflightBytes <= 0 {
+		c.MaxInflightBytes = max(defaultInflightBytes, int64(c.MaxRequestBytes))
+	}
+	if c.MaxFetchBytes <= 0 {
+		c.MaxFetchBytes = defaultMaxFetchBytes
+	}
+	c.Security = c.Security.withDefaults()
 	if c.ReadTimeout == 0 {
 		c.ReadTimeout = defaultReadTimeout
 	}

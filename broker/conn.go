@@ -32,6 +32,8 @@ type conn struct {
 	// clientID is the client id of the last request header; group
 	// members are described with it.
 	clientID string
+	held     int64    // in-flight bytes reserved for the current frame
+	auth     connAuth // SASL state and principal
 
 	// ctx bounds the waits of this connection's requests (long polls,
 	// durability); a connection's requests otherwise end with the broker.
@@ -50,9 +52,9 @@ func (c *conn) interruptRead() {
 	c.nc.SetReadDeadline(time.Now())
 }
 
-// armRead sets the idle/read deadline for the next request, or reports that
-// the broker is closing.
-func (c *conn) armRead() bool {
+// armRead sets the read deadline timeout from now (none if not positive),
+// or reports that the broker is closing, whose interruptRead it must not undo.
+func (c *conn) armRead(timeout time.Duration) bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	select {
@@ -61,8 +63,8 @@ func (c *conn) armRead() bool {
 	default:
 	}
 	var d time.Time
-	if c.b.cfg.ReadTimeout > 0 {
-		d = time.Now().Add(c.b.cfg.ReadTimeout)
+	if timeout > 0 {
+		d = time.Now().Add(timeout)
 	}
 	c.nc.SetReadDeadline(d)
 	return true
@@ -71,7 +73,7 @@ func (c *conn) armRead() bool {
 func (c *conn) serve() {
 	defer c.b.unregister(c)
 	defer c.nc.Close()
-	for c.armRead() {
+	for c.armRead(c.b.cfg.IdleTimeout) {
 		frame, err := c.readFrame()
 		if err != nil {
 			c.logReadError(err)
@@ -93,6 +95,7 @@ func (c *conn) serve() {
 			return
 		}
 		c.b.metrics.bytesOut.Add(float64(len(out)))
+		c.trimBuffer()
 	}
 }
 
@@ -106,14 +109,18 @@ func (c *conn) readFrame() ([]byte, error) {
 		return nil, err
 	}
 	n := int32(binary.BigEndian.Uint32(size[:]))
-	if n < minRequestHeader {
-		return nil, fmt.Errorf("%w: request size %d is below the %d byte header", errFrame, n, minRequestHeader)
+	if n < c.minFrame() {
+		return nil, fmt.Errorf("%w: request size %d is below the %d byte minimum", errFrame, n, c.minFrame())
 	}
 	if n > c.b.cfg.MaxRequestBytes {
 		return nil, fmt.Errorf("%w: request size %d exceeds max request size %d", errFrame, n, c.b.cfg.MaxRequestBytes)
 	}
+	if err := c.acquireFrame(n); err != nil {
+		return nil, err
+	}
 	frame := make([]byte, n)
 	if _, err := io.ReadFull(c.r, frame); err != nil {
+		c.releaseFrame()
 		if errors.Is(err, io.EOF) {
 			err = io.ErrUnexpectedEOF
 		}

@@ -14,12 +14,14 @@
 //	  0  Produce           2-12      magic 0/1 message sets up-converted to v2 batches; v13 addresses topics by id
 //	  1  Fetch             4-12      no fetch sessions (SessionID 0 = full fetches)
 //	  2  ListOffsets       1-6       earliest (-2), latest (-1), by timestamp
-//	  3  Metadata          0-12      without a Cluster: one broker, leader of everything; see "Cluster"
+//	  3  Metadata          0-12      without a Cluster: one broker, leader of everything, advertised as the connection's local address; see "Cluster"
+//	 17  SaslHandshake     0-1       v0: bare SASL tokens follow (sasl.go)
 //	 18  ApiVersions       0-4       a newer request is answered at v0 with UNSUPPORTED_VERSION and the table (KIP-511)
 //	 19  CreateTopics      0-7       replication factor 1 (or -1); per-topic configs refused (INVALID_CONFIG)
 //	 20  DeleteTopics      0-6       by name, or by topic id (v6)
 //	 22  InitProducerID    0-4       idempotent producers; transactional ids refused
 //	 32  DescribeConfigs   0-4       read-only defaults of topics and the broker
+//	 36  SaslAuthenticate  0-2       PLAIN, SCRAM-SHA-256, SCRAM-SHA-512
 //	 37  CreatePartitions  0-3       grow only; not internal topics
 //	  8  OffsetCommit      0-9       v10 addresses topics by id
 //	  9  OffsetFetch       0-9       v8+ many groups; v10 addresses topics by id
@@ -64,9 +66,10 @@
 //
 // Each connection reads one frame (4-byte size, at most MaxRequestBytes),
 // handles it and writes the answer before reading the next, so pipelined
-// requests are answered in order. ReadTimeout bounds the wait for and the
-// reading of a request, WriteTimeout the writing of a response; at most
-// MaxConnections are served. A bad frame, header or body closes that
+// requests are answered in order. IdleTimeout bounds the wait for a
+// request, ReadTimeout the rest of it once its size arrived, WriteTimeout
+// the writing of a response; at most MaxConnections are served, and all of
+// them together hold at most MaxInflightBytes of requests (limits.go). A bad frame, header or body closes that
 // connection only, logged with the fields remote, api, version and error;
 // nothing is stored for it.
 //
@@ -197,6 +200,17 @@
 // plane's store; a topic deleted through another node reaches this one as
 // DropTopic, which drops its local queues as a local delete would.
 //
+// # Security
+//
+// Config.Security (security.go) adds TLS or mutual TLS to the Kafka and
+// admin listeners (certificates loaded by internal/tlsconf), SASL
+// (sasl.go; users and mechanisms in package auth) and an ACL applied around
+// the handlers (authz.go): denied topics get TOPIC_AUTHORIZATION_FAILED,
+// Metadata lists only what the principal may see, groups are checked by
+// authorizeGroup, and an API without a case in authz.go is refused whole
+// under an ACL. A full disk makes the broker read-only until space returns
+// (readonly.go).
+//
 // # Admin HTTP
 //
 // Config.Admin serves GET /status (JSON: node_id, replica_group, role,
@@ -204,10 +218,13 @@
 // Prometheus text from the broker's own registry: unilog_requests_total and
 // unilog_request_duration_seconds by API, network and produced/fetched byte
 // counters, unilog_produced_records_total, unilog_connections,
-// unilog_commitlog_bytes, unilog_dispatcher_lag_bytes and _seconds, per
-// group unilog_group_members, _generation, _rebalances_total and
-// unilog_group_lag_records (end offset minus committed offset, summed over
-// the group's committed partitions), plus the Go and process collectors.
+// unilog_commitlog_bytes, unilog_dispatcher_lag_bytes and _seconds,
+// unilog_read_only, unilog_sasl_authentications_total,
+// unilog_authorization_denials_total, unilog_inflight_request_bytes,
+// unilog_requests_waiting_for_memory, per group unilog_group_members,
+// _generation, _rebalances_total and unilog_group_lag_records (end offset
+// minus committed offset, summed over the group's committed partitions),
+// plus the Go and process collectors.
 //
 // # Close
 //

@@ -11,13 +11,18 @@ import (
 
 	"github.com/sirupsen/logrus"
 	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/unilog/unilog/auth"
 )
 
 // FuzzRequest feeds arbitrary bytes through the whole request path of one
 // connection: framing, request header, kmsg decoding and the handlers, on a
 // broker with real storage. Nothing may panic; errors just end the input.
 func FuzzRequest(f *testing.F) {
-	cfg := testConfig(f, f.TempDir())
+	fuzzRequestPath(f, testConfig(f, f.TempDir()))
+}
+
+func fuzzRequestPath(f *testing.F, cfg Config) {
 	cfg.Admin = ""
 	// The fuzz target's *testing.F must not log from inside f.Fuzz.
 	quiet := logrus.New()
@@ -29,7 +34,11 @@ func FuzzRequest(f *testing.F) {
 		f.Fatal(err)
 	}
 	f.Cleanup(func() { b.Close() })
-	cl, err := kgo.NewClient(kgo.SeedBrokers(b.Addr()), kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	opts := []kgo.Opt{kgo.SeedBrokers(b.Addr()), kgo.RecordPartitioner(kgo.ManualPartitioner())}
+	if cfg.Security.Credentials != nil {
+		opts = append(opts, kgo.SASL(scramMech(auth.ScramSHA256, "alice", "alice-pw")))
+	}
+	cl, err := kgo.NewClient(opts...)
 	if err != nil {
 		f.Fatal(err)
 	}

@@ -42,6 +42,7 @@ func testConfig(t testing.TB, dir string) Config {
 		Admin:    "127.0.0.1:0",
 		FileSize: 8 << 20,
 		Logger:   testLogger(t),
+		Security: &Security{},
 	}
 }
 
@@ -93,9 +94,9 @@ func verifyDir(t testing.TB, dir string) {
 }
 
 // consumeN reads n records from the given partitions from the start.
-func consumeN(t testing.TB, addr, topic string, n int) []*kgo.Record {
+func consumeN(t testing.TB, addr, topic string, n int, opts ...kgo.Opt) []*kgo.Record {
 	t.Helper()
-	cl := newClient(t, addr, kgo.ConsumeTopics(topic), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.FetchMaxWait(200*time.Millisecond))
+	cl := newClient(t, addr, append([]kgo.Opt{kgo.ConsumeTopics(topic), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.FetchMaxWait(200 * time.Millisecond)}, opts...)...)
 	ctx := testCtx(t)
 	var out []*kgo.Record
 	for len(out) < n {

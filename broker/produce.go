@@ -184,6 +184,9 @@ func (b *Broker) producePartition(ctx context.Context, topic string, partition i
 		}
 	}
 	base, end, err := b.st.Append(topic, partition, bi.numRecords, bi.maxTimestamp, records)
+	if b.noteAppend(err) {
+		return errReadOnlyResult()
+	}
 	if err != nil {
 		if errors.Is(err, errStorageTooLarge) {
 			return produceResult{err: kerr.MessageTooLarge, msg: err.Error()}

@@ -32,7 +32,7 @@ Every flag can also be set by the environment variable shown with it. Sizes take
 a plain byte count or a unit: KiB, MiB, GiB, TiB (powers of 1024) or KB, MB, GB, TB
 (powers of 1000).`,
 		ArgsUsage: " ",
-		Flags: append([]cli.Flag{
+		Flags: append(append([]cli.Flag{
 			&cli.StringFlag{Name: "data-dir", Required: true, Usage: "data `DIR` (commit log, consume queues, checkpoint, topics)", EnvVars: env("DATA_DIR")},
 			&cli.StringFlag{Name: "listen", Value: "127.0.0.1:9092", Usage: "Kafka listener `HOST:PORT` (port 0 picks a free one)", EnvVars: env("LISTEN")},
 			&cli.StringFlag{Name: "admin", Value: "127.0.0.1:9644", Usage: "admin HTTP `HOST:PORT` for /metrics and /healthz (empty disables)", EnvVars: env("ADMIN")},
@@ -43,12 +43,12 @@ a plain byte count or a unit: KiB, MiB, GiB, TiB (powers of 1024) or KB, MB, GB,
 			&cli.StringFlag{Name: "max-message-bytes", Value: "1048588", Usage: "largest record batch accepted, `SIZE` (Kafka's max.message.bytes)", EnvVars: env("MAX_MESSAGE_BYTES")},
 			&cli.StringFlag{Name: "max-request-bytes", Value: "100MiB", Usage: "largest request frame accepted, `SIZE`", EnvVars: env("MAX_REQUEST_BYTES")},
 			&cli.IntFlag{Name: "max-connections", Value: 4096, Usage: "concurrent client connections; more are closed at accept", EnvVars: env("MAX_CONNECTIONS")},
-			&cli.DurationFlag{Name: "read-timeout", Value: 10 * time.Minute, Usage: "idle connections and slow requests are closed after this", EnvVars: env("READ_TIMEOUT")},
+			&cli.DurationFlag{Name: "read-timeout", Value: time.Minute, Usage: "a request whose size has arrived must arrive whole within this", EnvVars: env("READ_TIMEOUT")},
 			&cli.DurationFlag{Name: "write-timeout", Value: 30 * time.Second, Usage: "a response not written within this closes the connection", EnvVars: env("WRITE_TIMEOUT")},
 			&cli.IntFlag{Name: "node-id", Usage: "this node's id, unique in the cluster (Metadata, leases, membership)", EnvVars: env("NODE_ID")},
 			&cli.StringFlag{Name: "log-level", Value: "info", Usage: "trace, debug, info, warn or error", EnvVars: env("LOG_LEVEL")},
 			&cli.StringFlag{Name: "log-format", Value: "text", Usage: "text or json", EnvVars: env("LOG_FORMAT")},
-		}, controlPlaneFlags()...),
+		}, controlPlaneFlags()...), brokerSecurityFlags()...),
 		Action: runBroker,
 	}
 }
@@ -100,7 +100,7 @@ func brokerConfig(c *cli.Context, logOut io.Writer) (broker.Config, error) {
 		return cfg, err
 	}
 	cfg.Logger = logger
-	return cfg, nil
+	return cfg, applyBrokerSecurity(c, &cfg, logger)
 }
 
 func newBrokerLogger(level, format string, out io.Writer) (*logrus.Logger, error) {

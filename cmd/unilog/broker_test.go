@@ -80,7 +80,8 @@ func TestBrokerFlags(t *testing.T) {
 	want := broker.Config{
 		DataDir: "/d", Listen: "127.0.0.1:9092", Admin: "127.0.0.1:9644", Flush: commitlog.FlushAsync,
 		FileSize: 1 << 30, DefaultPartitions: 1, MaxMessageBytes: 1<<20 + 12, MaxRequestBytes: 100 << 20,
-		MaxConnections: 4096, ReadTimeout: 10 * time.Minute, WriteTimeout: 30 * time.Second,
+		MaxConnections: 4096, IdleTimeout: 10 * time.Minute, ReadTimeout: time.Minute, WriteTimeout: 30 * time.Second,
+		MaxInflightBytes: 512 << 20, MaxFetchBytes: 55 << 20,
 	}
 	cfg.Logger = nil
 	if cfg != want {
@@ -104,7 +105,8 @@ func TestBrokerFlags(t *testing.T) {
 	want = broker.Config{
 		DataDir: "/x", Listen: "0.0.0.0:19092", Admin: "", Flush: commitlog.FlushSync, FileSize: 64 << 20,
 		AutoCreateTopics: true, DefaultPartitions: 12, MaxMessageBytes: 4 << 20, MaxRequestBytes: 8 << 20,
-		MaxConnections: 10, ReadTimeout: time.Minute, WriteTimeout: 5 * time.Second, NodeID: 3,
+		MaxConnections: 10, IdleTimeout: 10 * time.Minute, ReadTimeout: time.Minute, WriteTimeout: 5 * time.Second, NodeID: 3,
+		MaxInflightBytes: 512 << 20, MaxFetchBytes: 55 << 20,
 	}
 	cfg.Logger = nil
 	if cfg != want {
@@ -153,7 +155,8 @@ func TestBrokerFlagsFromEnvironment(t *testing.T) {
 	want := broker.Config{
 		DataDir: "/env", Listen: "127.0.0.1:1", Admin: "127.0.0.1:2", Flush: commitlog.FlushSync, FileSize: 16 << 20,
 		AutoCreateTopics: true, DefaultPartitions: 7, MaxMessageBytes: 2 << 20, MaxRequestBytes: 3 << 20,
-		MaxConnections: 5, ReadTimeout: 2 * time.Minute, WriteTimeout: 3 * time.Second, NodeID: 9,
+		MaxConnections: 5, IdleTimeout: 10 * time.Minute, ReadTimeout: 2 * time.Minute, WriteTimeout: 3 * time.Second, NodeID: 9,
+		MaxInflightBytes: 512 << 20, MaxFetchBytes: 55 << 20,
 	}
 	if cfg != want {
 		t.Errorf("from environment:\n got %+v\nwant %+v", cfg, want)

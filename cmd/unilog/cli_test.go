@@ -23,6 +23,7 @@ func testApp(stdin io.Reader, stdout, stderr *syncBuffer) *cli.App {
 			consumeCommand(),
 			groupCommand(),
 			clusterCommand(),
+			userCommand(),
 		},
 		Reader:         stdin,
 		Writer:         stdout,

@@ -19,7 +19,7 @@ const defaultBrokers = "127.0.0.1:9092"
 
 // kafkaClientFlags are the connection flags every client command carries.
 func kafkaClientFlags() []cli.Flag {
-	return []cli.Flag{
+	return append([]cli.Flag{
 		&cli.StringFlag{
 			Name:    "brokers",
 			Aliases: []string{"b"},
@@ -33,7 +33,7 @@ func kafkaClientFlags() []cli.Flag {
 			Usage:   "give up on metadata, admin requests and record delivery after this long",
 			EnvVars: []string{"UNILOG_TIMEOUT"},
 		},
-	}
+	}, clientSecurityFlags()...)
 }
 
 // splitBrokerList parses the --brokers value; empty entries are an error
@@ -56,11 +56,15 @@ func newKafkaClient(c *cli.Context, opts ...kgo.Opt) (*kgo.Client, error) {
 	if err != nil {
 		return nil, err
 	}
-	base := []kgo.Opt{
+	sec, err := clientSecurityOpts(c)
+	if err != nil {
+		return nil, err
+	}
+	base := append([]kgo.Opt{
 		kgo.SeedBrokers(seeds...),
 		kgo.ClientID("unilog-cli"),
 		kgo.RetryTimeout(c.Duration("timeout")),
-	}
+	}, sec...)
 	cl, err := kgo.NewClient(append(base, opts...)...)
 	if err != nil {
 		return nil, fmt.Errorf("kafka client for %s: %w", strings.Join(seeds, ","), err)

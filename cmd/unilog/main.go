@@ -21,6 +21,7 @@ func main() {
 			inspectCommand(),
 			benchCommand(),
 			clusterCommand(),
+			userCommand(),
 		},
 	}
 	if err := app.Run(os.Args); err != nil {
