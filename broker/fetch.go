@@ -94,11 +94,19 @@ func (b *Broker) fetchOnce(req *kmsg.FetchRequest) (*kmsg.FetchResponse, int, bo
 				rt.Partitions = append(rt.Partitions, rp)
 				continue
 			}
-			lo, hi := b.st.Bounds(t.Topic, p.Partition)
+			if !b.leads(t.Topic, p.Partition) {
+				rp.ErrorCode = kerr.NotLeaderForPartition.Code
+				failed = true
+				rt.Partitions = append(rt.Partitions, rp)
+				continue
+			}
+			lo, hi, stored := b.visibleBounds(t.Topic, p.Partition)
 			rp.HighWatermark = hi
 			rp.LastStableOffset = hi
 			rp.LogStartOffset = lo
-			if p.FetchOffset < lo || p.FetchOffset > hi {
+			// Between the visible and the stored end is not out of range:
+			// those records become visible once replicated.
+			if p.FetchOffset < lo || p.FetchOffset > stored {
 				rp.ErrorCode = kerr.OffsetOutOfRange.Code
 				failed = true
 				rt.Partitions = append(rt.Partitions, rp)
@@ -117,7 +125,7 @@ func (b *Broker) fetchOnce(req *kmsg.FetchRequest) (*kmsg.FetchResponse, int, bo
 				rp.RecordBatches = recs
 			}
 			total += len(recs)
-			watches = append(watches, b.st.Watch(t.Topic, p.Partition, hi))
+			watches = append(watches, b.watchVisible(t.Topic, p.Partition, hi, stored))
 			rt.Partitions = append(rt.Partitions, rp)
 		}
 		resp.Topics = append(resp.Topics, rt)

@@ -53,10 +53,10 @@ func (b *Broker) openGroups(st *dispatcherStorage) error {
 		b.log.WithError(err).Warn("offsets snapshot unreadable; replaying the offsets topic")
 	}
 	c, err := group.Open(group.Options{
-		Log:               offsetsLog{st},
+		Log:               offsetsLog{st: st, b: b},
 		Snapshot:          snap,
 		Partitions:        int32(partitions),
-		SyncCommits:       b.cfg.Flush == commitlog.FlushSync,
+		SyncCommits:       b.cfg.Flush == commitlog.FlushSync || b.cfg.Replication != nil && b.cfg.SyncReplication,
 		MinSessionTimeout: b.cfg.GroupMinSessionTimeout,
 		Logger:            b.log,
 	})

@@ -117,7 +117,8 @@ func (b *Broker) handleProduce(ctx context.Context, c *conn, kreq kmsg.Request) 
 }
 
 // waitProduced waits until the appends through end are indexed and, for
-// acks=-1 with sync flushing, durable; it returns a Kafka error code.
+// acks=-1, durable with sync flushing and replicated with sync
+// replication; it returns a Kafka error code.
 func (b *Broker) waitProduced(ctx context.Context, req *kmsg.ProduceRequest, end int64) int16 {
 	timeout := defaultProduceTimeout
 	if req.TimeoutMillis > 0 {
@@ -132,6 +133,9 @@ func (b *Broker) waitProduced(ctx context.Context, req *kmsg.ProduceRequest, end
 	}
 	if err := b.st.WaitDispatched(ctx, end); err != nil {
 		return b.waitError("dispatch", err)
+	}
+	if req.Acks == -1 {
+		return b.waitReplicated(ctx, end)
 	}
 	return 0
 }

@@ -23,6 +23,9 @@ type storage interface {
 	// Bounds returns the first and the next offset of a partition; an
 	// unwritten partition is [0, 0).
 	Bounds(topic string, partition int32) (min, max int64)
+	// RecordEnd is the physical end of the record holding offset; false
+	// when offset is not stored.
+	RecordEnd(topic string, partition int32, offset int64) (int64, bool)
 	// ReadBatch appends to dst the stored batch holding offset and returns
 	// the batch's first offset and the offset after it; errStorageRange
 	// when offset is not (or no longer) stored.

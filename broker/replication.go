@@ -1,0 +1,111 @@
+package broker
+
+import (
+	"context"
+	"errors"
+	"sort"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+)
+
+// Replication is what the broker needs from the data plane (package
+// ha/replication, wired in by cmd/unilog) while it leads a replica group
+// that has followers. A broker without one (Config.Replication nil) serves
+// everything it stores.
+type Replication interface {
+	// HighWatermark is the physical offset below which every record is on
+	// every in-sync replica: consumers are served only records ending at
+	// or below it, so a failover never takes back what they read.
+	HighWatermark() int64
+	// Changed returns a channel closed once the high watermark may have
+	// moved.
+	Changed() <-chan struct{}
+	// WaitReplicated blocks until the high watermark reaches end. It fails
+	// with an error wrapping ErrNotEnoughReplicas when too few followers
+	// are in sync, ErrNotLeader once this node no longer leads.
+	WaitReplicated(ctx context.Context, end int64) error
+	// Followers reports the followers the leader knows, for /status.
+	Followers() []ReplicaStatus
+}
+
+// ReplicaStatus is one follower as its leader sees it.
+type ReplicaStatus struct {
+	Node      string `json:"node"`
+	End       int64  `json:"end"`
+	Flushed   int64  `json:"flushed"`
+	InSync    bool   `json:"in_sync"`
+	Connected bool   `json:"connected"`
+	// LagBytes is how far the follower's end is behind the leader's.
+	LagBytes int64 `json:"lag_bytes"`
+}
+
+var (
+	// ErrNotEnoughReplicas: fewer followers than required are in sync.
+	ErrNotEnoughReplicas = errors.New("broker: not enough in-sync replicas")
+	// ErrNotLeader: this node stopped leading while a write waited.
+	ErrNotLeader = errors.New("broker: not the leader")
+)
+
+// waitReplicated waits, for an acks=-1 write under sync replication, until
+// the in-sync followers hold everything through end; it returns a Kafka
+// error code.
+func (b *Broker) waitReplicated(ctx context.Context, end int64) int16 {
+	if b.cfg.Replication == nil || !b.cfg.SyncReplication {
+		return 0
+	}
+	err := b.cfg.Replication.WaitReplicated(ctx, end)
+	switch {
+	case err == nil:
+		return 0
+	case errors.Is(err, ErrNotEnoughReplicas):
+		return kerr.NotEnoughReplicas.Code
+	case errors.Is(err, ErrNotLeader):
+		return kerr.NotLeaderForPartition.Code
+	}
+	return b.waitError("replication", err)
+}
+
+// visibleBounds is the partition's first offset and the end consumers may
+// read to: past the last record that ends at or below the high watermark.
+// stored is the end of what the consume queue holds.
+func (b *Broker) visibleBounds(topic string, partition int32) (lo, hi, stored int64) {
+	lo, stored = b.st.Bounds(topic, partition)
+	if b.cfg.Replication == nil || lo == stored {
+		return lo, stored, stored
+	}
+	hw := b.cfg.Replication.HighWatermark()
+	if hw >= b.st.WriteOffset() {
+		return lo, stored, stored
+	}
+	// Entries are in log order: those beyond the watermark are a suffix.
+	n := sort.Search(int(stored-lo), func(i int) bool {
+		end, ok := b.st.RecordEnd(topic, partition, lo+int64(i))
+		return !ok || end > hw
+	})
+	return lo, lo + int64(n), stored
+}
+
+// watchVisible returns a channel closed once the partition's visible end
+// may have passed hi: the partition's growth when it is all visible, the
+// high watermark's move when records wait for it.
+func (b *Broker) watchVisible(topic string, partition int32, hi, stored int64) <-chan struct{} {
+	if hi < stored {
+		return b.cfg.Replication.Changed()
+	}
+	return b.st.Watch(topic, partition, hi)
+}
+
+// replicaStatus fills the replication part of /status.
+func (b *Broker) replicaStatus(s *NodeStatus) {
+	if b.cfg.Replication == nil || s.Role != "leader" {
+		return
+	}
+	s.Followers = b.cfg.Replication.Followers()
+	s.InSync = []ReplicaStatus{}
+	for _, f := range s.Followers {
+		if f.InSync {
+			s.InSync = append(s.InSync, f)
+		}
+	}
+	s.HighWatermark = b.cfg.Replication.HighWatermark()
+}
