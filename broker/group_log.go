@@ -30,6 +30,9 @@ type offsetsLog struct {
 }
 
 func (l offsetsLog) Append(partition int32, recs []group.Record) (int64, int64, error) {
+	if l.b.following.Load() {
+		return 0, 0, fmt.Errorf("broker: commit offsets: %w", ErrNotLeader)
+	}
 	now := time.Now().UnixMilli()
 	krecs := make([]kmsg.Record, len(recs))
 	for i, r := range recs {

@@ -3,9 +3,12 @@ package broker
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sort"
 
 	"github.com/twmb/franz-go/pkg/kerr"
+
+	"github.com/unilog/unilog/dispatcher"
 )
 
 // Replication is what the broker needs from the data plane (package
@@ -108,4 +111,38 @@ func (b *Broker) replicaStatus(s *NodeStatus) {
 		}
 	}
 	s.HighWatermark = b.cfg.Replication.HighWatermark()
+}
+
+// Dispatcher is the data directory, for the replication wiring: a
+// follower writes its leader's log into it and truncates through it.
+func (b *Broker) Dispatcher() *dispatcher.Dispatcher { return b.st.(*dispatcherStorage).d }
+
+// Demote stops every local append (offset commits and their compaction;
+// produces are refused by the Cluster's leadership): this node now
+// replicates another's log, byte for byte.
+func (b *Broker) Demote() { b.following.Store(true) }
+
+// Promote rebuilds, from the log, the state a follower did not keep
+// current, before this node takes writes as leader: the producers'
+// idempotence state (rebuilt per partition on its next produce) and the
+// group coordinator's committed offsets, replayed from the start of the
+// offsets topic, since a snapshot may hold commits a truncation removed.
+func (b *Broker) Promote(ctx context.Context) error {
+	if err := b.st.WaitDispatched(ctx, b.st.WriteOffset()); err != nil {
+		return fmt.Errorf("broker: promote: %w", err)
+	}
+	b.partsMu.Lock()
+	clear(b.parts)
+	b.partsMu.Unlock()
+	if b.following.Load() {
+		c, err := b.newCoordinator(b.st.(*dispatcherStorage), nil)
+		if err != nil {
+			return fmt.Errorf("broker: promote: %w", err)
+		}
+		if old := b.groups.Swap(c); old != nil {
+			old.Close()
+		}
+	}
+	b.following.Store(false)
+	return nil
 }
