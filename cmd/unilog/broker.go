@@ -172,6 +172,11 @@ func runBroker(c *cli.Context) error {
 		cp.close()
 		return err
 	}
+	if err := cp.repl.attach(b); err != nil {
+		b.Close()
+		cp.close()
+		return fmt.Errorf("broker: replication: %w", err)
+	}
 	cp.dropRemoteDeletes(b)
 	cp.node.SetLogEndOffset(b.LogEndOffset)
 	if c.String("advertise") == "" {
