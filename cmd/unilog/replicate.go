@@ -195,10 +195,10 @@ func (r *replicator) writable(epoch uint64) bool {
 func (r *replicator) run() {
 	defer close(r.done)
 	var (
-		cur       = ha.LeaseState{Leader: -1}
+		cur        = ha.LeaseState{Leader: -1}
 		stopFollow func()
-		retry     <-chan time.Time
-		isrTick   = time.NewTicker(250 * time.Millisecond)
+		retry      <-chan time.Time
+		isrTick    = time.NewTicker(250 * time.Millisecond)
 	)
 	defer isrTick.Stop()
 	endFollow := func() {
