@@ -12,6 +12,8 @@ import (
 
 	"github.com/sirupsen/logrus"
 	"golang.org/x/sys/unix"
+
+	"github.com/unilog/unilog/internal/fsutil"
 )
 
 // Store holds every queue under Options.Dir. Opening it reads nothing but
@@ -216,8 +218,8 @@ func (s *Store) Flush() error {
 		}
 	}
 	for dir := range dirs {
-		if err := syncDir(dir); err != nil && !errors.Is(err, os.ErrNotExist) {
-			errs = append(errs, err)
+		if err := fsutil.SyncDir(dir); err != nil && !errors.Is(err, os.ErrNotExist) {
+			errs = append(errs, fmt.Errorf("consumequeue: %w", err))
 		}
 	}
 	return errors.Join(errs...)
@@ -270,18 +272,6 @@ func (f *file) sync() error {
 	if err != nil {
 		f.dirty.Store(true)
 		return fmt.Errorf("consumequeue: sync %s: %w", f.path, err)
-	}
-	return nil
-}
-
-func syncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	defer d.Close()
-	if err := d.Sync(); err != nil {
-		return fmt.Errorf("consumequeue: fsync %s: %w", dir, err)
 	}
 	return nil
 }
