@@ -23,9 +23,10 @@ func openDispatcherStorage(cfg Config, keep func(topic string) bool) (*dispatche
 	d, err := dispatcher.Open(dispatcher.Options{
 		Dir: cfg.DataDir,
 		CommitLog: commitlog.Options{
-			FileSize:  cfg.FileSize,
-			FlushMode: cfg.Flush,
-			Logger:    cfg.Logger,
+			FileSize:        cfg.FileSize,
+			FlushMode:       cfg.Flush,
+			RecoverTruncate: cfg.RecoverTruncate,
+			Logger:          cfg.Logger,
 		},
 		ConsumeQueue: consumequeue.Options{Logger: cfg.Logger},
 		Keep:         keep,

@@ -122,16 +122,49 @@
 //
 // # Recovery
 //
-// Open maps the files and checks that they form one contiguous chain.
+// Open maps the files and checks that they form one contiguous chain (a
+// last file cut to a size that is not a whole number of pages is extended
+// with zeros to the next page; that adds nothing and loses nothing).
 // Recover(from, fn) then scans forward from from (the dispatcher's
 // checkpoint), decoding each record in place and checking its CRC and its
 // PhysOffset, with no allocation per record. The first zero size, torn or
-// corrupt record ends the log: the rest of that file is made zero, later
-// files are deleted, the scanned files are fdatasynced, and the writer
-// continues right there. Zeroing matters: a record that was complete
-// behind a torn one must never reappear after later appends. The rest of
-// the file is read and only its non-zero pages are overwritten (through
-// the mapping), so the usual already-zero tail costs a scan of the pages
-// recovery just populated, not a write of the whole tail; blocks stay
-// allocated either way.
+// corrupt record, or the end of the files, ends the scan. What happens there
+// depends on the flushed mark, Options.Flushed: the offset before which the
+// previous run had made the log durable, as its caller recorded it.
+//
+//   - At or after the mark the end is a torn tail, normal after a crash
+//     (writes after the last flush may have reached the disk in part, in
+//     any order of pages): the rest of that file is made zero, later files
+//     are deleted, the scanned files are fdatasynced, and the writer
+//     continues right there. Zeroing matters: a record that was complete
+//     behind a torn one must never reappear after later appends. The rest
+//     of the file is read and only its non-zero pages are overwritten
+//     (through the mapping), so the usual already-zero tail costs a scan of
+//     the pages recovery just populated, not a write of the whole tail;
+//     blocks stay allocated either way.
+//   - Before the mark the end is damage to records that were durable, and
+//     that may have been acknowledged (etcd's WAL likewise repairs only a
+//     torn last entry). Recover changes nothing and returns an error
+//     wrapping ErrDamaged that names the file, the position in it, the
+//     physical offset and what is wrong. Only with Options.RecoverTruncate
+//     (the operator's explicit choice, unilog broker --recover-truncate)
+//     does it cut there as above, logging the bytes lost.
+//
+// The mark is only as fresh as the caller's last record of it: the
+// dispatcher writes FlushedOffset into its checkpoint once per checkpoint
+// interval (1 s), reading it after the consume queues are flushed, just
+// before the checkpoint is written. Damage to records flushed after that
+// checkpoint (at most one interval of them) is indistinguishable from a
+// torn tail and is cut; a write that reached the disk whole is only damaged
+// by the medium, which is what the rule trades for not writing the mark on
+// the flush path.
+//
+// # Reading a directory without opening it
+//
+// OpenReader maps the files of a log directory read-only for tools (unilog
+// inspect): it takes no lock, runs no recovery, removes and repairs nothing
+// and writes nothing, so it is safe on a crashed directory and beside a
+// running broker (whose newest record may then look torn). Its ScanFile
+// walks one file with the same code as Recover and reports where and why it
+// stopped.
 package commitlog

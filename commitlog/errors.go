@@ -24,6 +24,12 @@ var (
 	// longer than its length prefix allows, a negative Count or Partition,
 	// or FlagStampOffset with a body shorter than 8 bytes.
 	ErrInvalid = errors.New("commitlog: invalid message")
+	// ErrDamaged is returned by Recover when the log ends (a torn, corrupt
+	// or zero record, or a missing file) before Options.Flushed: records
+	// that had been made durable, and so may have been acknowledged, are
+	// damaged. Nothing is changed; Options.RecoverTruncate cuts there
+	// instead.
+	ErrDamaged = errors.New("commitlog: damage before the flushed mark")
 	// ErrNotRecovered is returned by Append and AppendBatch before Recover
 	// has set the write position.
 	ErrNotRecovered = errors.New("commitlog: Recover has not run")

@@ -14,11 +14,17 @@ import (
 // MinOffset; it must be a record boundary, an end-of-file marker, or the end
 // of the log), verifies every record's CRC and calls fn (if not nil) for
 // each valid record in order. It stops at the first zero, torn or corrupt
-// record; that is the end of the log. Everything after the end is removed:
-// the rest of its file is zeroed (blocks stay allocated) and later files
-// are deleted, so no stale record can ever reappear behind new appends.
-// The write position is set to the end, which is returned, and everything
-// before it is made durable.
+// record; that is the end of the log.
+//
+// An end at or after Options.Flushed is a torn tail: everything after it is
+// removed (the rest of its file is zeroed, blocks staying allocated, and
+// later files are deleted), so no stale record can ever reappear behind new
+// appends. An end before Options.Flushed is damage to records that were
+// durable: Recover returns an error wrapping ErrDamaged that names the file,
+// the offset and what is wrong, and changes nothing, unless
+// Options.RecoverTruncate is set, in which case it cuts there as well and
+// logs what was lost. The write position is set to the end, which is
+// returned, and everything before it is made durable.
 //
 // The *Record passed to fn is reused: it and its slices are valid only
 // during the call. If fn returns an error, Recover returns it (wrapped)
@@ -43,6 +49,9 @@ func (l *Log) Recover(from int64, fn func(r *Record) error) (int64, error) {
 	segs := l.chain()
 
 	if len(segs) == 0 {
+		if l.opts.Flushed > max(from, 0) && !l.opts.RecoverTruncate {
+			return 0, fmt.Errorf("commitlog: recover %s: no file left, but the log was flushed to %d: %w", l.opts.Dir, l.opts.Flushed, ErrDamaged)
+		}
 		base := max(from, 0)
 		s, err := createSegment(l.opts.Dir, base, l.opts.FileSize, &l.mapped)
 		if err != nil {
@@ -69,13 +78,21 @@ func (l *Log) Recover(from int64, fn func(r *Record) error) (int64, error) {
 		var err error
 		end, err = sc.scan(segs[i:], from)
 		if err != nil {
-			return end, err
+			return end, fmt.Errorf("commitlog: recover: %w", err)
 		}
 	}
-
 	// The file holding end: the last scanned one, or, when end is exactly
 	// the end of the chain, a new one.
 	j := sort.Search(len(segs), func(j int) bool { return segs[j].end() > end })
+	if end < l.opts.Flushed {
+		damage := l.damage(segs, j, end, sc.stop)
+		if !l.opts.RecoverTruncate {
+			return end, damage
+		}
+		l.log.WithError(damage).WithFields(logrus.Fields{"end": end, "flushed": l.opts.Flushed, "lost_bytes": l.opts.Flushed - end}).
+			Error("cutting the commit log at damage before the flushed mark (RecoverTruncate): records acknowledged as durable are lost")
+	}
+
 	var removed []*segment
 	if j < len(segs) {
 		removed = segs[j+1:]
@@ -119,7 +136,7 @@ func (l *Log) Recover(from int64, fn func(r *Record) error) (int64, error) {
 
 	took := time.Since(start)
 	fields := logrus.Fields{
-		"from": from, "end": end, "records": sc.records, "scanned_bytes": sc.bytes,
+		"from": from, "end": end, "flushed": l.opts.Flushed, "records": sc.records, "scanned_bytes": sc.bytes,
 		"zeroed_bytes": zeroed, "removed_files": len(removed), "took": took,
 	}
 	if sc.stop != nil {
@@ -127,6 +144,23 @@ func (l *Log) Recover(from int64, fn func(r *Record) error) (int64, error) {
 	}
 	l.log.WithFields(fields).Info("commit log recovered")
 	return end, nil
+}
+
+// damage describes a log that ends at end, before the flushed mark: the
+// file holding end is segs[j] (j == len(segs) when the files stop there),
+// stop is what the scan found there (nil for zero bytes).
+func (l *Log) damage(segs []*segment, j int, end int64, stop error) error {
+	if j == len(segs) {
+		return fmt.Errorf("commitlog: recover %s: the files end at %d, but the log was flushed to %d: %w",
+			l.opts.Dir, end, l.opts.Flushed, ErrDamaged)
+	}
+	s := segs[j]
+	what := "zero bytes where a record should be"
+	if stop != nil {
+		what = stop.Error()
+	}
+	return fmt.Errorf("commitlog: recover: file %s at %d (offset %d): %s; the log was flushed to %d: %w",
+		s.path, end-s.base, end, what, l.opts.Flushed, ErrDamaged)
 }
 
 // startWriting sets the write position and starts the background work.
@@ -144,16 +178,17 @@ func (l *Log) startWriting(cur *segment, pos int64) {
 	l.requestNext()
 }
 
-// scanner is the recovery loop: it decodes records in place, checks their
-// CRC and reuses one Record, so a record costs no allocation unless fn
-// makes one.
+// scanner is the recovery loop, shared with Reader: it decodes records in
+// place, checks their CRC and reuses one Record, so a record costs no
+// allocation unless fn makes one.
 type scanner struct {
 	fn      func(*Record) error
 	intern  *interner
 	rec     Record
 	records int64
 	bytes   int64
-	stop    error // why the scan ended, nil at a clean end
+	stop    error // why the scan ended inside a file; nil at a zero region or the end of the chain
+	used    int64 // where the records of the last file scanned end, from its start
 }
 
 // scan walks the chain segs from phys and returns the end of the valid
@@ -167,7 +202,7 @@ func (sc *scanner) scan(segs []*segment, phys int64) (int64, error) {
 			// a fault every few pages of the scan. Best effort.
 			unix.Madvise(s.m[pos:], unix.MADV_POPULATE_READ)
 		}
-		next, ok, err := sc.scanFile(s, pos)
+		next, ok, err := sc.scanFile(s.base, s.m[:s.size], pos)
 		if err != nil || !ok {
 			return next, err
 		}
@@ -180,44 +215,47 @@ func (sc *scanner) scan(segs []*segment, phys int64) (int64, error) {
 	return phys, nil
 }
 
-// scanFile scans one file from pos. It returns the physical offset where
-// the scan stopped and ok = true if it stopped by rolling to the next file.
-func (sc *scanner) scanFile(s *segment, pos int64) (int64, bool, error) {
-	m := s.m
+// scanFile scans the bytes m of the file that starts at physical offset
+// base, from pos. It returns the physical offset where the scan stopped and
+// ok = true if it stopped by rolling to the next file (an end-of-file
+// marker, or a tail too short for one).
+func (sc *scanner) scanFile(base int64, m []byte, pos int64) (int64, bool, error) {
+	size := int64(len(m))
+	sc.stop = nil
 	for {
-		rem := s.size - pos
+		sc.used = pos
+		rem := size - pos
 		if rem < BlankSize {
 			sc.bytes += rem
-			return s.end(), true, nil
+			return base + size, true, nil
 		}
 		if m[pos+offMagic] == BlankMagic {
 			if isBlank(m[pos:], rem) {
 				sc.bytes += rem
-				return s.end(), true, nil
+				return base + size, true, nil
 			}
-			sc.stop = fmt.Errorf("%w: bad end-of-file marker at %d", ErrCorrupt, s.base+pos)
-			return s.base + pos, false, nil
+			sc.stop = fmt.Errorf("%w: bad end-of-file marker", ErrCorrupt)
+			return base + pos, false, nil
 		}
 		if be.Uint32(m[pos:]) == 0 {
-			sc.stop = nil
-			return s.base + pos, false, nil
+			return base + pos, false, nil
 		}
 		if err := decodeInto(m[pos:], &sc.rec, sc.intern, true); err != nil {
-			sc.stop = fmt.Errorf("at %d: %w", s.base+pos, err)
-			return s.base + pos, false, nil
+			sc.stop = err
+			return base + pos, false, nil
 		}
-		if sc.rec.PhysOffset != s.base+pos {
-			sc.stop = fmt.Errorf("%w: record at %d says it is at %d", ErrCorrupt, s.base+pos, sc.rec.PhysOffset)
-			return s.base + pos, false, nil
+		if sc.rec.PhysOffset != base+pos {
+			sc.stop = fmt.Errorf("%w: record says it is at %d", ErrCorrupt, sc.rec.PhysOffset)
+			return base + pos, false, nil
 		}
 		if sc.fn != nil {
 			if err := sc.fn(&sc.rec); err != nil {
-				return s.base + pos, false, fmt.Errorf("commitlog: recover: record at %d: %w", s.base+pos, err)
+				return base + pos, false, fmt.Errorf("record at %d: %w", base+pos, err)
 			}
 		}
 		sc.records++
-		size := int64(sc.rec.TotalSize)
-		sc.bytes += size
-		pos += size
+		n := int64(sc.rec.TotalSize)
+		sc.bytes += n
+		pos += n
 	}
 }

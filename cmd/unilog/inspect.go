@@ -29,7 +29,8 @@ running broker (whose newest records may then show as not yet dispatched).
 Prints the commit-log files (offset range, records, first and last store time), each
 topic/partition's offsets and the checkpoint. --verify checks every record's CRC and
 every consume-queue entry against the record it points at and exits non-zero on any
-mismatch. --dump TOPIC:PARTITION prints records from --from on, at most --limit.`,
+mismatch; damage before the checkpoint's flushed mark (which makes the broker refuse
+to start without --recover-truncate) is named by file, position and offset. --dump TOPIC:PARTITION prints records from --from on, at most --limit.`,
 		ArgsUsage: " ",
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "data-dir", Required: true, Usage: "data `DIR`"},
