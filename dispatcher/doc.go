@@ -25,11 +25,17 @@
 // Records of topics for which Options.Keep returns false are not dispatched
 // (deleted topics whose records still sit in the log).
 //
-// Every CheckpointInterval the dispatcher takes D = dispatched offset and
-// F = the log's flushed offset, msyncs the consume queues and writes the
-// checkpoint {CommitLogFlushed: F, Dispatched: min(D, F)}: every entry for a
-// record before Dispatched is on disk, and so is the record. The write is
-// skipped when nothing moved.
+// Every CheckpointInterval a goroutine of its own (not the dispatcher: the
+// flush takes up to tens of milliseconds and produce acks wait on
+// dispatching) takes D = dispatched offset and F = the log's flushed
+// offset, makes the consume queues durable while dispatching goes on,
+// and writes the checkpoint {CommitLogFlushed: F', Dispatched: min(D, F)},
+// F' being the flushed offset loaded again just before the write: every
+// entry for a record before Dispatched is on disk (it was written before D
+// was published, so the flush covers it), and so is the record, and the log
+// is durable before CommitLogFlushed, recovery's flushed mark. The write is
+// skipped when nothing moved. Close stops that goroutine and writes the
+// final checkpoint itself.
 //
 // # Checkpoint file, version 1
 //
