@@ -17,10 +17,14 @@
 // created under a temporary name (*.tmp), allocated, mapped, its first
 // 16 MiB pre-faulted and renamed by a background goroutine while the
 // writer fills the current one, so a roll only swaps a pointer; the same
-// goroutine then pre-faults the rest of it chunk by chunk. Pre-faulting
-// uses MADV_POPULATE_READ, which maps the unwritten blocks as clean zero
-// pages: dirtying them (as writing zeros would) makes writeback write the
-// file twice. If the next file is not ready the writer waits for the one
+// goroutine then pre-faults the rest in 4 MiB steps, never more than
+// 256 MiB ahead of the write position. Pre-faulting uses
+// MADV_POPULATE_WRITE (Linux 5.14; older kernels fall back to one load per
+// page, read faults only): it takes the write faults, each a page_mkwrite
+// with a journal handle on ext4, off the append path. Those pages become
+// dirty zero pages that writeback may write before the records land in
+// them, which is why the window is bounded instead of covering the whole
+// file at once. If the next file is not ready the writer waits for the one
 // being made, or allocates it itself if that failed. The new file's
 // allocation and name are made durable (msync + directory fsync) by the
 // first flush that covers it, not on the preallocation path, because on a
