@@ -152,7 +152,11 @@
 //     wrapping ErrDamaged that names the file, the position in it, the
 //     physical offset and what is wrong. Only with Options.RecoverTruncate
 //     (the operator's explicit choice, unilog broker --recover-truncate)
-//     does it cut there as above, logging the bytes lost.
+//     does it cut there as above, logging the bytes lost. Before deciding,
+//     the file holding the end is scanned again from its start (and so is a
+//     last file that Open found cut short), so the end is the first damage
+//     in that file even when it lies before from: a cut left behind the new
+//     end would stop a later recovery from an earlier offset.
 //
 // The mark is only as fresh as the caller's last record of it: the
 // dispatcher writes FlushedOffset into its checkpoint once per checkpoint

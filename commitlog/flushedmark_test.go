@@ -4,6 +4,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -56,6 +57,7 @@ func TestRecoverRespectsFlushedMark(t *testing.T) {
 	for _, tc := range []struct {
 		name     string
 		damage   func(t *testing.T, dir string)
+		from     int64 // where Recover starts (the checkpoint's dispatched offset)
 		truncate bool
 		wantEnd  int64 // where the log ends when it opens
 		refused  string
@@ -70,6 +72,10 @@ func TestRecoverRespectsFlushedMark(t *testing.T) {
 		{name: "torn tail after the mark", damage: flip(after.PhysOffset + 20), wantEnd: after.PhysOffset},
 		{name: "cut file after the mark", damage: cut(after.PhysOffset + 10), wantEnd: after.PhysOffset},
 		{name: "damage right at the mark is a tail", damage: flip(mark + 20), wantEnd: mark},
+		{name: "cut before where recovery starts", damage: cut(before.PhysOffset + 9), from: mark, refused: "(offset " + strconv.FormatInt(before.PhysOffset, 10)},
+		{name: "cut before where recovery starts, truncate", damage: cut(before.PhysOffset + 9), from: mark, truncate: true, wantEnd: before.PhysOffset},
+		{name: "last file removed, recovery starts in it", damage: removeLast, from: mark, refused: "the files end at"},
+		{name: "last file removed, recovery starts in it, truncate", damage: removeLast, from: mark, truncate: true, wantEnd: lastBase},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			dir := p.copyTo(t)
@@ -82,7 +88,7 @@ func TestRecoverRespectsFlushedMark(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer l.Close()
-			end, err := l.Recover(0, nil)
+			end, err := l.Recover(tc.from, nil)
 			if tc.refused != "" {
 				if !errors.Is(err, ErrDamaged) || !strings.Contains(err.Error(), tc.refused) {
 					t.Fatalf("Recover = %d, %v; want ErrDamaged naming %q", end, err, tc.refused)

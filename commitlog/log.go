@@ -24,6 +24,10 @@ type Log struct {
 	segMu sync.Mutex
 	segs  atomic.Pointer[[]*segment]
 
+	// cutLast is set by Open when the last file was cut short (and
+	// extended with zeros): Recover then looks for damage from its start.
+	cutLast bool
+
 	// Writer state, guarded by wmu.
 	wmu       sync.Mutex
 	recovered bool
@@ -154,6 +158,7 @@ func (l *Log) openFiles() ([]*segment, error) {
 			return fail(err)
 		}
 		if repaired > 0 {
+			l.cutLast = true
 			l.log.WithFields(logrus.Fields{"file": s.path, "added_bytes": repaired}).Warn("last file was cut short; extended with zeros")
 		}
 		if n := len(segs); n > 0 && segs[n-1].end() != base {

@@ -23,7 +23,10 @@ import (
 // durable: Recover returns an error wrapping ErrDamaged that names the file,
 // the offset and what is wrong, and changes nothing, unless
 // Options.RecoverTruncate is set, in which case it cuts there as well and
-// logs what was lost. The write position is set to the end, which is
+// logs what was lost. In that case, and when Open found the last file cut
+// short, the file holding the end is scanned again from its start, so that
+// the end is its first damage even if that lies before from (which may
+// then be past the returned end). The write position is set to the end, which is
 // returned, and everything before it is made durable.
 //
 // The *Record passed to fn is reused: it and its slices are valid only
@@ -66,32 +69,39 @@ func (l *Log) Recover(from int64, fn func(r *Record) error) (int64, error) {
 
 	from = max(from, segs[0].base)
 	last := segs[len(segs)-1]
-	if from > last.end() {
+	if from > last.end() && l.opts.Flushed <= last.end() {
 		return 0, fmt.Errorf("commitlog: recover from %d: log ends at %d: %w", from, last.end(), ErrOutOfRange)
 	}
-	i := sort.Search(len(segs), func(i int) bool { return segs[i].end() > from })
+	// A from past the files (cut or removed ones) is checked against the
+	// flushed mark below like any other early end.
+	end := min(from, last.end())
+	i := sort.Search(len(segs), func(i int) bool { return segs[i].end() > end })
 	sc := scanner{fn: fn, intern: l.intern}
-	var end int64
-	if i == len(segs) {
-		end = from
-	} else {
+	if from == end && i < len(segs) {
 		var err error
 		end, err = sc.scan(segs[i:], from)
 		if err != nil {
 			return end, fmt.Errorf("commitlog: recover: %w", err)
 		}
 	}
-	// The file holding end: the last scanned one, or, when end is exactly
-	// the end of the chain, a new one.
-	j := sort.Search(len(segs), func(j int) bool { return segs[j].end() > end })
+	stop := sc.stop
+	// A scan that started past a cut in the last file would not see it.
+	if end < l.opts.Flushed || l.cutLast && from > last.base {
+		var k int
+		end, k, stop = earliestDamage(segs, end, stop)
+		i = min(i, k)
+	}
 	if end < l.opts.Flushed {
-		damage := l.damage(segs, j, end, sc.stop)
+		damage := l.damage(segs, end, stop)
 		if !l.opts.RecoverTruncate {
 			return end, damage
 		}
 		l.log.WithError(damage).WithFields(logrus.Fields{"end": end, "flushed": l.opts.Flushed, "lost_bytes": l.opts.Flushed - end}).
 			Error("cutting the commit log at damage before the flushed mark (RecoverTruncate): records acknowledged as durable are lost")
 	}
+	// The file holding end: the last scanned one, or, when end is exactly
+	// the end of the chain, a new one.
+	j := sort.Search(len(segs), func(j int) bool { return segs[j].end() > end })
 
 	var removed []*segment
 	if j < len(segs) {
@@ -146,10 +156,29 @@ func (l *Log) Recover(from int64, fn func(r *Record) error) (int64, error) {
 	return end, nil
 }
 
-// damage describes a log that ends at end, before the flushed mark: the
-// file holding end is segs[j] (j == len(segs) when the files stop there),
-// stop is what the scan found there (nil for zero bytes).
-func (l *Log) damage(segs []*segment, j int, end int64, stop error) error {
+// earliestDamage rescans from its start the file in which a scan ended at
+// end, before the flushed mark: the scan started at the caller's offset,
+// and damage before it in the same file (a file cut short, zeroed pages)
+// would otherwise be left behind the new end, where a later recovery
+// from an earlier offset would stop and take everything after it. It
+// returns the end of the valid records of that file if it is earlier, with
+// what stopped it, and the index of the file.
+func earliestDamage(segs []*segment, end int64, stop error) (int64, int, error) {
+	k := sort.Search(len(segs), func(k int) bool { return segs[k].end() > end })
+	k = min(k, len(segs)-1)
+	s := segs[k]
+	var sc scanner
+	e, rolled, _ := sc.scanFile(s.base, s.m[:s.size], 0)
+	if rolled || e >= end {
+		return end, k, stop
+	}
+	return e, k, sc.stop
+}
+
+// damage describes a log that ends at end, before the flushed mark; stop
+// is what the scan found there (nil for zero bytes or the end of the files).
+func (l *Log) damage(segs []*segment, end int64, stop error) error {
+	j := sort.Search(len(segs), func(j int) bool { return segs[j].end() > end })
 	if j == len(segs) {
 		return fmt.Errorf("commitlog: recover %s: the files end at %d, but the log was flushed to %d: %w",
 			l.opts.Dir, end, l.opts.Flushed, ErrDamaged)

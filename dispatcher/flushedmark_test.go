@@ -75,6 +75,7 @@ func TestRecoveryRefusesDamageBeforeFlushedMark(t *testing.T) {
 		name     string
 		damage   func(dir string)
 		at       commitlog.Position // the first record lost
+		clean    bool               // the last run stopped cleanly: checkpoint at the end, no abort file
 		truncate bool
 		refused  bool
 	}{
@@ -86,17 +87,21 @@ func TestRecoveryRefusesDamageBeforeFlushedMark(t *testing.T) {
 		{name: "cut before the mark, truncate", damage: cut(before.PhysOffset + 9), at: before, truncate: true},
 		{name: "torn tail after the mark", damage: flip(after.PhysOffset + 40), at: after},
 		{name: "cut after the mark", damage: cut(after.PhysOffset + 9), at: after},
+		{name: "clean stop, cut before the end", damage: cut(before.PhysOffset + 9), at: before, clean: true, refused: true},
+		{name: "clean stop, cut before the end, truncate", damage: cut(before.PhysOffset + 9), at: before, clean: true, truncate: true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			dir := t.TempDir()
 			copyDir(t, pristine, dir)
-			// A crash after a checkpoint that saw the log flushed to mark but
-			// dispatched only to the start: recovery scans all of it.
-			if err := writeCheckpoint(dir, Checkpoint{CommitLogFlushed: mark, Time: time.Now()}); err != nil {
-				t.Fatal(err)
-			}
-			if err := os.WriteFile(filepath.Join(dir, abortName), nil, 0o644); err != nil {
-				t.Fatal(err)
+			if !tc.clean {
+				// A crash after a checkpoint that saw the log flushed to mark
+				// but dispatched only to the start: recovery scans all of it.
+				if err := writeCheckpoint(dir, Checkpoint{CommitLogFlushed: mark, Time: time.Now()}); err != nil {
+					t.Fatal(err)
+				}
+				if err := os.WriteFile(filepath.Join(dir, abortName), nil, 0o644); err != nil {
+					t.Fatal(err)
+				}
 			}
 			tc.damage(dir)
 			logDir := filepath.Join(dir, "commitlog")
