@@ -154,7 +154,8 @@
 //     (the operator's explicit choice, unilog broker --recover-truncate)
 //     does it cut there as above, logging the bytes lost. Before deciding,
 //     the file holding the end is scanned again from its start (and so is a
-//     last file that Open found cut short), so the end is the first damage
+//     last file shorter than FileSize, which means it was cut: a refused
+//     Open has already extended it to a whole page), so the end is the first damage
 //     in that file even when it lies before from: a cut left behind the new
 //     end would stop a later recovery from an earlier offset.
 //

@@ -97,6 +97,15 @@ func TestRecoverRespectsFlushedMark(t *testing.T) {
 				if got := readFiles(t, dir); !sameFiles(damaged, got) {
 					t.Fatal("a refused recovery changed the files")
 				}
+				// Open extends a cut file to a whole page; the next start
+				// must still see the cut.
+				l, err = Open(opts)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if end, err := l.Recover(tc.from, nil); !errors.Is(err, ErrDamaged) {
+					t.Fatalf("second Recover = %d, %v; want ErrDamaged again", end, err)
+				}
 				return
 			}
 			if err != nil || end != tc.wantEnd {

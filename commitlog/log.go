@@ -24,8 +24,10 @@ type Log struct {
 	segMu sync.Mutex
 	segs  atomic.Pointer[[]*segment]
 
-	// cutLast is set by Open when the last file was cut short (and
-	// extended with zeros): Recover then looks for damage from its start.
+	// cutLast is set by Open when the last file was cut short: extended
+	// with zeros now, or shorter than FileSize, which every file is created
+	// with (an earlier Open may have extended it, or FileSize changed).
+	// Recover then looks for damage from its start.
 	cutLast bool
 
 	// Writer state, guarded by wmu.
@@ -167,6 +169,9 @@ func (l *Log) openFiles() ([]*segment, error) {
 				dir, segmentName(base), segmentName(segs[n-1].base), segs[n-1].end(), ErrCorrupt))
 		}
 		segs = append(segs, s)
+	}
+	if n := len(segs); n > 0 && segs[n-1].size < l.opts.FileSize {
+		l.cutLast = true
 	}
 	return segs, nil
 }

@@ -23,8 +23,8 @@ import (
 // durable: Recover returns an error wrapping ErrDamaged that names the file,
 // the offset and what is wrong, and changes nothing, unless
 // Options.RecoverTruncate is set, in which case it cuts there as well and
-// logs what was lost. In that case, and when Open found the last file cut
-// short, the file holding the end is scanned again from its start, so that
+// logs what was lost. In that case, and when the last file is shorter than
+// FileSize (cut), the file holding the end is scanned again from its start, so that
 // the end is its first damage even if that lies before from (which may
 // then be past the returned end). The write position is set to the end, which is
 // returned, and everything before it is made durable.
