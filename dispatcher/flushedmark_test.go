@@ -114,6 +114,10 @@ func TestRecoveryRefusesDamageBeforeFlushedMark(t *testing.T) {
 			if !reportNames(rep, fileOf(tc.at.PhysOffset).Name, tc.at.PhysOffset) {
 				t.Fatalf("inspect does not point at %s offset %d: %q", fileOf(tc.at.PhysOffset).Name, tc.at.PhysOffset, rep.Problems)
 			}
+			beforeMark := tc.at.PhysOffset < rep.Checkpoint.CommitLogFlushed
+			if said := strings.Contains(strings.Join(rep.Problems, "\n"), "before the flushed mark"); said != beforeMark {
+				t.Fatalf("damage at %d, flushed mark %d: inspect says before the mark: %v: %q", tc.at.PhysOffset, rep.Checkpoint.CommitLogFlushed, said, rep.Problems)
+			}
 
 			opts := testOptions(dir)
 			opts.CommitLog.RecoverTruncate = tc.truncate

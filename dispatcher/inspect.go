@@ -226,7 +226,12 @@ func scanLog(lr *commitlog.Reader, rep *Report, progress func(done, total int64)
 			endWhy = fmt.Sprintf("commit-log file %s at position %d (offset %d): zero bytes where a record would be", f.Name, scan.Used, rep.LogEnd)
 			if scan.Damage != nil {
 				endWhy = fmt.Sprintf("commit-log file %s at position %d (offset %d): %v", f.Name, scan.Used, rep.LogEnd, scan.Damage)
-				rep.problem("commit log ends with damage: %s", endWhy)
+				if rep.CheckpointErr == nil && rep.LogEnd >= rep.Checkpoint.CommitLogFlushed {
+					rep.problem("commit log ends with damage at or after the flushed mark %d (a torn tail; the next start cuts it): %s",
+						rep.Checkpoint.CommitLogFlushed, endWhy)
+				} else {
+					rep.problem("commit log ends with damage: %s", endWhy)
+				}
 			}
 		}
 		done += f.Size
