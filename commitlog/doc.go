@@ -153,11 +153,15 @@
 //     physical offset and what is wrong. Only with Options.RecoverTruncate
 //     (the operator's explicit choice, unilog broker --recover-truncate)
 //     does it cut there as above, logging the bytes lost. Before deciding,
-//     the file holding the end is scanned again from its start (and so is a
-//     last file shorter than FileSize, which means it was cut: a refused
-//     Open has already extended it to a whole page), so the end is the first damage
-//     in that file even when it lies before from: a cut left behind the new
-//     end would stop a later recovery from an earlier offset.
+//     the file holding the end is scanned again from its start (and so is
+//     a last file shorter than FileSize, which means it was cut: a refused
+//     Open has already extended it to a whole page), so the end is the
+//     first damage in that file even when it lies before from: a cut left
+//     behind the new end would stop a later recovery from an earlier
+//     offset.
+//
+// Records in earlier files are not scanned at start: Read checks their CRC
+// when they are read, and unilog inspect --verify checks every one.
 //
 // The mark is only as fresh as the caller's last record of it: the
 // dispatcher writes FlushedOffset into its checkpoint once per checkpoint

@@ -24,10 +24,10 @@ import (
 // the offset and what is wrong, and changes nothing, unless
 // Options.RecoverTruncate is set, in which case it cuts there as well and
 // logs what was lost. In that case, and when the last file is shorter than
-// FileSize (cut), the file holding the end is scanned again from its start, so that
-// the end is its first damage even if that lies before from (which may
-// then be past the returned end). The write position is set to the end, which is
-// returned, and everything before it is made durable.
+// FileSize (cut), the file holding the end is scanned again from its start,
+// so that the end is its first damage even if that lies before from (which
+// may then be past the returned end). The write position is set to the end,
+// which is returned, and everything before it is made durable.
 //
 // The *Record passed to fn is reused: it and its slices are valid only
 // during the call. If fn returns an error, Recover returns it (wrapped)
