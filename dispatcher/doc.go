@@ -52,7 +52,10 @@
 //
 // A checkpoint that fails any check is not trusted: Open logs it and
 // recovers as after a crash from the start of the log, which loses nothing
-// because the queues are derived data.
+// because the queues are derived data. Without a checkpoint there is no
+// flushed mark either, so recovery then cuts the log at its first damage as
+// at a torn tail; a damaged checkpoint is itself a sign of a bad medium, and
+// `unilog inspect --verify` shows where the log ends before a restart.
 //
 // # Abort file
 //
