@@ -126,6 +126,7 @@ func (l *Log) flush() error {
 		}
 		if err == nil {
 			l.flushed.Store(to)
+			l.recordFlushed(to)
 			l.stats.flushes.Add(1)
 		}
 	}

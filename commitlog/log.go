@@ -56,10 +56,13 @@ type Log struct {
 	appCh    chan struct{}
 	appTaken atomic.Bool
 
-	flushMu   sync.Mutex // one flush at a time
-	genMu     sync.Mutex
-	gen       *flushGen
-	flushKick chan struct{}
+	flushMu    sync.Mutex // one flush at a time; guards markF, markFailed, markBuf
+	markF      *os.File   // the flushed-mark file, open from Recover to Close
+	markFailed bool       // a mark write failed (logged once)
+	markBuf    [markSize]byte
+	genMu      sync.Mutex
+	gen        *flushGen
+	flushKick  chan struct{}
 
 	retMu  sync.Mutex
 	retFns []func(newMin int64)
@@ -266,6 +269,9 @@ func (l *Log) close() error {
 	l.gen = &flushGen{done: make(chan struct{}), err: ErrClosed}
 	close(l.gen.done)
 	l.genMu.Unlock()
+	if mErr := l.closeMark(); mErr != nil && err == nil {
+		err = mErr
+	}
 	l.flushMu.Unlock()
 
 	l.appMu.Lock()

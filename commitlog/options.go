@@ -80,11 +80,11 @@ type Options struct {
 	MaxRecordSize int
 	// Flushed is the physical offset before which the previous run had made
 	// the log durable, as recorded by the caller (the dispatcher's
-	// checkpoint). Recover cuts a torn tail at or after it, and refuses to
-	// cut before it (ErrDamaged): see Recover. Zero treats the whole log as
-	// a tail that may be cut.
+	// checkpoint). Recover holds the log to the larger of it and the log's
+	// own flushed-mark file: it cuts a torn tail at or after that mark and
+	// refuses to cut before it (ErrDamaged); see Recover.
 	Flushed int64
-	// RecoverTruncate lets Recover cut the log at damage before Flushed,
+	// RecoverTruncate lets Recover cut the log at damage before the mark,
 	// losing the records from there on, instead of refusing to open. It is
 	// the operator's explicit choice after a refusal.
 	RecoverTruncate bool

@@ -16,11 +16,12 @@ import (
 // each valid record in order. It stops at the first zero, torn or corrupt
 // record; that is the end of the log.
 //
-// An end at or after Options.Flushed is a torn tail: everything after it is
-// removed (the rest of its file is zeroed, blocks staying allocated, and
-// later files are deleted), so no stale record can ever reappear behind new
-// appends. An end before Options.Flushed is damage to records that were
-// durable: Recover returns an error wrapping ErrDamaged that names the file,
+// The flushed mark is the larger of Options.Flushed and the log's own mark
+// file (see "Flushed mark" in the package doc). An end at or after it is a
+// torn tail: everything after it is removed (the rest of its file is
+// zeroed, blocks staying allocated, and later files are deleted), so no
+// stale record can ever reappear behind new appends. An end before it is
+// damage to records that were durable: Recover returns an error wrapping ErrDamaged that names the file,
 // the offset and what is wrong, and changes nothing, unless
 // Options.RecoverTruncate is set, in which case it cuts there as well and
 // logs what was lost. In that case, and when the last file is shorter than
@@ -50,14 +51,20 @@ func (l *Log) Recover(from int64, fn func(r *Record) error) (int64, error) {
 	l.segMu.Lock()
 	defer l.segMu.Unlock()
 	segs := l.chain()
+	mark := l.recoveryMark()
 
 	if len(segs) == 0 {
-		if l.opts.Flushed > max(from, 0) && !l.opts.RecoverTruncate {
-			return 0, fmt.Errorf("commitlog: recover %s: no file left, but the log was flushed to %d: %w", l.opts.Dir, l.opts.Flushed, ErrDamaged)
+		if mark > max(from, 0) && !l.opts.RecoverTruncate {
+			return 0, fmt.Errorf("commitlog: recover %s: no file left, but the log was flushed to %d: %w", l.opts.Dir, mark, ErrDamaged)
 		}
 		base := max(from, 0)
 		s, err := createSegment(l.opts.Dir, base, l.opts.FileSize, &l.mapped)
 		if err != nil {
+			return 0, fmt.Errorf("commitlog: recover: %w", err)
+		}
+		if err := l.openMark(base); err != nil {
+			os.Remove(s.path)
+			s.release()
 			return 0, fmt.Errorf("commitlog: recover: %w", err)
 		}
 		l.setChain([]*segment{s})
@@ -69,7 +76,7 @@ func (l *Log) Recover(from int64, fn func(r *Record) error) (int64, error) {
 
 	from = max(from, segs[0].base)
 	last := segs[len(segs)-1]
-	if from > last.end() && l.opts.Flushed <= last.end() {
+	if from > last.end() && mark <= last.end() {
 		return 0, fmt.Errorf("commitlog: recover from %d: log ends at %d: %w", from, last.end(), ErrOutOfRange)
 	}
 	// A from past the files (cut or removed ones) is checked against the
@@ -86,17 +93,17 @@ func (l *Log) Recover(from int64, fn func(r *Record) error) (int64, error) {
 	}
 	stop := sc.stop
 	// A scan that started past a cut in the last file would not see it.
-	if end < l.opts.Flushed || l.cutLast && from > last.base {
+	if end < mark || l.cutLast && from > last.base {
 		var k int
 		end, k, stop = earliestDamage(segs, end, stop)
 		i = min(i, k)
 	}
-	if end < l.opts.Flushed {
-		damage := l.damage(segs, end, stop)
+	if end < mark {
+		damage := l.damage(segs, end, mark, stop)
 		if !l.opts.RecoverTruncate {
 			return end, damage
 		}
-		l.log.WithError(damage).WithFields(logrus.Fields{"end": end, "flushed": l.opts.Flushed, "lost_bytes": l.opts.Flushed - end}).
+		l.log.WithError(damage).WithFields(logrus.Fields{"end": end, "flushed": mark, "lost_bytes": mark - end}).
 			Error("cutting the commit log at damage before the flushed mark (RecoverTruncate): records acknowledged as durable are lost")
 	}
 	// The file holding end: the last scanned one, or, when end is exactly
@@ -140,13 +147,16 @@ func (l *Log) Recover(from int64, fn func(r *Record) error) (int64, error) {
 			return end, fmt.Errorf("commitlog: recover: sync %s: %w", segs[k].path, err)
 		}
 	}
+	if err := l.openMark(end); err != nil {
+		return end, fmt.Errorf("commitlog: recover: %w", err)
+	}
 	cur := segs[len(segs)-1]
 	l.trustedFrom.Store(from)
 	l.startWriting(cur, end-cur.base)
 
 	took := time.Since(start)
 	fields := logrus.Fields{
-		"from": from, "end": end, "flushed": l.opts.Flushed, "records": sc.records, "scanned_bytes": sc.bytes,
+		"from": from, "end": end, "flushed": mark, "records": sc.records, "scanned_bytes": sc.bytes,
 		"zeroed_bytes": zeroed, "removed_files": len(removed), "took": took,
 	}
 	if sc.stop != nil {
@@ -177,11 +187,11 @@ func earliestDamage(segs []*segment, end int64, stop error) (int64, int, error) 
 
 // damage describes a log that ends at end, before the flushed mark; stop
 // is what the scan found there (nil for zero bytes or the end of the files).
-func (l *Log) damage(segs []*segment, end int64, stop error) error {
+func (l *Log) damage(segs []*segment, end, mark int64, stop error) error {
 	j := sort.Search(len(segs), func(j int) bool { return segs[j].end() > end })
 	if j == len(segs) {
 		return fmt.Errorf("commitlog: recover %s: the files end at %d, but the log was flushed to %d: %w",
-			l.opts.Dir, end, l.opts.Flushed, ErrDamaged)
+			l.opts.Dir, end, mark, ErrDamaged)
 	}
 	s := segs[j]
 	what := "zero bytes where a record should be"
@@ -189,7 +199,7 @@ func (l *Log) damage(segs []*segment, end int64, stop error) error {
 		what = stop.Error()
 	}
 	return fmt.Errorf("commitlog: recover: file %s at %d (offset %d): %s; the log was flushed to %d: %w",
-		s.path, end-s.base, end, what, l.opts.Flushed, ErrDamaged)
+		s.path, end-s.base, end, what, mark, ErrDamaged)
 }
 
 // startWriting sets the write position and starts the background work.

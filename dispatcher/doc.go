@@ -52,10 +52,11 @@
 //
 // A checkpoint that fails any check is not trusted: Open logs it and
 // recovers as after a crash from the start of the log, which loses nothing
-// because the queues are derived data. Without a checkpoint there is no
-// flushed mark either, so recovery then cuts the log at its first damage as
-// at a torn tail; a damaged checkpoint is itself a sign of a bad medium, and
-// `unilog inspect --verify` shows where the log ends before a restart.
+// because the queues are derived data. The flushed mark recovery holds the
+// log to is then the commit log's own (package commitlog, "Flushed mark"),
+// and without that too every damage is cut as a torn tail; a damaged
+// checkpoint is itself a sign of a bad medium, and `unilog inspect --verify`
+// shows where the log ends before a restart.
 //
 // # Abort file
 //
@@ -81,8 +82,9 @@
 //     at records the crash tore, and they are re-derived below.
 //  3. commitlog.Log.Recover(start, fn) scans forward, verifies every
 //     record's CRC32C and stops at the first torn or corrupt record or zero
-//     region. The checkpoint's CommitLogFlushed is the log's flushed mark
-//     (commitlog.Options.Flushed): an end at or after it is a torn tail,
+//     region. The checkpoint's CommitLogFlushed is passed as
+//     commitlog.Options.Flushed; the log holds itself to the larger of it
+//     and its own flushed-mark file: an end at or after that is a torn tail,
 //     and what follows is zeroed (later files removed) and the write
 //     position set there; an end before it is damage to durable records,
 //     and Open fails with an error wrapping commitlog.ErrDamaged, naming
@@ -128,7 +130,8 @@
 // consumequeue.DecodeFile (consumequeue.Open repairs what it finds, and
 // inspection must change nothing). Verify checks every record's CRC, that
 // the log is one chain without holes, that it does not end before the
-// checkpoint's flushed mark (the damage that makes Open refuse; the problem
+// flushed mark (the larger of the checkpoint's and the log's own; the damage
+// that makes Open refuse; the problem
 // names the file, the position in it and what is wrong), and that every
 // consume-queue entry points at a record of its own topic/partition whose
 // offsets cover the entry's offset, with the same size and store timestamp.

@@ -51,12 +51,16 @@ type Report struct {
 	Files         []LogFileReport
 	LogMin        int64 // first physical offset of the log
 	LogEnd        int64 // physical offset after the last valid record
-	Records       int64
-	Partitions    []PartitionReport
-	Verified      int64    // consume-queue entries checked (with Verify)
-	Expired       int64    // consume-queue entries pointing below LogMin, left by retention
-	Problems      []string // damage and, with Verify, mismatches
-	MoreProblems  int      // problems not listed because there were too many
+	// FlushedMark is the mark recovery holds the log to: the larger of the
+	// checkpoint's CommitLogFlushed and the commit log's own flushed mark
+	// (0 if neither is readable). A log ending before it is refused.
+	FlushedMark  int64
+	Records      int64
+	Partitions   []PartitionReport
+	Verified     int64    // consume-queue entries checked (with Verify)
+	Expired      int64    // consume-queue entries pointing below LogMin, left by retention
+	Problems     []string // damage and, with Verify, mismatches
+	MoreProblems int      // problems not listed because there were too many
 }
 
 const maxProblems = 100
@@ -81,6 +85,12 @@ func Inspect(dir string, opts InspectOptions) (*Report, error) {
 	}
 	rep := &Report{Dir: dir}
 	rep.Checkpoint, rep.CheckpointErr = ReadCheckpoint(filepath.Join(dir, checkpointName))
+	if rep.CheckpointErr == nil {
+		rep.FlushedMark = rep.Checkpoint.CommitLogFlushed
+	}
+	if m, err := commitlog.ReadFlushedMark(filepath.Join(dir, "commitlog")); err == nil {
+		rep.FlushedMark = max(rep.FlushedMark, m)
+	}
 	if _, err := os.Stat(filepath.Join(dir, abortName)); err == nil {
 		rep.Unclean = true
 	}
@@ -226,9 +236,9 @@ func scanLog(lr *commitlog.Reader, rep *Report, progress func(done, total int64)
 			endWhy = fmt.Sprintf("commit-log file %s at position %d (offset %d): zero bytes where a record would be", f.Name, scan.Used, rep.LogEnd)
 			if scan.Damage != nil {
 				endWhy = fmt.Sprintf("commit-log file %s at position %d (offset %d): %v", f.Name, scan.Used, rep.LogEnd, scan.Damage)
-				if rep.CheckpointErr == nil && rep.LogEnd >= rep.Checkpoint.CommitLogFlushed {
+				if rep.LogEnd >= rep.FlushedMark {
 					rep.problem("commit log ends with damage at or after the flushed mark %d (a torn tail; the next start cuts it): %s",
-						rep.Checkpoint.CommitLogFlushed, endWhy)
+						rep.FlushedMark, endWhy)
 				} else {
 					rep.problem("commit log ends with damage: %s", endWhy)
 				}
@@ -240,11 +250,11 @@ func scanLog(lr *commitlog.Reader, rep *Report, progress func(done, total int64)
 		}
 		rep.Files = append(rep.Files, fr)
 	}
-	if mark := rep.Checkpoint.CommitLogFlushed; rep.CheckpointErr == nil && rep.LogEnd < mark {
+	if mark := rep.FlushedMark; rep.LogEnd < mark {
 		if endWhy == "" {
 			endWhy = fmt.Sprintf("the files end at offset %d", rep.LogEnd)
 		}
-		rep.problem("commit log ends at offset %d, before the flushed mark %d of the checkpoint: %d bytes of durable records are damaged or missing (%s); the broker refuses to start until --recover-truncate cuts the log there",
+		rep.problem("commit log ends at offset %d, before the flushed mark %d: %d bytes of durable records are damaged or missing (%s); the broker refuses to start until --recover-truncate cuts the log there",
 			rep.LogEnd, mark, mark-rep.LogEnd, endWhy)
 	}
 	return nil
