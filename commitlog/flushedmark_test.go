@@ -30,17 +30,7 @@ func TestRecoverRespectsFlushedMark(t *testing.T) {
 	mark := p.pos[markRec].PhysOffset
 	before, after := p.pos[first], p.pos[markRec+1]
 	flip := func(phys int64) func(t *testing.T, dir string) {
-		return func(t *testing.T, dir string) {
-			path := filepath.Join(dir, segmentName(phys/fileSize*fileSize))
-			b, err := os.ReadFile(path)
-			if err != nil {
-				t.Fatal(err)
-			}
-			b[phys%fileSize] ^= 0x5a
-			if err := os.WriteFile(path, b, 0o644); err != nil {
-				t.Fatal(err)
-			}
-		}
+		return func(t *testing.T, dir string) { flipByte(t, dir, fileSize, phys, 0x5a) }
 	}
 	cut := func(phys int64) func(t *testing.T, dir string) {
 		return func(t *testing.T, dir string) {
@@ -149,4 +139,19 @@ func sameFiles(was, now map[string]string) bool {
 		}
 	}
 	return true
+}
+
+// flipByte XORs the byte at physical offset phys of the log in dir (files
+// of fileSize bytes) with mask.
+func flipByte(t *testing.T, dir string, fileSize, phys int64, mask byte) {
+	t.Helper()
+	path := filepath.Join(dir, segmentName(phys/fileSize*fileSize))
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b[phys%fileSize] ^= mask
+	if err := os.WriteFile(path, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
 }

@@ -55,15 +55,7 @@ func TestRecoverHoldsToOwnMark(t *testing.T) {
 		t.Fatal(err)
 	}
 	victim := p.pos[len(p.pos)-3]
-	path := filepath.Join(dir, segmentName(victim.PhysOffset/fileSize*fileSize))
-	data, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	data[victim.PhysOffset%fileSize+30] ^= 0x11
-	if err := os.WriteFile(path, data, 0o644); err != nil {
-		t.Fatal(err)
-	}
+	flipByte(t, dir, fileSize, victim.PhysOffset+30, 0x11)
 
 	opts := testOptions(t, dir, fileSize)
 	l, err := Open(opts)

@@ -80,15 +80,7 @@ func TestReaderReportsDamage(t *testing.T) {
 	p := writePristine(t, fileSize, 40)
 	dir := p.copyTo(t)
 	victim := p.pos[len(p.pos)-5]
-	path := filepath.Join(dir, segmentName(victim.PhysOffset/fileSize*fileSize))
-	b, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	b[victim.PhysOffset%fileSize+30] ^= 0x10
-	if err := os.WriteFile(path, b, 0o644); err != nil {
-		t.Fatal(err)
-	}
+	flipByte(t, dir, fileSize, victim.PhysOffset+30, 0x10)
 	r, err := OpenReader(dir)
 	if err != nil {
 		t.Fatal(err)
