@@ -12,6 +12,7 @@ import (
 	"sync/atomic"
 
 	"github.com/sirupsen/logrus"
+
 )
 
 // Store holds every queue under Options.Dir. Opening it reads nothing but
