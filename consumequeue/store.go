@@ -12,7 +12,6 @@ import (
 	"sync/atomic"
 
 	"github.com/sirupsen/logrus"
-
 )
 
 // Store holds every queue under Options.Dir. Opening it reads nothing but

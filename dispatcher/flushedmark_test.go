@@ -24,7 +24,7 @@ import (
 func TestRecoveryRefusesDamageBeforeFlushedMark(t *testing.T) {
 	pristine := t.TempDir()
 	d := mustOpen(t, testOptions(pristine))
-	recs := appendN(t, d, 21, 0, 400)
+	recs := appendN(t, d, 24, 0, 400)
 	waitDispatched(t, d)
 	files := d.Log().Files()
 	if err := d.Close(); err != nil {
