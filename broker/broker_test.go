@@ -308,6 +308,7 @@ func TestAdminHTTP(t *testing.T) {
 		"unilog_commitlog_bytes",
 		"unilog_dispatcher_lag_bytes",
 		"unilog_dispatcher_lag_seconds",
+		"unilog_fetch_watchers 0",
 		"unilog_network_received_bytes_total",
 	} {
 		if !strings.Contains(m, want) {

@@ -97,9 +97,11 @@
 // records before their offset. HighWatermark and LastStableOffset are the
 // queue's MaxOffset, LogStartOffset its MinOffset. Offsets below MinOffset or
 // above MaxOffset get OFFSET_OUT_OF_RANGE; MaxOffset itself is an empty
-// fetch. With fewer than min_bytes available the request sleeps on
-// dispatcher.Watch channels of all its partitions, up to max_wait_ms; a
-// broker Close ends the sleep with what is there.
+// fetch. With fewer than min_bytes available the request sleeps on one
+// dispatcher.Waiter registered on all its partitions (one channel however
+// many partitions), up to max_wait_ms; the client disconnecting or a broker
+// Close ends the sleep with what is there. Every fetch releases its
+// registrations when it returns; unilog_fetch_watchers counts the live ones.
 //
 // ListOffsets by timestamp uses Queue.OffsetForTime, comparing the log's
 // store timestamp (append time) rather than the batch's CreateTime; it

@@ -66,6 +66,9 @@ func newMetrics(b *Broker) *metrics {
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 			Namespace: "unilog", Name: "dispatcher_lag_seconds", Help: "Age of the oldest record not yet indexed.",
 		}, func() float64 { return b.st.Stats().LagTime.Seconds() }),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Namespace: "unilog", Name: "fetch_watchers", Help: "Partitions registered by long-polling fetches waiting for data.",
+		}, func() float64 { return float64(b.st.Stats().Watchers) }),
 	)
 	return m
 }

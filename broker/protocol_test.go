@@ -166,7 +166,9 @@ func fmtTrim(v []string) string {
 }
 
 // TestLongPollWakeup parks a fetch at the end of a partition with a long
-// max wait; a produce must wake it with the new record.
+// max wait; a produce must wake it with the new record. The produce is sent
+// only once the fetch is registered, so the answer comes from the wake-up,
+// not from a first read that already found the record.
 func TestLongPollWakeup(t *testing.T) {
 	b := startBroker(t, testConfig(t, t.TempDir()))
 	cl := newClient(t, b.Addr())
@@ -175,9 +177,7 @@ func TestLongPollWakeup(t *testing.T) {
 
 	got := make(chan *kmsg.FetchResponseTopicPartition, 1)
 	go func() { got <- rawFetch(t, cl, "poll", 1, 1, 30*time.Second) }()
-	// Let the fetch park; if it has not yet, it finds the record at once,
-	// which is also a correct answer.
-	time.Sleep(100 * time.Millisecond)
+	waitParked(t, b, 1)
 	produceSync(t, cl, "poll", 1, "new")
 	p := <-got
 	if p.ErrorCode != 0 {

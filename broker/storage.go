@@ -30,9 +30,8 @@ type storage interface {
 	// OffsetForTime returns the first offset stored at or after ts (unix
 	// ms) and its store timestamp; ok is false when there is none.
 	OffsetForTime(topic string, partition int32, ts int64) (offset, storeTS int64, ok bool)
-	// Watch returns a channel closed once the partition holds an offset
-	// beyond offset.
-	Watch(topic string, partition int32, offset int64) <-chan struct{}
+	// NewWaiter starts a long poll; the caller releases it.
+	NewWaiter() waiter
 	// DeleteTopic drops the topic's consume queues and offset counters.
 	DeleteTopic(topic string) error
 	// Stats reports sizes for the metrics.
@@ -41,10 +40,22 @@ type storage interface {
 	Close() error
 }
 
+// waiter is one long poll over any number of partitions with a single
+// notify channel (dispatcher.Waiter). Registrations last until the partition
+// grows or Release, so a fetch that returns leaves nothing behind.
+type waiter interface {
+	// Watch signals C once the partition holds an offset beyond offset.
+	Watch(topic string, partition int32, offset int64)
+	C() <-chan struct{}
+	// Release drops every registration and a pending signal.
+	Release()
+}
+
 type storageStats struct {
 	LogBytes int64
 	LagBytes int64
 	LagTime  time.Duration
+	Watchers int64 // partition registrations of live long polls
 }
 
 // errStorageRange reports an offset the storage does not hold.

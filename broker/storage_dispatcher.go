@@ -113,9 +113,7 @@ func (s *dispatcherStorage) OffsetForTime(topic string, partition int32, ts int6
 	return off, e.StoreTimestamp, true
 }
 
-func (s *dispatcherStorage) Watch(topic string, partition int32, offset int64) <-chan struct{} {
-	return s.d.Watch(topic, partition, offset)
-}
+func (s *dispatcherStorage) NewWaiter() waiter { return s.d.NewWaiter() }
 
 func (s *dispatcherStorage) DeleteTopic(topic string) error { return s.d.DeleteTopic(topic) }
 
@@ -125,6 +123,7 @@ func (s *dispatcherStorage) Stats() storageStats {
 		LogBytes: s.log.WriteOffset() - s.log.MinOffset(),
 		LagBytes: lag.Bytes,
 		LagTime:  lag.Time,
+		Watchers: s.d.Watchers(),
 	}
 }
 

@@ -19,8 +19,9 @@
 // the consume queues, so they need no writer lock of their own; retention
 // of log files is handed to it as well, and it deletes the consume-queue
 // files that index only deleted log files. After each pass it publishes the
-// dispatched offset (WaitDispatched) and wakes Watch channels of the
-// partitions that grew; long-poll fetches sleep on those.
+// dispatched offset (WaitDispatched) and signals the Waiters registered on
+// the partitions that grew; long-poll fetches sleep on those, one channel per
+// fetch, and unregister when they return.
 //
 // Records of topics for which Options.Keep returns false are not dispatched
 // (deleted topics whose records still sit in the log).

@@ -1,0 +1,118 @@
+package broker
+
+import (
+	"bufio"
+	"fmt"
+	"net/http"
+	"runtime"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// eventually polls cond until it holds or 30 s pass; only for conditions
+// that become true on their own (a request parking, a process exiting).
+func eventually(t testing.TB, what string, cond func() bool) {
+	t.Helper()
+	tick := time.NewTicker(time.Millisecond)
+	defer tick.Stop()
+	deadline := time.After(30 * time.Second)
+	for !cond() {
+		select {
+		case <-tick.C:
+		case <-deadline:
+			t.Fatalf("after 30s: %s", what)
+		}
+	}
+}
+
+// waitParked returns once long polls have registered at least n partitions.
+func waitParked(t testing.TB, b *Broker, n int64) {
+	t.Helper()
+	eventually(t, fmt.Sprintf("%d partitions watched by long polls", n), func() bool { return b.st.Stats().Watchers >= n })
+}
+
+// TestIdleLongPollReleases is the idle-consumer leak: one consumer polling
+// the end of 2,000 empty partitions with a short max wait, round after
+// round. Every fetch must leave no registration behind, and the heap must
+// stay where it was (each leaked registration costs a channel and a slice
+// slot, about 100 bytes: 120 rounds of 2,000 would leak over 20 MiB).
+func TestIdleLongPollReleases(t *testing.T) {
+	const partitions, rounds = 2000, 120
+	b := startBroker(t, testConfig(t, t.TempDir()))
+	cl := newClient(t, b.Addr())
+	createTopic(t, cl, "idle", partitions)
+
+	req := kmsg.NewPtrFetchRequest()
+	req.SetVersion(11)
+	req.ReplicaID = -1
+	req.MaxWaitMillis = 2
+	req.MinBytes = 1
+	req.MaxBytes = 1 << 20
+	req.SessionEpoch = -1
+	rt := kmsg.NewFetchRequestTopic()
+	rt.Topic = "idle"
+	for p := range int32(partitions) {
+		rp := kmsg.NewFetchRequestTopicPartition()
+		rp.Partition = p
+		rp.PartitionMaxBytes = 1 << 20
+		rt.Partitions = append(rt.Partitions, rp)
+	}
+	req.Topics = append(req.Topics, rt)
+	c := dialRaw(t, b.Addr())
+	round := func() {
+		t.Helper()
+		c.nc.SetDeadline(time.Now().Add(30 * time.Second))
+		resp, ok := c.roundTrip(req)
+		if !ok {
+			t.Fatal("connection closed instead of a fetch response")
+		}
+		for _, p := range resp.(*kmsg.FetchResponse).Topics[0].Partitions {
+			if p.ErrorCode != 0 || len(p.RecordBatches) != 0 {
+				t.Fatalf("idle partition %d: %v, %d bytes", p.Partition, kerr.ErrorForCode(p.ErrorCode), len(p.RecordBatches))
+			}
+		}
+		// The handler releases before the response is written.
+		if n := b.st.Stats().Watchers; n != 0 {
+			t.Fatalf("%d partitions still watched after the fetch returned", n)
+		}
+	}
+	heap := func() uint64 {
+		runtime.GC()
+		var ms runtime.MemStats
+		runtime.ReadMemStats(&ms)
+		return ms.HeapAlloc
+	}
+	round()
+	before := heap()
+	for range rounds {
+		round()
+	}
+	if after := heap(); after > before+8<<20 {
+		t.Fatalf("heap grew from %d to %d bytes over %d idle long polls of %d partitions", before, after, rounds, partitions)
+	}
+	if m := scrapeMetric(t, b, "unilog_fetch_watchers"); m != "0" {
+		t.Fatalf("unilog_fetch_watchers %s after the polls, want 0", m)
+	}
+}
+
+// scrapeMetric returns the value of an unlabelled metric on /metrics.
+func scrapeMetric(t testing.TB, b *Broker, name string) string {
+	t.Helper()
+	resp, err := http.Get("http://" + b.AdminAddr() + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	sc := bufio.NewScanner(resp.Body)
+	for sc.Scan() {
+		if v, ok := strings.CutPrefix(sc.Text(), name+" "); ok {
+			return v
+		}
+	}
+	t.Fatalf("/metrics has no %s (%v)", name, sc.Err())
+	return ""
+}
