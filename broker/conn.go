@@ -15,27 +15,35 @@ import (
 	"github.com/sirupsen/logrus"
 )
 
-// conn serves one client connection. Requests are read, handled and
-// answered one at a time, so responses leave in request order however
-// deeply the client pipelines; that is also how Kafka orders a connection.
+// conn serves one client connection. Requests are handled and answered one
+// at a time, so responses leave in request order however deeply the client
+// pipelines; that is also how Kafka orders a connection.
+//
+// A reader goroutine reads the next request while one is being handled, so
+// that a client disconnecting is noticed at once: it cancels ctx, which ends
+// the request's waits (long polls, durability and dispatch waits) instead of
+// leaving them to their timeouts.
 type conn struct {
 	b      *Broker
 	nc     net.Conn
 	remote string
 	r      *bufio.Reader
 
-	// mu orders read deadlines set by serve against interruptRead.
-	mu sync.Mutex
+	// mu orders the read deadlines set by armRead, the handler and
+	// interruptRead; busy (under mu) is set while a request is handled, when
+	// the connection is not idle and has no read deadline.
+	mu   sync.Mutex
+	busy bool
 
 	buf []byte // response buffer, reused
 
-	// ctx bounds the waits of this connection's requests (long polls,
-	// durability); a connection's requests otherwise end with the broker.
+	// ctx is cancelled when the client disconnects or the connection ends;
+	// every wait of the connection's requests selects on it.
 	ctx context.Context
 }
 
 func newConn(b *Broker, nc net.Conn) *conn {
-	return &conn{b: b, nc: nc, remote: nc.RemoteAddr().String(), r: bufio.NewReaderSize(nc, 64<<10), ctx: context.Background()}
+	return &conn{b: b, nc: nc, remote: nc.RemoteAddr().String(), r: bufio.NewReaderSize(nc, 64<<10)}
 }
 
 // interruptRead unblocks a connection waiting for its next request; one
@@ -46,49 +54,105 @@ func (c *conn) interruptRead() {
 	c.nc.SetReadDeadline(time.Now())
 }
 
-// armRead sets the idle/read deadline for the next request, or reports that
-// the broker is closing.
+func (c *conn) closing() bool {
+	select {
+	case <-c.b.closing:
+		return true
+	default:
+		return false
+	}
+}
+
+// armRead sets the idle deadline for the next request (none while one is
+// being handled), or reports that the broker is closing.
 func (c *conn) armRead() bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	select {
-	case <-c.b.closing:
+	if c.closing() {
 		return false
-	default:
 	}
-	var d time.Time
-	if c.b.cfg.ReadTimeout > 0 {
-		d = time.Now().Add(c.b.cfg.ReadTimeout)
-	}
-	c.nc.SetReadDeadline(d)
+	c.nc.SetReadDeadline(c.idleDeadline())
 	return true
+}
+
+// setBusy marks a request in flight (no idle deadline) or finished (the
+// idle deadline starts now).
+func (c *conn) setBusy(busy bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.busy = busy
+	if !c.closing() {
+		c.nc.SetReadDeadline(c.idleDeadline())
+	}
+}
+
+// idleDeadline is the read deadline for the current state; the caller holds mu.
+func (c *conn) idleDeadline() time.Time {
+	if c.busy || c.b.cfg.ReadTimeout <= 0 {
+		return time.Time{}
+	}
+	return time.Now().Add(c.b.cfg.ReadTimeout)
 }
 
 func (c *conn) serve() {
 	defer c.b.unregister(c)
-	defer c.nc.Close()
-	for c.armRead() {
-		frame, err := c.readFrame()
-		if err != nil {
-			c.logReadError(err)
+	ctx, cancel := context.WithCancel(context.Background())
+	c.ctx = ctx
+	frames := make(chan []byte)
+	readerDone := make(chan struct{})
+	go func() {
+		defer close(readerDone)
+		c.readLoop(ctx, cancel, frames)
+	}()
+	defer func() {
+		cancel()
+		c.nc.Close()
+		<-readerDone
+	}()
+	for frame := range frames {
+		if c.closing() {
 			return
 		}
+		c.setBusy(true)
 		out, err := c.handle(frame)
 		if err != nil {
 			c.logDrop(err)
 			return
 		}
-		if out == nil {
-			continue
+		if out != nil {
+			if c.b.cfg.WriteTimeout > 0 {
+				c.nc.SetWriteDeadline(time.Now().Add(c.b.cfg.WriteTimeout))
+			}
+			if _, err := c.nc.Write(out); err != nil {
+				c.b.log.WithFields(logrus.Fields{"remote": c.remote, "error": err}).Info("connection closed: write failed")
+				return
+			}
+			c.b.metrics.bytesOut.Add(float64(len(out)))
 		}
-		if c.b.cfg.WriteTimeout > 0 {
-			c.nc.SetWriteDeadline(time.Now().Add(c.b.cfg.WriteTimeout))
-		}
-		if _, err := c.nc.Write(out); err != nil {
-			c.b.log.WithFields(logrus.Fields{"remote": c.remote, "error": err}).Info("connection closed: write failed")
+		c.setBusy(false)
+	}
+}
+
+// readLoop reads requests and hands them to serve one at a time. A read
+// that fails for any reason but the broker closing means the client is gone
+// or misbehaved: the in-flight request's waits are cancelled. On a broker
+// Close the in-flight request is left to finish and answer.
+func (c *conn) readLoop(ctx context.Context, cancel context.CancelFunc, frames chan<- []byte) {
+	defer close(frames)
+	for c.armRead() {
+		frame, err := c.readFrame()
+		if err != nil {
+			c.logReadError(err)
+			if !c.closing() {
+				cancel()
+			}
 			return
 		}
-		c.b.metrics.bytesOut.Add(float64(len(out)))
+		select {
+		case frames <- frame:
+		case <-ctx.Done():
+			return
+		}
 	}
 }
 
@@ -124,10 +188,8 @@ func (c *conn) logReadError(err error) {
 	case errors.Is(err, io.EOF), errors.Is(err, net.ErrClosed):
 		return
 	case errors.Is(err, os.ErrDeadlineExceeded):
-		select {
-		case <-c.b.closing:
+		if c.closing() {
 			return
-		default:
 		}
 		c.b.log.WithFields(logrus.Fields{"remote": c.remote, "error": err}).Info("connection closed: idle or slow request")
 	default:
