@@ -30,6 +30,11 @@ type storage interface {
 	// OffsetForTime returns the first offset stored at or after ts (unix
 	// ms) and its store timestamp; ok is false when there is none.
 	OffsetForTime(topic string, partition int32, ts int64) (offset, storeTS int64, ok bool)
+	// ScanRecords calls fn with every record stored from the record
+	// boundary from (or the log's start, if later) to the end, in log order;
+	// base and end are the record's first offset and physical end. batch is
+	// only valid during the call.
+	ScanRecords(from int64, fn func(topic string, partition int32, base, end int64, batch []byte)) error
 	// NewWaiter starts a long poll; the caller releases it.
 	NewWaiter() waiter
 	// DeleteTopic drops the topic's consume queues and offset counters.
