@@ -29,6 +29,16 @@ func eventually(t testing.TB, what string, cond func() bool) {
 	}
 }
 
+// nextMillisecond returns the first unix millisecond after the one current
+// at the call: later than every timestamp taken before it, and no later
+// than any taken after it returns.
+func nextMillisecond(t testing.TB) int64 {
+	t.Helper()
+	now := time.Now().UnixMilli()
+	eventually(t, "the clock to pass a millisecond", func() bool { return time.Now().UnixMilli() > now })
+	return time.Now().UnixMilli()
+}
+
 // waitParked returns once long polls have registered at least n partitions.
 func waitParked(t testing.TB, b *Broker, n int64) {
 	t.Helper()

@@ -2,7 +2,6 @@ package broker
 
 import (
 	"testing"
-	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -144,7 +143,7 @@ func TestCloseEndsLongPoll(t *testing.T) {
 	if err := c.write(c.frame(req)); err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(100 * time.Millisecond)
+	waitParked(t, b, 1)
 	if err := b.Close(); err != nil {
 		t.Fatal(err)
 	}
