@@ -56,22 +56,11 @@ func TestIdleLongPollReleases(t *testing.T) {
 	cl := newClient(t, b.Addr())
 	createTopic(t, cl, "idle", partitions)
 
-	req := kmsg.NewPtrFetchRequest()
-	req.SetVersion(11)
-	req.ReplicaID = -1
-	req.MaxWaitMillis = 2
-	req.MinBytes = 1
-	req.MaxBytes = 1 << 20
-	req.SessionEpoch = -1
-	rt := kmsg.NewFetchRequestTopic()
-	rt.Topic = "idle"
-	for p := range int32(partitions) {
-		rp := kmsg.NewFetchRequestTopicPartition()
-		rp.Partition = p
-		rp.PartitionMaxBytes = 1 << 20
-		rt.Partitions = append(rt.Partitions, rp)
+	all := make([]int32, partitions)
+	for p := range all {
+		all[p] = int32(p)
 	}
-	req.Topics = append(req.Topics, rt)
+	req := fetchReq("idle", 0, 2*time.Millisecond, all...)
 	c := dialRaw(t, b.Addr())
 	round := func() {
 		t.Helper()

@@ -101,13 +101,7 @@ func TestIdempotenceAcrossRestart(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			cfg := testConfig(t, t.TempDir())
 			path := filepath.Join(cfg.DataDir, producerSnapshotFile)
-			b, err := Start(cfg)
-			if err != nil {
-				t.Fatal(err)
-			}
-			cl := newClient(t, b.Addr())
-			createTopic(t, cl, "idem", 1)
-			pid, epoch := initProducerID(t, cl)
+			b, cl, pid, epoch := startIdempotent(t, cfg)
 			if err := b.snapshotProducers(); err != nil {
 				t.Fatal(err)
 			}
