@@ -37,6 +37,7 @@ type Broker struct {
 	// producerChanges counts changes of idempotent-producer state, so the
 	// snapshot is rewritten only when it would differ.
 	producerChanges atomic.Int64
+	snapMu          sync.Mutex
 
 	// closing is closed when Close starts: long polls return early and
 	// connections stop reading new requests.

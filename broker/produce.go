@@ -137,7 +137,8 @@ func (b *Broker) waitProduced(ctx context.Context, acks int16, end int64) int16 
 }
 
 func (b *Broker) waitError(what string, err error) int16 {
-	if errors.Is(err, context.DeadlineExceeded) {
+	if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) {
+		// Canceled: the client left; nobody reads this answer.
 		return kerr.RequestTimedOut.Code
 	}
 	b.log.WithFields(logrus.Fields{"api": "Produce", "wait": what, "error": err}).Error("produce wait failed")

@@ -145,6 +145,8 @@ func decodeProducerSnapshot(b []byte) (producerSnapshot, error) {
 // it is in the copy; batches appended while copying may be too, which
 // replay tolerates.
 func (b *Broker) snapshotProducers() error {
+	b.snapMu.Lock() // one writer of producer-state.tmp
+	defer b.snapMu.Unlock()
 	s := producerSnapshot{logOffset: b.st.WriteOffset()}
 	b.partsMu.Lock()
 	parts := make(map[topicPartition]*partitionState, len(b.parts))
