@@ -115,7 +115,7 @@ func TestWaiter(t *testing.T) {
 func TestWaiterIdleRounds(t *testing.T) {
 	d := mustOpen(t, testOptions(t.TempDir()))
 	defer d.Close()
-	const partitions, rounds = 2000, 500
+	const partitions, rounds = 2000, 150
 	heap := func() uint64 {
 		runtime.GC()
 		var ms runtime.MemStats
@@ -140,8 +140,8 @@ func TestWaiterIdleRounds(t *testing.T) {
 	for range rounds {
 		round()
 	}
-	// Each leaked registration costs tens of bytes; 500 rounds of 2,000
-	// would leak tens of MiB, far above this bound.
+	// Each leaked registration costs about 100 bytes; 150 rounds of 2,000
+	// would leak about 30 MiB, far above this bound.
 	if after := heap(); after > before+4<<20 {
 		t.Fatalf("heap grew from %s to %s over %d idle rounds", mib(before), mib(after), rounds)
 	}
