@@ -181,6 +181,7 @@
 // # Close
 //
 // Close stops accepting, wakes idle connections, lets each in-flight request
-// finish (long polls return early), then closes the dispatcher, which
-// flushes the log and queues and writes a clean checkpoint.
+// finish (long polls return early), writes the producer-state snapshot,
+// then closes the dispatcher, which flushes the log and queues and writes a
+// clean checkpoint.
 package broker
