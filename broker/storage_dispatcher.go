@@ -131,9 +131,22 @@ func (s *dispatcherStorage) OffsetForTime(topic string, partition int32, ts int6
 	return off, e.StoreTimestamp, true
 }
 
-func (s *dispatcherStorage) Watch(topic string, partition int32, offset int64) <-chan struct{} {
-	return s.d.Watch(topic, partition, offset)
+func (s *dispatcherStorage) ScanRecords(from int64, fn func(topic string, partition int32, base, end int64, batch []byte)) error {
+	c := s.log.Cursor(max(from, s.log.MinOffset()))
+	defer c.Close()
+	for {
+		r, err := c.Next()
+		if err != nil {
+			return err
+		}
+		if r == nil {
+			return nil
+		}
+		fn(r.Topic, r.Partition, r.QueueOffset, r.End(), r.Body)
+	}
 }
+
+func (s *dispatcherStorage) NewWaiter() waiter { return s.d.NewWaiter() }
 
 func (s *dispatcherStorage) DeleteTopic(topic string) error { return s.d.DeleteTopic(topic) }
 
@@ -145,6 +158,7 @@ func (s *dispatcherStorage) Stats() storageStats {
 		LagTime:  lag.Time,
 
 		WriteFailed: s.log.Stats().FlushFailed || s.d.Queues().FlushFailed(),
+		Watchers:    s.d.Watchers(),
 	}
 }
 

@@ -19,8 +19,9 @@
 // the consume queues, so they need no writer lock of their own; retention
 // of log files is handed to it as well, and it deletes the consume-queue
 // files that index only deleted log files. After each pass it publishes the
-// dispatched offset (WaitDispatched) and wakes Watch channels of the
-// partitions that grew; long-poll fetches sleep on those.
+// dispatched offset (WaitDispatched) and signals the Waiters registered on
+// the partitions that grew; long-poll fetches sleep on those, one channel per
+// fetch, and unregister when they return.
 //
 // Every CheckpointInterval a goroutine of its own (not the dispatcher: the
 // flush takes up to tens of milliseconds and produce acks wait on

@@ -12,6 +12,9 @@ const dispatchChunk = 64 << 20
 // publishEvery bounds how many records are indexed before waiters see them.
 const publishEvery = 4096
 
+// closedCh makes the run loop go round again at once while a backlog remains.
+var closedCh = func() chan struct{} { c := make(chan struct{}); close(c); return c }()
+
 // run is the dispatching goroutine: the only writer of the consume queues
 // once Open has returned.
 func (d *Dispatcher) run() {
