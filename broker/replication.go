@@ -88,14 +88,12 @@ func (b *Broker) visibleBounds(topic string, partition int32) (lo, hi, stored in
 	return lo, lo + int64(n), stored
 }
 
-// watchVisible returns a channel closed once the partition's visible end
-// may have passed hi: the partition's growth when it is all visible, the
-// high watermark's move when records wait for it.
-func (b *Broker) watchVisible(topic string, partition int32, hi, stored int64) <-chan struct{} {
-	if hi < stored {
-		return b.cfg.Replication.Changed()
+// replicationChanged is Replication.Changed, nil without replication.
+func (b *Broker) replicationChanged() <-chan struct{} {
+	if b.cfg.Replication == nil {
+		return nil
 	}
-	return b.st.Watch(topic, partition, hi)
+	return b.cfg.Replication.Changed()
 }
 
 // replicaStatus fills the replication part of /status.

@@ -26,9 +26,10 @@ func openDispatcherStorage(cfg Config, live func(topic string) (commitlog.TopicI
 	d, err := dispatcher.Open(dispatcher.Options{
 		Dir: cfg.DataDir,
 		CommitLog: commitlog.Options{
-			FileSize:  cfg.FileSize,
-			FlushMode: cfg.Flush,
-			Logger:    cfg.Logger,
+			FileSize:        cfg.FileSize,
+			FlushMode:       cfg.Flush,
+			RecoverTruncate: cfg.RecoverTruncate,
+			Logger:          cfg.Logger,
 		},
 		ConsumeQueue:       consumequeue.Options{Logger: cfg.Logger},
 		CheckpointInterval: cfg.CheckpointInterval,
@@ -142,9 +143,22 @@ func (s *dispatcherStorage) OffsetForTime(topic string, partition int32, ts int6
 	return off, e.StoreTimestamp, true
 }
 
-func (s *dispatcherStorage) Watch(topic string, partition int32, offset int64) <-chan struct{} {
-	return s.d.Watch(topic, partition, offset)
+func (s *dispatcherStorage) ScanRecords(from int64, fn func(topic string, partition int32, base, end int64, batch []byte)) error {
+	c := s.log.Cursor(max(from, s.log.MinOffset()))
+	defer c.Close()
+	for {
+		r, err := c.Next()
+		if err != nil {
+			return err
+		}
+		if r == nil {
+			return nil
+		}
+		fn(r.Topic, r.Partition, r.QueueOffset, r.End(), r.Body)
+	}
 }
+
+func (s *dispatcherStorage) NewWaiter() waiter { return s.d.NewWaiter() }
 
 func (s *dispatcherStorage) DeleteTopic(topic string) error { return s.d.DeleteTopic(topic) }
 
@@ -156,6 +170,7 @@ func (s *dispatcherStorage) Stats() storageStats {
 		LagTime:  lag.Time,
 
 		WriteFailed: s.log.Stats().FlushFailed || s.d.Queues().FlushFailed(),
+		Watchers:    s.d.Watchers(),
 	}
 }
 
