@@ -4,8 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
 	"sort"
+	"time"
 
+	"github.com/sirupsen/logrus"
 	"github.com/twmb/franz-go/pkg/kerr"
 
 	"github.com/unilog/unilog/dispatcher"
@@ -117,30 +122,53 @@ func (b *Broker) Dispatcher() *dispatcher.Dispatcher { return b.st.(*dispatcherS
 
 // Demote stops every local append (offset commits and their compaction;
 // produces are refused by the Cluster's leadership): this node now
-// replicates another's log, byte for byte.
-func (b *Broker) Demote() { b.following.Store(true) }
-
-// Promote rebuilds, from the log, the state a follower did not keep
-// current, before this node takes writes as leader: the producers'
-// idempotence state (rebuilt per partition on its next produce) and the
-// group coordinator's committed offsets, replayed from the start of the
-// offsets topic, since a snapshot may hold commits a truncation removed.
-func (b *Broker) Promote(ctx context.Context) error {
-	if err := b.st.WaitDispatched(ctx, b.st.WriteOffset()); err != nil {
-		return fmt.Errorf("broker: promote: %w", err)
+// replicates another's log, byte for byte, and may truncate it. So the
+// state derived from the log is dropped, in memory and on disk (producer
+// state, offsets snapshot): it could name records a truncation removes.
+func (b *Broker) Demote() {
+	if b.following.Swap(true) {
+		return
 	}
+	b.snapMu.Lock()
+	defer b.snapMu.Unlock()
 	b.partsMu.Lock()
 	clear(b.parts)
 	b.partsMu.Unlock()
-	if b.following.Load() {
-		c, err := b.newCoordinator(b.st.(*dispatcherStorage), nil)
-		if err != nil {
-			return fmt.Errorf("broker: promote: %w", err)
-		}
-		if old := b.groups.Swap(c); old != nil {
-			old.Close()
+	for _, name := range []string{producerSnapshotFile, offsetsSnapshotName} {
+		if err := os.Remove(filepath.Join(b.cfg.DataDir, name)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			b.log.WithError(err).WithField("file", name).Error("snapshot of leader state not removed on becoming a follower")
 		}
 	}
+}
+
+// Promote rebuilds, from the log, the state a follower did not keep
+// current, before this node takes writes as leader: the producers'
+// idempotence state and the group coordinator's committed offsets, both
+// replayed from the start of the log, as a snapshot may hold what a
+// truncation removed.
+func (b *Broker) Promote(ctx context.Context) error {
+	if !b.following.Load() {
+		return nil
+	}
+	if err := b.st.WaitDispatched(ctx, b.st.WriteOffset()); err != nil {
+		return fmt.Errorf("broker: promote: %w", err)
+	}
+	began := time.Now()
+	b.partsMu.Lock()
+	clear(b.parts)
+	b.partsMu.Unlock()
+	batches, err := b.replayProducers(0)
+	if err != nil {
+		return fmt.Errorf("broker: promote: rebuild producer state: %w", err)
+	}
+	c, err := b.newCoordinator(b.st.(*dispatcherStorage), nil)
+	if err != nil {
+		return fmt.Errorf("broker: promote: %w", err)
+	}
+	if old := b.groups.Swap(c); old != nil {
+		old.Close()
+	}
 	b.following.Store(false)
+	b.log.WithFields(logrus.Fields{"idempotent_batches": batches, "elapsed": time.Since(began).String()}).Info("promoted: producer state and group offsets rebuilt from the log")
 	return nil
 }
