@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"sync"
 	"syscall"
@@ -229,6 +230,15 @@ func TestReplicaGroupFailover(t *testing.T) {
 	// follows it.
 	startBrokerProcess(t, leader)
 	waitLeader(t, nodes, next.id, 2)
+
+	var status string
+	waitFor(t, "cluster status to show both followers in sync", func() bool {
+		r := runCLI(t, "", "cluster", "status", "--nats", srv.ClientURL())
+		status = r.stdout
+		return r.err == nil && regexp.MustCompile(fmt.Sprintf(`(?m)^main\s+%d\s+\d+\s+\d+ \d+$`, next.id)).MatchString(status) &&
+			len(regexp.MustCompile(`(?m)^\d\s+main\s+follower\s+\d+\s+\S+\s+\d+\s+\d+\s+\S+ ago\s+live$`).FindAllString(status, -1)) == 2
+	})
+	t.Logf("cluster status:\n%s", status)
 
 	fetched, err := adm.FetchOffsets(ctx, "g")
 	if err != nil {
