@@ -138,11 +138,7 @@ func (r *replicator) attach(b *broker.Broker) error {
 	r.node.SetInSync(r.inSync)
 	r.mu.Lock()
 	r.want = r.node.Elector().State()
-	leading := r.want.Role == ha.RoleLeader
 	r.mu.Unlock()
-	if !leading {
-		b.Demote()
-	}
 	close(r.attached)
 	go r.accept()
 	go r.run()
@@ -155,13 +151,14 @@ func (r *replicator) attach(b *broker.Broker) error {
 func (r *replicator) roleChanged(s ha.LeaseState) {
 	r.mu.Lock()
 	r.want = s
+	wasLeading := r.leader != nil
 	if s.Role != ha.RoleLeader || s.Epoch != r.epoch {
 		r.epoch = 0
 	}
 	close(r.roleCh)
 	r.roleCh = make(chan struct{})
 	r.mu.Unlock()
-	if s.Role != ha.RoleLeader && r.isAttached() {
+	if s.Role != ha.RoleLeader && wasLeading {
 		r.b.Demote()
 	}
 	r.nudge()
@@ -236,10 +233,11 @@ func (r *replicator) run() {
 				continue
 			}
 		} else {
-			r.b.Demote()
 			r.stepDown()
 			endFollow()
 			if s.Leader >= 0 && s.Leader != r.self {
+				// Its log may be truncated from here on.
+				r.b.Demote()
 				stopFollow = r.startFollowing(s)
 			}
 		}
