@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/sirupsen/logrus"
@@ -69,7 +70,7 @@ type replicator struct {
 	log      logrus.FieldLogger
 	ln       net.Listener
 
-	node *ha.Node // set once the control plane started
+	node atomic.Pointer[ha.Node] // set once the control plane started
 
 	// Set by attach, once the broker opened the data directory.
 	b        *broker.Broker
@@ -135,14 +136,16 @@ func (r *replicator) attach(b *broker.Broker) error {
 		Durable:  r.durable,
 		Logger:   r.log,
 	})
-	r.node.SetInSync(r.inSync)
+	r.node.Load().SetInSync(r.inSync)
 	r.mu.Lock()
-	r.want = r.node.Elector().State()
+	r.want = r.node.Load().Elector().State()
 	r.mu.Unlock()
 	close(r.attached)
 	go r.accept()
 	go r.run()
 	r.nudge()
+	// Eligible may have just turned true: contend now, not a period later.
+	r.node.Load().Elector().Nudge()
 	return nil
 }
 
@@ -155,13 +158,38 @@ func (r *replicator) roleChanged(s ha.LeaseState) {
 	if s.Role != ha.RoleLeader || s.Epoch != r.epoch {
 		r.epoch = 0
 	}
-	close(r.roleCh)
-	r.roleCh = make(chan struct{})
+	r.roleChangedLocked()
 	r.mu.Unlock()
 	if s.Role != ha.RoleLeader && wasLeading {
 		r.b.Demote()
 	}
 	r.nudge()
+}
+
+// roleChangedLocked wakes whoever waits on the role (Changed, settle).
+func (r *replicator) roleChangedLocked() {
+	close(r.roleCh)
+	r.roleCh = make(chan struct{})
+}
+
+// settle waits, at most max, until this node takes writes or knows the
+// leader to follow, so `unilog broker` says it listens once it serves.
+func (r *replicator) settle(max time.Duration) {
+	timeout := time.After(max)
+	for {
+		r.mu.Lock()
+		done := r.epoch != 0 || r.want.Role == ha.RoleFollower && r.want.Leader >= 0 && r.want.Leader != r.self
+		ch := r.roleCh
+		r.mu.Unlock()
+		if done {
+			return
+		}
+		select {
+		case <-ch:
+		case <-timeout:
+			return
+		}
+	}
 }
 
 func (r *replicator) nudge() {
@@ -279,6 +307,7 @@ func (r *replicator) lead(epoch uint64) error {
 	}
 	term := newTermListener(r.ln.Addr())
 	r.leader, r.term, r.epoch = l, term, epoch
+	r.roleChangedLocked()
 	r.mu.Unlock()
 	removeFloor := r.d.Log().AddRetentionFloor(func() int64 { return slowestInSync(l) })
 	go func() {
@@ -313,7 +342,7 @@ func (r *replicator) announceISR(l *replication.Leader) {
 		ch := l.Changed()
 		if isr := inSyncOf(l); !slices.Equal(isr, last) {
 			last = isr
-			r.node.Announce()
+			r.node.Load().Announce()
 		}
 		select {
 		case <-ch:
@@ -372,7 +401,7 @@ func (r *replicator) follow(ctx context.Context, s ha.LeaseState) {
 	backoff := minBackoff
 	var lastErr string
 	for ctx.Err() == nil {
-		m, ok := r.node.Member(s.Leader)
+		m, ok := r.node.Load().Member(s.Leader)
 		if ok && m.ReplicationAddr != "" {
 			began := time.Now()
 			err := r.follower.Follow(ctx, m.ReplicationAddr, int64(s.Epoch))
@@ -423,11 +452,11 @@ func inSyncOf(l *replication.Leader) []int32 {
 // noteISR remembers the current leader's in-sync set: a leader that stops
 // cleanly deletes its member record, and its followers must still know.
 func (r *replicator) noteISR() {
-	st := r.node.Elector().State()
+	st := r.node.Load().Elector().State()
 	if st.Leader < 0 || st.Leader == r.self {
 		return
 	}
-	m, ok := r.node.Member(st.Leader)
+	m, ok := r.node.Load().Member(st.Leader)
 	if !ok || m.Role != ha.RoleLeader.String() || m.Epoch != st.Epoch {
 		return
 	}
@@ -442,11 +471,14 @@ func (r *replicator) noteISR() {
 // follower takes over and no acknowledged record is lost. A node that
 // held the newest lease itself may take it back. When the last leader's
 // set is unknown (this node never saw it), the longest log decides.
+// Nothing is eligible before the data directory is open (attach nudges
+// the elector then).
 func (r *replicator) eligible() bool {
-	if !r.isAttached() {
+	node := r.node.Load()
+	if node == nil || !r.isAttached() {
 		return false
 	}
-	st := r.node.Elector().State()
+	st := node.Elector().State()
 	if st.Leader == r.self {
 		return true
 	}
@@ -460,7 +492,7 @@ func (r *replicator) eligible() bool {
 		return false
 	}
 	end := r.d.Log().WriteOffset()
-	for _, m := range r.node.Members() {
+	for _, m := range node.Members() {
 		if m.ReplicaGroup != r.group || m.NodeID == r.self || m.NodeID == st.Leader || !may(m.NodeID) {
 			continue
 		}
