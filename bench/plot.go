@@ -12,7 +12,8 @@ import (
 	"gonum.org/v1/plot/vg"
 )
 
-// WritePlot draws write throughput against partition count on a log scale,
+// WritePlot draws the median write throughput of the trials against
+// partition count on a log scale,
 // one line per layout and flush policy, with the raw disk bandwidth as a
 // reference line. The format follows the extension (.svg, .png, .pdf).
 // Runs that stopped before writing anything are left out.
@@ -26,8 +27,8 @@ func WritePlot(path string, rep *Report) error {
 	series := map[key]plotter.XYs{}
 	var order []key
 	minX, maxX := 0.0, 0.0
-	for _, r := range rep.Results {
-		if r.Records == 0 || r.Seconds <= 0 {
+	for _, r := range rep.Rows {
+		if r.Kind == KindSustained || r.Median.Records == 0 || r.Median.Seconds <= 0 {
 			continue
 		}
 		k := key{r.Layout, r.Flush}
@@ -35,7 +36,7 @@ func WritePlot(path string, rep *Report) error {
 			order = append(order, k)
 		}
 		x := float64(r.Partitions)
-		series[k] = append(series[k], plotter.XY{X: x, Y: r.MBPerS})
+		series[k] = append(series[k], plotter.XY{X: x, Y: r.MBPerS.Median})
 		if minX == 0 || x < minX {
 			minX = x
 		}

@@ -48,6 +48,10 @@ func benchStorageCommand() *cli.Command {
 			&cli.StringFlag{Name: "disk-probe", Value: "1GiB", Usage: "bytes written by the raw disk bandwidth probe (0 skips it)"},
 			&cli.StringFlag{Name: "limit-partitions", Usage: "partition counts run after the sweep (first --flush only) to find where each layout stops, e.g. 20000,50000,100000"},
 			&cli.StringFlag{Name: "limit-total", Value: "1GiB", Usage: "payload bytes per --limit-partitions run"},
+			&cli.IntFlag{Name: "trials", Value: 3, Usage: "runs of every configuration, interleaved; the table shows the median and min–max, --json every trial"},
+			&cli.BoolFlag{Name: "warm-up", Value: true, Usage: "run the first configuration once before the trials and report nothing of it (--warm-up=false to see the first-run bias)"},
+			&cli.StringFlag{Name: "sustained-partitions", Usage: "partition counts of sustained runs (first --flush only), each writing --sustained-total, e.g. 1,10000"},
+			&cli.StringFlag{Name: "sustained-total", Usage: "payload bytes per sustained run (default: 3x the dirty-page limit read from /proc/sys/vm/dirty_* and MemAvailable)"},
 			&cli.DurationFlag{Name: "max-run", Usage: "cap the writing time of each run; a capped run says so and reports what it wrote (0: no cap)"},
 			&cli.BoolFlag{Name: "read", Usage: "also read back one partition and then all partitions from a cold page cache"},
 			&cli.StringFlag{Name: "json", Usage: "write one JSON object per run to this file (and stay quiet on stderr)"},
@@ -112,6 +116,8 @@ func benchConfig(c *cli.Context) (bench.Config, error) {
 		Dir:       c.String("dir"),
 		Read:      c.Bool("read"),
 		MaxRun:    c.Duration("max-run"),
+		Trials:    c.Int("trials"),
+		WarmUp:    c.Bool("warm-up"),
 		Progress:  !quiet && bench.StderrIsTerminal(),
 	}
 	if !quiet {
@@ -123,6 +129,14 @@ func benchConfig(c *cli.Context) (bench.Config, error) {
 	}
 	if cfg.LimitPartitions, err = counts(c, "limit-partitions"); err != nil {
 		return cfg, err
+	}
+	if cfg.SustainedPartitions, err = counts(c, "sustained-partitions"); err != nil {
+		return cfg, err
+	}
+	if s := c.String("sustained-total"); s != "" {
+		if cfg.SustainedTotal, err = bench.ParseBytes(s); err != nil {
+			return cfg, fmt.Errorf("bench storage: --sustained-total: %w", err)
+		}
 	}
 	for _, s := range splitList(c.String("flush")) {
 		f, err := bench.ParseFlush(s)
