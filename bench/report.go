@@ -1,10 +1,8 @@
 package bench
 
 import (
-	"encoding/json"
 	"fmt"
 	"io"
-	"os"
 	"strings"
 	"text/tabwriter"
 )
@@ -92,16 +90,7 @@ func WriteMarkdownTable(w io.Writer, rep *Report) {
 
 // WriteJSON writes the whole report: the disk probe, the dirty-page limit,
 // the rows (median and range per configuration) and every trial.
-func WriteJSON(path string, rep *Report) error {
-	b, err := json.MarshalIndent(rep, "", "  ")
-	if err != nil {
-		return fmt.Errorf("bench: json: %w", err)
-	}
-	if err := os.WriteFile(path, append(b, '\n'), 0o644); err != nil {
-		return fmt.Errorf("bench: json: %w", err)
-	}
-	return nil
-}
+func WriteJSON(path string, rep *Report) error { return writeJSONFile(path, rep) }
 
 func joinNote(err, note string) string {
 	switch {

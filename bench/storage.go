@@ -328,7 +328,7 @@ func write(cfg *Config, l Layout, parts int, description string) written {
 		wg      sync.WaitGroup
 	)
 	lats := make([]latency, cfg.Producers)
-	bar := newProgress(cfg.Progress, total*int64(cfg.MessageSize), description, func() int64 { return done.Load() * int64(cfg.MessageSize) })
+	bar := newProgress(cfg.Progress, total*int64(cfg.MessageSize), description, func() int64 { return done.Load() * int64(cfg.MessageSize) }, true)
 	start := time.Now()
 	var deadline time.Time
 	if cfg.MaxRun > 0 {

@@ -23,6 +23,10 @@ func benchCommand() *cli.Command {
 		Usage: "benchmarks",
 		Subcommands: []*cli.Command{
 			benchStorageCommand(),
+			benchProduceCommand(),
+			benchConsumeCommand(),
+			benchCompareCommand(),
+			benchServeCommand(),
 		},
 	}
 }
@@ -174,7 +178,7 @@ func counts(c *cli.Context, flag string) ([]int, error) {
 	for _, s := range splitList(c.String(flag)) {
 		n, err := strconv.Atoi(strings.ReplaceAll(s, "_", ""))
 		if err != nil || n < 1 {
-			return nil, fmt.Errorf("bench storage: --%s: %q is not a positive count", flag, s)
+			return nil, fmt.Errorf("bench: --%s: %q is not a positive count", flag, s)
 		}
 		out = append(out, n)
 	}
