@@ -197,9 +197,15 @@ func compareOne(ctx context.Context, cfg *CompareConfig, sys, flush string, part
 		fail("creating the topic", err)
 		return r
 	}
-	cpu0, err := srv.CPU()
-	if err != nil {
-		fail("reading CPU", err)
+	cpu := func() (time.Duration, bool) {
+		d, err := srv.CPU()
+		if err != nil {
+			fail("reading CPU", err)
+		}
+		return d, err == nil
+	}
+	cpu0, ok := cpu()
+	if !ok {
 		return r
 	}
 	r.ProduceResult, err = produce(ctx, t, load)
@@ -210,34 +216,36 @@ func compareOne(ctx context.Context, cfg *CompareConfig, sys, flush string, part
 	if r.FirstError != "" {
 		fail("producing", errors.New(r.FirstError))
 	}
-	cpu1, err := srv.CPU()
-	if err != nil {
-		fail("reading CPU", err)
+	cpu1, ok := cpu()
+	if !ok {
 		return r
 	}
 	r.BrokerCPUProduceS = (cpu1 - cpu0).Seconds()
-	if r.Bytes > 0 {
-		r.BrokerCPUSPerGB = r.BrokerCPUProduceS / (float64(r.Bytes) / 1e9)
-	}
+	r.BrokerCPUSPerGB = perGB(r.BrokerCPUProduceS, r.Bytes)
 	cr, err := consume(ctx, t, parts, 0, cfg.Load.Duration, false)
 	r.Consume = &cr
 	if err != nil {
 		fail("consuming", err)
 		return r
 	}
-	cpu2, err := srv.CPU()
-	if err != nil {
-		fail("reading CPU", err)
+	cpu2, ok := cpu()
+	if !ok {
 		return r
 	}
 	r.BrokerCPUConsumeS = (cpu2 - cpu1).Seconds()
-	if cr.Bytes > 0 {
-		r.BrokerCPUSPerGBConsumed = r.BrokerCPUConsumeS / (float64(cr.Bytes) / 1e9)
-	}
+	r.BrokerCPUSPerGBConsumed = perGB(r.BrokerCPUConsumeS, cr.Bytes)
 	if cr.Records < cr.Stored {
 		fail("consuming", fmt.Errorf("read %d of %d records within %v", cr.Records, cr.Stored, cfg.Load.Duration))
 	}
 	return r
+}
+
+// perGB is seconds per 10^9 bytes; 0 when nothing moved.
+func perGB(seconds float64, bytes int64) float64 {
+	if bytes <= 0 {
+		return 0
+	}
+	return seconds / (float64(bytes) / 1e9)
 }
 
 func newTarget(sys, addr string, cfg *CompareConfig) (target, error) {

@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -77,37 +78,57 @@ func runBenchStorage(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	if err := bench.WriteTable(c.App.Writer, rep); err != nil {
+	return benchOutputs{
+		table: func(w io.Writer) error { return bench.WriteTable(w, rep) },
+		json:  func(path string) error { return bench.WriteJSON(path, rep) },
+		plot:  func(path string) error { return bench.WritePlot(path, rep) },
+		markdown: func(path, command, plot string) error {
+			info := bench.MarkdownInfo{Command: command, Plot: plot, Config: cfg, Started: started, Duration: time.Since(started)}
+			return bench.WriteMarkdown(path, rep, bench.DescribeMachine(cfg.Dir), info)
+		},
+	}.write(c)
+}
+
+// benchOutputs are a benchmark's outputs: the table on stdout, then what
+// --json, --plot and --markdown ask for (a flag the command lacks reads as
+// empty). markdown gets the command line to quote (--command, or this one)
+// and the plot's path relative to the Markdown file.
+type benchOutputs struct {
+	table    func(io.Writer) error
+	json     func(path string) error
+	plot     func(path string) error
+	markdown func(path, command, plot string) error
+}
+
+func (o benchOutputs) write(c *cli.Context) error {
+	if err := o.table(c.App.Writer); err != nil {
 		return err
 	}
 	if path := c.String("json"); path != "" {
-		if err := bench.WriteJSON(path, rep); err != nil {
+		if err := o.json(path); err != nil {
 			return err
 		}
 	}
 	plot := c.String("plot")
 	if plot != "" {
-		if err := bench.WritePlot(plot, rep); err != nil {
+		if err := o.plot(plot); err != nil {
 			return err
 		}
 	}
-	if path := c.String("markdown"); path != "" {
-		command := c.String("command")
-		if command == "" {
-			command = strings.Join(os.Args, " ")
-		}
-		rel := ""
-		if plot != "" {
-			if rel, err = filepath.Rel(filepath.Dir(path), plot); err != nil {
-				rel = plot
-			}
-		}
-		info := bench.MarkdownInfo{Command: command, Plot: rel, Config: cfg, Started: started, Duration: time.Since(started)}
-		if err := bench.WriteMarkdown(path, rep, bench.DescribeMachine(cfg.Dir), info); err != nil {
-			return err
+	path := c.String("markdown")
+	if path == "" {
+		return nil
+	}
+	command := c.String("command")
+	if command == "" {
+		command = strings.Join(os.Args, " ")
+	}
+	if plot != "" {
+		if rel, err := filepath.Rel(filepath.Dir(path), plot); err == nil {
+			plot = rel
 		}
 	}
-	return nil
+	return o.markdown(path, command, plot)
 }
 
 func benchConfig(c *cli.Context) (bench.Config, error) {

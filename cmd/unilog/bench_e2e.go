@@ -2,9 +2,9 @@ package main
 
 import (
 	"fmt"
+	"io"
 	"os"
 	"os/signal"
-	"path/filepath"
 	"strings"
 	"syscall"
 	"time"
@@ -97,22 +97,18 @@ func runBenchProduce(c *cli.Context) error {
 	if err != nil {
 		return fmt.Errorf("bench produce: %w", err)
 	}
-	fmt.Fprintf(c.App.Writer, "produced records=%d errors=%d bytes=%d elapsed=%.3fs records/s=%.0f MB/s=%.1f latency ms p50=%.2f p99=%.2f p999=%.2f max=%.2f\n",
-		res.Records, res.Errors, res.Bytes, res.Seconds, res.RecordsPerS, res.MBPerS, res.P50Ms, res.P99Ms, res.P999Ms, res.MaxMs)
-	if res.FirstError != "" {
-		fmt.Fprintf(c.App.ErrWriter, "first error: %s\n", res.FirstError)
-	}
-	if path := c.String("json"); path != "" {
-		if err := bench.WriteProduceJSON(path, res); err != nil {
-			return err
-		}
-	}
-	if path := c.String("plot"); path != "" {
-		if err := bench.WriteLatencyPlot(path, res); err != nil {
-			return err
-		}
-	}
-	return nil
+	return benchOutputs{
+		table: func(w io.Writer) error {
+			fmt.Fprintf(w, "produced records=%d errors=%d bytes=%d elapsed=%.3fs records/s=%.0f MB/s=%.1f latency ms p50=%.2f p99=%.2f p999=%.2f max=%.2f\n",
+				res.Records, res.Errors, res.Bytes, res.Seconds, res.RecordsPerS, res.MBPerS, res.P50Ms, res.P99Ms, res.P999Ms, res.MaxMs)
+			if res.FirstError != "" {
+				fmt.Fprintf(c.App.ErrWriter, "first error: %s\n", res.FirstError)
+			}
+			return nil
+		},
+		json: func(path string) error { return bench.WriteProduceJSON(path, res) },
+		plot: func(path string) error { return bench.WriteLatencyPlot(path, res) },
+	}.write(c)
 }
 
 func benchConsumeCommand() *cli.Command {
@@ -141,13 +137,15 @@ func runBenchConsume(c *cli.Context) error {
 	if err != nil {
 		return fmt.Errorf("bench consume: %w", err)
 	}
-	e := res.EndToEnd
-	fmt.Fprintf(c.App.Writer, "consumed records=%d of stored=%d bytes=%d elapsed=%.3fs records/s=%.0f MB/s=%.1f produce-to-consume ms p50=%.2f p99=%.2f p999=%.2f max=%.2f\n",
-		res.Records, res.Stored, res.Bytes, res.Seconds, res.RecordsPerS, res.MBPerS, e.P50Ms, e.P99Ms, e.P999Ms, e.MaxMs)
-	if path := c.String("json"); path != "" {
-		return bench.WriteConsumeJSON(path, res)
-	}
-	return nil
+	return benchOutputs{
+		table: func(w io.Writer) error {
+			e := res.EndToEnd
+			_, err := fmt.Fprintf(w, "consumed records=%d of stored=%d bytes=%d elapsed=%.3fs records/s=%.0f MB/s=%.1f produce-to-consume ms p50=%.2f p99=%.2f p999=%.2f max=%.2f\n",
+				res.Records, res.Stored, res.Bytes, res.Seconds, res.RecordsPerS, res.MBPerS, e.P50Ms, e.P99Ms, e.P999Ms, e.MaxMs)
+			return err
+		},
+		json: func(path string) error { return bench.WriteConsumeJSON(path, res) },
+	}.write(c)
 }
 
 func benchCompareCommand() *cli.Command {
@@ -208,37 +206,15 @@ func runBenchCompare(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	if err := bench.WriteCompareTable(c.App.Writer, runs); err != nil {
-		return err
-	}
-	if path := c.String("json"); path != "" {
-		if err := bench.WriteCompareJSON(path, runs); err != nil {
-			return err
-		}
-	}
-	plot := c.String("plot")
-	if plot != "" {
-		if err := bench.WriteComparePlot(plot, runs); err != nil {
-			return err
-		}
-	}
-	if path := c.String("markdown"); path != "" {
-		command := c.String("command")
-		if command == "" {
-			command = strings.Join(os.Args, " ")
-		}
-		rel := plot
-		if plot != "" {
-			if r, err := filepath.Rel(filepath.Dir(path), plot); err == nil {
-				rel = r
-			}
-		}
-		info := bench.CompareInfo{Command: command, Plot: rel, Config: cfg, Started: started, Duration: time.Since(started)}
-		if err := bench.WriteCompareMarkdown(path, runs, info); err != nil {
-			return err
-		}
-	}
-	return nil
+	return benchOutputs{
+		table: func(w io.Writer) error { return bench.WriteCompareTable(w, runs) },
+		json:  func(path string) error { return bench.WriteCompareJSON(path, runs) },
+		plot:  func(path string) error { return bench.WriteComparePlot(path, runs) },
+		markdown: func(path, command, plot string) error {
+			info := bench.CompareInfo{Command: command, Plot: plot, Config: cfg, Started: started, Duration: time.Since(started)}
+			return bench.WriteCompareMarkdown(path, runs, info)
+		},
+	}.write(c)
 }
 
 // benchServeCommand is how bench compare starts a system as a child
