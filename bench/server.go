@@ -20,19 +20,13 @@ const (
 	SystemUnilog    = "unilog"
 	SystemJetStream = "jetstream"
 	// SystemUnilogKafkaLayout is unilog's broker front end over the Kafka
-	// layout of bench/kafkalayout, so that the layouts are compared end to
-	// end and not only below the protocol. It needs the broker to accept a
-	// storage from outside (its storage interface is unexported today), so
-	// starting it fails with ErrNeedsBrokerStorage.
+	// layout of bench/kafkalayout (through broker.Config.Storage), so that
+	// the layouts are compared end to end and not only below the protocol.
 	SystemUnilogKafkaLayout = "unilog-kafka-layout"
 )
 
 // Systems lists the names StartServer accepts.
 var Systems = []string{SystemUnilog, SystemJetStream, SystemUnilogKafkaLayout}
-
-// ErrNeedsBrokerStorage is the unilog-kafka-layout hook's answer until the
-// broker exports its storage interface.
-var ErrNeedsBrokerStorage = errors.New("bench: unilog-kafka-layout needs the broker to export its storage interface")
 
 // Flush settings of a system under test: async is each system's background
 // flush (unilog every 500 ms, JetStream its default sync_interval of 2 min),
@@ -86,13 +80,10 @@ func StartServer(cfg ServerConfig) (Server, error) {
 	if err := os.MkdirAll(cfg.Dir, 0o755); err != nil {
 		return nil, fmt.Errorf("bench: server: %w", err)
 	}
-	switch cfg.System {
-	case SystemUnilog:
-		return startUnilog(cfg)
-	case SystemJetStream:
+	if cfg.System == SystemJetStream {
 		return startJetStream(cfg)
 	}
-	return nil, ErrNeedsBrokerStorage
+	return startUnilog(cfg)
 }
 
 // ServeReady is the line `unilog bench serve` prints, followed by the
@@ -113,9 +104,6 @@ type childServer struct {
 func StartChild(exe string, cfg ServerConfig) (Server, error) {
 	if err := cfg.validate(); err != nil {
 		return nil, err
-	}
-	if cfg.System == SystemUnilogKafkaLayout {
-		return nil, ErrNeedsBrokerStorage
 	}
 	cmd := exec.Command(exe, cfg.ServeArgs()...)
 	cmd.Stderr = os.Stderr

@@ -18,7 +18,7 @@ type Broker struct {
 	cfg     Config
 	log     logrus.FieldLogger
 	meta    MetadataStore
-	st      storage
+	st      Storage
 	metrics *metrics
 	pids    *producerIDs
 
@@ -78,7 +78,10 @@ func Start(cfg Config) (*Broker, error) {
 		_, ok := meta.Topic(topic)
 		return ok
 	}
-	if b.st, err = openDispatcherStorage(cfg, keep); err != nil {
+	if b.st = cfg.Storage; b.st == nil {
+		b.st, err = openDispatcherStorage(cfg, keep)
+	}
+	if err != nil {
 		meta.Close()
 		return nil, err
 	}

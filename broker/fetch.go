@@ -137,7 +137,7 @@ func (b *Broker) readBatches(topic string, partition int32, offset, hi int64, bu
 			if len(recs) > 0 {
 				break
 			}
-			if errors.Is(err, errStorageRange) {
+			if errors.Is(err, ErrStorageRange) {
 				return nil, kerr.OffsetOutOfRange
 			}
 			b.log.WithFields(logrus.Fields{"api": "Fetch", "topic": topic, "partition": partition, "offset": offset, "error": err}).Error("read failed")

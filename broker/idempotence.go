@@ -97,7 +97,7 @@ func (p *partitionState) record(bi batchInfo, baseOffset int64) {
 // rebuild loads producer state from the newest stored batches of the
 // partition; stored batches carry producer id, epoch and first sequence, so
 // nothing beyond the log itself needs persisting.
-func (p *partitionState) rebuild(st storage, topic string, partition int32) {
+func (p *partitionState) rebuild(st Storage, topic string, partition int32) {
 	p.producers = make(map[int64]*producerSeq)
 	p.rebuilt = true
 	lo, hi := st.Bounds(topic, partition)

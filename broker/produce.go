@@ -181,7 +181,7 @@ func (b *Broker) producePartition(ctx context.Context, topic string, partition i
 	}
 	base, end, err := b.st.Append(topic, partition, bi.numRecords, bi.maxTimestamp, records)
 	if err != nil {
-		if errors.Is(err, errStorageTooLarge) {
+		if errors.Is(err, ErrStorageTooLarge) {
 			return produceResult{err: kerr.MessageTooLarge, msg: err.Error()}
 		}
 		b.log.WithFields(logrus.Fields{"api": "Produce", "topic": topic, "partition": partition, "error": err}).Error("append failed")

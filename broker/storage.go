@@ -6,10 +6,12 @@ import (
 	"time"
 )
 
-// storage is what the broker needs from the unified log, owned here so the
+// Storage is what the broker needs from the unified log, owned here so the
 // protocol layer does not depend on how storage is composed. The dispatcher
-// adapter (storage_dispatcher.go) is the production implementation.
-type storage interface {
+// adapter (storage_dispatcher.go) is the production implementation; it is
+// exported so that Config.Storage can serve another one (bench serves the
+// Kafka layout through it, to compare layouts end to end).
+type Storage interface {
 	// Append stores one record batch for topic/partition as one commit log
 	// record spanning count offsets, with the base offset stamped into the
 	// batch. It returns the base offset and the physical end of the record.
@@ -36,19 +38,20 @@ type storage interface {
 	// DeleteTopic drops the topic's consume queues and offset counters.
 	DeleteTopic(topic string) error
 	// Stats reports sizes for the metrics.
-	Stats() storageStats
+	Stats() StorageStats
 	// Close flushes and closes the storage with a clean checkpoint.
 	Close() error
 }
 
-type storageStats struct {
+// StorageStats are the sizes Storage reports for the metrics.
+type StorageStats struct {
 	LogBytes int64
 	LagBytes int64
 	LagTime  time.Duration
 }
 
-// errStorageRange reports an offset the storage does not hold.
-var errStorageRange = errors.New("broker: offset not stored")
+// ErrStorageRange reports an offset the storage does not hold.
+var ErrStorageRange = errors.New("broker: offset not stored")
 
-// errStorageTooLarge reports a record larger than the log accepts.
-var errStorageTooLarge = errors.New("broker: record too large for the commit log")
+// ErrStorageTooLarge reports a record larger than the log accepts.
+var ErrStorageTooLarge = errors.New("broker: record too large for the commit log")
