@@ -157,7 +157,7 @@ func benchCompareCommand() *cli.Command {
 			"process (`unilog bench serve`) in a fresh directory under --dir, so its CPU is read from /proc; --in-process\n" +
 			"runs them in this process instead (CPU then includes the load generator). No JVM Kafka or Redpanda here.",
 		Flags: append([]cli.Flag{
-			&cli.StringFlag{Name: "systems", Value: "unilog,jetstream", Usage: "systems, comma separated: " + strings.Join(bench.Systems, ", ")},
+			&cli.StringFlag{Name: "systems", Value: "unilog,unilog-kafka-layout,jetstream", Usage: "systems, comma separated: " + strings.Join(bench.Systems, ", ")},
 			&cli.StringFlag{Name: "flush", Value: "async,sync", Usage: "flush settings, comma separated: async, sync"},
 			&cli.BoolFlag{Name: "half-peak", Usage: "rerun each configuration at half the rate it reached, for latency at a sustainable load"},
 			&cli.StringFlag{Name: "dir", Value: "bench-data", Usage: "directory for the systems' data (each run's is deleted after it)"},
