@@ -49,9 +49,13 @@ type Config struct {
 	// so that the figure is the disk's and not the page cache's.
 	SustainedPartitions []int
 	SustainedTotal      int64
-	Read                bool
-	SegmentBytes        int64 // Kafka segment.bytes and unilog file size (default 1 GiB)
-	DiskProbe           int64 // bytes the disk probe writes; 0 skips it
+	// SustainedMaxRun caps a sustained run instead of MaxRun (0: MaxRun):
+	// a run stopped before it wrote past the dirty-page limit measures the
+	// page cache again.
+	SustainedMaxRun time.Duration
+	Read            bool
+	SegmentBytes    int64 // Kafka segment.bytes and unilog file size (default 1 GiB)
+	DiskProbe       int64 // bytes the disk probe writes; 0 skips it
 	// MaxRun caps the writing time of one run (0: none). A run that reaches
 	// it stops early and says so; its rates cover what it wrote.
 	MaxRun   time.Duration
@@ -85,6 +89,8 @@ func (c *Config) validate() error {
 		return fmt.Errorf("bench: message size %d below 16 bytes", c.MessageSize)
 	case c.Total < int64(c.MessageSize), c.LimitTotal != 0 && c.LimitTotal < int64(c.MessageSize):
 		return fmt.Errorf("bench: total %d below one message", c.Total)
+	case c.SustainedMaxRun < 0 || c.MaxRun < 0:
+		return errors.New("bench: negative time limit")
 	case c.Trials < 1:
 		return fmt.Errorf("bench: trials %d: want at least 1", c.Trials)
 	case c.SustainedTotal < 0 || c.SustainedTotal > 0 && c.SustainedTotal < int64(c.MessageSize):
@@ -136,7 +142,7 @@ func Run(cfg Config) (*Report, error) {
 	plans := planRuns(&cfg, rep.Dirty)
 	measure := func(p plan, trial int) Result {
 		c := cfg
-		c.Total = p.total
+		c.Total, c.MaxRun = p.total, p.maxRun
 		res := runOne(&c, p.layout, p.parts, p.flush)
 		res.Kind, res.Trial = p.kind, trial
 		res.DiskMBPerS, res.DiskNote = rep.Disk.MBPerS, rep.Disk.Note
@@ -179,26 +185,26 @@ func Run(cfg Config) (*Report, error) {
 // an order effect shows: --partitions 16,1,16,1 --trials 1 --warm-up=false.
 func planRuns(cfg *Config, dirty DirtyLimit) []plan {
 	var plans []plan
-	add := func(kind string, flushes []Flush, partitions []int, total int64) {
+	add := func(kind string, flushes []Flush, partitions []int, total int64, maxRun time.Duration) {
 		for _, f := range flushes {
 			for _, layout := range cfg.Layouts {
 				for _, parts := range partitions {
-					plans = append(plans, plan{kind: kind, layout: layout, parts: parts, flush: f, total: total})
+					plans = append(plans, plan{kind: kind, layout: layout, parts: parts, flush: f, total: total, maxRun: maxRun})
 				}
 			}
 		}
 	}
-	add(KindSweep, cfg.Flushes, cfg.Partitions, cfg.Total)
+	add(KindSweep, cfg.Flushes, cfg.Partitions, cfg.Total, cfg.MaxRun)
 	if len(cfg.SustainedPartitions) > 0 {
 		total := cfg.SustainedTotal
 		if total == 0 {
 			total = max(SustainedFactor*dirty.Bytes, cfg.Total)
 		}
 		fmt.Fprintf(cfg.Notes, "dirty-page limit %s; each sustained run writes %s\n", dirty, FormatBytes(total))
-		add(KindSustained, cfg.Flushes[:1], cfg.SustainedPartitions, total)
+		add(KindSustained, cfg.Flushes[:1], cfg.SustainedPartitions, total, cmp.Or(cfg.SustainedMaxRun, cfg.MaxRun))
 	}
 	if len(cfg.LimitPartitions) > 0 {
-		add(KindLimit, cfg.Flushes[:1], cfg.LimitPartitions, cmp.Or(cfg.LimitTotal, cfg.Total))
+		add(KindLimit, cfg.Flushes[:1], cfg.LimitPartitions, cmp.Or(cfg.LimitTotal, cfg.Total), cfg.MaxRun)
 	}
 	return plans
 }

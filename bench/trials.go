@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 )
 
 // Run kinds: the sweep (trials, interleaved), the sustained rows (also
@@ -23,6 +24,7 @@ type plan struct {
 	parts  int
 	flush  Flush
 	total  int64
+	maxRun time.Duration // Config.MaxRun, or SustainedMaxRun for sustained runs
 }
 
 func (p plan) key() rowKey {

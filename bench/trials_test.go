@@ -2,7 +2,9 @@ package bench
 
 import (
 	"fmt"
+	"io"
 	"testing"
+	"time"
 )
 
 func TestInterleave(t *testing.T) {
@@ -58,5 +60,28 @@ func TestAggregate(t *testing.T) {
 	}
 	if r := rows[1]; r.Trials != 2 || r.Median.MBPerS != 689 || r.Note != "1 of 2 trials: capped" {
 		t.Errorf("1 partition: %+v", r)
+	}
+}
+
+// TestPlanRuns checks what each kind of run writes and how long it may take:
+// sustained runs write SustainedTotal (or SustainedFactor times the
+// dirty-page limit) under their own cap.
+func TestPlanRuns(t *testing.T) {
+	cfg := Config{Layouts: []string{"unified"}, Partitions: []int{1, 16}, Flushes: []Flush{{Mode: "none"}, {Mode: "sync"}},
+		Total: 100, MaxRun: time.Second, SustainedPartitions: []int{10000}, SustainedMaxRun: time.Minute,
+		LimitPartitions: []int{50000}, LimitTotal: 10, Notes: io.Discard}
+	for _, c := range []struct {
+		sustainedTotal, want int64
+	}{{0, SustainedFactor * 1000}, {500, 500}} {
+		cfg.SustainedTotal = c.sustainedTotal
+		var got []string
+		for _, p := range planRuns(&cfg, DirtyLimit{Bytes: 1000}) {
+			got = append(got, fmt.Sprintf("%s/%d/%s/%d/%v", p.kind, p.parts, p.flush, p.total, p.maxRun))
+		}
+		want := []string{"sweep/1/none/100/1s", "sweep/16/none/100/1s", "sweep/1/sync/100/1s", "sweep/16/sync/100/1s",
+			fmt.Sprintf("sustained/10000/none/%d/1m0s", c.want), "limit/50000/none/10/1s"}
+		if fmt.Sprint(got) != fmt.Sprint(want) {
+			t.Errorf("sustained total %d: plans\n%v\nwant\n%v", c.sustainedTotal, got, want)
+		}
 	}
 }

@@ -25,7 +25,7 @@ func TestBenchStorageSmoke(t *testing.T) {
 	err := app.Run([]string{"unilog", "bench", "storage",
 		"--layouts", "unified,kafka", "--partitions", "1,16", "--total", "2MiB", "--message-size", "1KiB",
 		"--producers", "2", "--flush", "none,interval:10ms", "--segment-bytes", "1MiB", "--disk-probe", "4MiB",
-		"--trials", "2", "--sustained-partitions", "4", "--sustained-total", "3MiB",
+		"--trials", "2", "--sustained-partitions", "4", "--sustained-total", "3MiB", "--sustained-max-run", "1m",
 		"--dir", filepath.Join(dir, "data"), "--json", jsonPath, "--plot", plotPath, "--markdown", mdPath})
 	if err != nil {
 		t.Fatal(err)
