@@ -108,7 +108,10 @@ func Compare(ctx context.Context, cfg CompareConfig) ([]CompareRun, error) {
 	var runs []CompareRun
 	for _, parts := range cfg.Partitions {
 		for _, sys := range cfg.Systems {
-			for _, flush := range cfg.Flushes {
+			for i, flush := range cfg.Flushes {
+				if sys == SystemKfake && i > 0 {
+					break
+				}
 				r := compareOne(ctx, &cfg, sys, flush, parts, 0)
 				fmt.Fprintln(cfg.Notes, r.summary())
 				runs = append(runs, r)
@@ -149,8 +152,11 @@ func compareOne(ctx context.Context, cfg *CompareConfig, sys, flush string, part
 	if rate > 0 {
 		r.Load = LoadHalfPeak
 	}
-	if sys == SystemJetStream {
+	switch sys {
+	case SystemJetStream:
 		r.Acks = -1
+	case SystemKfake:
+		r.Flush = "memory"
 	}
 	fail := func(phase string, err error) {
 		if r.Error == "" {

@@ -93,7 +93,8 @@ func WriteCompareMarkdown(path string, runs []CompareRun, info CompareInfo) erro
 		"acknowledging (unilog `--flush sync` with acks=-1, JetStream `sync_interval: always`). CPU s/GB is the broker's CPU seconds per 10^9 payload "+
 		"bytes produced (in) and read (out), %s. No JVM Kafka or Redpanda can be installed on this machine; JetStream is the peer it can run, and "+
 		"unilog-kafka-layout is unilog's own broker over the Kafka layout of bench/kafkalayout (async: every partition flushed every 500 ms; "+
-		"sync: an fsync per partition append, flush.messages=1), so that the layouts meet end to end.\n\n",
+		"sync: an fsync per partition append, flush.messages=1), so that the layouts meet end to end; kfake is franz-go's in-memory Kafka "+
+		"(flush *memory*), the floor without storage.\n\n",
 		bound, c.Load.MessageSize, c.Load.Producers, c.Acks, c.Linger, cpuSourceText(runs))
 	if c.HalfPeak {
 		fmt.Fprintf(&b, "Every configuration runs twice: at full speed (*peak*), then rate-limited to half the rate it reached (*half-peak*), for the latency at a load it sustains.\n\n")

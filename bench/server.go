@@ -23,10 +23,14 @@ const (
 	// layout of bench/kafkalayout (through broker.Config.Storage), so that
 	// the layouts are compared end to end and not only below the protocol.
 	SystemUnilogKafkaLayout = "unilog-kafka-layout"
+	// SystemKfake is franz-go's in-memory Kafka, the floor without storage.
+	// It has no flush setting: compare runs it once per partition count,
+	// with the first flush, and reports its flush as "memory".
+	SystemKfake = "kfake"
 )
 
 // Systems lists the names StartServer accepts.
-var Systems = []string{SystemUnilog, SystemJetStream, SystemUnilogKafkaLayout}
+var Systems = []string{SystemUnilog, SystemJetStream, SystemUnilogKafkaLayout, SystemKfake}
 
 // Flush settings of a system under test: async is each system's background
 // flush (unilog every 500 ms, JetStream its default sync_interval of 2 min),
@@ -80,8 +84,11 @@ func StartServer(cfg ServerConfig) (Server, error) {
 	if err := os.MkdirAll(cfg.Dir, 0o755); err != nil {
 		return nil, fmt.Errorf("bench: server: %w", err)
 	}
-	if cfg.System == SystemJetStream {
+	switch cfg.System {
+	case SystemJetStream:
 		return startJetStream(cfg)
+	case SystemKfake:
+		return startKfake()
 	}
 	return startUnilog(cfg)
 }

@@ -153,7 +153,8 @@ func benchCompareCommand() *cli.Command {
 		Name:  "compare",
 		Usage: "start each system on loopback and run the same produce + read-back workload on each, sweeping partitions",
 		Description: "Systems: unilog (its broker), jetstream (embedded nats-server, file storage, one subject per partition),\n" +
-			"unilog-kafka-layout (the same broker over bench/kafkalayout's per-partition logs). Each runs as a child\n" +
+			"unilog-kafka-layout (the same broker over bench/kafkalayout's per-partition logs), kfake (franz-go's in-memory\n" +
+			"Kafka, run once per partition count: it has no flush). Each runs as a child\n" +
 			"process (`unilog bench serve`) in a fresh directory under --dir, so its CPU is read from /proc; --in-process\n" +
 			"runs them in this process instead (CPU then includes the load generator). No JVM Kafka or Redpanda here.",
 		Flags: append([]cli.Flag{

@@ -80,17 +80,20 @@ func TestBenchProduceConsumeSmoke(t *testing.T) {
 // it, each system in a child process (this test binary acting as unilog),
 // and checks every run's JSON: every record sent counted and read back,
 // sane rates and latencies and CPU read from the child, for unilog over
-// both layouts and for JetStream.
+// both layouts, JetStream and kfake (once: it has no flush setting).
 func TestBenchCompareSmoke(t *testing.T) {
 	t.Setenv(runMainEnv, "1")
 	dir := t.TempDir()
 	js, svg, md := filepath.Join(dir, "c.json"), filepath.Join(dir, "c.svg"), filepath.Join(dir, "c.md")
 	writeFile(t, md, "# Storage\n\nkept\n")
-	runBenchApp(t, "compare", "--systems", "unilog,jetstream,unilog-kafka-layout", "--flush", "async,sync", "--partitions", "3",
+	runBenchApp(t, "compare", "--systems", "unilog,jetstream,unilog-kafka-layout,kfake", "--flush", "async,sync", "--partitions", "3",
 		"--records", "300", "--message-size", "64", "--producers", "2", "--linger", "1ms",
 		"--file-size", "8MiB", "--dir", filepath.Join(dir, "data"), "--json", js, "--plot", svg, "--markdown", md)
 	var runs []map[string]any
 	readJSON(t, js, &runs)
+	if len(runs) != 3*2+1 {
+		t.Errorf("%d runs, want 7", len(runs))
+	}
 	seen := map[string]int{}
 	for i, r := range runs {
 		key := r["system"].(string) + "/" + r["flush"].(string) + "/" + r["load"].(string)
@@ -117,7 +120,7 @@ func TestBenchCompareSmoke(t *testing.T) {
 		checkLatencies(t, key, r)
 	}
 	for _, k := range []string{"unilog/async/peak", "unilog/sync/peak", "jetstream/async/peak", "jetstream/sync/peak",
-		"unilog-kafka-layout/async/peak", "unilog-kafka-layout/sync/peak"} {
+		"unilog-kafka-layout/async/peak", "unilog-kafka-layout/sync/peak", "kfake/memory/peak"} {
 		if seen[k] != 1 {
 			t.Errorf("%d runs of %s, want 1", seen[k], k)
 		}
