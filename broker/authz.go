@@ -72,6 +72,7 @@ func (c *conn) serveAuthorized(h handler, req kmsg.Request) (kmsg.Response, erro
 		return func(t string) bool { return b.authorizeTopic(p, op, t) }
 	}
 	run := func() (kmsg.Response, error) { return h(b, c.ctx, c, req) }
+	ga := groupAuthz{b: b, p: p, run: run}
 	denied := kerr.TopicAuthorizationFailed
 
 	switch r := req.(type) {
@@ -158,6 +159,29 @@ func (c *conn) serveAuthorized(h handler, req kmsg.Request) (kmsg.Response, erro
 
 	case *kmsg.MetadataRequest:
 		return c.authorizeMetadata(r, run, p)
+
+	case *kmsg.FindCoordinatorRequest:
+		return ga.findCoordinator(r)
+	case *kmsg.JoinGroupRequest:
+		return ga.whole(r, r.Group)
+	case *kmsg.SyncGroupRequest:
+		return ga.whole(r, r.Group)
+	case *kmsg.HeartbeatRequest:
+		return ga.whole(r, r.Group)
+	case *kmsg.LeaveGroupRequest:
+		return ga.whole(r, r.Group)
+	case *kmsg.OffsetCommitRequest:
+		return ga.offsetCommit(r)
+	case *kmsg.OffsetFetchRequest:
+		return ga.offsetFetch(r)
+	case *kmsg.OffsetDeleteRequest:
+		return ga.offsetDelete(r)
+	case *kmsg.ListGroupsRequest:
+		return ga.listGroups()
+	case *kmsg.DescribeGroupsRequest:
+		return ga.describeGroups(r)
+	case *kmsg.DeleteGroupsRequest:
+		return ga.deleteGroups(r)
 
 	case *kmsg.CreateTopicsRequest:
 		var out []kmsg.CreateTopicsRequestTopic

@@ -483,8 +483,8 @@ func TestAuthorizeGroup(t *testing.T) {
 }
 
 // TestUnknownAPIFailsClosedUnderACL: an API the authorization code has no
-// case for (here Heartbeat, whose handler does not exist yet) is refused
-// before its handler runs.
+// case for (here DescribeAcls, which has no handler) is refused before
+// its handler runs.
 func TestUnknownAPIFailsClosedUnderACL(t *testing.T) {
 	acl, _ := auth.ParseACL([]byte("unilog-acl 1\n* consume *\n"))
 	cfg := testConfig(t, t.TempDir())
@@ -493,15 +493,14 @@ func TestUnknownAPIFailsClosedUnderACL(t *testing.T) {
 	nc, peer := net.Pipe()
 	defer nc.Close()
 	defer peer.Close()
-	hb := kmsg.NewPtrHeartbeatRequest()
-	hb.Version = 4
-	hb.Group = "g"
+	req := kmsg.NewPtrDescribeACLsRequest()
+	req.Version = 3
 	resp, err := newConn(b, nc).serveAuthorized(func(*Broker, context.Context, *conn, kmsg.Request) (kmsg.Response, error) {
 		t.Fatal("handler of an API the ACL code does not know ran")
 		return nil, nil
-	}, hb)
-	if err != nil || resp.(*kmsg.HeartbeatResponse).ErrorCode != kerr.ClusterAuthorizationFailed.Code {
-		t.Fatalf("heartbeat: %+v %v", resp, err)
+	}, req)
+	if err != nil || resp.(*kmsg.DescribeACLsResponse).ErrorCode != kerr.ClusterAuthorizationFailed.Code {
+		t.Fatalf("DescribeAcls: %+v %v", resp, err)
 	}
 }
 
