@@ -24,6 +24,11 @@ type Config struct {
 	// Flush selects when appended data is flushed; with FlushSync a
 	// produce with acks=-1 is answered only after the flush covering it.
 	Flush commitlog.FlushMode
+	// RecoverTruncate lets recovery cut the commit log at damage found
+	// before the last flushed mark, losing the records from there on.
+	// Without it such damage makes Start fail with an error wrapping
+	// commitlog.ErrDamaged; a torn tail after the mark is cut either way.
+	RecoverTruncate bool
 	// FileSize is the size of each commit log file (0 = commitlog default).
 	FileSize int64
 	// CheckpointInterval is how often the dispatcher checkpoints its

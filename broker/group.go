@@ -15,6 +15,7 @@ import (
 
 	"github.com/unilog/unilog/commitlog"
 	"github.com/unilog/unilog/group"
+	"github.com/unilog/unilog/internal/fsutil"
 )
 
 // defaultCompactInterval is how often live committed offsets are copied out
@@ -106,7 +107,7 @@ func (b *Broker) compactLoop(c *group.Coordinator) {
 func (b *Broker) snapshotGroups(ctx context.Context, c *group.Coordinator) {
 	snap, err := c.Snapshot(ctx)
 	if err == nil {
-		err = writeFileAtomic(filepath.Join(b.cfg.DataDir, offsetsSnapshotName), snap)
+		err = fsutil.ReplaceFile(filepath.Join(b.cfg.DataDir, offsetsSnapshotName), snap, 0o644)
 	}
 	if err != nil {
 		b.log.WithError(err).Warn("offsets snapshot not written")

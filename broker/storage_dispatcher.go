@@ -26,9 +26,10 @@ func openDispatcherStorage(cfg Config, live func(topic string) (commitlog.TopicI
 	d, err := dispatcher.Open(dispatcher.Options{
 		Dir: cfg.DataDir,
 		CommitLog: commitlog.Options{
-			FileSize:  cfg.FileSize,
-			FlushMode: cfg.Flush,
-			Logger:    cfg.Logger,
+			FileSize:        cfg.FileSize,
+			FlushMode:       cfg.Flush,
+			RecoverTruncate: cfg.RecoverTruncate,
+			Logger:          cfg.Logger,
 		},
 		ConsumeQueue:       consumequeue.Options{Logger: cfg.Logger},
 		CheckpointInterval: cfg.CheckpointInterval,

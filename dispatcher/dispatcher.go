@@ -58,8 +58,10 @@ type Dispatcher struct {
 
 	watches *watches
 
-	cpMu sync.Mutex
-	cp   Checkpoint // last checkpoint written
+	cpMu   sync.Mutex
+	cp     Checkpoint    // last checkpoint written
+	cpRun  sync.Mutex    // one checkpoint at a time: the checkpointer's and Close's
+	cpDone chan struct{} // closed when the checkpointer has stopped
 
 	retention atomic.Int64 // newest log minimum not yet applied to the queues; -1 if none
 	kick      chan struct{}
@@ -113,6 +115,7 @@ func Open(opts Options) (*Dispatcher, error) {
 		requests: make(chan func()),
 		stop:     make(chan struct{}),
 		done:     make(chan struct{}),
+		cpDone:   make(chan struct{}),
 		cache:    make(map[incarnation]*consumequeue.Queue),
 		gaps:     make(map[consumequeue.ID]bool),
 		touched:  make(map[consumequeue.ID]int64),
@@ -130,6 +133,7 @@ func Open(opts Options) (*Dispatcher, error) {
 	}
 	d.log.OnRetention(d.onRetention)
 	go d.run()
+	go d.checkpointer()
 	return d, nil
 }
 
@@ -246,6 +250,7 @@ func (d *Dispatcher) Close() error {
 func (d *Dispatcher) close() error {
 	close(d.stop)
 	<-d.done
+	<-d.cpDone
 	defer d.watches.close()
 	d.applyRetention()
 	err := d.dispatchTo(d.log.WriteOffset())

@@ -252,12 +252,12 @@ func TestRetentionDeletesQueueFiles(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	lr, err := openLogReader(filepath.Join(opts.Dir, "commitlog"))
+	lr, err := commitlog.OpenReader(filepath.Join(opts.Dir, "commitlog"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	logMin := lr.files[0].base
-	lr.close()
+	logMin := lr.Files()[0].Base
+	lr.Close()
 	cq, err := readQueue(filepath.Join(opts.Dir, "consumequeue"), consumequeue.ID{Topic: "r"})
 	if err != nil {
 		t.Fatal(err)
