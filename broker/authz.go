@@ -30,8 +30,8 @@ func (b *Broker) authorizeTopic(principal string, op auth.Operation, topic strin
 }
 
 // authorizeGroup reports whether principal may use the consumer group
-// (join, sync, heartbeat, leave, commit and fetch offsets, describe).
-// Group handlers answer GROUP_AUTHORIZATION_FAILED when it is false.
+// (every group API; authz_group.go answers GROUP_AUTHORIZATION_FAILED
+// when it is false).
 func (b *Broker) authorizeGroup(principal, group string) bool {
 	return b.authorizeTopic(principal, auth.Group, group)
 }
