@@ -1,6 +1,8 @@
 package broker
 
 import (
+	"fmt"
+
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
@@ -62,19 +64,12 @@ func (a groupAuthz) findCoordinator(r *kmsg.FindCoordinatorRequest) (kmsg.Respon
 		resp.ErrorCode, resp.NodeID, resp.Port = code.Code, -1, -1
 		return resp, nil
 	}
-	var out []string
-	r.CoordinatorKeys, out = splitByName(r.CoordinatorKeys, func(k string) string { return k }, allow)
-	resp, err := a.run()
-	if len(out) == 0 || err != nil {
-		return resp, err
-	}
-	fr := resp.(*kmsg.FindCoordinatorResponse)
-	for _, k := range out {
+	return splitRun(a.run, &r.CoordinatorKeys, func(k string) string { return k }, allow, func(resp kmsg.Response, k string) {
+		fr := resp.(*kmsg.FindCoordinatorResponse)
 		rc := kmsg.NewFindCoordinatorResponseCoordinator()
 		rc.Key, rc.NodeID, rc.Port, rc.ErrorCode = k, -1, -1, code.Code
 		fr.Coordinators = append(fr.Coordinators, rc)
-	}
-	return fr, nil
+	})
 }
 
 // offsetCommit refuses the whole commit without the group permission and
@@ -201,7 +196,8 @@ func (a groupAuthz) offsetFetch(r *kmsg.OffsetFetchRequest) (kmsg.Response, erro
 }
 
 // offsetFetchGroups answers a v8+ OffsetFetch; the coordinator answers
-// the groups it is given one each, in request order.
+// the groups it is given one each, in request order, which is how each
+// answer is matched to its request's topics.
 func (a groupAuthz) offsetFetchGroups(r *kmsg.OffsetFetchRequest) (kmsg.Response, error) {
 	var out []kmsg.OffsetFetchRequestGroup
 	r.Groups, out = splitByName(r.Groups, func(g kmsg.OffsetFetchRequestGroup) string { return g.Group }, a.group)
@@ -215,7 +211,11 @@ func (a groupAuthz) offsetFetchGroups(r *kmsg.OffsetFetchRequest) (kmsg.Response
 		return nil, err
 	}
 	or := resp.(*kmsg.OffsetFetchResponse)
-	for i := range or.Groups[:min(len(or.Groups), len(all))] {
+	if len(or.Groups) != len(all) {
+		// Unfiltered answers could show denied topics: send none.
+		return nil, fmt.Errorf("OffsetFetch: %d groups answered for %d asked", len(or.Groups), len(all))
+	}
+	for i := range or.Groups {
 		g := &or.Groups[i]
 		if all[i] {
 			g.Topics = filterNamed(g.Topics, func(t kmsg.OffsetFetchResponseGroupTopic) string { return t.Topic }, a.seesTopic)
@@ -240,14 +240,8 @@ func (a groupAuthz) offsetDelete(r *kmsg.OffsetDeleteRequest) (kmsg.Response, er
 	if !a.group(r.Group) {
 		return errorResponse(r, kerr.GroupAuthorizationFailed)
 	}
-	var out []kmsg.OffsetDeleteRequestTopic
-	r.Topics, out = splitByName(r.Topics, func(t kmsg.OffsetDeleteRequestTopic) string { return t.Topic }, a.topic)
-	resp, err := a.run()
-	if len(out) == 0 || err != nil {
-		return resp, err
-	}
-	dr := resp.(*kmsg.OffsetDeleteResponse)
-	for _, t := range out {
+	return splitRun(a.run, &r.Topics, func(t kmsg.OffsetDeleteRequestTopic) string { return t.Topic }, a.topic, func(resp kmsg.Response, t kmsg.OffsetDeleteRequestTopic) {
+		dr := resp.(*kmsg.OffsetDeleteResponse)
 		rt := kmsg.NewOffsetDeleteResponseTopic()
 		rt.Topic = t.Topic
 		for _, p := range t.Partitions {
@@ -256,8 +250,7 @@ func (a groupAuthz) offsetDelete(r *kmsg.OffsetDeleteRequest) (kmsg.Response, er
 			rt.Partitions = append(rt.Partitions, rp)
 		}
 		dr.Topics = append(dr.Topics, rt)
-	}
-	return dr, nil
+	})
 }
 
 // listGroups lists only the groups the principal may use.
@@ -271,34 +264,35 @@ func (a groupAuthz) listGroups() (kmsg.Response, error) {
 	return lr, nil
 }
 
-func (a groupAuthz) describeGroups(r *kmsg.DescribeGroupsRequest) (kmsg.Response, error) {
-	var out []string
-	r.Groups, out = splitByName(r.Groups, func(g string) string { return g }, a.group)
-	resp, err := a.run()
-	if len(out) == 0 || err != nil {
-		return resp, err
+// splitRun runs the handler on the items allow accepts and has deny
+// answer each of the others in the response.
+func splitRun[T any](run func() (kmsg.Response, error), items *[]T, name func(T) string, allow func(string) bool, deny func(resp kmsg.Response, item T)) (kmsg.Response, error) {
+	var out []T
+	*items, out = splitByName(*items, name, allow)
+	resp, err := run()
+	if err != nil {
+		return nil, err
 	}
-	dr := resp.(*kmsg.DescribeGroupsResponse)
-	for _, g := range out {
+	for _, it := range out {
+		deny(resp, it)
+	}
+	return resp, nil
+}
+
+func (a groupAuthz) describeGroups(r *kmsg.DescribeGroupsRequest) (kmsg.Response, error) {
+	return splitRun(a.run, &r.Groups, func(g string) string { return g }, a.group, func(resp kmsg.Response, g string) {
+		dr := resp.(*kmsg.DescribeGroupsResponse)
 		rg := kmsg.NewDescribeGroupsResponseGroup()
 		rg.Group, rg.ErrorCode = g, kerr.GroupAuthorizationFailed.Code
 		dr.Groups = append(dr.Groups, rg)
-	}
-	return dr, nil
+	})
 }
 
 func (a groupAuthz) deleteGroups(r *kmsg.DeleteGroupsRequest) (kmsg.Response, error) {
-	var out []string
-	r.Groups, out = splitByName(r.Groups, func(g string) string { return g }, a.group)
-	resp, err := a.run()
-	if len(out) == 0 || err != nil {
-		return resp, err
-	}
-	dr := resp.(*kmsg.DeleteGroupsResponse)
-	for _, g := range out {
+	return splitRun(a.run, &r.Groups, func(g string) string { return g }, a.group, func(resp kmsg.Response, g string) {
+		dr := resp.(*kmsg.DeleteGroupsResponse)
 		rg := kmsg.NewDeleteGroupsResponseGroup()
 		rg.Group, rg.ErrorCode = g, kerr.GroupAuthorizationFailed.Code
 		dr.Groups = append(dr.Groups, rg)
-	}
-	return dr, nil
+	})
 }

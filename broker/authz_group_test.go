@@ -3,7 +3,6 @@ package broker
 import (
 	"errors"
 	"fmt"
-	"os/exec"
 	"sort"
 	"strings"
 	"testing"
@@ -35,14 +34,7 @@ carol consume orders
 // secret.
 func groupACLBroker(t *testing.T) *Broker {
 	t.Helper()
-	acl, err := auth.ParseACL([]byte(groupACL))
-	if err != nil {
-		t.Fatal(err)
-	}
-	b := saslBroker(t, func(c *Config) {
-		c.Security.ACL = acl
-		c.GroupMinSessionTimeout = groupConfig(t, c.DataDir).GroupMinSessionTimeout
-	})
+	b := saslACLBroker(t, groupACL, nil)
 	admin := userClient(t, b, "alice")
 	for _, topic := range []string{"orders", "secret"} {
 		createTopic(t, admin, topic, 1)
@@ -351,29 +343,12 @@ func TestACLGroupAPIs(t *testing.T) {
 // SASL as a principal allowed on the group and topic consumes and
 // commits.
 func TestACLGroupKcat(t *testing.T) {
-	kcat, err := exec.LookPath("kcat")
-	if err != nil {
-		t.Fatalf("kcat not installed (make test-deps installs it): %v", err)
-	}
 	b := groupACLBroker(t)
 	cl := userClient(t, b, "alice")
 	createTopic(t, cl, "kg", 2)
-	consume := func(n int) []string {
-		t.Helper()
-		cmd := exec.CommandContext(testCtx(t), kcat, "-b", b.Addr(), "-G", "app", "kg",
-			"-e", "-q", "-f", "%s\n", "-X", "auto.offset.reset=earliest", "-X", "session.timeout.ms=6000",
+	consumeInTwoRuns(t, cl, "app", "kg", 2, func(n int) []string {
+		return kcatGroupRun(t, b.Addr(), "app", "kg", n,
 			"-X", "security.protocol=sasl_plaintext", "-X", "sasl.mechanisms=SCRAM-SHA-512",
 			"-X", "sasl.username=alice", "-X", "sasl.password="+testPasswords["alice"])
-		out, err := cmd.CombinedOutput()
-		if err != nil {
-			t.Fatalf("kcat -G: %v\n%s", err, out)
-		}
-		lines := strings.Fields(string(out))
-		sort.Strings(lines)
-		if len(lines) != n {
-			t.Fatalf("kcat -G read %d lines, want %d:\n%s", len(lines), n, out)
-		}
-		return lines
-	}
-	consumeInTwoRuns(t, cl, "app", "kg", 2, consume)
+	})
 }

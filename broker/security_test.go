@@ -326,13 +326,24 @@ bob   consume orders
 *     consume public-*
 `
 
-func aclBroker(t *testing.T) *Broker {
+// saslACLBroker is a saslBroker enforcing the ACL file text.
+func saslACLBroker(t *testing.T, text string, mutate func(*Config)) *Broker {
 	t.Helper()
-	acl, err := auth.ParseACL([]byte(testACL))
+	acl, err := auth.ParseACL([]byte(text))
 	if err != nil {
 		t.Fatal(err)
 	}
-	b := saslBroker(t, func(c *Config) { c.Security.ACL = acl })
+	return saslBroker(t, func(c *Config) {
+		c.Security.ACL = acl
+		if mutate != nil {
+			mutate(c)
+		}
+	})
+}
+
+func aclBroker(t *testing.T) *Broker {
+	t.Helper()
+	b := saslACLBroker(t, testACL, nil)
 	admin := newClient(t, b.Addr(), kgo.SASL(scramMech(auth.ScramSHA256, "alice", "alice-pw")))
 	for _, topic := range []string{"orders", "secret", "public-news"} {
 		createTopic(t, admin, topic, 1)
@@ -507,14 +518,7 @@ func TestUnknownAPIFailsClosedUnderACL(t *testing.T) {
 // TestACLAutoCreate: Metadata auto-creates a missing topic only for a
 // principal that may produce to or administer it.
 func TestACLAutoCreate(t *testing.T) {
-	acl, err := auth.ParseACL([]byte(testACL))
-	if err != nil {
-		t.Fatal(err)
-	}
-	b := saslBroker(t, func(c *Config) {
-		c.Security.ACL = acl
-		c.AutoCreateTopics = true
-	})
+	b := saslACLBroker(t, testACL, func(c *Config) { c.AutoCreateTopics = true })
 	for _, tc := range []struct {
 		user, topic string
 		want        int16
