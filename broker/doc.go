@@ -241,10 +241,13 @@
 // admin listeners (certificates loaded by internal/tlsconf), SASL
 // (sasl.go; users and mechanisms in package auth) and an ACL applied around
 // the handlers (authz.go): denied topics get TOPIC_AUTHORIZATION_FAILED,
-// Metadata lists only what the principal may see, groups are checked by
-// authorizeGroup, and an API without a case in authz.go is refused whole
-// under an ACL. A full disk makes the broker read-only until space returns
-// (readonly.go).
+// Metadata lists only what the principal may see, and an API without a
+// case in authz.go is refused whole under an ACL. Group APIs (authz_group.go)
+// need the group permission on each group they name
+// (GROUP_AUTHORIZATION_FAILED) and the offset APIs consume permission on
+// each topic (TOPIC_AUTHORIZATION_FAILED); ListGroups and OffsetFetch of all
+// topics leave out what the principal may not see. A full disk makes the
+// broker read-only until space returns (readonly.go).
 //
 // # Admin HTTP
 //

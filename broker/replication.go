@@ -78,7 +78,8 @@ func (b *Broker) waitReplicated(ctx context.Context, end int64) int16 {
 // stored is the end of what the consume queue holds.
 func (b *Broker) visibleBounds(topic string, partition int32) (lo, hi, stored int64) {
 	lo, stored = b.st.Bounds(topic, partition)
-	if b.cfg.Replication == nil || lo == stored {
+	ds, ok := b.st.(*dispatcherStorage)
+	if b.cfg.Replication == nil || !ok || lo == stored {
 		return lo, stored, stored
 	}
 	hw := b.cfg.Replication.HighWatermark()
@@ -87,7 +88,7 @@ func (b *Broker) visibleBounds(topic string, partition int32) (lo, hi, stored in
 	}
 	// Entries are in log order: those beyond the watermark are a suffix.
 	n := sort.Search(int(stored-lo), func(i int) bool {
-		end, ok := b.st.RecordEnd(topic, partition, lo+int64(i))
+		end, ok := ds.RecordEnd(topic, partition, lo+int64(i))
 		return !ok || end > hw
 	})
 	return lo, lo + int64(n), stored
@@ -117,8 +118,14 @@ func (b *Broker) replicaStatus(s *NodeStatus) {
 }
 
 // Dispatcher is the data directory, for the replication wiring: a
-// follower writes its leader's log into it and truncates through it.
-func (b *Broker) Dispatcher() *dispatcher.Dispatcher { return b.st.(*dispatcherStorage).d }
+// follower writes its leader's log into it and truncates through it. It is
+// nil when Config.Storage replaced it, which cannot be replicated.
+func (b *Broker) Dispatcher() *dispatcher.Dispatcher {
+	if ds, ok := b.st.(*dispatcherStorage); ok {
+		return ds.d
+	}
+	return nil
+}
 
 // Demote stops every local append (offset commits and their compaction;
 // produces are refused by the Cluster's leadership): this node now
@@ -161,12 +168,14 @@ func (b *Broker) Promote(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("broker: promote: rebuild producer state: %w", err)
 	}
-	c, err := b.newCoordinator(b.st.(*dispatcherStorage), nil)
-	if err != nil {
-		return fmt.Errorf("broker: promote: %w", err)
-	}
-	if old := b.groups.Swap(c); old != nil {
-		old.Close()
+	if ds, ok := b.st.(*dispatcherStorage); ok {
+		c, err := b.newCoordinator(ds, nil)
+		if err != nil {
+			return fmt.Errorf("broker: promote: %w", err)
+		}
+		if old := b.groups.Swap(c); old != nil {
+			old.Close()
+		}
 	}
 	b.following.Store(false)
 	b.log.WithFields(logrus.Fields{"idempotent_batches": batches, "elapsed": time.Since(began).String()}).Info("promoted: producer state and group offsets rebuilt from the log")

@@ -9,6 +9,8 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/sirupsen/logrus"
+
+	"github.com/unilog/unilog/internal/clock"
 )
 
 // Role is a node's part in its replica group.
@@ -75,7 +77,7 @@ type LeaseConfig struct {
 	// call that takes leadership away returns before the lease can be
 	// taken by another node, as long as it returns within the margin.
 	OnChange func(LeaseState)
-	Clock    Clock
+	Clock    clock.Clock
 	Logger   logrus.FieldLogger
 }
 
@@ -90,7 +92,7 @@ func (c LeaseConfig) withDefaults() (LeaseConfig, error) {
 		c.RetryPeriod = DefaultRetryPeriod
 	}
 	if c.Clock == nil {
-		c.Clock = realClock{}
+		c.Clock = clock.System{}
 	}
 	if c.Logger == nil {
 		c.Logger = logrus.StandardLogger()
@@ -121,7 +123,7 @@ type Elector struct {
 	// While leading: the revision of our lease and when we stop acting.
 	rev        uint64
 	validUntil time.Time
-	fence      Timer
+	fence      clock.Timer
 	// While following: the lease revision seen and when it was first seen.
 	obsRev uint64
 	obsAt  time.Time

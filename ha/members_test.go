@@ -4,6 +4,8 @@ import (
 	"context"
 	"testing"
 	"time"
+
+	"github.com/unilog/unilog/internal/clock/clocktest"
 )
 
 func liveIDs(m *Membership) []int32 {
@@ -29,7 +31,7 @@ func sameIDs(a, b []int32) bool {
 func TestMembershipJoinLeaveExpire(t *testing.T) {
 	srv := startServer(t)
 	ctx := context.Background()
-	clock := newFakeClock()
+	clock := clocktest.New()
 	deadline := 5 * time.Second
 	open := func() *Membership {
 		b, err := OpenBuckets(ctx, dial(t, srv.ClientURL()), 1, deadline)

@@ -134,12 +134,16 @@ func TestTwoReplicaGroupsServeOneTopic(t *testing.T) {
 		m, err := adm.Metadata(rctx, "spread")
 		return err == nil && len(m.Topics["spread"].Partitions) == 2 && m.Topics["spread"].Partitions[0].Leader == 1
 	})
-	ends, err := adm.ListEndOffsets(rctx, "spread")
-	if err != nil {
-		t.Fatal(err)
-	}
+	// Node 1 learns of the new incarnation through its watch of the
+	// control plane, a moment after Metadata (from any node) shows it.
+	var ends kadm.ListedOffsets
+	waitFor(t, "node 1 to serve the re-created topic", func() bool {
+		ends, err = adm.ListEndOffsets(rctx, "spread")
+		o, _ := ends.Lookup("spread", 0)
+		return err == nil && o.Err == nil
+	})
 	if o, _ := ends.Lookup("spread", 0); o.Offset != 0 {
-		t.Errorf("re-created topic's partition 0 ends at %d on node 1, want 0", o.Offset)
+		t.Errorf("re-created topic's partition 0 ends at %d on node 1, want 0 (%v)", o.Offset, o.Err)
 	}
 
 	out := mustRun(t, "", "cluster", "status", "--nats", natsURL).stdout

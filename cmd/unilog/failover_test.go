@@ -25,21 +25,6 @@ import (
 	"github.com/unilog/unilog/internal/testnet"
 )
 
-// brokerProcessEnv, set in a re-executed test binary, makes it run
-// `unilog` with the arguments in the variable (separated by newlines)
-// instead of the tests: a broker in a process of its own, which a test can
-// SIGKILL.
-const brokerProcessEnv = "UNILOG_TEST_PROCESS_ARGS"
-
-func TestMain(m *testing.M) {
-	if args := os.Getenv(brokerProcessEnv); args != "" {
-		os.Args = append([]string{"unilog"}, strings.Split(args, "\n")...)
-		main()
-		os.Exit(0)
-	}
-	os.Exit(m.Run())
-}
-
 // brokerProcess is one `unilog broker` in a child process.
 type brokerProcess struct {
 	id    int
@@ -55,8 +40,9 @@ type brokerProcess struct {
 // line. Its logs go to <dir>.log, shown when the test fails.
 func startBrokerProcess(t *testing.T, p *brokerProcess) {
 	t.Helper()
-	cmd := exec.Command(os.Args[0], "-test.run=^$")
-	cmd.Env = append(os.Environ(), brokerProcessEnv+"="+strings.Join(append([]string{"broker"}, p.args...), "\n"))
+	// The test binary acts as unilog (TestMain).
+	cmd := exec.Command(os.Args[0], append([]string{"broker"}, p.args...)...)
+	cmd.Env = append(os.Environ(), runMainEnv+"=1")
 	logf, err := os.OpenFile(p.dir+".log", os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
 	if err != nil {
 		t.Fatal(err)

@@ -122,6 +122,9 @@ func (r *replicator) addr() string { return r.ln.Addr().String() }
 // attach starts replicating into the broker's data directory.
 func (r *replicator) attach(b *broker.Broker) error {
 	r.b, r.d = b, b.Dispatcher()
+	if r.d == nil {
+		return errors.New("replication needs the broker's own data directory")
+	}
 	var err error
 	if r.epochs, err = commitlog.OpenEpochs(r.d.Log().Dir()); err != nil {
 		return err
