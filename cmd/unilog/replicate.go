@@ -482,24 +482,30 @@ func (r *replicator) eligible() bool {
 		return false
 	}
 	st := node.Elector().State()
-	if st.Leader == r.self {
-		return true
-	}
 	r.noteISR()
 	r.mu.Lock()
 	known := r.isrEpoch != 0 && r.isrEpoch == st.Epoch
 	isr := r.isr
 	r.mu.Unlock()
+	return mayLead(r.self, r.group, r.d.Log().WriteOffset(), st.Leader, isr, known, node.Members())
+}
+
+// mayLead is eligible's rule for node self, whose log ends at end, after
+// leader (the last lease holder) with in-sync set isr (if known), among
+// the live members.
+func mayLead(self int32, group string, end int64, leader int32, isr []int32, known bool, members []ha.Member) bool {
+	if leader == self {
+		return true
+	}
 	may := func(id int32) bool { return !known || slices.Contains(isr, id) }
-	if !may(r.self) {
+	if !may(self) {
 		return false
 	}
-	end := r.d.Log().WriteOffset()
-	for _, m := range node.Members() {
-		if m.ReplicaGroup != r.group || m.NodeID == r.self || m.NodeID == st.Leader || !may(m.NodeID) {
+	for _, m := range members {
+		if m.ReplicaGroup != group || m.NodeID == self || m.NodeID == leader || !may(m.NodeID) {
 			continue
 		}
-		if m.LogEndOffset > end || m.LogEndOffset == end && m.NodeID < r.self {
+		if m.LogEndOffset > end || m.LogEndOffset == end && m.NodeID < self {
 			return false
 		}
 	}
