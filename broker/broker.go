@@ -29,6 +29,9 @@ type Broker struct {
 	// groups is the group coordinator, set once the committed offsets are
 	// loaded (the commit log's retention floor reads it before).
 	groups atomic.Pointer[group.Coordinator]
+	// following is set while this node replicates its group's leader:
+	// nothing may append to the local log then (Demote, Promote).
+	following atomic.Bool
 
 	ln      net.Listener
 	adminLn net.Listener

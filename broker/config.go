@@ -81,6 +81,14 @@ type Config struct {
 	// Cluster, when set, says who leads each partition; nil is a single
 	// node leading everything.
 	Cluster Cluster
+	// Replication, when set, is the data plane of this node's replica
+	// group: consumers see only what it has replicated (its high
+	// watermark).
+	Replication Replication
+	// SyncReplication makes acks=-1 produces and offset commits wait for
+	// Replication.WaitReplicated (--replication sync); otherwise they do
+	// not wait for followers.
+	SyncReplication bool
 	// Logger receives structured logs; nil uses logrus' standard logger.
 	Logger logrus.FieldLogger
 	// Storage, when set, is served instead of the unified log of DataDir

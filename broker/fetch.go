@@ -36,10 +36,16 @@ func (b *Broker) handleFetch(ctx context.Context, _ *conn, kreq kmsg.Request) (k
 	}
 	var timer *time.Timer
 	for {
-		resp, total, failed := b.fetchOnce(req, w)
+		// Taken before the read: a move of the high watermark after it
+		// still wakes the wait.
+		replicated := b.replicationChanged()
+		resp, total, failed, unreplicated := b.fetchOnce(req, w)
 		if failed || total >= int(req.MinBytes) || w == nil {
 			b.metrics.fetchedBytes.Add(float64(total))
 			return resp, nil
+		}
+		if !unreplicated {
+			replicated = nil
 		}
 		if timer == nil {
 			timer = time.NewTimer(time.Duration(req.MaxWaitMillis) * time.Millisecond)
@@ -50,32 +56,32 @@ func (b *Broker) handleFetch(ctx context.Context, _ *conn, kreq kmsg.Request) (k
 			// A partition grew: drop the other registrations, read again.
 			w.Release()
 			continue
+		case <-replicated:
+			w.Release()
+			continue
 		case <-timer.C:
 		case <-b.closing:
 		case <-ctx.Done():
 		}
 		w.Release()
-		resp, total, _ = b.fetchOnce(req, nil)
+		resp, total, _, _ = b.fetchOnce(req, nil)
 		b.metrics.fetchedBytes.Add(float64(total))
 		return resp, nil
 	}
 }
 
 // fetchOnce builds a response from what is stored now. It returns the
-// number of record bytes and whether any partition failed (which answers at
-// once, as Kafka). With a waiter, each partition is watched from the high
-// watermark it was read at, so data arriving after the read still wakes
-// the long poll.
-func (b *Broker) fetchOnce(req *kmsg.FetchRequest, w Waiter) (*kmsg.FetchResponse, int, bool) {
-	resp := req.ResponseKind().(*kmsg.FetchResponse)
+// number of record bytes, whether any partition failed (which answers at
+// once, as Kafka), and whether a partition holds records waiting for the
+// replication high watermark. With a waiter, each other partition is
+// watched from the high watermark it was read at, so data arriving after
+// the read still wakes the long poll.
+func (b *Broker) fetchOnce(req *kmsg.FetchRequest, w Waiter) (resp *kmsg.FetchResponse, total int, failed, unreplicated bool) {
+	resp = req.ResponseKind().(*kmsg.FetchResponse)
 	maxBytes := int(req.MaxBytes)
 	if req.Version < 3 || maxBytes <= 0 {
 		maxBytes = math.MaxInt32
 	}
-	var (
-		total  int
-		failed bool
-	)
 	for _, t := range req.Topics {
 		rt := kmsg.NewFetchResponseTopic()
 		rt.Topic = t.Topic
@@ -95,11 +101,19 @@ func (b *Broker) fetchOnce(req *kmsg.FetchRequest, w Waiter) (*kmsg.FetchRespons
 				rt.Partitions = append(rt.Partitions, rp)
 				continue
 			}
-			lo, hi := b.st.Bounds(t.Topic, p.Partition)
+			if !b.leads(t.Topic, p.Partition) {
+				rp.ErrorCode = kerr.NotLeaderForPartition.Code
+				failed = true
+				rt.Partitions = append(rt.Partitions, rp)
+				continue
+			}
+			lo, hi, stored := b.visibleBounds(t.Topic, p.Partition)
 			rp.HighWatermark = hi
 			rp.LastStableOffset = hi
 			rp.LogStartOffset = lo
-			if p.FetchOffset < lo || p.FetchOffset > hi {
+			// Between the visible and the stored end is not out of range:
+			// those records become visible once replicated.
+			if p.FetchOffset < lo || p.FetchOffset > stored {
 				rp.ErrorCode = kerr.OffsetOutOfRange.Code
 				failed = true
 				rt.Partitions = append(rt.Partitions, rp)
@@ -118,14 +132,18 @@ func (b *Broker) fetchOnce(req *kmsg.FetchRequest, w Waiter) (*kmsg.FetchRespons
 				rp.RecordBatches = recs
 			}
 			total += len(recs)
-			if w != nil {
+			switch {
+			case hi < stored:
+				// Stored beyond hi already: the high watermark's move wakes it.
+				unreplicated = true
+			case w != nil:
 				w.Watch(t.Topic, p.Partition, hi)
 			}
 			rt.Partitions = append(rt.Partitions, rp)
 		}
 		resp.Topics = append(resp.Topics, rt)
 	}
-	return resp, total, failed
+	return resp, total, failed, unreplicated
 }
 
 // readBatches copies whole stored batches from offset up to hi while they

@@ -127,7 +127,8 @@ func (b *Broker) handleProduce(ctx context.Context, c *conn, kreq kmsg.Request) 
 }
 
 // waitProduced waits until the appends through end are indexed and, for
-// acks=-1 with sync flushing, durable; it returns a Kafka error code.
+// acks=-1, durable with sync flushing and replicated with sync
+// replication; it returns a Kafka error code.
 func (b *Broker) waitProduced(ctx context.Context, acks int16, end int64) int16 {
 	if acks == -1 && b.cfg.Flush == commitlog.FlushSync {
 		if err := b.st.WaitDurable(ctx, end); err != nil {
@@ -136,6 +137,9 @@ func (b *Broker) waitProduced(ctx context.Context, acks int16, end int64) int16 
 	}
 	if err := b.st.WaitDispatched(ctx, end); err != nil {
 		return b.waitError("dispatch", err)
+	}
+	if acks == -1 {
+		return b.waitReplicated(ctx, end)
 	}
 	return 0
 }

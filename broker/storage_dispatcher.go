@@ -87,6 +87,18 @@ func (s *dispatcherStorage) Bounds(topic string, partition int32) (int64, int64)
 	return q.MinOffset(), q.MaxOffset()
 }
 
+func (s *dispatcherStorage) RecordEnd(topic string, partition int32, offset int64) (int64, bool) {
+	q, ok := s.d.Queue(topic, partition)
+	if !ok {
+		return 0, false
+	}
+	e, err := q.Get(offset)
+	if err != nil {
+		return 0, false
+	}
+	return e.PhysOffset + int64(e.Size), true
+}
+
 func (s *dispatcherStorage) ReadBatch(topic string, partition int32, offset int64, dst []byte) ([]byte, int64, int64, error) {
 	q, ok := s.d.Queue(topic, partition)
 	if !ok {

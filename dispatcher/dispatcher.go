@@ -203,27 +203,14 @@ func (d *Dispatcher) Lag() Lag {
 // flight are then not dispatched, and a re-created topic's records, which
 // carry a new TopicID, go to queues of their own from offset 0.
 func (d *Dispatcher) DeleteTopic(topic string) error {
-	errc := make(chan error, 1)
-	req := func() {
+	return d.onRun(func() error {
 		if err := d.dispatchTo(d.log.WriteOffset()); err != nil {
-			errc <- err
-			return
+			return err
 		}
-		errc <- d.deleteIncarnations(func(t string, id commitlog.TopicID) bool {
+		return d.deleteIncarnations(func(t string, id commitlog.TopicID) bool {
 			return t == topic && (d.opts.Live == nil || !d.isLive(t, id))
 		})
-	}
-	select {
-	case d.requests <- req:
-	case <-d.done:
-		return ErrClosed
-	}
-	select {
-	case err := <-errc:
-		return err
-	case <-d.done:
-		return ErrClosed
-	}
+	})
 }
 
 // Close dispatches everything appended so far, flushes the log and the

@@ -144,6 +144,21 @@
 // no queue, which looks like deleted queues, so each start scans the whole
 // log (harmlessly).
 //
+// # Replicas
+//
+// A replication follower (package ha/replication) writes its leader's bytes
+// into the commit log with AppendRaw and this dispatcher indexes them like
+// any append. When the follower must drop a tail its new leader never had,
+// Truncate(to) runs on the dispatching goroutine: the consume queues drop
+// the entries pointing at or past to, the dispatched offset and the cursor
+// go back to to, a checkpoint saying so is written, and only then is the
+// log cut (commitlog.Log.Truncate, which also rewinds the partitions'
+// offset counters), so a crash at any step recovers to a consistent
+// directory. Restart(at) does the same for a follower its leader's retention
+// left behind: every queue is emptied (keeping its MaxOffset), the log
+// restarts empty at at, and each queue starts again at the first offset
+// the leader's records bring.
+//
 // # Inspection
 //
 // Inspect, Verify and Dump read a data directory without opening it: the

@@ -129,6 +129,8 @@ type Elector struct {
 	obsAt  time.Time
 	// maxEpoch is the highest epoch seen, so a new lease is always higher.
 	maxEpoch uint64
+	// nudge makes Run tick before its next period (Nudge).
+	nudge chan struct{}
 }
 
 // NewElector returns a follower that contends on Tick.
@@ -143,6 +145,7 @@ func NewElector(kv jetstream.KeyValue, cfg LeaseConfig) (*Elector, error) {
 		key:   leaseKey(cfg.Group),
 		log:   cfg.Logger.WithFields(logrus.Fields{"replica_group": cfg.Group, "node_id": cfg.NodeID}),
 		state: LeaseState{Group: cfg.Group, Leader: -1},
+		nudge: make(chan struct{}, 1),
 	}, nil
 }
 
@@ -174,7 +177,18 @@ func (e *Elector) Run(ctx context.Context) {
 		case <-ctx.Done():
 			return
 		case <-t.C:
+		case <-e.nudge:
 		}
+	}
+}
+
+// Nudge makes Run tick now rather than at its next period: a node whose
+// Eligible just turned true contends at once. Ticks stay sequential, so a
+// renewal never races another.
+func (e *Elector) Nudge() {
+	select {
+	case e.nudge <- struct{}{}:
+	default:
 	}
 }
 
