@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"math"
@@ -20,6 +21,7 @@ import (
 	"github.com/unilog/unilog/dispatcher"
 	"github.com/unilog/unilog/ha"
 	"github.com/unilog/unilog/ha/replication"
+	"github.com/unilog/unilog/internal/tlsconf"
 )
 
 // replicationFlags configure the data plane of `unilog broker`.
@@ -29,6 +31,8 @@ func replicationFlags() []cli.Flag {
 		&cli.StringFlag{Name: "replication-listen", Value: "127.0.0.1:0", Usage: "`HOST:PORT` followers of this node's replica group replicate from while it leads; advertised in its member record, so give a routable address across machines (port 0 picks a free one)", EnvVars: env("REPLICATION_LISTEN")},
 		&cli.StringFlag{Name: "replication", Value: "sync", Usage: "sync (acks=all and offset commits wait until the in-sync followers have the records, flushed with --flush sync) or async (they do not wait; consumers still see only replicated records)", EnvVars: env("REPLICATION")},
 		&cli.IntFlag{Name: "min-insync", Usage: "followers that must be in sync for an acks=all produce under sync replication; fewer answer NOT_ENOUGH_REPLICAS (0: none required, so a leader left alone keeps taking writes)", EnvVars: env("MIN_INSYNC")},
+		&cli.StringFlag{Name: "replication-tls-ca", Usage: "mutual TLS on the replication stream: both ends present --tls-cert/--tls-key and verify the other's against this PEM CA `FILE`", EnvVars: env("REPLICATION_TLS_CA")},
+		&cli.StringFlag{Name: "replication-peers", Usage: "with --replication-tls-ca, the certificate common `NAMES` (comma-separated) a leader accepts as followers (default: any the CA signed)", EnvVars: env("REPLICATION_PEERS")},
 	}
 }
 
@@ -37,6 +41,9 @@ type replicationConfig struct {
 	listen    string
 	sync      bool
 	minInSync int
+	// With --replication-tls-ca: the leader's listener and the follower's
+	// dialer configs; nil is plaintext.
+	serverTLS, clientTLS *tls.Config
 }
 
 func parseReplicationFlags(c *cli.Context) (replicationConfig, error) {
@@ -53,6 +60,27 @@ func parseReplicationFlags(c *cli.Context) (replicationConfig, error) {
 	}
 	if _, _, err := net.SplitHostPort(rc.listen); err != nil {
 		return rc, fmt.Errorf("--replication-listen %q: %w", rc.listen, err)
+	}
+	ca, peers := c.String("replication-tls-ca"), splitList(c.String("replication-peers"))
+	if ca == "" {
+		if len(peers) > 0 {
+			return rc, errors.New("--replication-peers needs --replication-tls-ca")
+		}
+		return rc, nil
+	}
+	files := tlsconf.Files{Cert: c.String("tls-cert"), Key: c.String("tls-key"), ClientCA: ca, CA: ca}
+	if files.Cert == "" || files.Key == "" {
+		return rc, errors.New("--replication-tls-ca needs --tls-cert and --tls-key: the node's certificate on both ends of the stream")
+	}
+	var err error
+	if rc.serverTLS, err = files.Server(); err != nil {
+		return rc, fmt.Errorf("--replication-tls-ca: %w", err)
+	}
+	if len(peers) > 0 {
+		rc.serverTLS.VerifyConnection = tlsconf.RequirePeer(peers...)
+	}
+	if rc.clientTLS, err = files.Client(true); err != nil {
+		return rc, fmt.Errorf("--replication-tls-ca: %w", err)
 	}
 	return rc, nil
 }
@@ -137,6 +165,7 @@ func (r *replicator) attach(b *broker.Broker) error {
 		Truncate: r.d.Truncate,
 		Restart:  r.d.Restart,
 		Durable:  r.durable,
+		TLS:      r.cfg.clientTLS,
 		Logger:   r.log,
 	})
 	r.node.Load().SetInSync(r.inSync)
@@ -299,6 +328,7 @@ func (r *replicator) lead(epoch uint64) error {
 		MinInSync: r.cfg.minInSync,
 		Durable:   r.durable,
 		OnFenced:  r.fenced,
+		TLS:       r.cfg.serverTLS,
 		Logger:    r.log,
 	})
 	r.mu.Lock()
