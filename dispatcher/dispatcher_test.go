@@ -6,7 +6,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -121,25 +121,59 @@ func TestLag(t *testing.T) {
 	}
 }
 
+// TestLiveFilter: records of an incarnation replaced by another are not
+// indexed; records of a topic the metadata does not know are (a follower
+// can see them before it learns of the topic), each into its own queue,
+// which the live view does not serve until the topic is known.
 func TestLiveFilter(t *testing.T) {
+	var mu sync.Mutex
+	live := map[string]commitlog.TopicID{"keep": {7}}
 	opts := testOptions(t.TempDir())
 	opts.Live = func(topic string) (commitlog.TopicID, bool) {
-		return commitlog.TopicID{}, !strings.HasPrefix(topic, "drop")
+		mu.Lock()
+		defer mu.Unlock()
+		id, ok := live[topic]
+		return id, ok
 	}
 	d := mustOpen(t, opts)
 	defer d.Close()
-	if _, err := d.Log().Append(&commitlog.Message{Topic: "drop.me", Body: []byte("a")}); err != nil {
-		t.Fatal(err)
+	dead := commitlog.Message{Topic: "keep", TopicID: commitlog.TopicID{6}, Body: []byte("old")}
+	early := commitlog.Message{Topic: "new", TopicID: commitlog.TopicID{9}, Body: []byte("first")}
+	kept := commitlog.Message{Topic: "keep", TopicID: commitlog.TopicID{7}, Body: []byte("b")}
+	var pos []commitlog.Position
+	for _, m := range []commitlog.Message{dead, early, kept} {
+		p, err := d.Log().Append(&m)
+		if err != nil {
+			t.Fatal(err)
+		}
+		pos = append(pos, p)
 	}
-	p, err := d.Log().Append(&commitlog.Message{Topic: "keep", Body: []byte("b")})
+	waitDispatched(t, d)
+	if _, ok := d.Queues().Lookup(QueueName("keep", commitlog.TopicID{6}), 0); ok {
+		t.Fatal("a queue was made for a replaced incarnation")
+	}
+	if _, ok := d.Queue("new", 0); ok {
+		t.Fatal("a topic the metadata does not know is served")
+	}
+	checkReadable(t, d, appended{msg: kept, pos: pos[2]})
+
+	// The topic's creation reaches this node after its first record: the
+	// record is there from offset 0, and the next one follows it.
+	mu.Lock()
+	live["new"] = commitlog.TopicID{9}
+	mu.Unlock()
+	second := commitlog.Message{Topic: "new", TopicID: commitlog.TopicID{9}, Body: []byte("second")}
+	p, err := d.Log().Append(&second)
 	if err != nil {
 		t.Fatal(err)
 	}
 	waitDispatched(t, d)
-	if _, ok := d.Queues().Lookup("drop.me", 0); ok {
-		t.Fatal("a queue was made for a topic that is not live")
+	q, ok := d.Queue("new", 0)
+	if !ok || q.MinOffset() != 0 || q.MaxOffset() != 2 {
+		t.Fatalf("queue of the late-known topic: ok %v, offsets [%d, %d), want [0, 2)", ok, q.MinOffset(), q.MaxOffset())
 	}
-	checkReadable(t, d, appended{msg: commitlog.Message{Topic: "keep", Body: []byte("b")}, pos: p})
+	checkReadable(t, d, appended{msg: early, pos: pos[1]})
+	checkReadable(t, d, appended{msg: second, pos: p})
 }
 
 func TestDeleteTopic(t *testing.T) {

@@ -164,7 +164,7 @@ func checkReadable(t testing.TB, d *Dispatcher, a appended) {
 // readBack reads offset off of a partition through its consume queue and
 // compares the record found with what was appended.
 func readBack(d *Dispatcher, topic string, partition int32, off, phys int64, hash string) error {
-	q, ok := d.Queues().Lookup(topic, partition)
+	q, ok := d.Queue(topic, partition)
 	if !ok {
 		return fmt.Errorf("%s/%d: no consume queue", topic, partition)
 	}

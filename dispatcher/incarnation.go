@@ -56,7 +56,22 @@ func (d *Dispatcher) liveID(topic string) (commitlog.TopicID, bool) {
 	return d.opts.Live(topic)
 }
 
-// isLive reports whether records of topic carrying id are dispatched.
+// dispatchable reports whether records of topic carrying id are indexed:
+// all but those of an incarnation another one has replaced. A topic the
+// metadata does not know is indexed: on a follower its records can arrive
+// before the watch that announces the topic's creation, and a record
+// skipped then would stay hidden for good (its partition's queue would
+// start after it). If the topic was deleted instead, the queues are dead
+// weight until Open or DeleteTopic removes them, or retention passes them.
+func (d *Dispatcher) dispatchable(topic string, id commitlog.TopicID) bool {
+	if d.opts.Live == nil {
+		return true
+	}
+	live, ok := d.opts.Live(topic)
+	return !ok || live == id
+}
+
+// isLive reports whether id is the live incarnation of topic.
 func (d *Dispatcher) isLive(topic string, id commitlog.TopicID) bool {
 	if d.opts.Live == nil {
 		return true

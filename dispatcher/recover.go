@@ -105,7 +105,7 @@ func (d *Dispatcher) open(crashed bool) error {
 // offsets the queue already holds are skipped, which makes a re-scan over
 // dispatched records harmless.
 func (d *Dispatcher) index(r *commitlog.Record) error {
-	if !d.isLive(r.Topic, r.TopicID) {
+	if !d.dispatchable(r.Topic, r.TopicID) {
 		return nil
 	}
 	key := incarnation{topic: r.Topic, id: r.TopicID, partition: r.Partition}
