@@ -1,0 +1,176 @@
+package logcheck
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/anishathalye/porcupine"
+)
+
+// ErrNotLinearizable reports a history no sequential run of the model
+// explains.
+var ErrNotLinearizable = errors.New("logcheck: history is not linearizable")
+
+// ErrProducerOrder reports a client whose acknowledged appends to one log
+// were stored out of the order it made them.
+var ErrProducerOrder = errors.New("logcheck: appends of one client stored out of call order")
+
+// ErrUndecided reports a check that ran out of time.
+var ErrUndecided = errors.New("logcheck: linearizability check timed out")
+
+// History collects operations from many goroutines. Times are on the
+// recorder's monotonic clock.
+type History struct {
+	mu    sync.Mutex
+	start time.Time
+	ops   []porcupine.Operation
+	ended []bool
+}
+
+// NewHistory starts an empty history.
+func NewHistory() *History { return &History{start: time.Now()} }
+
+// Op is an operation begun and not yet ended.
+type Op struct {
+	h *History
+	i int
+}
+
+// Begin records the call of an operation by client now. An operation never
+// ended counts as one whose outcome is unknown.
+func (h *History) Begin(client int, in Input) Op {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.ops = append(h.ops, porcupine.Operation{ClientId: client, Input: in, Call: h.Now(), Output: Output{Unknown: true, End: -1}, Return: math.MaxInt64})
+	h.ended = append(h.ended, false)
+	return Op{h: h, i: len(h.ops) - 1}
+}
+
+// End records the answer now. An output with Unknown set keeps the
+// operation open forever: it may take effect at any later time.
+func (o Op) End(out Output) {
+	h := o.h
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.ended[o.i] {
+		panic("logcheck: operation ended twice")
+	}
+	h.ended[o.i] = true
+	op := &h.ops[o.i]
+	op.Output = out
+	if out.Unknown {
+		return
+	}
+	// porcupine wants a return strictly after the call.
+	op.Return = max(h.Now(), op.Call+1)
+}
+
+// Record adds an operation that took place between call and ret, both
+// read from Now; ret is ignored when out.Unknown is set.
+func (h *History) Record(client int, in Input, out Output, call, ret int64) {
+	ret = max(ret, call+1)
+	if out.Unknown {
+		ret = math.MaxInt64
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.ops = append(h.ops, porcupine.Operation{ClientId: client, Input: in, Call: call, Output: out, Return: ret})
+	h.ended = append(h.ended, true)
+}
+
+// Now is the history's clock in nanoseconds, for Record.
+func (h *History) Now() int64 { return int64(time.Since(h.start)) }
+
+// Operations returns a copy of the history so far.
+func (h *History) Operations() []porcupine.Operation {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return append([]porcupine.Operation(nil), h.ops...)
+}
+
+// Stats counts the operations of each kind, and the acknowledged appends.
+type Stats struct {
+	Appends, Acked, Reads, ReadValues, Commits, Fetches int
+}
+
+func (s Stats) String() string {
+	return fmt.Sprintf("appends=%d acked=%d reads=%d read_values=%d commits=%d offset_fetches=%d",
+		s.Appends, s.Acked, s.Reads, s.ReadValues, s.Commits, s.Fetches)
+}
+
+// Stats summarises the history so far.
+func (h *History) Stats() Stats {
+	var s Stats
+	for _, op := range h.Operations() {
+		in, out := op.Input.(Input), op.Output.(Output)
+		switch in.Kind {
+		case Append:
+			s.Appends++
+			if !out.Unknown {
+				s.Acked++
+			}
+		case Read:
+			s.Reads++
+			s.ReadValues += len(out.Values)
+		case Commit:
+			s.Commits++
+		case FetchOffset:
+			s.Fetches++
+		}
+	}
+	return s
+}
+
+// Check verifies the history (see the package doc) within timeout. When it
+// is not linearizable and vizPath is not empty, the offending partitions
+// are drawn there as an HTML page.
+func (h *History) Check(timeout time.Duration, vizPath string) error {
+	ops := h.Operations()
+	if err := checkProducerOrder(ops); err != nil {
+		return err
+	}
+	res, info := porcupine.CheckOperationsVerbose(Model, ops, timeout)
+	switch res {
+	case porcupine.Ok:
+		return nil
+	case porcupine.Unknown:
+		return fmt.Errorf("%w after %s (%d operations)", ErrUndecided, timeout, len(ops))
+	}
+	if vizPath == "" {
+		return fmt.Errorf("%w (%d operations)", ErrNotLinearizable, len(ops))
+	}
+	if err := porcupine.VisualizePath(Model, info, vizPath); err != nil {
+		return fmt.Errorf("%w (%d operations); visualization: %w", ErrNotLinearizable, len(ops), err)
+	}
+	return fmt.Errorf("%w (%d operations); see %s", ErrNotLinearizable, len(ops), vizPath)
+}
+
+func checkProducerOrder(ops []porcupine.Operation) error {
+	type stream struct {
+		client int
+		key    string
+	}
+	acked := map[stream][]porcupine.Operation{}
+	for _, op := range ops {
+		in, out := op.Input.(Input), op.Output.(Output)
+		if in.Kind == Append && !out.Unknown {
+			s := stream{op.ClientId, in.Key}
+			acked[s] = append(acked[s], op)
+		}
+	}
+	for s, list := range acked {
+		sort.SliceStable(list, func(i, j int) bool { return list[i].Call < list[j].Call })
+		for i := 1; i < len(list); i++ {
+			prev, cur := list[i-1], list[i]
+			if cur.Output.(Output).Offset <= prev.Output.(Output).Offset {
+				return fmt.Errorf("%w: client %d, %s: %q called after %q is at offset %d, not after %d", ErrProducerOrder,
+					s.client, s.key, cur.Input.(Input).Value, prev.Input.(Input).Value, cur.Output.(Output).Offset, prev.Output.(Output).Offset)
+			}
+		}
+	}
+	return nil
+}
