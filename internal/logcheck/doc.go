@@ -29,6 +29,11 @@
 //	Commit(o) -> ok|?   reg = o (an unknown outcome as for Append)
 //	Fetch() -> o        legal iff reg == o
 //
+// An operation of unknown outcome whose effect no read saw is dropped
+// before the search: placing it last is always legal, and keeping
+// thousands of them (a client retrying against a node that is not the
+// leader) would make every step of the search try each.
+//
 // Values must be unique in a history: that makes "present exactly once"
 // part of the model, since a value stored twice has one Append to explain
 // two positions.
@@ -37,5 +42,6 @@
 // overlap in time, and a Kafka producer pipelines its records, so
 // Check also verifies each producer's per-partition order separately: the
 // acknowledged appends of one client to one log, in call order, have
-// increasing offsets (Kafka's guarantee with an idempotent producer).
+// increasing offsets (Kafka's guarantee with an idempotent producer). A
+// client is one producer calling from one goroutine.
 package logcheck

@@ -188,3 +188,28 @@ func TestLongHistory(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestManyUnseenUnknownAppends: a client that keeps failing against a
+// node that is not the leader leaves thousands of appends of unknown
+// outcome; the check stays fast, and one of them that a read saw still
+// counts.
+func TestManyUnseenUnknownAppends(t *testing.T) {
+	for _, seen := range []bool{false, true} {
+		h := NewHistory()
+		var all []string
+		for i := range 3000 {
+			now := int64(10 * i)
+			h.Record(1, Input{Kind: Append, Key: "t/0", Value: fmt.Sprint("lost", i)}, Output{Unknown: true, End: -1}, now, 0)
+			v := fmt.Sprint("v", i)
+			if seen && i == 1500 {
+				all = append(all, "lost1499")
+			}
+			h.Record(0, Input{Kind: Append, Key: "t/0", Value: v}, Output{Offset: int64(len(all)), End: -1}, now+1, now+2)
+			all = append(all, v)
+		}
+		h.Record(2, Input{Kind: Read, Key: "t/0"}, Output{Values: all, End: int64(len(all))}, 1e9, 1e9+1)
+		if err := h.Check(time.Minute, ""); err != nil {
+			t.Errorf("seen=%v: %v", seen, err)
+		}
+	}
+}
