@@ -39,12 +39,12 @@ const haLease = 2 * time.Second
 
 // haStatus is the admin GET /status body of a replicating broker.
 type haStatus struct {
-	NodeID        int32  `json:"node_id"`
-	ReplicaGroup  string `json:"replica_group"`
-	Role          string `json:"role"`
-	Epoch         uint64 `json:"epoch"`
-	LogEndOffset  int64  `json:"log_end_offset"`
-	HighWatermark int64  `json:"high_watermark"`
+	NodeID        int32       `json:"node_id"`
+	ReplicaGroup  string      `json:"replica_group"`
+	Role          string      `json:"role"`
+	Epoch         uint64      `json:"epoch"`
+	LogEndOffset  int64       `json:"log_end_offset"`
+	HighWatermark int64       `json:"high_watermark"`
 	InSync        []haReplica `json:"in_sync"`
 }
 
