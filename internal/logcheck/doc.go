@@ -16,6 +16,8 @@
 // Per log (a topic partition), the state is the sequence of values stored:
 //
 //	Append(v) -> o      legal iff o == len(log); log = log + v
+//	Append(v) -> ok     acknowledged, the client not saying where (some
+//	                    do not): log = log + v
 //	Append(v) -> ?      outcome unknown (error, timeout, never answered):
 //	                    log = log + v, its return placed after every other
 //	                    operation, so "never happened" is always one legal

@@ -157,7 +157,7 @@ func checkProducerOrder(ops []porcupine.Operation) error {
 	acked := map[stream][]porcupine.Operation{}
 	for _, op := range ops {
 		in, out := op.Input.(Input), op.Output.(Output)
-		if in.Kind == Append && !out.Unknown {
+		if in.Kind == Append && !out.Unknown && out.Offset >= 0 {
 			s := stream{op.ClientId, in.Key}
 			acked[s] = append(acked[s], op)
 		}

@@ -53,8 +53,9 @@ type Output struct {
 	// Unknown marks an Append or Commit whose outcome the client could not
 	// learn.
 	Unknown bool
-	// Offset is where an Append was stored, or the offset a FetchOffset
-	// read (-1: none committed).
+	// Offset is where an Append was stored (-1: acknowledged, the client
+	// does not say where), or the offset a FetchOffset read (-1: none
+	// committed).
 	Offset int64
 	// Values are the values read from Input.From on.
 	Values []string
@@ -119,7 +120,7 @@ func step(st, in, out any) (bool, any) {
 	s, i, o := st.(state), in.(Input), out.(Output)
 	switch i.Kind {
 	case Append:
-		if !o.Unknown && o.Offset != s.len() {
+		if !o.Unknown && o.Offset >= 0 && o.Offset != s.len() {
 			return false, s
 		}
 		return true, s.appended(i.Value)

@@ -69,6 +69,16 @@ func TestCheck(t *testing.T) {
 			appendOp(0, 4, 5, "c", 2),
 			readOp(1, 6, 7, 1, -1, "b"),
 		}, nil},
+		{"acknowledged without an offset", []op{
+			appendOp(0, 0, 1, "a", -1),
+			appendOp(1, 0, 3, "b", 1),
+			readOp(2, 4, 5, 0, 2, "a", "b"),
+		}, nil},
+		{"acknowledged without an offset and lost", []op{
+			appendOp(0, 0, 1, "a", -1),
+			appendOp(1, 2, 3, "b", 0),
+			readOp(2, 4, 5, 0, 1, "b"),
+		}, ErrNotLinearizable},
 		{"record served then lost", []op{
 			unknownAppend(0, 0, "a"),
 			readOp(1, 1, 2, 0, -1, "a"),
