@@ -206,8 +206,8 @@ func fetchOffsetsOnce(ctx context.Context, h *logcheck.History, client int, adm 
 
 // finalRead records, with nothing in flight, a read of each partition
 // from its start to the end its leader reports: the last word on what the
-// log holds.
-func finalRead(t *testing.T, h *logcheck.History, client int, seeds []string, topic string, partitions int32) {
+// log holds. It returns each partition's values.
+func finalRead(t *testing.T, h *logcheck.History, client int, seeds []string, topic string, partitions int32) [][]string {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
@@ -224,12 +224,15 @@ func finalRead(t *testing.T, h *logcheck.History, client int, seeds []string, to
 	if err != nil {
 		t.Fatalf("list end offsets: %v", err)
 	}
+	var logs [][]string
 	for p := range partitions {
 		o, _ := ends.Lookup(topic, p)
 		values := consumeRange(t, ctx, seeds, topic, p, o.Offset)
 		h.Record(client, logcheck.Input{Kind: logcheck.Read, Key: logKey(topic, p)},
 			logcheck.Output{Values: values, End: o.Offset}, call, h.Now())
+		logs = append(logs, values)
 	}
+	return logs
 }
 
 // consumeRange returns the values of partition p at offsets [0, end).
