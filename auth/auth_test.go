@@ -110,8 +110,13 @@ func TestScramRejectsTamperedFinal(t *testing.T) {
 		{"other binding", func(s string) string { return "c=eSws" + s[6:] }, ErrMalformed},
 		{"no proof", func(s string) string { return s[:len(s)-91] }, ErrMalformed},
 		{"flipped proof", func(s string) string {
+			// Another base64 letter, so the proof decodes and is wrong.
 			b := []byte(s)
-			b[len(b)-5] ^= 1
+			if b[len(b)-5] == 'A' {
+				b[len(b)-5] = 'B'
+			} else {
+				b[len(b)-5] = 'A'
+			}
 			return string(b)
 		}, ErrAuthFailed},
 	} {

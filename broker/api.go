@@ -95,7 +95,7 @@ func reqErr(key, version int16, format string, args ...any) error {
 // An error means the connection must be closed.
 func (c *conn) handle(frame []byte) ([]byte, error) {
 	// The frame is dead once handled: its bytes go back to the budget.
-	defer c.releaseFrame()
+	defer c.releaseFrame(frame)
 	if c.auth.raw {
 		return c.handleRawSASL(frame)
 	}

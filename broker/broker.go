@@ -29,6 +29,9 @@ type Broker struct {
 	// groups is the group coordinator, set once the committed offsets are
 	// loaded (the commit log's retention floor reads it before).
 	groups atomic.Pointer[group.Coordinator]
+	// following is set while this node replicates its group's leader:
+	// nothing may append to the local log then (Demote, Promote).
+	following atomic.Bool
 
 	ln      net.Listener
 	adminLn net.Listener
@@ -41,6 +44,10 @@ type Broker struct {
 
 	partsMu sync.Mutex
 	parts   map[topicPartition]*partitionState
+	// producerChanges counts changes of idempotent-producer state, so the
+	// snapshot is rewritten only when it would differ.
+	producerChanges atomic.Int64
+	snapMu          sync.Mutex
 
 	// closing is closed when Close starts: long polls return early and
 	// connections stop reading new requests.
@@ -61,7 +68,11 @@ type topicPartition struct {
 
 // Start opens the data directory (recovering storage), listens on
 // cfg.Listen and cfg.Admin and serves in the background until Close.
-func Start(cfg Config) (*Broker, error) {
+func Start(cfg Config) (*Broker, error) { return start(cfg, nil) }
+
+// start is Start with an optional wrap, which lets tests interpose on the
+// storage (stall a wait, fail a flush) without a mock of the whole log.
+func start(cfg Config, wrap func(storage) storage) (*Broker, error) {
 	cfg = cfg.withDefaults()
 	if cfg.DataDir == "" {
 		return nil, errors.New("broker: Config.DataDir is required")
@@ -107,6 +118,14 @@ func Start(cfg Config) (*Broker, error) {
 		meta.Close()
 		return nil, err
 	}
+	if wrap != nil {
+		b.st = wrap(b.st)
+	}
+	if err := b.loadProducers(); err != nil {
+		b.st.Close()
+		meta.Close()
+		return nil, err
+	}
 	b.metrics = newMetrics(b)
 	b.initGuards()
 	if b.ln, err = listen(cfg.Listen, cfg.Security.TLS); err != nil {
@@ -130,8 +149,9 @@ func Start(cfg Config) (*Broker, error) {
 			}
 		}()
 	}
-	b.loopWG.Add(1)
+	b.loopWG.Add(2)
 	go b.acceptLoop()
+	go b.snapshotLoop()
 	b.log.WithFields(logrus.Fields{"listen": b.Addr(), "admin": b.AdminAddr(), "data_dir": cfg.DataDir}).Info("broker started")
 	return b, nil
 }
@@ -220,6 +240,11 @@ func (b *Broker) Close() error {
 		}
 		b.loopWG.Wait()
 		b.closeGroups()
+		// Nothing appends any more: the snapshot covers the whole log and
+		// the next start replays nothing.
+		if err := b.snapshotProducers(); err != nil {
+			b.log.WithError(err).Warn("producer-state snapshot failed; the next start reads the whole log")
+		}
 		errs = append(errs, b.st.Close(), b.meta.Close())
 		b.closeErr = errors.Join(errs...)
 		b.log.WithField("data_dir", b.cfg.DataDir).Info("broker stopped")
@@ -249,4 +274,5 @@ func (b *Broker) forgetTopic(topic string) {
 			delete(b.parts, tp)
 		}
 	}
+	b.producerChanges.Add(1)
 }

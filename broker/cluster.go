@@ -42,6 +42,13 @@ type NodeStatus struct {
 	Epoch uint64 `json:"epoch"`
 	// LogEndOffset is the physical end of the local commit log.
 	LogEndOffset int64 `json:"log_end_offset"`
+	// HighWatermark (leader with replication) is the physical offset below
+	// which every record is on every in-sync replica.
+	HighWatermark int64 `json:"high_watermark,omitempty"`
+	// InSync (leader with replication) lists the in-sync followers with
+	// their ends; Followers every follower known, with its lag.
+	InSync    []ReplicaStatus `json:"in_sync,omitempty"`
+	Followers []ReplicaStatus `json:"followers,omitempty"`
 }
 
 // ClampEpoch maps a control-plane epoch onto Kafka's int32 leader epoch.
@@ -86,6 +93,7 @@ func (b *Broker) status() NodeStatus {
 		s = b.cfg.Cluster.Status()
 	}
 	s.LogEndOffset = b.LogEndOffset()
+	b.replicaStatus(&s)
 	return s
 }
 

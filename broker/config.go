@@ -24,6 +24,11 @@ type Config struct {
 	// Flush selects when appended data is flushed; with FlushSync a
 	// produce with acks=-1 is answered only after the flush covering it.
 	Flush commitlog.FlushMode
+	// RecoverTruncate lets recovery cut the commit log at damage found
+	// before the last flushed mark, losing the records from there on.
+	// Without it such damage makes Start fail with an error wrapping
+	// commitlog.ErrDamaged; a torn tail after the mark is cut either way.
+	RecoverTruncate bool
 	// FileSize is the size of each commit log file (0 = commitlog default).
 	FileSize int64
 	// CheckpointInterval is how often the dispatcher checkpoints its
@@ -76,6 +81,14 @@ type Config struct {
 	// Cluster, when set, says who leads each partition; nil is a single
 	// node leading everything.
 	Cluster Cluster
+	// Replication, when set, is the data plane of this node's replica
+	// group: consumers see only what it has replicated (its high
+	// watermark).
+	Replication Replication
+	// SyncReplication makes acks=-1 produces and offset commits wait for
+	// Replication.WaitReplicated (--replication sync); otherwise they do
+	// not wait for followers.
+	SyncReplication bool
 	// Logger receives structured logs; nil uses logrus' standard logger.
 	Logger logrus.FieldLogger
 }

@@ -15,28 +15,37 @@ import (
 	"github.com/sirupsen/logrus"
 )
 
-// conn serves one client connection. Requests are read, handled and
-// answered one at a time, so responses leave in request order however
-// deeply the client pipelines; that is also how Kafka orders a connection.
+// conn serves one client connection. Requests are handled and answered one
+// at a time, so responses leave in request order however deeply the client
+// pipelines; that is also how Kafka orders a connection.
+//
+// A reader goroutine reads the next request while one is being handled, so
+// that a client disconnecting is noticed at once: it cancels ctx, which ends
+// the request's waits (long polls, durability and dispatch waits) instead of
+// leaving them to their timeouts.
 type conn struct {
 	b      *Broker
 	nc     net.Conn
 	remote string
 	r      *bufio.Reader
 
-	// mu orders read deadlines set by serve against interruptRead.
-	mu sync.Mutex
+	// mu orders the read deadlines set by the reader, the handler and
+	// interruptRead. Under it: busy is set while a request is handled (the
+	// connection is not idle, so no idle deadline); bodyBy, while a frame's
+	// body is being read, is when it must have arrived (ReadTimeout).
+	mu     sync.Mutex
+	busy   bool
+	bodyBy time.Time
 
 	buf []byte // response buffer, reused
 
 	// clientID is the client id of the last request header; group
 	// members are described with it.
 	clientID string
-	held     int64    // in-flight bytes reserved for the current frame
 	auth     connAuth // SASL state and principal
 
-	// ctx bounds the waits of this connection's requests (long polls,
-	// durability); a connection's requests otherwise end with the broker.
+	// ctx is cancelled when the client disconnects or the connection ends;
+	// every wait of the connection's requests selects on it.
 	ctx context.Context
 }
 
@@ -52,57 +61,134 @@ func (c *conn) interruptRead() {
 	c.nc.SetReadDeadline(time.Now())
 }
 
-// armRead sets the read deadline timeout from now (none if not positive),
-// or reports that the broker is closing, whose interruptRead it must not undo.
-func (c *conn) armRead(timeout time.Duration) bool {
-	c.mu.Lock()
-	defer c.mu.Unlock()
+func (c *conn) closing() bool {
 	select {
 	case <-c.b.closing:
-		return false
+		return true
 	default:
+		return false
 	}
-	var d time.Time
-	if timeout > 0 {
-		d = time.Now().Add(timeout)
+}
+
+// armRead sets the read deadline for the next request (IdleTimeout, or
+// none while one is being handled), or reports that the broker is closing,
+// whose interruptRead it must not undo.
+func (c *conn) armRead() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closing() {
+		return false
 	}
-	c.nc.SetReadDeadline(d)
+	c.nc.SetReadDeadline(c.readDeadline())
 	return true
+}
+
+// setBusy marks a request in flight (no idle deadline) or finished (the
+// idle deadline starts now).
+func (c *conn) setBusy(busy bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.busy = busy
+	if !c.closing() {
+		c.nc.SetReadDeadline(c.readDeadline())
+	}
+}
+
+// readBody gives the body of an announced frame ReadTimeout to arrive
+// (start) and ends that (done).
+func (c *conn) readBody(start bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.bodyBy = time.Time{}
+	if start && c.b.cfg.ReadTimeout > 0 {
+		c.bodyBy = time.Now().Add(c.b.cfg.ReadTimeout)
+	}
+	if !c.closing() {
+		c.nc.SetReadDeadline(c.readDeadline())
+	}
+}
+
+// readDeadline is the read deadline for the current state; mu held.
+func (c *conn) readDeadline() time.Time {
+	switch {
+	case !c.bodyBy.IsZero():
+		return c.bodyBy
+	case c.busy || c.b.cfg.IdleTimeout <= 0:
+		return time.Time{}
+	default:
+		return time.Now().Add(c.b.cfg.IdleTimeout)
+	}
 }
 
 func (c *conn) serve() {
 	defer c.b.unregister(c)
-	defer c.nc.Close()
-	for c.armRead(c.b.cfg.IdleTimeout) {
-		frame, err := c.readFrame()
-		if err != nil {
-			c.logReadError(err)
+	ctx, cancel := context.WithCancel(context.Background())
+	c.ctx = ctx
+	frames := make(chan []byte)
+	readerDone := make(chan struct{})
+	go func() {
+		defer close(readerDone)
+		c.readLoop(ctx, cancel, frames)
+	}()
+	defer func() {
+		cancel()
+		c.nc.Close()
+		<-readerDone
+	}()
+	for frame := range frames {
+		if c.closing() {
 			return
 		}
+		c.setBusy(true)
 		out, err := c.handle(frame)
 		if err != nil {
 			c.logDrop(err)
 			return
 		}
-		if out == nil {
-			continue
+		if out != nil {
+			if c.b.cfg.WriteTimeout > 0 {
+				c.nc.SetWriteDeadline(time.Now().Add(c.b.cfg.WriteTimeout))
+			}
+			if _, err := c.nc.Write(out); err != nil {
+				c.b.log.WithFields(logrus.Fields{"remote": c.remote, "error": err}).Info("connection closed: write failed")
+				return
+			}
+			c.b.metrics.bytesOut.Add(float64(len(out)))
+			c.trimBuffer()
 		}
-		if c.b.cfg.WriteTimeout > 0 {
-			c.nc.SetWriteDeadline(time.Now().Add(c.b.cfg.WriteTimeout))
-		}
-		if _, err := c.nc.Write(out); err != nil {
-			c.b.log.WithFields(logrus.Fields{"remote": c.remote, "error": err}).Info("connection closed: write failed")
+		c.setBusy(false)
+	}
+}
+
+// readLoop reads requests and hands them to serve one at a time. A read
+// that fails for any reason but the broker closing means the client is gone
+// or misbehaved: the in-flight request's waits are cancelled. On a broker
+// Close the in-flight request is left to finish and answer.
+func (c *conn) readLoop(ctx context.Context, cancel context.CancelFunc, frames chan<- []byte) {
+	defer close(frames)
+	for c.armRead() {
+		frame, err := c.readFrame()
+		if err != nil {
+			c.logReadError(err)
+			if !c.closing() {
+				cancel()
+			}
 			return
 		}
-		c.b.metrics.bytesOut.Add(float64(len(out)))
-		c.trimBuffer()
+		select {
+		case frames <- frame:
+		case <-ctx.Done():
+			c.releaseFrame(frame)
+			return
+		}
 	}
 }
 
 // errFrame is a framing violation; the connection is closed.
 var errFrame = errors.New("broker: bad frame")
 
-// readFrame reads one size-prefixed request.
+// readFrame reads one size-prefixed request, its bytes reserved from the
+// broker's in-flight budget until handle releases them.
 func (c *conn) readFrame() ([]byte, error) {
 	var size [4]byte
 	if _, err := io.ReadFull(c.r, size[:]); err != nil {
@@ -118,9 +204,12 @@ func (c *conn) readFrame() ([]byte, error) {
 	if err := c.acquireFrame(n); err != nil {
 		return nil, err
 	}
+	c.readBody(true)
 	frame := make([]byte, n)
-	if _, err := io.ReadFull(c.r, frame); err != nil {
-		c.releaseFrame()
+	_, err := io.ReadFull(c.r, frame)
+	c.readBody(false)
+	if err != nil {
+		c.releaseFrame(frame)
 		if errors.Is(err, io.EOF) {
 			err = io.ErrUnexpectedEOF
 		}
@@ -135,10 +224,8 @@ func (c *conn) logReadError(err error) {
 	case errors.Is(err, io.EOF), errors.Is(err, net.ErrClosed):
 		return
 	case errors.Is(err, os.ErrDeadlineExceeded):
-		select {
-		case <-c.b.closing:
+		if c.closing() {
 			return
-		default:
 		}
 		c.b.log.WithFields(logrus.Fields{"remote": c.remote, "error": err}).Info("connection closed: idle or slow request")
 	default:

@@ -64,14 +64,21 @@
 //
 // # Connections
 //
-// Each connection reads one frame (4-byte size, at most MaxRequestBytes),
-// handles it and writes the answer before reading the next, so pipelined
-// requests are answered in order. IdleTimeout bounds the wait for a
-// request, ReadTimeout the rest of it once its size arrived, WriteTimeout
-// the writing of a response; at most MaxConnections are served, and all of
-// them together hold at most MaxInflightBytes of requests (limits.go). A bad frame, header or body closes that
-// connection only, logged with the fields remote, api, version and error;
-// nothing is stored for it.
+// Each connection handles one frame (4-byte size, at most MaxRequestBytes)
+// at a time and writes its answer before handling the next, so pipelined
+// requests are answered in order. A reader goroutine reads the next frame
+// meanwhile: when the client disconnects it cancels the connection's
+// context, which every wait of the in-flight request selects on (long poll,
+// durability, dispatch, a parked JoinGroup), so a vanished client holds
+// nothing until its timeouts. Every wait is also bounded by the request's
+// own timeout, and no wait holds the topic lock, so one stalled request
+// cannot hold up a CreateTopics or, behind it, other produces. IdleTimeout
+// bounds the wait for a request, ReadTimeout the rest of it once its size
+// arrived, WriteTimeout the writing of a response; at most MaxConnections
+// are served, and all of them together hold at most MaxInflightBytes of
+// requests (limits.go). A bad frame, header or body closes that connection
+// only, logged with the fields remote, api, version and error; nothing is
+// stored for it.
 //
 // # Produce
 //
@@ -108,16 +115,42 @@
 // reserved durably in the metadata store (never reused across restarts) and
 // bumps the epoch of a producer that presents its id (KIP-360). Per
 // partition and producer the last 5 batches (first/last sequence, base
-// offset) are kept: a batch equal to one of them is answered with the
-// original base offset and not stored again; a newer epoch must start at
-// sequence 0; otherwise the first sequence must follow the last batch
-// (OUT_OF_ORDER_SEQUENCE_NUMBER); an older epoch gets INVALID_PRODUCER_EPOCH.
-// The state is not persisted separately: stored batches carry producer id,
-// epoch and first sequence, so on the first idempotent batch to a partition
-// after start the newest 256 batches of that partition are read back and the
-// state rebuilt. A producer with no batch among them is treated as new (its
-// next batch is accepted), which only weakens dedup for producers idle for
-// more than 256 batches of the partition across a restart.
+// offset, physical end) are kept: a batch equal to one of them is not stored
+// again and is answered with the original base offset once the original is
+// as durable as the acks level asks (it waits on the original's end, so a
+// retry never overtakes the original's flush, and gets its flush error); a
+// newer epoch must start at sequence 0; otherwise the first sequence must
+// follow the last batch (OUT_OF_ORDER_SEQUENCE_NUMBER); an older epoch gets
+// INVALID_PRODUCER_EPOCH.
+//
+// # Producer-state snapshot, version 1
+//
+// As Kafka's producer-state snapshots: <data>/producer-state holds that
+// state as of a commit-log position, so a start rebuilds it exactly from the
+// snapshot plus the idempotent batches stored after it (stored batches carry
+// producer id, epoch and first sequence), however long a producer was idle.
+// It is rewritten (producer-state.tmp, fsync, rename, fsync of the
+// directory) every 10 s while the state changes and at Close, after the
+// last request, so a clean start replays nothing. All integers big-endian:
+//
+//	0   uint32 Magic       0x55505354 ("UPST")
+//	4   uint16 Version     1
+//	6   uint16 Reserved    0
+//	8   int64  LogOffset   every idempotent batch stored below it is in the snapshot
+//	16  uint32 Partitions, then per partition:
+//	      uint16 topic length, topic, int32 partition, uint32 producers,
+//	      then per producer: int64 id, int16 epoch, uint8 batches (1..5),
+//	      then per batch, oldest first: int32 first sequence,
+//	      int32 last sequence, int64 base offset, int64 physical end
+//	end uint32 CRC32C      Castagnoli, over every byte before it
+//
+// LogOffset is read before the partitions are copied, so batches appended
+// while copying may be in the snapshot too; replay skips a batch whose
+// producer already holds a batch at or after its offset. A snapshot that
+// fails a check, or that names log data the recovered log does not hold (a
+// crash lost the unflushed tail it was taken over), is not used: a warning
+// is logged and the whole log is replayed instead, slower but never wrong.
+// Records of topics no longer in metadata are skipped.
 //
 // # Fetch
 //
@@ -130,9 +163,11 @@
 // records before their offset. HighWatermark and LastStableOffset are the
 // queue's MaxOffset, LogStartOffset its MinOffset. Offsets below MinOffset or
 // above MaxOffset get OFFSET_OUT_OF_RANGE; MaxOffset itself is an empty
-// fetch. With fewer than min_bytes available the request sleeps on
-// dispatcher.Watch channels of all its partitions, up to max_wait_ms; a
-// broker Close ends the sleep with what is there.
+// fetch. With fewer than min_bytes available the request sleeps on one
+// dispatcher.Waiter registered on all its partitions (one channel however
+// many partitions), up to max_wait_ms; the client disconnecting or a broker
+// Close ends the sleep with what is there. Every fetch releases its
+// registrations when it returns; unilog_fetch_watchers counts the live ones.
 //
 // ListOffsets by timestamp uses Queue.OffsetForTime, comparing the log's
 // store timestamp (append time) rather than the batch's CreateTime; it
@@ -224,11 +259,13 @@
 // unilog_requests_waiting_for_memory, per group unilog_group_members,
 // _generation, _rebalances_total and unilog_group_lag_records (end offset
 // minus committed offset, summed over the group's committed partitions),
-// plus the Go and process collectors.
+// unilog_fetch_watchers (partitions registered by parked long polls), plus
+// the Go and process collectors.
 //
 // # Close
 //
 // Close stops accepting, wakes idle connections, lets each in-flight request
-// finish (long polls return early), then closes the dispatcher, which
-// flushes the log and queues and writes a clean checkpoint.
+// finish (long polls return early), writes the producer-state snapshot,
+// then closes the dispatcher, which flushes the log and queues and writes a
+// clean checkpoint.
 package broker

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"math"
-	"reflect"
 	"time"
 
 	"github.com/sirupsen/logrus"
@@ -16,8 +15,10 @@ import (
 // the batch holding each requested offset, its bytes are copied from the
 // mapped log into the response, and reading continues with the next batch.
 // When fewer than min_bytes are available the request waits, up to
-// max_wait_ms, on the dispatcher's watch channels of every partition it
-// asked for; a broker Close ends the wait early.
+// max_wait_ms, on one dispatcher waiter registered on every partition it
+// asked for; the connection closing or a broker Close ends the wait early.
+// Every return releases the waiter, so an idle consumer polling thousands
+// of partitions holds nothing between its fetches.
 //
 // Fetch sessions (KIP-227) are not kept: SessionID 0 in the answer tells the
 // client to send full requests.
@@ -28,53 +29,59 @@ func (b *Broker) handleFetch(ctx context.Context, _ *conn, kreq kmsg.Request) (k
 		resp.ErrorCode = kerr.FetchSessionIDNotFound.Code
 		return resp, nil
 	}
-	deadline := time.Now().Add(time.Duration(req.MaxWaitMillis) * time.Millisecond)
+	var w waiter
+	if req.MaxWaitMillis > 0 {
+		w = b.st.NewWaiter()
+		defer w.Release()
+	}
+	var timer *time.Timer
 	for {
-		resp, total, failed, watches := b.fetchOnce(req)
-		if failed || total >= int(req.MinBytes) || req.MaxWaitMillis <= 0 || !time.Now().Before(deadline) {
+		// Taken before the read: a move of the high watermark after it
+		// still wakes the wait.
+		replicated := b.replicationChanged()
+		resp, total, failed, unreplicated := b.fetchOnce(req, w)
+		if failed || total >= int(req.MinBytes) || w == nil {
 			b.metrics.fetchedBytes.Add(float64(total))
 			return resp, nil
 		}
-		if !b.waitData(ctx, watches, deadline) {
-			resp, total, _, _ := b.fetchOnce(req)
-			b.metrics.fetchedBytes.Add(float64(total))
-			return resp, nil
+		if !unreplicated {
+			replicated = nil
 		}
+		if timer == nil {
+			timer = time.NewTimer(time.Duration(req.MaxWaitMillis) * time.Millisecond)
+			defer timer.Stop()
+		}
+		select {
+		case <-w.C():
+			// A partition grew: drop the other registrations, read again.
+			w.Release()
+			continue
+		case <-replicated:
+			w.Release()
+			continue
+		case <-timer.C:
+		case <-b.closing:
+		case <-ctx.Done():
+		}
+		w.Release()
+		resp, total, _, _ = b.fetchOnce(req, nil)
+		b.metrics.fetchedBytes.Add(float64(total))
+		return resp, nil
 	}
-}
-
-// waitData blocks until a watched partition grows (true) or the deadline,
-// the context or the broker's close (false).
-func (b *Broker) waitData(ctx context.Context, watches []<-chan struct{}, deadline time.Time) bool {
-	timer := time.NewTimer(time.Until(deadline))
-	defer timer.Stop()
-	cases := make([]reflect.SelectCase, 0, len(watches)+3)
-	cases = append(cases,
-		reflect.SelectCase{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(timer.C)},
-		reflect.SelectCase{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(b.closing)},
-		reflect.SelectCase{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(ctx.Done())},
-	)
-	for _, w := range watches {
-		cases = append(cases, reflect.SelectCase{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(w)})
-	}
-	chosen, _, _ := reflect.Select(cases)
-	return chosen >= 3
 }
 
 // fetchOnce builds a response from what is stored now. It returns the
 // number of record bytes, whether any partition failed (which answers at
-// once, as Kafka), and a watch per partition for the long poll.
-func (b *Broker) fetchOnce(req *kmsg.FetchRequest) (*kmsg.FetchResponse, int, bool, []<-chan struct{}) {
-	resp := req.ResponseKind().(*kmsg.FetchResponse)
+// once, as Kafka), and whether a partition holds records waiting for the
+// replication high watermark. With a waiter, each other partition is
+// watched from the high watermark it was read at, so data arriving after
+// the read still wakes the long poll.
+func (b *Broker) fetchOnce(req *kmsg.FetchRequest, w waiter) (resp *kmsg.FetchResponse, total int, failed, unreplicated bool) {
+	resp = req.ResponseKind().(*kmsg.FetchResponse)
 	maxBytes := int(req.MaxBytes)
 	if req.Version < 3 || maxBytes <= 0 {
 		maxBytes = math.MaxInt32
 	}
-	var (
-		total   int
-		failed  bool
-		watches []<-chan struct{}
-	)
 	for _, t := range req.Topics {
 		rt := kmsg.NewFetchResponseTopic()
 		rt.Topic = t.Topic
@@ -94,11 +101,19 @@ func (b *Broker) fetchOnce(req *kmsg.FetchRequest) (*kmsg.FetchResponse, int, bo
 				rt.Partitions = append(rt.Partitions, rp)
 				continue
 			}
-			lo, hi := b.st.Bounds(t.Topic, p.Partition)
+			if !b.leads(t.Topic, p.Partition) {
+				rp.ErrorCode = kerr.NotLeaderForPartition.Code
+				failed = true
+				rt.Partitions = append(rt.Partitions, rp)
+				continue
+			}
+			lo, hi, stored := b.visibleBounds(t.Topic, p.Partition)
 			rp.HighWatermark = hi
 			rp.LastStableOffset = hi
 			rp.LogStartOffset = lo
-			if p.FetchOffset < lo || p.FetchOffset > hi {
+			// Between the visible and the stored end is not out of range:
+			// those records become visible once replicated.
+			if p.FetchOffset < lo || p.FetchOffset > stored {
 				rp.ErrorCode = kerr.OffsetOutOfRange.Code
 				failed = true
 				rt.Partitions = append(rt.Partitions, rp)
@@ -117,12 +132,18 @@ func (b *Broker) fetchOnce(req *kmsg.FetchRequest) (*kmsg.FetchResponse, int, bo
 				rp.RecordBatches = recs
 			}
 			total += len(recs)
-			watches = append(watches, b.st.Watch(t.Topic, p.Partition, hi))
+			switch {
+			case hi < stored:
+				// Stored beyond hi already: the high watermark's move wakes it.
+				unreplicated = true
+			case w != nil:
+				w.Watch(t.Topic, p.Partition, hi)
+			}
 			rt.Partitions = append(rt.Partitions, rp)
 		}
 		resp.Topics = append(resp.Topics, rt)
 	}
-	return resp, total, failed, watches
+	return resp, total, failed, unreplicated
 }
 
 // readBatches copies whole stored batches from offset up to hi while they

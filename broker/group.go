@@ -15,6 +15,7 @@ import (
 
 	"github.com/unilog/unilog/commitlog"
 	"github.com/unilog/unilog/group"
+	"github.com/unilog/unilog/internal/fsutil"
 )
 
 // defaultCompactInterval is how often live committed offsets are copied out
@@ -43,30 +44,36 @@ func ensureOffsetsTopic(meta MetadataStore) error {
 
 // openGroups replays the committed offsets and starts the coordinator.
 func (b *Broker) openGroups(st *dispatcherStorage) error {
-	partitions := group.DefaultPartitions
-	if t, ok := b.meta.Topic(offsetsTopic); ok {
-		partitions = int(t.Partitions)
-	}
 	snapPath := filepath.Join(b.cfg.DataDir, offsetsSnapshotName)
 	snap, err := os.ReadFile(snapPath)
 	if err != nil && !errors.Is(err, fs.ErrNotExist) {
 		b.log.WithError(err).Warn("offsets snapshot unreadable; replaying the offsets topic")
 	}
-	c, err := group.Open(group.Options{
-		Log:               offsetsLog{st},
-		Snapshot:          snap,
-		Partitions:        int32(partitions),
-		SyncCommits:       b.cfg.Flush == commitlog.FlushSync,
-		MinSessionTimeout: b.cfg.GroupMinSessionTimeout,
-		Logger:            b.log,
-	})
+	c, err := b.newCoordinator(st, snap)
 	if err != nil {
 		return err
 	}
 	b.groups.Store(c)
 	b.loopWG.Add(1)
-	go b.compactLoop(c)
+	go b.compactLoop()
 	return nil
+}
+
+// newCoordinator opens a group coordinator over the offsets topic,
+// replaying it from snap (nil: from the start).
+func (b *Broker) newCoordinator(st *dispatcherStorage, snap []byte) (*group.Coordinator, error) {
+	partitions := group.DefaultPartitions
+	if t, ok := b.meta.Topic(offsetsTopic); ok {
+		partitions = int(t.Partitions)
+	}
+	return group.Open(group.Options{
+		Log:               offsetsLog{st: st, b: b},
+		Snapshot:          snap,
+		Partitions:        int32(partitions),
+		SyncCommits:       b.cfg.Flush == commitlog.FlushSync || b.cfg.Replication != nil && b.cfg.SyncReplication,
+		MinSessionTimeout: b.cfg.GroupMinSessionTimeout,
+		Logger:            b.log,
+	})
 }
 
 // retentionFloor keeps the commit-log files holding live committed
@@ -78,7 +85,7 @@ func (b *Broker) retentionFloor() int64 {
 	return 0
 }
 
-func (b *Broker) compactLoop(c *group.Coordinator) {
+func (b *Broker) compactLoop() {
 	defer b.loopWG.Done()
 	t := time.NewTicker(defaultCompactInterval)
 	defer t.Stop()
@@ -87,6 +94,11 @@ func (b *Broker) compactLoop(c *group.Coordinator) {
 		case <-b.closing:
 			return
 		case <-t.C:
+			if b.following.Load() {
+				// Compaction appends; a follower's log is its leader's.
+				continue
+			}
+			c := b.groups.Load()
 			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 			n, err := c.Compact(ctx)
 			switch {
@@ -106,7 +118,7 @@ func (b *Broker) compactLoop(c *group.Coordinator) {
 func (b *Broker) snapshotGroups(ctx context.Context, c *group.Coordinator) {
 	snap, err := c.Snapshot(ctx)
 	if err == nil {
-		err = writeFileAtomic(filepath.Join(b.cfg.DataDir, offsetsSnapshotName), snap)
+		err = fsutil.ReplaceFile(filepath.Join(b.cfg.DataDir, offsetsSnapshotName), snap, 0o644)
 	}
 	if err != nil {
 		b.log.WithError(err).Warn("offsets snapshot not written")
@@ -125,22 +137,45 @@ func (c *conn) clientHost() string {
 func (b *Broker) handleFindCoordinator(_ context.Context, c *conn, kreq kmsg.Request) (kmsg.Response, error) {
 	req := kreq.(*kmsg.FindCoordinatorRequest)
 	resp := req.ResponseKind().(*kmsg.FindCoordinatorResponse)
-	host, port := c.advertised()
-	code := int16(0)
-	if req.CoordinatorType != 0 {
-		// Only groups have a coordinator here; transactions are not implemented.
-		code = kerr.CoordinatorNotAvailable.Code
+	find := func(key string) (code int16, cb ClusterBroker) {
+		if req.CoordinatorType != 0 {
+			// Only groups have a coordinator here; transactions are not implemented.
+			return kerr.CoordinatorNotAvailable.Code, ClusterBroker{NodeID: -1}
+		}
+		return b.coordinator(c, key)
 	}
 	if req.Version < 4 {
-		resp.ErrorCode, resp.NodeID, resp.Host, resp.Port = code, b.cfg.NodeID, host, port
+		code, cb := find(req.CoordinatorKey)
+		resp.ErrorCode, resp.NodeID, resp.Host, resp.Port = code, cb.NodeID, cb.Host, cb.Port
 		return resp, nil
 	}
 	for _, k := range req.CoordinatorKeys {
 		rc := kmsg.NewFindCoordinatorResponseCoordinator()
-		rc.Key, rc.ErrorCode, rc.NodeID, rc.Host, rc.Port = k, code, b.cfg.NodeID, host, port
+		code, cb := find(k)
+		rc.Key, rc.ErrorCode, rc.NodeID, rc.Host, rc.Port = k, code, cb.NodeID, cb.Host, cb.Port
 		resp.Coordinators = append(resp.Coordinators, rc)
 	}
 	return resp, nil
+}
+
+// coordinator is the broker coordinating a group: the leader of the
+// offsets-topic partition its commits go to, whose log they must be in.
+func (b *Broker) coordinator(c *conn, key string) (int16, ClusterBroker) {
+	list := b.brokers(c)
+	if b.cfg.Cluster == nil {
+		return 0, list[0]
+	}
+	partitions := int32(group.DefaultPartitions)
+	if t, ok := b.meta.Topic(offsetsTopic); ok {
+		partitions = t.Partitions
+	}
+	node, _, ok := b.cfg.Cluster.PartitionLeader(offsetsTopic, group.PartitionFor(key, partitions))
+	for _, cb := range list {
+		if ok && cb.NodeID == node {
+			return 0, cb
+		}
+	}
+	return kerr.CoordinatorNotAvailable.Code, ClusterBroker{NodeID: -1}
 }
 
 func (b *Broker) handleJoinGroup(_ context.Context, c *conn, kreq kmsg.Request) (kmsg.Response, error) {

@@ -26,9 +26,13 @@ func isInternalTopic(name string) bool { return len(name) >= 2 && name[:2] == "_
 // its consume queue.
 type offsetsLog struct {
 	st *dispatcherStorage
+	b  *Broker
 }
 
 func (l offsetsLog) Append(partition int32, recs []group.Record) (int64, int64, error) {
+	if l.b.following.Load() {
+		return 0, 0, fmt.Errorf("broker: commit offsets: %w", ErrNotLeader)
+	}
 	now := time.Now().UnixMilli()
 	krecs := make([]kmsg.Record, len(recs))
 	for i, r := range recs {
@@ -38,8 +42,17 @@ func (l offsetsLog) Append(partition int32, recs []group.Record) (int64, int64, 
 	return end, base + int64(len(recs)), err
 }
 
+// WaitDurable waits until the log is on disk through end and, with sync
+// replication, on the in-sync followers too: offsets are records of the
+// log and replicate with it.
 func (l offsetsLog) WaitDurable(ctx context.Context, end int64) error {
-	return l.st.WaitDurable(ctx, end)
+	if err := l.st.WaitDurable(ctx, end); err != nil {
+		return err
+	}
+	if r := l.b.cfg.Replication; r != nil && l.b.cfg.SyncReplication {
+		return r.WaitReplicated(ctx, end)
+	}
+	return nil
 }
 
 func (l offsetsLog) OldestFileEnd() int64 {

@@ -124,15 +124,20 @@ func joinGroup(t testing.TB, addr, grp, topic string, opts ...kgo.Opt) (*member,
 // eventually polls cond until it holds; the limit only bounds a broken run.
 func eventually(t testing.TB, what string, cond func() (bool, string)) {
 	t.Helper()
-	var last string
-	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+	tick := time.NewTicker(time.Millisecond)
+	defer tick.Stop()
+	deadline := time.After(30 * time.Second)
+	for {
 		ok, state := cond()
 		if ok {
 			return
 		}
-		last = state
+		select {
+		case <-tick.C:
+		case <-deadline:
+			t.Fatalf("after 30s: %s; last: %s", what, state)
+		}
 	}
-	t.Fatalf("timed out waiting for %s; last: %s", what, last)
 }
 
 // groupStats returns the coordinator's view of one group.

@@ -99,24 +99,18 @@ func (bb *byteBudget) grant() {
 }
 
 // acquireFrame reserves an announced frame of n bytes from the broker's
-// in-flight budget and gives the rest of the frame ReadTimeout to arrive.
+// in-flight budget.
 func (c *conn) acquireFrame(n int32) error {
 	if !c.b.inflight.acquire(int64(n), c.b.closing) {
 		return fmt.Errorf("%w: broker closing while request waited for memory", errFrame)
 	}
-	c.held = int64(n)
-	// When closing, interruptRead's deadline stays and ends the read.
-	c.armRead(c.b.cfg.ReadTimeout)
 	return nil
 }
 
-// releaseFrame returns the reservation of the frame just handled (or
-// failed to read); a no-op when none is held.
-func (c *conn) releaseFrame() {
-	if c.held > 0 {
-		c.b.inflight.release(c.held)
-		c.held = 0
-	}
+// releaseFrame returns the reservation of a frame handled (or failed to
+// read, or never handed over): its length, as acquireFrame reserved it.
+func (c *conn) releaseFrame(frame []byte) {
+	c.b.inflight.release(int64(len(frame)))
 }
 
 // trimBuffer drops a response buffer grown by one large response.

@@ -35,7 +35,12 @@ func (b *Broker) handleListOffsets(_ context.Context, _ *conn, kreq kmsg.Request
 				rt.Partitions = append(rt.Partitions, rp)
 				continue
 			}
-			lo, hi := b.st.Bounds(t.Topic, p.Partition)
+			if !b.leads(t.Topic, p.Partition) {
+				rp.ErrorCode = kerr.NotLeaderForPartition.Code
+				rt.Partitions = append(rt.Partitions, rp)
+				continue
+			}
+			lo, hi, _ := b.visibleBounds(t.Topic, p.Partition)
 			rp.LeaderEpoch = 0
 			switch ts := p.Timestamp; {
 			case ts == listLatest:

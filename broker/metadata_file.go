@@ -10,6 +10,8 @@ import (
 	"path/filepath"
 	"sort"
 	"sync"
+
+	"github.com/unilog/unilog/internal/fsutil"
 )
 
 // MetadataFileName is the metadata file inside the data directory.
@@ -120,42 +122,11 @@ func (m *fileMetadata) commit(next metaDoc, topics map[string]TopicMeta) error {
 	if err != nil {
 		return fmt.Errorf("broker: encode metadata: %w", err)
 	}
-	if err := writeFileAtomic(m.path, b); err != nil {
-		return err
+	if err := fsutil.ReplaceFile(m.path, b, 0o644); err != nil {
+		return fmt.Errorf("broker: write metadata: %w", err)
 	}
 	m.doc = next
 	m.topics = topics
-	return nil
-}
-
-func writeFileAtomic(path string, b []byte) error {
-	tmp := path + ".tmp"
-	f, err := os.OpenFile(tmp, os.O_CREATE|os.O_TRUNC|os.O_WRONLY, 0o644)
-	if err != nil {
-		return fmt.Errorf("broker: write %s: %w", tmp, err)
-	}
-	_, err = f.Write(b)
-	if err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(tmp, path)
-	}
-	if err != nil {
-		os.Remove(tmp)
-		return fmt.Errorf("broker: write %s: %w", path, err)
-	}
-	d, err := os.Open(filepath.Dir(path))
-	if err != nil {
-		return fmt.Errorf("broker: sync dir of %s: %w", path, err)
-	}
-	defer d.Close()
-	if err := d.Sync(); err != nil {
-		return fmt.Errorf("broker: sync dir of %s: %w", path, err)
-	}
 	return nil
 }
 

@@ -74,6 +74,9 @@ func newMetrics(b *Broker) *metrics {
 			}
 			return 0
 		}),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Namespace: "unilog", Name: "fetch_watchers", Help: "Partitions registered by long-polling fetches waiting for data.",
+		}, func() float64 { return float64(b.st.Stats().Watchers) }),
 	)
 	m.reg.MustRegister(b.statusGauges()...)
 	return m

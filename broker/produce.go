@@ -32,6 +32,14 @@ func (b *Broker) handleProduce(ctx context.Context, c *conn, kreq kmsg.Request) 
 	case req.TransactionID != nil:
 		reqErr = kerr.TransactionalIDAuthorizationFailed
 	}
+	// Every wait of the request ends with its timeout or its connection.
+	timeout := defaultProduceTimeout
+	if req.TimeoutMillis > 0 {
+		timeout = time.Duration(req.TimeoutMillis) * time.Millisecond
+	}
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+
 	if reqErr == nil && b.cfg.AutoCreateTopics {
 		for _, t := range req.Topics {
 			b.autoCreate(t.Topic)
@@ -44,6 +52,8 @@ func (b *Broker) handleProduce(ctx context.Context, c *conn, kreq kmsg.Request) 
 		appended []*kmsg.ProduceResponseTopicPartition
 		nbytes   int
 	)
+	// The topic lock covers the appends only, never a wait: CreateTopics
+	// queued for it exclusively would otherwise hold up every produce.
 	b.topicMu.RLock()
 	for _, t := range req.Topics {
 		rt := kmsg.NewProduceResponseTopic()
@@ -65,7 +75,7 @@ func (b *Broker) handleProduce(ctx context.Context, c *conn, kreq kmsg.Request) 
 			case !b.leads(t.Topic, p.Partition):
 				rp.ErrorCode = kerr.NotLeaderForPartition.Code
 			default:
-				res := b.producePartition(ctx, t.Topic, p.Partition, p.Records)
+				res := b.producePartition(t.Topic, p.Partition, p.Records)
 				if res.err != nil {
 					rp.ErrorCode = res.err.Code
 					if res.msg != "" {
@@ -106,7 +116,7 @@ func (b *Broker) handleProduce(ctx context.Context, c *conn, kreq kmsg.Request) 
 		return nil, nil
 	}
 	if end >= 0 {
-		if code := b.waitProduced(ctx, req, end); code != 0 {
+		if code := b.waitProduced(ctx, req.Acks, end); code != 0 {
 			for _, rp := range appended {
 				rp.ErrorCode = code
 				rp.BaseOffset = -1
@@ -117,15 +127,10 @@ func (b *Broker) handleProduce(ctx context.Context, c *conn, kreq kmsg.Request) 
 }
 
 // waitProduced waits until the appends through end are indexed and, for
-// acks=-1 with sync flushing, durable; it returns a Kafka error code.
-func (b *Broker) waitProduced(ctx context.Context, req *kmsg.ProduceRequest, end int64) int16 {
-	timeout := defaultProduceTimeout
-	if req.TimeoutMillis > 0 {
-		timeout = time.Duration(req.TimeoutMillis) * time.Millisecond
-	}
-	ctx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
-	if req.Acks == -1 && b.cfg.Flush == commitlog.FlushSync {
+// acks=-1, durable with sync flushing and replicated with sync
+// replication; it returns a Kafka error code.
+func (b *Broker) waitProduced(ctx context.Context, acks int16, end int64) int16 {
+	if acks == -1 && b.cfg.Flush == commitlog.FlushSync {
 		if err := b.st.WaitDurable(ctx, end); err != nil {
 			return b.waitError("flush", err)
 		}
@@ -133,11 +138,15 @@ func (b *Broker) waitProduced(ctx context.Context, req *kmsg.ProduceRequest, end
 	if err := b.st.WaitDispatched(ctx, end); err != nil {
 		return b.waitError("dispatch", err)
 	}
+	if acks == -1 {
+		return b.waitReplicated(ctx, end)
+	}
 	return 0
 }
 
 func (b *Broker) waitError(what string, err error) int16 {
-	if errors.Is(err, context.DeadlineExceeded) {
+	if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) {
+		// Canceled: the client left; nobody reads this answer.
 		return kerr.RequestTimedOut.Code
 	}
 	b.log.WithFields(logrus.Fields{"api": "Produce", "wait": what, "error": err}).Error("produce wait failed")
@@ -153,8 +162,10 @@ type produceResult struct {
 // producePartition up-converts a legacy message set, validates the batch,
 // applies the idempotence checks and appends it as one commit log record,
 // all under the partition's lock so sequence checks and offset assignment
-// cannot interleave.
-func (b *Broker) producePartition(ctx context.Context, topic string, partition int32, records []byte) produceResult {
+// cannot interleave. It never waits: a duplicate returns its original's
+// offsets, and the caller waits on them as on a fresh append, so a retry is
+// acknowledged only on the same terms as the original.
+func (b *Broker) producePartition(topic string, partition int32, records []byte) produceResult {
 	if isLegacyMessageSet(records) {
 		converted, berr := upConvertMessageSet(records, b.cfg.MaxMessageBytes)
 		if berr != nil {
@@ -170,17 +181,11 @@ func (b *Broker) producePartition(ctx context.Context, topic string, partition i
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if bi.producerID >= 0 {
-		if !p.rebuilt {
-			if err := b.st.WaitDispatched(ctx, b.st.WriteOffset()); err != nil {
-				return produceResult{err: kerr.KafkaStorageError, msg: err.Error()}
-			}
-			p.rebuild(b.st, topic, partition)
-		}
 		switch res := p.check(bi); {
 		case res.err != nil:
 			return produceResult{err: res.err}
 		case res.duplicate:
-			return produceResult{base: res.baseOffset, end: -1}
+			return produceResult{base: res.original.baseOffset, end: res.original.end}
 		}
 	}
 	base, end, err := b.st.Append(topic, partition, bi.numRecords, bi.maxTimestamp, records)
@@ -200,7 +205,8 @@ func (b *Broker) producePartition(ctx context.Context, topic string, partition i
 		return produceResult{err: kerr.KafkaStorageError, msg: err.Error()}
 	}
 	if bi.producerID >= 0 {
-		p.record(bi, base)
+		p.record(bi, base, end)
+		b.producerChanges.Add(1)
 	}
 	b.metrics.producedRecords.Add(float64(bi.numRecords))
 	return produceResult{base: base, end: end}

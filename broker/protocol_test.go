@@ -15,21 +15,7 @@ import (
 // client, waiting at most maxWait for data.
 func rawFetch(t testing.TB, cl *kgo.Client, topic string, partition int32, offset int64, maxWait time.Duration) *kmsg.FetchResponseTopicPartition {
 	t.Helper()
-	req := kmsg.NewPtrFetchRequest()
-	req.ReplicaID = -1
-	req.MaxWaitMillis = int32(maxWait / time.Millisecond)
-	req.MinBytes = 1
-	req.MaxBytes = 50 << 20
-	req.SessionEpoch = -1
-	rt := kmsg.NewFetchRequestTopic()
-	rt.Topic = topic
-	rp := kmsg.NewFetchRequestTopicPartition()
-	rp.Partition = partition
-	rp.FetchOffset = offset
-	rp.PartitionMaxBytes = 10 << 20
-	rt.Partitions = append(rt.Partitions, rp)
-	req.Topics = append(req.Topics, rt)
-	resp, err := req.RequestWith(testCtx(t), cl)
+	resp, err := fetchReq(topic, offset, maxWait, partition).RequestWith(testCtx(t), cl)
 	if err != nil {
 		t.Fatalf("fetch: %v", err)
 	}
@@ -37,6 +23,29 @@ func rawFetch(t testing.TB, cl *kgo.Client, topic string, partition int32, offse
 		t.Fatalf("fetch response shape: %+v", resp)
 	}
 	return &resp.Topics[0].Partitions[0]
+}
+
+// fetchReq asks for partitions of topic from offset, waiting up to maxWait
+// for a byte; version 11 for raw connections (a client picks its own).
+func fetchReq(topic string, offset int64, maxWait time.Duration, partitions ...int32) *kmsg.FetchRequest {
+	req := kmsg.NewPtrFetchRequest()
+	req.SetVersion(11)
+	req.ReplicaID = -1
+	req.MaxWaitMillis = int32(maxWait / time.Millisecond)
+	req.MinBytes = 1
+	req.MaxBytes = 50 << 20
+	req.SessionEpoch = -1
+	rt := kmsg.NewFetchRequestTopic()
+	rt.Topic = topic
+	for _, p := range partitions {
+		rp := kmsg.NewFetchRequestTopicPartition()
+		rp.Partition = p
+		rp.FetchOffset = offset
+		rp.PartitionMaxBytes = 10 << 20
+		rt.Partitions = append(rt.Partitions, rp)
+	}
+	req.Topics = append(req.Topics, rt)
+	return req
 }
 
 // batches splits fetched record bytes into batches.
@@ -70,21 +79,25 @@ func fetchBatchAttributes(t testing.TB, addr, topic string, partition int32) []i
 
 func rawProduce(t testing.TB, cl *kgo.Client, topic string, partition int32, batch []byte) kmsg.ProduceResponseTopicPartition {
 	t.Helper()
-	req := kmsg.NewPtrProduceRequest()
-	req.Acks = -1
-	req.TimeoutMillis = 10000
-	rt := kmsg.NewProduceRequestTopic()
-	rt.Topic = topic
-	rp := kmsg.NewProduceRequestTopicPartition()
-	rp.Partition = partition
-	rp.Records = batch
-	rt.Partitions = append(rt.Partitions, rp)
-	req.Topics = append(req.Topics, rt)
-	resp, err := req.RequestWith(testCtx(t), cl)
+	resp, err := produceReq(topic, partition, -1, 10*time.Second, batch).RequestWith(testCtx(t), cl)
 	if err != nil {
 		t.Fatalf("produce: %v", err)
 	}
 	return resp.Topics[0].Partitions[0]
+}
+
+// startIdempotent starts a broker the test closes itself, with topic idem
+// of one partition and a producer id for it.
+func startIdempotent(t testing.TB, cfg Config) (*Broker, *kgo.Client, int64, int16) {
+	t.Helper()
+	b, err := Start(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cl := newClient(t, b.Addr())
+	createTopic(t, cl, "idem", 1)
+	pid, epoch := initProducerID(t, cl)
+	return b, cl, pid, epoch
 }
 
 func initProducerID(t testing.TB, cl *kgo.Client) (int64, int16) {
@@ -102,15 +115,8 @@ func initProducerID(t testing.TB, cl *kgo.Client) (int64, int16) {
 // restart (the sequence state is rebuilt from the stored batches). A gap
 // in the sequence is refused.
 func TestIdempotentRetry(t *testing.T) {
-	dir := t.TempDir()
-	cfg := testConfig(t, dir)
-	b, err := Start(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cl := newClient(t, b.Addr())
-	createTopic(t, cl, "idem", 1)
-	pid, epoch := initProducerID(t, cl)
+	cfg := testConfig(t, t.TempDir())
+	b, cl, pid, epoch := startIdempotent(t, cfg)
 
 	first := rawBatch(pid, epoch, 0, "a", "b")
 	if r := rawProduce(t, cl, "idem", 0, first); r.ErrorCode != 0 || r.BaseOffset != 0 {
@@ -166,7 +172,9 @@ func fmtTrim(v []string) string {
 }
 
 // TestLongPollWakeup parks a fetch at the end of a partition with a long
-// max wait; a produce must wake it with the new record.
+// max wait; a produce must wake it with the new record. The produce is sent
+// only once the fetch is registered, so the answer comes from the wake-up,
+// not from a first read that already found the record.
 func TestLongPollWakeup(t *testing.T) {
 	b := startBroker(t, testConfig(t, t.TempDir()))
 	cl := newClient(t, b.Addr())
@@ -175,9 +183,7 @@ func TestLongPollWakeup(t *testing.T) {
 
 	got := make(chan *kmsg.FetchResponseTopicPartition, 1)
 	go func() { got <- rawFetch(t, cl, "poll", 1, 1, 30*time.Second) }()
-	// Let the fetch park; if it has not yet, it finds the record at once,
-	// which is also a correct answer.
-	time.Sleep(100 * time.Millisecond)
+	waitParked(t, b, 1)
 	produceSync(t, cl, "poll", 1, "new")
 	p := <-got
 	if p.ErrorCode != 0 {

@@ -23,6 +23,9 @@ type storage interface {
 	// Bounds returns the first and the next offset of a partition; an
 	// unwritten partition is [0, 0).
 	Bounds(topic string, partition int32) (min, max int64)
+	// RecordEnd is the physical end of the record holding offset; false
+	// when offset is not stored.
+	RecordEnd(topic string, partition int32, offset int64) (int64, bool)
 	// ReadBatch appends to dst the stored batch holding offset and returns
 	// the batch's first offset and the offset after it; errStorageRange
 	// when offset is not (or no longer) stored.
@@ -30,15 +33,30 @@ type storage interface {
 	// OffsetForTime returns the first offset stored at or after ts (unix
 	// ms) and its store timestamp; ok is false when there is none.
 	OffsetForTime(topic string, partition int32, ts int64) (offset, storeTS int64, ok bool)
-	// Watch returns a channel closed once the partition holds an offset
-	// beyond offset.
-	Watch(topic string, partition int32, offset int64) <-chan struct{}
+	// ScanRecords calls fn with every record stored from the record
+	// boundary from (or the log's start, if later) to the end, in log order;
+	// base and end are the record's first offset and physical end. batch is
+	// only valid during the call.
+	ScanRecords(from int64, fn func(topic string, partition int32, base, end int64, batch []byte)) error
+	// NewWaiter starts a long poll; the caller releases it.
+	NewWaiter() waiter
 	// DeleteTopic drops the topic's consume queues and offset counters.
 	DeleteTopic(topic string) error
 	// Stats reports sizes for the metrics.
 	Stats() storageStats
 	// Close flushes and closes the storage with a clean checkpoint.
 	Close() error
+}
+
+// waiter is one long poll over any number of partitions with a single
+// notify channel (dispatcher.Waiter). Registrations last until the partition
+// grows or Release, so a fetch that returns leaves nothing behind.
+type waiter interface {
+	// Watch signals C once the partition holds an offset beyond offset.
+	Watch(topic string, partition int32, offset int64)
+	C() <-chan struct{}
+	// Release drops every registration and a pending signal.
+	Release()
 }
 
 type storageStats struct {
@@ -48,6 +66,7 @@ type storageStats struct {
 	// WriteFailed: a flush of the log or the queues failed; appends are
 	// refused (errStorageReadOnly) until a restart.
 	WriteFailed bool
+	Watchers    int64 // partition registrations of live long polls
 }
 
 // errStorageRange reports an offset the storage does not hold.

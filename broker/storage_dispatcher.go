@@ -26,9 +26,10 @@ func openDispatcherStorage(cfg Config, live func(topic string) (commitlog.TopicI
 	d, err := dispatcher.Open(dispatcher.Options{
 		Dir: cfg.DataDir,
 		CommitLog: commitlog.Options{
-			FileSize:  cfg.FileSize,
-			FlushMode: cfg.Flush,
-			Logger:    cfg.Logger,
+			FileSize:        cfg.FileSize,
+			FlushMode:       cfg.Flush,
+			RecoverTruncate: cfg.RecoverTruncate,
+			Logger:          cfg.Logger,
 		},
 		ConsumeQueue:       consumequeue.Options{Logger: cfg.Logger},
 		CheckpointInterval: cfg.CheckpointInterval,
@@ -86,6 +87,18 @@ func (s *dispatcherStorage) Bounds(topic string, partition int32) (int64, int64)
 	return q.MinOffset(), q.MaxOffset()
 }
 
+func (s *dispatcherStorage) RecordEnd(topic string, partition int32, offset int64) (int64, bool) {
+	q, ok := s.d.Queue(topic, partition)
+	if !ok {
+		return 0, false
+	}
+	e, err := q.Get(offset)
+	if err != nil {
+		return 0, false
+	}
+	return e.PhysOffset + int64(e.Size), true
+}
+
 func (s *dispatcherStorage) ReadBatch(topic string, partition int32, offset int64, dst []byte) ([]byte, int64, int64, error) {
 	q, ok := s.d.Queue(topic, partition)
 	if !ok {
@@ -130,9 +143,22 @@ func (s *dispatcherStorage) OffsetForTime(topic string, partition int32, ts int6
 	return off, e.StoreTimestamp, true
 }
 
-func (s *dispatcherStorage) Watch(topic string, partition int32, offset int64) <-chan struct{} {
-	return s.d.Watch(topic, partition, offset)
+func (s *dispatcherStorage) ScanRecords(from int64, fn func(topic string, partition int32, base, end int64, batch []byte)) error {
+	c := s.log.Cursor(max(from, s.log.MinOffset()))
+	defer c.Close()
+	for {
+		r, err := c.Next()
+		if err != nil {
+			return err
+		}
+		if r == nil {
+			return nil
+		}
+		fn(r.Topic, r.Partition, r.QueueOffset, r.End(), r.Body)
+	}
 }
+
+func (s *dispatcherStorage) NewWaiter() waiter { return s.d.NewWaiter() }
 
 func (s *dispatcherStorage) DeleteTopic(topic string) error { return s.d.DeleteTopic(topic) }
 
@@ -144,6 +170,7 @@ func (s *dispatcherStorage) Stats() storageStats {
 		LagTime:  lag.Time,
 
 		WriteFailed: s.log.Stats().FlushFailed || s.d.Queues().FlushFailed(),
+		Watchers:    s.d.Watchers(),
 	}
 }
 

@@ -129,22 +129,10 @@ func TestCloseEndsLongPoll(t *testing.T) {
 	cl := newClient(t, b.Addr())
 	createTopic(t, cl, "closing", 1)
 	c := dialRaw(t, b.Addr())
-	req := kmsg.NewPtrFetchRequest()
-	req.SetVersion(11)
-	req.ReplicaID = -1
-	req.MaxWaitMillis = 60_000
-	req.MinBytes = 1
-	req.MaxBytes = 1 << 20
-	rt := kmsg.NewFetchRequestTopic()
-	rt.Topic = "closing"
-	rp := kmsg.NewFetchRequestTopicPartition()
-	rp.PartitionMaxBytes = 1 << 20
-	rt.Partitions = append(rt.Partitions, rp)
-	req.Topics = append(req.Topics, rt)
-	if err := c.write(c.frame(req)); err != nil {
+	if err := c.write(c.frame(fetchReq("closing", 0, time.Minute, 0))); err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(100 * time.Millisecond)
+	waitParked(t, b, 1)
 	if err := b.Close(); err != nil {
 		t.Fatal(err)
 	}

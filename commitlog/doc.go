@@ -20,10 +20,14 @@
 // created under a temporary name (*.tmp), allocated, mapped, its first
 // 16 MiB pre-faulted and renamed by a background goroutine while the
 // writer fills the current one, so a roll only swaps a pointer; the same
-// goroutine then pre-faults the rest of it chunk by chunk. Pre-faulting
-// uses MADV_POPULATE_READ, which maps the unwritten blocks as clean zero
-// pages: dirtying them (as writing zeros would) makes writeback write the
-// file twice. If the next file is not ready the writer waits for the one
+// goroutine then pre-faults the rest in 4 MiB steps, never more than
+// 256 MiB ahead of the write position. Pre-faulting uses
+// MADV_POPULATE_WRITE (Linux 5.14; older kernels fall back to one load per
+// page, read faults only): it takes the write faults, each a page_mkwrite
+// with a journal handle on ext4, off the append path. Those pages become
+// dirty zero pages that writeback may write before the records land in
+// them, which is why the window is bounded instead of covering the whole
+// file at once. If the next file is not ready the writer waits for the one
 // being made, or allocates it itself if that failed. The new file's
 // allocation and name are made durable (msync + directory fsync) by the
 // first flush that covers it, not on the preallocation path, because on a
@@ -166,18 +170,79 @@
 //
 // # Recovery
 //
-// Open maps the files and checks that they form one contiguous chain.
+// Open maps the files and checks that they form one contiguous chain (a
+// last file cut to a size that is not a whole number of pages is extended
+// with zeros to the next page; that adds nothing and loses nothing).
 // Recover(from, fn) then scans forward from from (the dispatcher's
 // checkpoint), decoding each record in place and checking its CRC and its
 // PhysOffset, with no allocation per record. The first zero size, torn or
-// corrupt record ends the log: the rest of that file is made zero, later
-// files are deleted, the scanned files are fdatasynced, and the writer
-// continues right there. Zeroing matters: a record that was complete
-// behind a torn one must never reappear after later appends. The rest of
-// the file is read and only its non-zero pages are overwritten (through
-// the mapping), so the usual already-zero tail costs a scan of the pages
-// recovery just populated, not a write of the whole tail; blocks stay
-// allocated either way.
+// corrupt record, or the end of the files, ends the scan. What happens there
+// depends on the flushed mark: the offset before which the previous run had
+// made the log durable, the larger of the log's own mark file (below) and
+// Options.Flushed (the caller's record of it: the dispatcher's checkpoint).
+//
+//   - At or after the mark the end is a torn tail, normal after a crash
+//     (writes after the last flush may have reached the disk in part, in
+//     any order of pages): the rest of that file is made zero, later files
+//     are deleted, the scanned files are fdatasynced, and the writer
+//     continues right there. Zeroing matters: a record that was complete
+//     behind a torn one must never reappear after later appends. The rest
+//     of the file is read and only its non-zero pages are overwritten
+//     (through the mapping), so the usual already-zero tail costs a scan of
+//     the pages recovery just populated, not a write of the whole tail;
+//     blocks stay allocated either way.
+//   - Before the mark the end is damage to records that were durable, and
+//     that may have been acknowledged (etcd's WAL likewise repairs only a
+//     torn last entry). Recover changes nothing and returns an error
+//     wrapping ErrDamaged that names the file, the position in it, the
+//     physical offset and what is wrong. Only with Options.RecoverTruncate
+//     (the operator's explicit choice, unilog broker --recover-truncate)
+//     does it cut there as above, logging the bytes lost. Before deciding,
+//     the file holding the end is scanned again from its start (and so is
+//     a last file shorter than FileSize, which means it was cut: a refused
+//     Open has already extended it to a whole page), so the end is the
+//     first damage in that file even when it lies before from: a cut left
+//     behind the new end would stop a later recovery from an earlier
+//     offset.
+//
+// Records in earlier files are not scanned at start: Read checks their CRC
+// when they are read, and unilog inspect --verify checks every one.
+//
+// # Flushed mark
+//
+// After every flush that advanced FlushedOffset the log writes it into the
+// file "flushed" (FlushedMarkName) in its directory, with one pwrite and no
+// fsync, so a group commit costs one extra syscall and no disk flush. 20
+// bytes, big-endian, version 1:
+//
+//	0   4  Magic    0x55464C4D ("UFLM")
+//	4   2  Version  1
+//	6   2  Reserved 0
+//	8   8  Flushed  int64, physical offset durable when this was written
+//	16  4  CRC32C   Castagnoli, over bytes 0..15
+//
+// Whenever the write reaches the disk its value is true, because the
+// records before it were on disk before it was issued; a write that did not
+// reach it leaves an older, still true value. So after a process crash
+// (the page cache survives) the mark is exact, and after a power failure
+// it is at least as fresh as the kernel's writeback of that page, while the
+// dispatcher's checkpoint bounds it to one checkpoint interval (1 s; it reads
+// FlushedOffset just before writing the checkpoint). Damage to records
+// flushed after the newest mark that reached the disk is indistinguishable
+// from a torn tail and is cut; a write that reached the disk whole is only
+// damaged by the medium. Recover writes the end it settled on into the file
+// with an fsync before appending resumes, so a cut made with
+// RecoverTruncate does not refuse the next start. A mark file that fails
+// any check is ignored (logged) in favour of Options.Flushed.
+//
+// # Reading a directory without opening it
+//
+// OpenReader maps the files of a log directory read-only for tools (unilog
+// inspect): it takes no lock, runs no recovery, removes and repairs nothing
+// and writes nothing, so it is safe on a crashed directory and beside a
+// running broker (whose newest record may then look torn). Its ScanFile
+// walks one file with the same code as Recover and reports where and why it
+// stopped.
 //
 // # Replication
 //

@@ -34,6 +34,12 @@ var (
 	// error, or the file was truncated under the log): the read or append
 	// fails, the process survives.
 	ErrIO = errors.New("commitlog: I/O error on a mapped file")
+	// ErrDamaged is returned by Recover when the log ends (a torn, corrupt
+	// or zero record, or a missing file) before Options.Flushed: records
+	// that had been made durable, and so may have been acknowledged, are
+	// damaged. Nothing is changed; Options.RecoverTruncate cuts there
+	// instead.
+	ErrDamaged = errors.New("commitlog: damage before the flushed mark")
 	// ErrNotRecovered is returned by Append and AppendBatch before Recover
 	// has set the write position.
 	ErrNotRecovered = errors.New("commitlog: Recover has not run")

@@ -134,6 +134,7 @@ func (l *Log) flush() error {
 		}
 		if err == nil {
 			l.flushed.Store(to)
+			l.recordFlushed(to)
 			l.stats.flushes.Add(1)
 		} else {
 			err = l.fail(err, from, to)

@@ -11,6 +11,7 @@ import (
 	"sync/atomic"
 
 	"github.com/sirupsen/logrus"
+	"github.com/unilog/unilog/internal/fsutil"
 )
 
 // Log is the commit log: one writer (under wmu), any number of readers.
@@ -22,6 +23,12 @@ type Log struct {
 	// readers load segs without locking and take a segment reference.
 	segMu sync.Mutex
 	segs  atomic.Pointer[[]*segment]
+
+	// cutLast is set by Open when the last file was cut short: extended
+	// with zeros now, or shorter than FileSize, which every file is created
+	// with (an earlier Open may have extended it, or FileSize changed).
+	// Recover then looks for damage from its start.
+	cutLast bool
 
 	// Writer state, guarded by wmu.
 	wmu       sync.Mutex
@@ -50,10 +57,13 @@ type Log struct {
 	appCh    chan struct{}
 	appTaken atomic.Bool
 
-	flushMu   sync.Mutex // one flush at a time
-	genMu     sync.Mutex
-	gen       *flushGen
-	flushKick chan struct{}
+	flushMu    sync.Mutex // one flush at a time; guards markF, markFailed, markBuf
+	markF      *os.File   // the flushed-mark file, open from Recover to Close
+	markFailed bool       // a mark write failed (logged once)
+	markBuf    [markSize]byte
+	genMu      sync.Mutex
+	gen        *flushGen
+	flushKick  chan struct{}
 
 	retMu  sync.Mutex // guards retFns and floors
 	retFns []func(newMin int64)
@@ -131,7 +141,7 @@ func (l *Log) openFiles() ([]*segment, error) {
 	for _, e := range ents {
 		name := e.Name()
 		if strings.HasSuffix(name, tmpSuffix) {
-			if _, ok := parseSegmentName(strings.TrimSuffix(name, tmpSuffix)); ok {
+			if _, ok := fsutil.ParseOffsetName(strings.TrimSuffix(name, tmpSuffix)); ok {
 				// An allocation interrupted by a crash; never held data.
 				if err := os.Remove(filepath.Join(dir, name)); err != nil {
 					return nil, fmt.Errorf("commitlog: open: remove %s: %w", name, err)
@@ -139,7 +149,7 @@ func (l *Log) openFiles() ([]*segment, error) {
 			}
 			continue
 		}
-		if base, ok := parseSegmentName(name); ok && e.Type().IsRegular() {
+		if base, ok := fsutil.ParseOffsetName(name); ok && e.Type().IsRegular() {
 			bases = append(bases, base)
 		}
 	}
@@ -157,6 +167,7 @@ func (l *Log) openFiles() ([]*segment, error) {
 			return fail(err)
 		}
 		if repaired > 0 {
+			l.cutLast = true
 			l.log.WithFields(logrus.Fields{"file": s.path, "added_bytes": repaired}).Warn("last file was cut short; extended with zeros")
 		}
 		if n := len(segs); n > 0 && segs[n-1].end() != base {
@@ -165,6 +176,9 @@ func (l *Log) openFiles() ([]*segment, error) {
 				dir, segmentName(base), segmentName(segs[n-1].base), segs[n-1].end(), ErrCorrupt))
 		}
 		segs = append(segs, s)
+	}
+	if n := len(segs); n > 0 && segs[n-1].size < l.opts.FileSize {
+		l.cutLast = true
 	}
 	return segs, nil
 }
@@ -261,6 +275,9 @@ func (l *Log) close() error {
 	l.gen = &flushGen{done: make(chan struct{}), err: ErrClosed}
 	close(l.gen.done)
 	l.genMu.Unlock()
+	if mErr := l.closeMark(); mErr != nil && err == nil {
+		err = mErr
+	}
 	l.flushMu.Unlock()
 
 	l.appMu.Lock()

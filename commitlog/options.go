@@ -80,6 +80,16 @@ type Options struct {
 	// MaxRecordSize is the largest encoded record accepted (default
 	// min(FileSize/2, 64 MiB); at most FileSize).
 	MaxRecordSize int
+	// Flushed is the physical offset before which the previous run had made
+	// the log durable, as recorded by the caller (the dispatcher's
+	// checkpoint). Recover holds the log to the larger of it and the log's
+	// own flushed-mark file: it cuts a torn tail at or after that mark and
+	// refuses to cut before it (ErrDamaged); see Recover.
+	Flushed int64
+	// RecoverTruncate lets Recover cut the log at damage before the mark,
+	// losing the records from there on, instead of refusing to open. It is
+	// the operator's explicit choice after a refusal.
+	RecoverTruncate bool
 	// Logger receives structured events (file rolls, retention, recovery).
 	// Nothing is logged on the append path. Default: logrus.StandardLogger().
 	Logger logrus.FieldLogger
@@ -114,6 +124,9 @@ func (o Options) withDefaults() (Options, error) {
 	}
 	if o.RetentionCheckInterval <= 0 {
 		o.RetentionCheckInterval = DefaultRetentionCheckInterval
+	}
+	if o.Flushed < 0 {
+		return o, fmt.Errorf("commitlog: options: negative Flushed %d", o.Flushed)
 	}
 	if o.MaxRecordSize == 0 {
 		o.MaxRecordSize = int(min(o.FileSize/2, DefaultMaxRecordSize))

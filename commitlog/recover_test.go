@@ -55,6 +55,9 @@ func writePristine(t *testing.T, fileSize int64, n int) *pristineLog {
 	return p
 }
 
+// copyTo copies the log's files but not its flushed mark, so that the
+// damage a test makes is after the mark, a torn tail that recovery cuts
+// (TestRecoverRespectsFlushedMark sets the mark itself).
 func (p *pristineLog) copyTo(t *testing.T) string {
 	t.Helper()
 	dir := t.TempDir()
@@ -63,6 +66,9 @@ func (p *pristineLog) copyTo(t *testing.T) string {
 		t.Fatal(err)
 	}
 	for _, e := range ents {
+		if e.Name() == markName {
+			continue
+		}
 		b, err := os.ReadFile(filepath.Join(p.dir, e.Name()))
 		if err != nil {
 			t.Fatal(err)

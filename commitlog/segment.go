@@ -6,18 +6,15 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"strconv"
 	"sync/atomic"
 	"time"
 
 	"github.com/edsrzf/mmap-go"
+	"github.com/unilog/unilog/internal/fsutil"
 	"golang.org/x/sys/unix"
 )
 
-const (
-	nameDigits = 20
-	tmpSuffix  = ".tmp"
-)
+const tmpSuffix = fsutil.TmpSuffix
 
 // segment is one mapped file of the log. refs counts the log's own
 // reference (dropped when the file leaves the log) plus one per View; the
@@ -45,20 +42,7 @@ type segment struct {
 	mapped   *atomic.Int64
 }
 
-func segmentName(base int64) string { return fmt.Sprintf("%0*d", nameDigits, base) }
-
-func parseSegmentName(name string) (int64, bool) {
-	if len(name) != nameDigits {
-		return 0, false
-	}
-	for i := 0; i < len(name); i++ {
-		if name[i] < '0' || name[i] > '9' {
-			return 0, false
-		}
-	}
-	v, err := strconv.ParseInt(name, 10, 64)
-	return v, err == nil
-}
+func segmentName(base int64) string { return fsutil.OffsetName(base) }
 
 // allocError maps the errors of a failed space allocation to ErrDiskFull.
 // EFBIG is included because RLIMIT_FSIZE and per-file limits end the same
@@ -302,13 +286,8 @@ func isZero(b []byte) bool {
 }
 
 func syncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return fmt.Errorf("commitlog: open dir %s: %w", dir, err)
-	}
-	defer d.Close()
-	if err := d.Sync(); err != nil {
-		return fmt.Errorf("commitlog: sync dir %s: %w", dir, err)
+	if err := fsutil.SyncDir(dir); err != nil {
+		return fmt.Errorf("commitlog: %w", err)
 	}
 	return nil
 }

@@ -14,9 +14,11 @@ import (
 // follows. to must be a record boundary (or an end-of-file marker or zero
 // tail) between MinOffset and WriteOffset. The rest of to's file is zeroed
 // as recovery zeroes a torn tail, later files are deleted, the change is
-// made durable, and the queue-offset counters of the partitions that lose
-// records go back to the first offset removed, so the next append (or
-// AppendRaw) reuses them.
+// made durable, the flushed mark (see "Flushed mark") goes back to to, and
+// the queue-offset counters of the partitions that lose records go back to
+// the first offset removed, so the next append (or AppendRaw) reuses them.
+// A caller that records its own flushed mark (the dispatcher's checkpoint)
+// must lower it too.
 //
 // Truncate is for the replicated tail above the high watermark, which no
 // consumer has been served: a View or Cursor positioned past to sees its
@@ -38,6 +40,9 @@ func (l *Log) Truncate(to int64) error {
 	if to == w {
 		return nil
 	}
+	// No flush may record a mark past the cut while it is made.
+	l.flushMu.Lock()
+	defer l.flushMu.Unlock()
 	l.segMu.Lock()
 	defer l.segMu.Unlock()
 	segs := l.chain()
@@ -100,6 +105,9 @@ func (l *Log) Truncate(to int64) error {
 	l.writeOff.Store(to)
 	if l.flushed.Load() > to {
 		l.flushed.Store(to)
+		if err := l.lowerMark(to); err != nil {
+			return l.fail(err, to, to)
+		}
 	}
 	l.requestNext()
 	l.log.WithFields(logrus.Fields{"to": to, "from": w, "removed_files": len(removed), "zeroed_bytes": zeroed}).Warn("commit log truncated")
@@ -163,6 +171,8 @@ func (l *Log) Restart(at int64) error {
 	if at < 0 {
 		return fmt.Errorf("commitlog: restart at %d: %w", at, ErrOutOfRange)
 	}
+	l.flushMu.Lock()
+	defer l.flushMu.Unlock()
 	l.segMu.Lock()
 	defer l.segMu.Unlock()
 	ahead, err := l.dropPending()
@@ -195,6 +205,9 @@ func (l *Log) Restart(at int64) error {
 	l.cur, l.wpos = s, 0
 	l.writeOff.Store(at)
 	l.flushed.Store(at)
+	if err := l.lowerMark(at); err != nil {
+		return l.fail(err, at, at)
+	}
 	l.requestNext()
 	l.log.WithFields(logrus.Fields{"at": at, "removed_files": len(old)}).Warn("commit log restarted empty")
 	return nil

@@ -98,9 +98,9 @@
 // used. Eviction does not msync: munmap of a shared mapping leaves the
 // written pages in the page cache (they survive kill -9 and are written back
 // by the kernel), and a written file stays on the dirty list until Flush
-// makes it durable (msync if mapped, fdatasync if not). A synchronous msync
-// per eviction measured 1.9 ms per append when thrashing, against 0.05-0.4 ms
-// without. Flush with more than 64 dirty files or directories issues one
+// makes it durable (msync if mapped, fdatasync if not): a synchronous msync
+// per eviction would put a disk flush on the append path of every miss
+// (docs/BENCHMARKS.md, "Consume queues"). Flush with more than 64 dirty files or directories issues one
 // syncfs(2) instead of one journal commit per file. A use re-promotes a file
 // only after MaxMapped/2 other promotions (memcached's lazy bump), so
 // repeated reads of a hot file cost two atomic loads rather than a global
@@ -117,10 +117,8 @@
 //     keeps ~50,000 active partitions fully mapped; beyond that raise
 //     vm.max_map_count.
 //   - LRU thrash: when more files are active than MaxMapped, each miss costs
-//     open+fstat+mmap+close plus a munmap; on this machine's shared disk the
-//     open dominates (50-400 µs per append when round-robining 10,000
-//     partitions over 1,000 mappings, against ~2 µs with all mapped).
-//     Throughput degrades gradually rather than failing; a dispatcher
+//     open+fstat+mmap+close plus a munmap, and the open dominates (figures
+//     in docs/BENCHMARKS.md, "Consume queues"). Throughput degrades gradually rather than failing; a dispatcher
 //     round-robining over more active partitions than MaxMapped is the
 //     worst case, so MaxMapped should exceed the active partition count.
 //   - Inodes and dentries: every partition costs a directory plus at least
@@ -132,9 +130,7 @@
 //   - Start-up: opening the Store is constant; the first touch of each
 //     queue costs a readdir, one mmap and a short binary search, so
 //     TruncateFrom/DeleteBefore over all queues is linear in the partition
-//     count. Measured with 10,000 existing partitions (BenchmarkOpen10000,
-//     warm page cache, 2 shared cores): Open 0.2 ms, Queues 14 ms, opening
-//     every queue 346 ms, i.e. ~35 µs per queue, so ~7 s for 200,000.
+//     count (BenchmarkOpen10000; figures in docs/BENCHMARKS.md).
 //
 // # Durability
 //

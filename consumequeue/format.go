@@ -4,6 +4,8 @@ import (
 	"encoding/binary"
 	"fmt"
 	"hash/crc32"
+
+	"github.com/unilog/unilog/internal/fsutil"
 )
 
 // Sizes of the version 1 file header and entry slots, in bytes.
@@ -131,9 +133,7 @@ func sizeFor(slot, entriesPerFile int) int64 {
 }
 
 // fileName is the 20-digit name of the file whose slot 0 is offset base.
-func fileName(base int64) string {
-	return fmt.Sprintf("%020d", base)
-}
+func fileName(base int64) string { return fsutil.OffsetName(base) }
 
 // FileEntry is one written slot of a consume-queue file.
 type FileEntry struct {

@@ -7,9 +7,10 @@ import (
 	"path/filepath"
 	"slices"
 	"sort"
-	"strconv"
 	"sync"
 	"sync/atomic"
+
+	"github.com/unilog/unilog/internal/fsutil"
 )
 
 // ID names one queue.
@@ -244,7 +245,7 @@ func openQueue(s *Store, id ID, dir string, fresh bool) (*Queue, error) {
 	var bases []int64
 	for _, de := range des {
 		name := de.Name()
-		base, ok := parseFileName(name)
+		base, ok := fsutil.ParseOffsetName(name)
 		if !ok {
 			continue
 		}
@@ -354,19 +355,6 @@ func allZero(path string) bool {
 		}
 	}
 	return true
-}
-
-func parseFileName(name string) (int64, bool) {
-	if len(name) != 20 {
-		return 0, false
-	}
-	for _, c := range name {
-		if c < '0' || c > '9' {
-			return 0, false
-		}
-	}
-	v, err := strconv.ParseInt(name, 10, 64)
-	return v, err == nil
 }
 
 // closeFiles unmaps every file; with sync they are msynced first.

@@ -8,6 +8,8 @@ import (
 	"os"
 	"path/filepath"
 	"time"
+
+	"github.com/unilog/unilog/internal/fsutil"
 )
 
 // Checkpoint is the durable progress marker of a data directory. Every
@@ -87,40 +89,8 @@ func ReadCheckpoint(path string) (Checkpoint, error) {
 // writeCheckpoint replaces the checkpoint atomically: a crash leaves either
 // the old or the new file, never a torn one.
 func writeCheckpoint(dir string, c Checkpoint) error {
-	path := filepath.Join(dir, checkpointName)
-	tmp := path + ".tmp"
-	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
-	if err != nil {
+	if err := fsutil.ReplaceFile(filepath.Join(dir, checkpointName), encodeCheckpoint(c), 0o644); err != nil {
 		return fmt.Errorf("dispatcher: write checkpoint: %w", err)
-	}
-	_, err = f.Write(encodeCheckpoint(c))
-	if err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		return fmt.Errorf("dispatcher: write checkpoint %s: %w", tmp, err)
-	}
-	if err := os.Rename(tmp, path); err != nil {
-		return fmt.Errorf("dispatcher: write checkpoint: %w", err)
-	}
-	return syncDir(dir)
-}
-
-// syncDir makes a rename or create in dir durable.
-func syncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return fmt.Errorf("dispatcher: sync dir: %w", err)
-	}
-	err = d.Sync()
-	if cerr := d.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		return fmt.Errorf("dispatcher: sync dir %s: %w", dir, err)
 	}
 	return nil
 }

@@ -58,8 +58,10 @@ type Dispatcher struct {
 
 	watches *watches
 
-	cpMu sync.Mutex
-	cp   Checkpoint // last checkpoint written
+	cpMu   sync.Mutex
+	cp     Checkpoint    // last checkpoint written
+	cpRun  sync.Mutex    // one checkpoint at a time: the checkpointer's and Close's
+	cpDone chan struct{} // closed when the checkpointer has stopped
 
 	retention atomic.Int64 // newest log minimum not yet applied to the queues; -1 if none
 	kick      chan struct{}
@@ -108,15 +110,21 @@ func Open(opts Options) (*Dispatcher, error) {
 		abort:    abort,
 		logger:   opts.Logger.WithField("component", "dispatcher"),
 		progress: make(chan struct{}),
-		watches:  newWatches(),
 		kick:     make(chan struct{}, 1),
 		requests: make(chan func()),
 		stop:     make(chan struct{}),
 		done:     make(chan struct{}),
+		cpDone:   make(chan struct{}),
 		cache:    make(map[incarnation]*consumequeue.Queue),
 		gaps:     make(map[consumequeue.ID]bool),
 		touched:  make(map[consumequeue.ID]int64),
 	}
+	d.watches = newWatches(func(id consumequeue.ID) int64 {
+		if q, ok := d.queues.Lookup(id.Topic, id.Partition); ok {
+			return q.MaxOffset()
+		}
+		return 0
+	})
 	d.retention.Store(-1)
 	if err := d.open(crashed); err != nil {
 		if d.queues != nil {
@@ -130,6 +138,7 @@ func Open(opts Options) (*Dispatcher, error) {
 	}
 	d.log.OnRetention(d.onRetention)
 	go d.run()
+	go d.checkpointer()
 	return d, nil
 }
 
@@ -148,24 +157,6 @@ func (d *Dispatcher) Checkpoint() Checkpoint {
 	d.cpMu.Lock()
 	defer d.cpMu.Unlock()
 	return d.cp
-}
-
-// Watch returns a channel that is closed once the MaxOffset of the
-// partition of the live incarnation of topic exceeds offset (at once if it
-// already does), when that incarnation is deleted, or when the dispatcher
-// closes. Callers re-check the queue after the wake-up.
-func (d *Dispatcher) Watch(topic string, partition int32, offset int64) <-chan struct{} {
-	tid, ok := d.liveID(topic)
-	if !ok {
-		return closedCh
-	}
-	id := consumequeue.ID{Topic: QueueName(topic, tid), Partition: partition}
-	return d.watches.add(id, offset, func() int64 {
-		if q, ok := d.queues.Lookup(id.Topic, partition); ok {
-			return q.MaxOffset()
-		}
-		return 0
-	})
 }
 
 // WaitDispatched blocks until every record before phys is dispatched.
@@ -212,27 +203,14 @@ func (d *Dispatcher) Lag() Lag {
 // flight are then not dispatched, and a re-created topic's records, which
 // carry a new TopicID, go to queues of their own from offset 0.
 func (d *Dispatcher) DeleteTopic(topic string) error {
-	errc := make(chan error, 1)
-	req := func() {
+	return d.onRun(func() error {
 		if err := d.dispatchTo(d.log.WriteOffset()); err != nil {
-			errc <- err
-			return
+			return err
 		}
-		errc <- d.deleteIncarnations(func(t string, id commitlog.TopicID) bool {
+		return d.deleteIncarnations(func(t string, id commitlog.TopicID) bool {
 			return t == topic && (d.opts.Live == nil || !d.isLive(t, id))
 		})
-	}
-	select {
-	case d.requests <- req:
-	case <-d.done:
-		return ErrClosed
-	}
-	select {
-	case err := <-errc:
-		return err
-	case <-d.done:
-		return ErrClosed
-	}
+	})
 }
 
 // Close dispatches everything appended so far, flushes the log and the
@@ -246,6 +224,7 @@ func (d *Dispatcher) Close() error {
 func (d *Dispatcher) close() error {
 	close(d.stop)
 	<-d.done
+	<-d.cpDone
 	defer d.watches.close()
 	d.applyRetention()
 	err := d.dispatchTo(d.log.WriteOffset())

@@ -73,55 +73,6 @@ func TestSecondOpenIsLocked(t *testing.T) {
 	}
 }
 
-func TestWatch(t *testing.T) {
-	d := mustOpen(t, testOptions(t.TempDir()))
-	defer d.Close()
-	select {
-	case <-d.Watch("w", 0, -1):
-	default:
-		t.Fatal("Watch below MaxOffset 0 did not fire at once")
-	}
-	w0 := d.Watch("w", 0, 0)
-	w2 := d.Watch("w", 0, 2)
-	other := d.Watch("w", 1, 0)
-	if _, err := d.Log().Append(&commitlog.Message{Topic: "w", Partition: 0, Body: []byte("x")}); err != nil {
-		t.Fatal(err)
-	}
-	select {
-	case <-w0:
-	case <-time.After(30 * time.Second):
-		t.Fatal("Watch(offset 0) not woken by the first record")
-	}
-	select {
-	case <-w2:
-		t.Fatal("Watch(offset 2) woken with MaxOffset 1")
-	case <-other:
-		t.Fatal("Watch of another partition woken")
-	default:
-	}
-	if _, err := d.Log().Append(&commitlog.Message{Topic: "w", Partition: 0, Count: 2, Body: []byte("yy")}); err != nil {
-		t.Fatal(err)
-	}
-	select {
-	case <-w2:
-	case <-time.After(30 * time.Second):
-		t.Fatal("Watch(offset 2) not woken at MaxOffset 3")
-	}
-	select {
-	case <-d.Watch("w", 0, 2):
-	default:
-		t.Fatal("Watch below MaxOffset did not fire at once")
-	}
-	if err := d.Close(); err != nil {
-		t.Fatal(err)
-	}
-	select {
-	case <-other:
-	default:
-		t.Fatal("Close left a watcher waiting")
-	}
-}
-
 func TestWaitDispatchedHonoursContext(t *testing.T) {
 	d := mustOpen(t, testOptions(t.TempDir()))
 	defer d.Close()
@@ -195,7 +146,8 @@ func TestDeleteTopic(t *testing.T) {
 	d := mustOpen(t, testOptions(t.TempDir()))
 	defer d.Close()
 	appendN(t, d, 4, 0, 30)
-	w := d.Watch("orders", 0, 1<<40)
+	w := d.NewWaiter()
+	w.Watch("orders", 0, 1<<40)
 	if err := d.DeleteTopic("orders"); err != nil {
 		t.Fatal(err)
 	}
@@ -203,9 +155,12 @@ func TestDeleteTopic(t *testing.T) {
 		t.Fatal("queue survived DeleteTopic")
 	}
 	select {
-	case <-w:
+	case <-w.C():
 	default:
 		t.Fatal("DeleteTopic left a watcher of the topic waiting")
+	}
+	if n := d.Watchers(); n != 0 {
+		t.Fatalf("%d watchers registered after DeleteTopic", n)
 	}
 	p, err := d.Log().Append(&commitlog.Message{Topic: "orders", Body: []byte("again")})
 	if err != nil {
@@ -252,12 +207,12 @@ func TestRetentionDeletesQueueFiles(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	lr, err := openLogReader(filepath.Join(opts.Dir, "commitlog"))
+	lr, err := commitlog.OpenReader(filepath.Join(opts.Dir, "commitlog"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	logMin := lr.files[0].base
-	lr.close()
+	logMin := lr.Files()[0].Base
+	lr.Close()
 	cq, err := readQueue(filepath.Join(opts.Dir, "consumequeue"), consumequeue.ID{Topic: "r"})
 	if err != nil {
 		t.Fatal(err)

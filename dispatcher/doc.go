@@ -19,14 +19,21 @@
 // the consume queues, so they need no writer lock of their own; retention
 // of log files is handed to it as well, and it deletes the consume-queue
 // files that index only deleted log files. After each pass it publishes the
-// dispatched offset (WaitDispatched) and wakes Watch channels of the
-// partitions that grew; long-poll fetches sleep on those.
+// dispatched offset (WaitDispatched) and signals the Waiters registered on
+// the partitions that grew; long-poll fetches sleep on those, one channel per
+// fetch, and unregister when they return.
 //
-// Every CheckpointInterval the dispatcher takes D = dispatched offset and
-// F = the log's flushed offset, msyncs the consume queues and writes the
-// checkpoint {CommitLogFlushed: F, Dispatched: min(D, F)}: every entry for a
-// record before Dispatched is on disk, and so is the record. The write is
-// skipped when nothing moved.
+// Every CheckpointInterval a goroutine of its own (not the dispatcher: the
+// flush takes up to tens of milliseconds and produce acks wait on
+// dispatching) takes D = dispatched offset and F = the log's flushed
+// offset, makes the consume queues durable while dispatching goes on,
+// and writes the checkpoint {CommitLogFlushed: F', Dispatched: min(D, F)},
+// F' being the flushed offset loaded again just before the write: every
+// entry for a record before Dispatched is on disk (it was written before D
+// was published, so the flush covers it), and so is the record, and the log
+// is durable before CommitLogFlushed, recovery's flushed mark. The write is
+// skipped when nothing moved. Close stops that goroutine and writes the
+// final checkpoint itself.
 //
 // # Topic incarnations
 //
@@ -66,7 +73,11 @@
 //
 // A checkpoint that fails any check is not trusted: Open logs it and
 // recovers as after a crash from the start of the log, which loses nothing
-// because the queues are derived data.
+// because the queues are derived data. The flushed mark recovery holds the
+// log to is then the commit log's own (package commitlog, "Flushed mark"),
+// and without that too every damage is cut as a torn tail; a damaged
+// checkpoint is itself a sign of a bad medium, and `unilog inspect --verify`
+// shows where the log ends before a restart.
 //
 // # Abort file
 //
@@ -92,17 +103,25 @@
 //     PhysOffset >= start (consumequeue.Store.TruncateFrom): they may point
 //     at records the crash tore, and they are re-derived below.
 //  3. commitlog.Log.Recover(start, fn) scans forward, verifies every
-//     record's CRC32C, stops at the first torn or corrupt record or zero
-//     region, zeroes what follows (removing later files), and sets the write
-//     position there. fn indexes each valid record in the same pass. Indexing
+//     record's CRC32C and stops at the first torn or corrupt record or zero
+//     region. The checkpoint's CommitLogFlushed is passed as
+//     commitlog.Options.Flushed; the log holds itself to the larger of it
+//     and its own flushed-mark file: an end at or after that is a torn tail,
+//     and what follows is zeroed (later files removed) and the write
+//     position set there; an end before it is damage to durable records,
+//     and Open fails with an error wrapping commitlog.ErrDamaged, naming
+//     the file and offset, unless commitlog.Options.RecoverTruncate is set
+//     (see "Recovery" in package commitlog for the rule and how fresh the
+//     mark is). fn indexes each valid record in the same pass. Indexing
 //     is idempotent: offsets a queue already holds are skipped, so a clean
 //     start over records appended after the final checkpoint, or a scan from
 //     MinOffset over existing queues, does no harm. A record whose first
 //     offset is beyond its queue's MaxOffset (a gap: damaged or removed queue
-//     files) is logged as an error and not indexed.
-//  4. If the log now ends before checkpoint.Dispatched (durable records were
-//     damaged), that is logged as an error and entries past the end are
-//     truncated.
+//     files) is logged as an error and not indexed. A refused open leaves the
+//     abort file, so the next open recovers again; the queue entries it
+//     indexed are derived data and are truncated and re-derived then.
+//  4. If the log now ends before checkpoint.Dispatched (only possible with
+//     RecoverTruncate), entries past the end are truncated.
 //  5. Consume-queue files wholly before the log's MinOffset are deleted
 //     (retention may have run after the last pass applied it), and the log
 //     is told each queue's MaxOffset (SetQueueOffset), so appends continue
@@ -125,15 +144,34 @@
 // no queue, which looks like deleted queues, so each start scans the whole
 // log (harmlessly).
 //
+// # Replicas
+//
+// A replication follower (package ha/replication) writes its leader's bytes
+// into the commit log with AppendRaw and this dispatcher indexes them like
+// any append. When the follower must drop a tail its new leader never had,
+// Truncate(to) runs on the dispatching goroutine: the consume queues drop
+// the entries pointing at or past to, the dispatched offset and the cursor
+// go back to to, a checkpoint saying so is written, and only then is the
+// log cut (commitlog.Log.Truncate, which also rewinds the partitions'
+// offset counters), so a crash at any step recovers to a consistent
+// directory. Restart(at) does the same for a follower its leader's retention
+// left behind: every queue is emptied (keeping its MaxOffset), the log
+// restarts empty at at, and each queue starts again at the first offset
+// the leader's records bring.
+//
 // # Inspection
 //
 // Inspect, Verify and Dump read a data directory without opening it: the
-// commit-log files are mapped read-only and walked record by record, the
-// consume-queue files are read with this package's own decoder of their
-// documented layout (consumequeue.Open repairs what it finds, and inspection
-// must change nothing). Verify checks every record's CRC, that the log is
-// one chain without holes, and that every consume-queue entry points at a
-// record of its own topic incarnation and partition whose offsets cover the
-// entry's offset, with the same size and store timestamp. Reports name a
-// partition by its queue directory (QueueName).
+// commit-log files are read through commitlog.OpenReader (mapped read-only,
+// scanned with the same code as recovery), the consume-queue files with
+// consumequeue.DecodeFile (consumequeue.Open repairs what it finds, and
+// inspection must change nothing). Verify checks every record's CRC, that
+// the log is one chain without holes, that it does not end before the
+// flushed mark (the larger of the checkpoint's and the log's own; the damage
+// that makes Open refuse; the problem
+// names the file, the position in it and what is wrong), and that every
+// consume-queue entry points at a record of its own topic incarnation and
+// partition whose offsets cover the entry's offset, with the same size and
+// store timestamp. Reports name a partition by its queue directory
+// (QueueName).
 package dispatcher

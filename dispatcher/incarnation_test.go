@@ -116,14 +116,16 @@ func TestRecreatedTopicQueues(t *testing.T) {
 	d := mustOpen(t, incarnationOptions(dir, live))
 	appendTo(t, d, "t", old, "old-1", "old-2", "old-3")
 	appendTo(t, d, "other", commitlog.TopicID{3}, "kept")
-	w := d.Watch("t", 0, 10)
+	w := d.NewWaiter()
+	defer w.Release()
+	w.Watch("t", 0, 10)
 
 	live.drop("t")
 	if err := d.DeleteTopic("t"); err != nil {
 		t.Fatal(err)
 	}
 	select {
-	case <-w:
+	case <-w.C():
 	default:
 		t.Fatal("DeleteTopic left a watcher of the deleted incarnation waiting")
 	}

@@ -51,12 +51,16 @@ type Report struct {
 	Files         []LogFileReport
 	LogMin        int64 // first physical offset of the log
 	LogEnd        int64 // physical offset after the last valid record
-	Records       int64
-	Partitions    []PartitionReport
-	Verified      int64    // consume-queue entries checked (with Verify)
-	Expired       int64    // consume-queue entries pointing below LogMin, left by retention
-	Problems      []string // damage and, with Verify, mismatches
-	MoreProblems  int      // problems not listed because there were too many
+	// FlushedMark is the mark recovery holds the log to: the larger of the
+	// checkpoint's CommitLogFlushed and the commit log's own flushed mark
+	// (0 if neither is readable). A log ending before it is refused.
+	FlushedMark  int64
+	Records      int64
+	Partitions   []PartitionReport
+	Verified     int64    // consume-queue entries checked (with Verify)
+	Expired      int64    // consume-queue entries pointing below LogMin, left by retention
+	Problems     []string // damage and, with Verify, mismatches
+	MoreProblems int      // problems not listed because there were too many
 }
 
 const maxProblems = 100
@@ -81,17 +85,20 @@ func Inspect(dir string, opts InspectOptions) (*Report, error) {
 	}
 	rep := &Report{Dir: dir}
 	rep.Checkpoint, rep.CheckpointErr = ReadCheckpoint(filepath.Join(dir, checkpointName))
+	if rep.CheckpointErr == nil {
+		rep.FlushedMark = rep.Checkpoint.CommitLogFlushed
+	}
+	if m, err := commitlog.ReadFlushedMark(filepath.Join(dir, "commitlog")); err == nil {
+		rep.FlushedMark = max(rep.FlushedMark, m)
+	}
 	if _, err := os.Stat(filepath.Join(dir, abortName)); err == nil {
 		rep.Unclean = true
 	}
-	lr, err := openLogReader(filepath.Join(dir, "commitlog"))
-	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+	lr, err := openLogReader(dir)
+	if err != nil {
 		return nil, err
 	}
-	if lr == nil {
-		lr = &logReader{}
-	}
-	defer lr.close()
+	defer lr.Close()
 
 	parts := map[consumequeue.ID]*PartitionReport{}
 	part := func(id consumequeue.ID) *PartitionReport {
@@ -107,7 +114,7 @@ func Inspect(dir string, opts InspectOptions) (*Report, error) {
 		id    commitlog.TopicID
 	}
 	names := map[topicID]string{} // QueueName once per incarnation, not per record
-	scanLog(lr, rep, opts.Progress, func(r *commitlog.Record) {
+	if err := scanLog(lr, rep, opts.Progress, func(r *commitlog.Record) {
 		k := topicID{r.Topic, r.TopicID}
 		name, ok := names[k]
 		if !ok {
@@ -117,7 +124,9 @@ func Inspect(dir string, opts InspectOptions) (*Report, error) {
 		p := part(consumequeue.ID{Topic: name, Partition: r.Partition})
 		p.LogNext = r.QueueOffset + int64(max(r.Count, 1))
 		p.LogRecords++
-	})
+	}); err != nil {
+		return nil, err
+	}
 
 	ids, err := listQueues(filepath.Join(dir, "consumequeue"))
 	if err != nil {
@@ -168,79 +177,102 @@ func Verify(dir string) error {
 	return fmt.Errorf("%w: %s: %d problem(s), first: %s", ErrCorrupt, dir, n, rep.Problems[0])
 }
 
-// scanLog walks every file in order, filling the file reports.
-func scanLog(lr *logReader, rep *Report, progress func(done, total int64), fn func(r *commitlog.Record)) {
-	var total, done int64
-	for _, f := range lr.files {
-		total += int64(len(f.data))
+// openLogReader opens the commit log of the data directory dir read-only;
+// a directory without one reads as an empty log.
+func openLogReader(dir string) (*commitlog.Reader, error) {
+	lr, err := commitlog.OpenReader(filepath.Join(dir, "commitlog"))
+	if errors.Is(err, fs.ErrNotExist) {
+		return &commitlog.Reader{}, nil
 	}
-	if len(lr.files) > 0 {
-		rep.LogMin = lr.files[0].base
+	if err != nil {
+		return nil, fmt.Errorf("dispatcher: inspect: %w", err)
+	}
+	return lr, nil
+}
+
+// scanLog walks every file in order, filling the file reports, and reports
+// where the log ends if that is damage or before the flushed mark.
+func scanLog(lr *commitlog.Reader, rep *Report, progress func(done, total int64), fn func(r *commitlog.Record)) error {
+	files := lr.Files()
+	var total, done int64
+	for _, f := range files {
+		total += f.Size
+	}
+	if len(files) > 0 {
+		rep.LogMin = files[0].Base
 		rep.LogEnd = rep.LogMin
 	}
 	ended := false
-	for i := range lr.files {
-		f := &lr.files[i]
-		fr := LogFileReport{Name: f.name, Base: f.base, Size: int64(len(f.data))}
+	var endWhy string // what is at LogEnd, for the flushed-mark check
+	for i, f := range files {
+		fr := LogFileReport{Name: f.Name, Base: f.Base, Size: f.Size}
 		if i > 0 {
-			prev := &lr.files[i-1]
-			if want := prev.base + int64(len(prev.data)); f.base != want && !ended {
-				rep.problem("commit-log file %s starts at %d, previous file ends at %d", f.name, f.base, want)
-				ended = true
+			prev := files[i-1]
+			if want := prev.Base + prev.Size; f.Base != want && !ended {
+				rep.problem("commit-log file %s starts at %d, previous file ends at %d", f.Name, f.Base, want)
+				ended, endWhy = true, fmt.Sprintf("a hole: file %s ends at %d and the next file starts at %d", prev.Name, want, f.Base)
 			}
 		}
 		var lastReported int64
-		used, err := scanFile(f, func(r *commitlog.Record) {
+		scan, err := lr.ScanFile(i, func(r *commitlog.Record) error {
 			if fr.Records == 0 {
 				fr.FirstTimestamp = r.StoreTimestamp
 			}
 			fr.LastTimestamp = r.StoreTimestamp
 			fr.Records++
-			if progress != nil && r.PhysOffset-f.base-lastReported >= 16<<20 {
-				lastReported = r.PhysOffset - f.base
+			if progress != nil && r.PhysOffset-f.Base-lastReported >= 16<<20 {
+				lastReported = r.PhysOffset - f.Base
 				progress(done+lastReported, total)
 			}
 			if !ended {
 				fn(r)
 			}
+			return nil
 		})
-		fr.Used = used
+		if err != nil {
+			return fmt.Errorf("dispatcher: inspect: %w", err)
+		}
+		fr.Used = scan.Used
 		switch {
 		case ended && fr.Records > 0:
-			rep.problem("commit-log file %s holds %d records after the end of the log at %d", f.name, fr.Records, rep.LogEnd)
+			rep.problem("commit-log file %s holds %d records after the end of the log at %d", f.Name, fr.Records, rep.LogEnd)
 		case !ended:
 			rep.Records += fr.Records
-			rep.LogEnd = f.base + used
+			rep.LogEnd = f.Base + scan.Used
 		}
-		if err != nil {
-			if !ended {
-				rep.problem("commit log ends at %d with damage: %v", f.base+used, err)
+		if !ended && !scan.Rolled {
+			// Damage, or a zero region: the log ends here, and a later file
+			// with records would be a hole.
+			ended = true
+			endWhy = fmt.Sprintf("commit-log file %s at position %d (offset %d): zero bytes where a record would be", f.Name, scan.Used, rep.LogEnd)
+			if scan.Damage != nil {
+				endWhy = fmt.Sprintf("commit-log file %s at position %d (offset %d): %v", f.Name, scan.Used, rep.LogEnd, scan.Damage)
+				if rep.LogEnd >= rep.FlushedMark {
+					rep.problem("commit log ends with damage at or after the flushed mark %d (a torn tail; the next start cuts it): %s",
+						rep.FlushedMark, endWhy)
+				} else {
+					rep.problem("commit log ends with damage: %s", endWhy)
+				}
 			}
-			ended = true
-		} else if !endsWithMarker(f, used) {
-			// A zero region ends the log; a later file with records would be a hole.
-			ended = true
 		}
-		done += int64(len(f.data))
+		done += f.Size
 		if progress != nil {
 			progress(done, total)
 		}
 		rep.Files = append(rep.Files, fr)
 	}
-}
-
-// endsWithMarker reports whether the file's records stop at an end-of-file
-// marker or in a tail too short for one, i.e. the log goes on in the next file.
-func endsWithMarker(f *logFile, used int64) bool {
-	rest := int64(len(f.data)) - used
-	if rest < commitlog.BlankSize {
-		return true
+	if mark := rep.FlushedMark; rep.LogEnd < mark {
+		if endWhy == "" {
+			endWhy = fmt.Sprintf("the files end at offset %d", rep.LogEnd)
+		}
+		rep.problem("commit log ends at offset %d, before the flushed mark %d: %d bytes of durable records are damaged or missing (%s); the broker refuses to start until --recover-truncate cuts the log there",
+			rep.LogEnd, mark, mark-rep.LogEnd, endWhy)
 	}
-	return f.data[used+4] == commitlog.BlankMagic
+	return nil
 }
 
 // verifyQueue checks each entry of q against the record it points at.
-func verifyQueue(lr *logReader, rep *Report, q *cqQueue) {
+func verifyQueue(lr *commitlog.Reader, rep *Report, q *cqQueue) {
 	topic, id := ParseQueueName(q.ID.Topic)
 	var last *commitlog.Record
 	for _, e := range q.Entries {
@@ -257,7 +289,7 @@ func verifyQueue(lr *logReader, rep *Report, q *cqQueue) {
 		r := last
 		if r == nil || r.PhysOffset != e.PhysOffset {
 			var err error
-			r, err = lr.record(e.PhysOffset)
+			r, err = lr.Read(e.PhysOffset)
 			if err != nil {
 				rep.problem("consume queue %s/%d offset %d: %v", q.ID.Topic, q.ID.Partition, e.Offset, err)
 				last = nil
@@ -299,11 +331,11 @@ func Dump(dir, topic string, partition int32, from int64, limit int, fn func(r *
 	if err != nil {
 		return err
 	}
-	lr, err := openLogReader(filepath.Join(dir, "commitlog"))
+	lr, err := openLogReader(dir)
 	if err != nil {
 		return err
 	}
-	defer lr.close()
+	defer lr.Close()
 	i := sort.Search(len(q.Entries), func(i int) bool { return q.Entries[i].Offset >= from })
 	prev := int64(-1)
 	for n := 0; i < len(q.Entries) && (limit <= 0 || n < limit); i++ {
@@ -312,7 +344,7 @@ func Dump(dir, topic string, partition int32, from int64, limit int, fn func(r *
 			continue
 		}
 		prev = e.PhysOffset
-		r, err := lr.record(e.PhysOffset)
+		r, err := lr.Read(e.PhysOffset)
 		if err != nil {
 			return fmt.Errorf("dispatcher: dump %s/%d offset %d: %w", topic, partition, e.Offset, err)
 		}

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strconv"
 
+	"github.com/unilog/unilog/internal/fsutil"
 	"golang.org/x/sys/unix"
 )
 
@@ -71,9 +72,9 @@ func tryLockAbort(path string) (_ *abortLock, crashed, again bool, _ error) {
 			f.Close()
 			return nil, false, false, fmt.Errorf("dispatcher: sync %s: %w", path, err)
 		}
-		if err := syncDir(dir); err != nil {
+		if err := fsutil.SyncDir(dir); err != nil {
 			f.Close()
-			return nil, false, false, err
+			return nil, false, false, fmt.Errorf("dispatcher: %w", err)
 		}
 	}
 	return &abortLock{f: f, path: path}, crashed, false, nil
@@ -84,7 +85,9 @@ func tryLockAbort(path string) (_ *abortLock, crashed, again bool, _ error) {
 func (a *abortLock) release() error {
 	err := os.Remove(a.path)
 	if err == nil {
-		err = syncDir(filepath.Dir(a.path))
+		if err = fsutil.SyncDir(filepath.Dir(a.path)); err != nil {
+			err = fmt.Errorf("dispatcher: %w", err)
+		}
 	} else {
 		err = fmt.Errorf("dispatcher: remove %s: %w", a.path, err)
 	}

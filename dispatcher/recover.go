@@ -27,7 +27,11 @@ func (d *Dispatcher) open(crashed bool) error {
 		crashed = true
 	}
 
-	d.log, err = commitlog.Open(d.opts.CommitLog)
+	logOpts := d.opts.CommitLog
+	if haveCP {
+		logOpts.Flushed = cp.CommitLogFlushed
+	}
+	d.log, err = commitlog.Open(logOpts)
 	if err != nil {
 		return fmt.Errorf("dispatcher: %w", err)
 	}
@@ -67,9 +71,8 @@ func (d *Dispatcher) open(crashed bool) error {
 		return fmt.Errorf("dispatcher: recover commit log from %d: %w", start, err)
 	}
 	if haveCP && end < cp.Dispatched {
-		// Consume-queue entries may point at records that are gone.
-		d.logger.WithFields(map[string]any{"end": end, "checkpoint_dispatched": cp.Dispatched}).
-			Error("commit log ends before the checkpoint: records that were durable are damaged or missing")
+		// Only with RecoverTruncate: the log was cut before its flushed
+		// mark, and consume-queue entries may point at records that are gone.
 		if err := d.queues.TruncateFrom(end); err != nil {
 			return fmt.Errorf("dispatcher: truncate consume queues from %d: %w", end, err)
 		}

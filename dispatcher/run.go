@@ -12,12 +12,13 @@ const dispatchChunk = 64 << 20
 // publishEvery bounds how many records are indexed before waiters see them.
 const publishEvery = 4096
 
+// closedCh makes the run loop go round again at once while a backlog remains.
+var closedCh = func() chan struct{} { c := make(chan struct{}); close(c); return c }()
+
 // run is the dispatching goroutine: the only writer of the consume queues
 // once Open has returned.
 func (d *Dispatcher) run() {
 	defer close(d.done)
-	ticker := time.NewTicker(d.opts.CheckpointInterval)
-	defer ticker.Stop()
 	var retry <-chan time.Time
 	for {
 		appended := d.log.Appended()
@@ -41,10 +42,6 @@ func (d *Dispatcher) run() {
 		case <-retry:
 			retry = nil
 		case <-d.kick:
-		case <-ticker.C:
-			if err := d.checkpoint(); err != nil {
-				d.logger.WithError(err).Error("checkpoint failed")
-			}
 		case req := <-d.requests:
 			req()
 		case <-d.stop:
@@ -115,28 +112,4 @@ func (d *Dispatcher) applyRetention() {
 	if err := d.queues.DeleteBefore(newMin); err != nil {
 		d.logger.WithError(err).WithField("min", newMin).Error("deleting consume-queue files behind retention failed")
 	}
-}
-
-// checkpoint flushes the queues and records how far they are complete.
-func (d *Dispatcher) checkpoint() error {
-	dispatched := d.dispatched.Load()
-	flushed := d.log.FlushedOffset()
-	cp := Checkpoint{CommitLogFlushed: flushed, Dispatched: min(dispatched, flushed)}
-	d.cpMu.Lock()
-	prev := d.cp
-	d.cpMu.Unlock()
-	if prev.CommitLogFlushed == cp.CommitLogFlushed && prev.Dispatched == cp.Dispatched && !prev.Time.IsZero() {
-		return nil
-	}
-	if err := d.queues.Flush(); err != nil {
-		return fmt.Errorf("dispatcher: flush consume queues: %w", err)
-	}
-	cp.Time = time.Now().UTC()
-	if err := writeCheckpoint(d.opts.Dir, cp); err != nil {
-		return err
-	}
-	d.cpMu.Lock()
-	d.cp = cp
-	d.cpMu.Unlock()
-	return nil
 }

@@ -7,89 +7,168 @@ import (
 	"github.com/unilog/unilog/consumequeue"
 )
 
-// watcher is one Watch call waiting for a partition to grow past offset.
-type watcher struct {
-	offset int64
-	ch     chan struct{}
+// Waiter is one long poll: it watches any number of partitions through a
+// single notify channel, so a fetch over N partitions costs one channel and
+// one select, not N. A partition registration lasts until that partition
+// grows past its offset or until Release, whichever comes first; a fetch
+// that returns calls Release, so an idle partition keeps nothing registered
+// once nobody polls it.
+//
+// A Waiter is used by one goroutine at a time.
+type Waiter struct {
+	d   *Dispatcher
+	ch  chan struct{} // capacity 1: a pending signal, however many partitions grew
+	ids []consumequeue.ID
 }
 
-// watches holds the waiters of every partition. The dispatcher wakes a
-// partition under mu after appending to its queue, and Watch reads MaxOffset
+// NewWaiter returns an empty long poll on the dispatcher's partitions.
+func (d *Dispatcher) NewWaiter() *Waiter {
+	return &Waiter{d: d, ch: make(chan struct{}, 1)}
+}
+
+// Watch registers the partition of the live incarnation of topic until its
+// MaxOffset exceeds offset. When it already does, when the topic does not
+// exist (or the dispatcher is closed) the waiter is signalled at once and
+// nothing is registered.
+func (wt *Waiter) Watch(topic string, partition int32, offset int64) {
+	tid, ok := wt.d.liveID(topic)
+	if !ok {
+		wt.signal()
+		return
+	}
+	id := consumequeue.ID{Topic: QueueName(topic, tid), Partition: partition}
+	if wt.d.watches.add(id, offset, wt) {
+		wt.ids = append(wt.ids, id)
+	}
+}
+
+// C receives once after any watched partition grew, its topic was deleted
+// or the dispatcher closed. Callers re-read the partitions after a signal.
+func (wt *Waiter) C() <-chan struct{} { return wt.ch }
+
+// Release unregisters every partition and drops a pending signal; the
+// waiter can then watch again.
+func (wt *Waiter) Release() {
+	if len(wt.ids) > 0 {
+		wt.d.watches.remove(wt.ids, wt)
+		clear(wt.ids)
+		wt.ids = wt.ids[:0]
+	}
+	select {
+	case <-wt.ch:
+	default:
+	}
+}
+
+func (wt *Waiter) signal() {
+	select {
+	case wt.ch <- struct{}{}:
+	default:
+	}
+}
+
+// Watchers is the number of partition registrations of all live waiters.
+func (d *Dispatcher) Watchers() int64 { return d.watches.count.Load() }
+
+// watch is one partition registration of a Waiter.
+type watch struct {
+	offset int64
+	waiter *Waiter
+}
+
+// watches holds the registrations of every partition. The dispatcher wakes a
+// partition under mu after appending to its queue, and add reads MaxOffset
 // under mu before registering, so no wake-up can fall between the two.
 type watches struct {
 	mu     sync.Mutex
-	byID   map[consumequeue.ID][]watcher
-	count  atomic.Int64 // registered waiters; lets the dispatcher skip the lock when nobody waits
+	byID   map[consumequeue.ID][]watch
+	count  atomic.Int64 // registrations; lets the dispatcher skip the lock when nobody waits
+	max    func(consumequeue.ID) int64
 	closed bool
 }
 
-func newWatches() *watches {
-	return &watches{byID: make(map[consumequeue.ID][]watcher)}
+func newWatches(max func(consumequeue.ID) int64) *watches {
+	return &watches{byID: make(map[consumequeue.ID][]watch), max: max}
 }
 
-var closedCh = func() chan struct{} { c := make(chan struct{}); close(c); return c }()
-
-// add returns a channel that is closed once max() > offset.
-func (w *watches) add(id consumequeue.ID, offset int64, max func() int64) <-chan struct{} {
+// add registers wt on id and reports true, or signals wt and reports false
+// when id already holds an offset beyond offset.
+func (w *watches) add(id consumequeue.ID, offset int64, wt *Waiter) bool {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	if w.closed || max() > offset {
-		return closedCh
-	}
-	ch := make(chan struct{})
-	w.byID[id] = append(w.byID[id], watcher{offset: offset, ch: ch})
+	// Counted before MaxOffset is read: the dispatcher appends, then reads
+	// count to decide whether to wake, so one of the two sees the other.
 	w.count.Add(1)
-	return ch
+	if w.closed || w.max(id) > offset {
+		w.count.Add(-1)
+		wt.signal()
+		return false
+	}
+	w.byID[id] = append(w.byID[id], watch{offset: offset, waiter: wt})
+	return true
 }
 
-// wake closes the channels of id's waiters whose offset is now below max.
+// remove drops wt's registrations on ids; ones already woken are gone.
+func (w *watches) remove(ids []consumequeue.ID, wt *Waiter) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for _, id := range ids {
+		w.filter(id, func(x watch) bool { return x.waiter == wt })
+	}
+}
+
+// wake signals id's waiters whose offset is now below max and drops them.
 func (w *watches) wake(id consumequeue.ID, max int64) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	list := w.byID[id]
+	w.filter(id, func(x watch) bool {
+		if max > x.offset {
+			x.waiter.signal()
+			return true
+		}
+		return false
+	})
+}
+
+// filter drops the registrations of id for which drop reports true. The
+// caller holds mu.
+func (w *watches) filter(id consumequeue.ID, drop func(watch) bool) {
+	list, ok := w.byID[id]
+	if !ok {
+		return
+	}
 	keep := list[:0]
 	for _, x := range list {
-		if max > x.offset {
-			close(x.ch)
-			w.count.Add(-1)
-		} else {
+		if !drop(x) {
 			keep = append(keep, x)
 		}
 	}
+	w.count.Add(-int64(len(list) - len(keep)))
 	if len(keep) == 0 {
 		delete(w.byID, id)
-	} else {
-		clear(list[len(keep):])
-		w.byID[id] = keep
+		return
 	}
+	clear(list[len(keep):])
+	w.byID[id] = keep
 }
 
 // wakeTopic releases every waiter of a deleted topic.
 func (w *watches) wakeTopic(topic string) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	for id, list := range w.byID {
-		if id.Topic != topic {
-			continue
+	for id := range w.byID {
+		if id.Topic == topic {
+			w.filter(id, func(x watch) bool { x.waiter.signal(); return true })
 		}
-		for _, x := range list {
-			close(x.ch)
-		}
-		w.count.Add(-int64(len(list)))
-		delete(w.byID, id)
 	}
 }
 
-// close releases every waiter; later Watch calls return at once.
+// close releases every waiter; later registrations signal at once.
 func (w *watches) close() {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	w.closed = true
-	for id, list := range w.byID {
-		for _, x := range list {
-			close(x.ch)
-		}
-		delete(w.byID, id)
+	for id := range w.byID {
+		w.filter(id, func(x watch) bool { x.waiter.signal(); return true })
 	}
-	w.count.Store(0)
 }

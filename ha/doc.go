@@ -24,7 +24,8 @@
 //
 //	unilog_members  node.<node id>    {"node_id", "advertise", "replication_addr",
 //	                                   "replica_group", "role", "epoch",
-//	                                   "log_end_offset", "heartbeat_ms"}
+//	                                   "log_end_offset", "in_sync" (a leader's
+//	                                   in-sync follower ids), "heartbeat_ms"}
 //	unilog_leases   lease.<group>     {"group", "holder", "epoch", "duration_ms",
 //	                                   "released"}
 //	unilog_meta     topic.<name>      {"name", "id" (16 numbers, the topic id),
@@ -103,5 +104,9 @@
 // State gives the role, the epoch and the leader; Leading(epoch) is the
 // check a write path makes before accepting under an epoch; Eligible gates
 // who may contend (an out-of-sync follower must not); Member carries the
-// replication address and log end offset followers and leaders need.
+// replication address and log end offset followers and leaders need, and a
+// leader's in-sync set (Node.SetInSync, published with every heartbeat and
+// at once on Announce). Node.Member returns a node's last record even once
+// it stopped heartbeating, so the followers of a dead leader still know
+// which of them were in sync with it.
 package ha

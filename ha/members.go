@@ -22,6 +22,9 @@ type Member struct {
 	Role            string `json:"role"`
 	Epoch           uint64 `json:"epoch"`
 	LogEndOffset    int64  `json:"log_end_offset"`
+	// InSync (a leader's) lists the followers in sync at the heartbeat:
+	// only they may take the lease after it (see the package doc).
+	InSync []int32 `json:"in_sync,omitempty"`
 	// HeartbeatMs is the sender's clock, for people reading the bucket;
 	// liveness never compares it with another clock.
 	HeartbeatMs int64 `json:"heartbeat_ms"`
@@ -134,6 +137,15 @@ func (m *Membership) Live() []Member {
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].NodeID < out[j].NodeID })
 	return out
+}
+
+// Last is the newest record of a node seen, live or not: a dead leader's
+// last in-sync set decides who may succeed it.
+func (m *Membership) Last(id int32) (Member, bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	s, ok := m.seen[id]
+	return s.m, ok
 }
 
 // Heartbeat publishes mem as this node's heartbeat.

@@ -55,6 +55,7 @@ type Node struct {
 	meta      *Metadata
 	elector   *Elector
 	logEnd    atomic.Pointer[func() int64]
+	inSync    atomic.Pointer[func() []int32]
 	advertise atomic.Pointer[string]
 	roleKick  chan struct{}
 
@@ -187,6 +188,9 @@ func (n *Node) self() Member {
 	if f := n.logEnd.Load(); f != nil {
 		m.LogEndOffset = (*f)()
 	}
+	if f := n.inSync.Load(); f != nil && s.Role == RoleLeader {
+		m.InSync = (*f)()
+	}
 	return m
 }
 
@@ -214,15 +218,28 @@ func (n *Node) place(partitions int32) []string {
 // heartbeat on, for a listener whose port is known only once bound.
 func (n *Node) SetAdvertise(addr string) {
 	n.advertise.Store(&addr)
+	n.Announce()
+}
+
+// SetLogEndOffset installs the function reporting the physical end of the
+// local commit log, published with every heartbeat.
+func (n *Node) SetLogEndOffset(f func() int64) { n.logEnd.Store(&f) }
+
+// SetInSync installs the function listing the in-sync followers, published
+// with every heartbeat while this node leads.
+func (n *Node) SetInSync(f func() []int32) { n.inSync.Store(&f) }
+
+// Announce writes the heartbeat now instead of at the next interval: a
+// leader whose in-sync set changed tells the group at once.
+func (n *Node) Announce() {
 	select {
 	case n.roleKick <- struct{}{}:
 	default:
 	}
 }
 
-// SetLogEndOffset installs the function reporting the physical end of the
-// local commit log, published with every heartbeat.
-func (n *Node) SetLogEndOffset(f func() int64) { n.logEnd.Store(&f) }
+// Member is the newest record of a node seen, live or not.
+func (n *Node) Member(id int32) (Member, bool) { return n.members.Last(id) }
 
 // Metadata is the cluster metadata store.
 func (n *Node) Metadata() *Metadata { return n.meta }

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"math"
@@ -45,6 +46,7 @@ a plain byte count or a unit: KiB, MiB, GiB, TiB (powers of 1024) or KB, MB, GB,
 			&cli.IntFlag{Name: "max-connections", Value: 4096, Usage: "concurrent client connections; more are closed at accept", EnvVars: env("MAX_CONNECTIONS")},
 			&cli.DurationFlag{Name: "read-timeout", Value: time.Minute, Usage: "a request whose size has arrived must arrive whole within this", EnvVars: env("READ_TIMEOUT")},
 			&cli.DurationFlag{Name: "write-timeout", Value: 30 * time.Second, Usage: "a response not written within this closes the connection", EnvVars: env("WRITE_TIMEOUT")},
+			&cli.BoolFlag{Name: "recover-truncate", Usage: "cut the commit log at damage found before the last flushed mark (losing the records from there on) instead of refusing to start", EnvVars: env("RECOVER_TRUNCATE")},
 			&cli.IntFlag{Name: "node-id", Usage: "this node's id, unique in the cluster (Metadata, leases, membership)", EnvVars: env("NODE_ID")},
 			&cli.StringFlag{Name: "log-level", Value: "info", Usage: "trace, debug, info, warn or error", EnvVars: env("LOG_LEVEL")},
 			&cli.StringFlag{Name: "log-format", Value: "text", Usage: "text or json", EnvVars: env("LOG_FORMAT")},
@@ -60,6 +62,7 @@ func brokerConfig(c *cli.Context, logOut io.Writer) (broker.Config, error) {
 		Listen:           c.String("listen"),
 		Admin:            c.String("admin"),
 		AutoCreateTopics: c.Bool("auto-create-topics"),
+		RecoverTruncate:  c.Bool("recover-truncate"),
 		ReadTimeout:      c.Duration("read-timeout"),
 		WriteTimeout:     c.Duration("write-timeout"),
 	}
@@ -168,9 +171,17 @@ func runBroker(c *cli.Context) error {
 		return fmt.Errorf("broker: control plane: %w", err)
 	}
 	b, err := broker.Start(cfg)
+	if errors.Is(err, commitlog.ErrDamaged) {
+		return fmt.Errorf("%w\n\nRecords that were flushed to disk are damaged. See where with\n  unilog inspect --verify --data-dir %s\nthen, to cut the log there and lose the records from the damage on, restart with --recover-truncate", err, cfg.DataDir)
+	}
 	if err != nil {
 		cp.close()
 		return err
+	}
+	if err := cp.repl.attach(b); err != nil {
+		b.Close()
+		cp.close()
+		return fmt.Errorf("broker: replication: %w", err)
 	}
 	cp.dropRemoteDeletes(b)
 	cp.node.SetLogEndOffset(b.LogEndOffset)

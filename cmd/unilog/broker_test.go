@@ -94,7 +94,7 @@ func TestBrokerFlags(t *testing.T) {
 	cfg, logs, err = parsedBrokerConfig(t, "--data-dir", "/x", "--listen", "0.0.0.0:19092", "--admin", "", "--flush", "sync",
 		"--file-size", "64MiB", "--auto-create-topics", "--default-partitions", "12", "--max-message-bytes", "4MiB",
 		"--max-request-bytes", "8MiB", "--max-connections", "10", "--read-timeout", "1m", "--write-timeout", "5s",
-		"--node-id", "3", "--log-level", "warn", "--log-format", "json")
+		"--node-id", "3", "--log-level", "warn", "--log-format", "json", "--recover-truncate")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -105,7 +105,7 @@ func TestBrokerFlags(t *testing.T) {
 	want = broker.Config{
 		DataDir: "/x", Listen: "0.0.0.0:19092", Admin: "", Flush: commitlog.FlushSync, FileSize: 64 << 20,
 		AutoCreateTopics: true, DefaultPartitions: 12, MaxMessageBytes: 4 << 20, MaxRequestBytes: 8 << 20,
-		MaxConnections: 10, IdleTimeout: 10 * time.Minute, ReadTimeout: time.Minute, WriteTimeout: 5 * time.Second, NodeID: 3,
+		MaxConnections: 10, IdleTimeout: 10 * time.Minute, ReadTimeout: time.Minute, WriteTimeout: 5 * time.Second, NodeID: 3, RecoverTruncate: true,
 		MaxInflightBytes: 512 << 20, MaxFetchBytes: 55 << 20,
 	}
 	cfg.Logger = nil
@@ -138,7 +138,7 @@ func TestBrokerFlagsFromEnvironment(t *testing.T) {
 		"UNILOG_FILE_SIZE": "16MiB", "UNILOG_AUTO_CREATE_TOPICS": "true", "UNILOG_DEFAULT_PARTITIONS": "7",
 		"UNILOG_MAX_MESSAGE_BYTES": "2MiB", "UNILOG_MAX_REQUEST_BYTES": "3MiB", "UNILOG_MAX_CONNECTIONS": "5",
 		"UNILOG_READ_TIMEOUT": "2m", "UNILOG_WRITE_TIMEOUT": "3s", "UNILOG_NODE_ID": "9",
-		"UNILOG_LOG_LEVEL": "error", "UNILOG_LOG_FORMAT": "json",
+		"UNILOG_LOG_LEVEL": "error", "UNILOG_LOG_FORMAT": "json", "UNILOG_RECOVER_TRUNCATE": "true",
 	} {
 		t.Setenv(k, v)
 	}
@@ -155,7 +155,7 @@ func TestBrokerFlagsFromEnvironment(t *testing.T) {
 	want := broker.Config{
 		DataDir: "/env", Listen: "127.0.0.1:1", Admin: "127.0.0.1:2", Flush: commitlog.FlushSync, FileSize: 16 << 20,
 		AutoCreateTopics: true, DefaultPartitions: 7, MaxMessageBytes: 2 << 20, MaxRequestBytes: 3 << 20,
-		MaxConnections: 5, IdleTimeout: 10 * time.Minute, ReadTimeout: 2 * time.Minute, WriteTimeout: 3 * time.Second, NodeID: 9,
+		MaxConnections: 5, IdleTimeout: 10 * time.Minute, ReadTimeout: 2 * time.Minute, WriteTimeout: 3 * time.Second, NodeID: 9, RecoverTruncate: true,
 		MaxInflightBytes: 512 << 20, MaxFetchBytes: 55 << 20,
 	}
 	if cfg != want {

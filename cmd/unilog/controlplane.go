@@ -24,7 +24,7 @@ const defaultNATSListen = "127.0.0.1:4222"
 // controlPlaneFlags configure the NATS control plane of `unilog broker`.
 func controlPlaneFlags() []cli.Flag {
 	env := func(name string) []string { return []string{"UNILOG_" + name} }
-	return []cli.Flag{
+	return append([]cli.Flag{
 		&cli.StringFlag{Name: "replica-group", Value: "main", Usage: "replica group `NAME` (letters, digits, '-', '_'); nodes of one group replicate one log", EnvVars: env("REPLICA_GROUP")},
 		&cli.StringFlag{Name: "advertise", Usage: "Kafka `HOST:PORT` other nodes send clients to (default: the --listen address)", EnvVars: env("ADVERTISE")},
 		&cli.StringFlag{Name: "nats", Usage: "join an external NATS, `URLS` nats://host:port,... (default: embed a NATS server)", EnvVars: env("NATS")},
@@ -35,7 +35,7 @@ func controlPlaneFlags() []cli.Flag {
 		&cli.StringFlag{Name: "nats-routes", Usage: "route the embedded NATS to `URLS` nats-route://host:port,... (the same list on every node, itself included)", EnvVars: env("NATS_ROUTES")},
 		&cli.DurationFlag{Name: "lease-duration", Value: ha.DefaultLeaseDuration, Usage: "how long an unrenewed leader lease stands; the leader steps down 2/3 of the way in. Longer rides out a NATS server's loss (its streams re-elect in seconds), shorter fails over sooner", EnvVars: env("LEASE_DURATION")},
 		&cli.IntFlag{Name: "nats-replicas", Usage: "replicas of the control plane's buckets (0: 3 when the NATS cluster has 3 or more servers, else 1)", EnvVars: env("NATS_REPLICAS")},
-	}
+	}, replicationFlags()...)
 }
 
 // controlPlane is the embedded NATS server (if any) and this node's
@@ -43,6 +43,7 @@ func controlPlaneFlags() []cli.Flag {
 type controlPlane struct {
 	srv  *ha.Server
 	node *ha.Node
+	repl *replicator
 	url  string
 	log  logrus.FieldLogger
 }
@@ -68,10 +69,16 @@ func startControlPlane(c *cli.Context, cfg *broker.Config) (*controlPlane, error
 	if _, _, err := net.SplitHostPort(advertise); err != nil {
 		return nil, fmt.Errorf("--advertise %q: %w", advertise, err)
 	}
+	rc, err := parseReplicationFlags(c)
+	if err != nil {
+		return nil, err
+	}
 	cp := &controlPlane{url: external, log: cfg.Logger}
+	if cp.repl, err = newReplicator(rc, *cfg, c.String("replica-group")); err != nil {
+		return nil, err
+	}
 	replicas := c.Int("nats-replicas")
 	if cp.url == "" {
-		var err error
 		cp.srv, err = ha.StartServer(ha.ServerConfig{
 			Name:          fmt.Sprintf("unilog-%d", cfg.NodeID),
 			Dir:           filepath.Join(cfg.DataDir, "nats"),
@@ -81,6 +88,7 @@ func startControlPlane(c *cli.Context, cfg *broker.Config) (*controlPlane, error
 			Logger:        cfg.Logger,
 		})
 		if err != nil {
+			cp.close()
 			return nil, err
 		}
 		cp.url = cp.srv.ClientURL()
@@ -88,13 +96,16 @@ func startControlPlane(c *cli.Context, cfg *broker.Config) (*controlPlane, error
 			replicas = embeddedReplicas(routes, c.String("nats-cluster-listen"))
 		}
 	}
-	var err error
 	cp.node, err = ha.Start(ha.Config{
 		Conn:         ha.ConnConfig{URLs: cp.url, Creds: c.String("nats-creds"), NKeySeed: c.String("nats-nkey")},
 		Replicas:     replicas,
 		NodeID:       cfg.NodeID,
 		ReplicaGroup: c.String("replica-group"),
 		Advertise:    advertise,
+		// Followers find the leader's log here.
+		ReplicationAddr: cp.repl.addr(),
+		OnRoleChange:    cp.repl.roleChanged,
+		Eligible:        cp.repl.eligible,
 		// Renew twice or more before stepping down, with a third of the
 		// lease as the safety margin (see the ha package doc).
 		LeaseDuration: c.Duration("lease-duration"),
@@ -106,32 +117,16 @@ func startControlPlane(c *cli.Context, cfg *broker.Config) (*controlPlane, error
 		cp.close()
 		return nil, err
 	}
-	if err := soleMemberOfGroup(cp.node); err != nil {
-		cp.close()
-		return nil, err
-	}
+	cp.repl.node = cp.node
 	if err := importFileMetadata(cfg.DataDir, cp.node.Metadata(), cfg.Logger); err != nil {
 		cp.close()
 		return nil, err
 	}
 	cfg.Metadata = haMetadata{cp.node.Metadata()}
-	cfg.Cluster = haCluster{cp.node}
+	cfg.Cluster = haCluster{cp.node, cp.repl}
+	cfg.Replication = cp.repl
+	cfg.SyncReplication = rc.sync
 	return cp, nil
-}
-
-// soleMemberOfGroup refuses a second live node in a replica group: until
-// followers replicate the leader's commit log, a follower that took over
-// the lease would serve an empty log and acknowledged records would look
-// lost. Two nodes starting at the same moment can both pass this check;
-// it guards against mistakes, not races.
-func soleMemberOfGroup(n *ha.Node) error {
-	self := n.Self()
-	for _, m := range n.Members() {
-		if m.ReplicaGroup == self.ReplicaGroup && m.NodeID != self.NodeID {
-			return fmt.Errorf("replica group %s already has node %d (%s): a group of several nodes needs commit-log replication, which this build does not have yet; give each node its own --replica-group", self.ReplicaGroup, m.NodeID, m.Advertise)
-		}
-	}
-	return nil
 }
 
 // dropRemoteDeletes drops the local queues of topics other nodes delete,
@@ -164,6 +159,9 @@ func embeddedReplicas(routes []string, self string) int {
 // close releases the lease (a follower takes over at once), leaves, and
 // stops the embedded server.
 func (cp *controlPlane) close() {
+	if cp.repl != nil {
+		cp.repl.close()
+	}
 	if cp.node != nil {
 		cp.node.Close()
 	}
@@ -268,7 +266,10 @@ func brokerError(err error) error {
 }
 
 // haCluster is the broker's Cluster over the control plane node.
-type haCluster struct{ n *ha.Node }
+type haCluster struct {
+	n *ha.Node
+	r *replicator
+}
 
 func (c haCluster) Brokers() []broker.ClusterBroker {
 	self := c.n.Self()
@@ -298,6 +299,10 @@ func clusterBroker(m ha.Member) broker.ClusterBroker {
 
 func (c haCluster) PartitionLeader(topic string, partition int32) (int32, int32, bool) {
 	m, epoch, ok := c.n.PartitionLeader(topic, partition)
+	if ok && m.NodeID == c.r.self && !c.r.writable(epoch) {
+		// Leading, but the epoch's start is not recorded yet.
+		return 0, 0, false
+	}
 	return m.NodeID, broker.ClampEpoch(epoch), ok
 }
 

@@ -305,10 +305,11 @@ func TestConsumeFrom(t *testing.T) {
 		mustRun(t, "a0\na1\na2\na3\na4\n", "produce", "--brokers", addr, "--topic", "events", "-p", "0")
 		mustRun(t, "b0\nb1\n", "produce", "--brokers", addr, "--topic", "events", "-p", "3")
 
-		// Timestamps are milliseconds; step over the one the first batch used.
-		time.Sleep(5 * time.Millisecond)
-		mark := time.Now()
-		time.Sleep(5 * time.Millisecond)
+		// Timestamps are milliseconds: mark is the first millisecond after
+		// the first batches were stored, so the later batch is at or after it.
+		before := time.Now().UnixMilli()
+		waitFor(t, "the clock to pass a millisecond", func() bool { return time.Now().UnixMilli() > before })
+		mark := time.UnixMilli(time.Now().UnixMilli())
 		mustRun(t, "a5\na6\n", "produce", "--brokers", addr, "--topic", "events", "-p", "0")
 
 		values := func(args ...string) string {
@@ -383,15 +384,23 @@ func TestConsumeFollow(t *testing.T) {
 			t.Fatalf("follow returned %d records, want 6: %s", len(recs), r.stdout)
 		}
 
-		// --follow without --count ends with the context (SIGINT in real use).
+		// --follow without --count ends with the context (SIGINT in real use):
+		// cancelled once it has printed all six records, so it is provably in
+		// its follow loop, it returns without error.
 		ctx, cancel := context.WithCancel(context.Background())
+		defer cancel()
+		var stdout, stderr syncBuffer
+		follow := make(chan error, 1)
 		go func() {
-			done <- runCLIContext(ctx, t, "", "consume", "--brokers", addr, "--topic", "live", "--follow", "--from", "latest")
+			follow <- testApp(strings.NewReader(""), &stdout, &stderr).RunContext(ctx, []string{"unilog", "consume", "--brokers", addr, "--topic", "live", "--follow", "--from", "earliest"})
 		}()
-		time.Sleep(200 * time.Millisecond)
+		waitFor(t, "--follow to print the six records", func() bool { return strings.Count(stdout.String(), "\n") == 6 })
 		cancel()
-		if r := <-done; r.err != nil || r.stdout != "" {
-			t.Fatalf("interrupted follow: %v, stdout %q", r.err, r.stdout)
+		if err := <-follow; err != nil {
+			t.Fatalf("interrupted follow: %v, stderr %q", err, stderr.String())
+		}
+		if n := strings.Count(stdout.String(), "\n"); n != 6 {
+			t.Fatalf("interrupted follow printed %d lines, want 6", n)
 		}
 	})
 }

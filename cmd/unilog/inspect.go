@@ -29,7 +29,8 @@ running broker (whose newest records may then show as not yet dispatched).
 Prints the commit-log files (offset range, records, first and last store time), each
 topic/partition's offsets and the checkpoint. --verify checks every record's CRC and
 every consume-queue entry against the record it points at and exits non-zero on any
-mismatch. --dump TOPIC:PARTITION prints records from --from on, at most --limit.`,
+mismatch; damage before the checkpoint's flushed mark (which makes the broker refuse
+to start without --recover-truncate) is named by file, position and offset. --dump TOPIC:PARTITION prints records from --from on, at most --limit.`,
 		ArgsUsage: " ",
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "data-dir", Required: true, Usage: "data `DIR`"},
@@ -118,7 +119,7 @@ func printReport(w io.Writer, rep *dispatcher.Report, verify bool) {
 		fmt.Fprintf(w, "checkpoint: commit log flushed %d, dispatched %d, at %s\n",
 			cp.CommitLogFlushed, cp.Dispatched, cp.Time.Format(time.RFC3339Nano))
 	}
-	fmt.Fprintf(w, "\ncommit log: %d file(s), offsets [%d, %d), %d record(s)\n", len(rep.Files), rep.LogMin, rep.LogEnd, rep.Records)
+	fmt.Fprintf(w, "\ncommit log: %d file(s), offsets [%d, %d), %d record(s), flushed mark %d\n", len(rep.Files), rep.LogMin, rep.LogEnd, rep.Records, rep.FlushedMark)
 	fmt.Fprintf(w, "  %-20s  %-41s  %9s  %-24s  %-24s\n", "FILE", "RANGE", "RECORDS", "FIRST", "LAST")
 	for _, f := range rep.Files {
 		fmt.Fprintf(w, "  %-20s  [%d, %d) used %d  %9d  %-24s  %-24s\n", f.Name, f.Base, f.Base+f.Size, f.Used,

@@ -17,12 +17,16 @@ import (
 // waitFor polls cond until it holds; the limit only bounds a broken run.
 func waitFor(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	for deadline := time.Now().Add(60 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
-		if cond() {
-			return
+	tick := time.NewTicker(20 * time.Millisecond)
+	defer tick.Stop()
+	deadline := time.After(60 * time.Second)
+	for !cond() {
+		select {
+		case <-tick.C:
+		case <-deadline:
+			t.Fatalf("timed out waiting for %s", what)
 		}
 	}
-	t.Fatalf("timed out waiting for %s", what)
 }
 
 func TestProduceStopsOnSIGINT(t *testing.T) {

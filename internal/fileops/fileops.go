@@ -23,6 +23,8 @@ import (
 	"os"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/unilog/unilog/internal/fsutil"
 )
 
 // OS makes the real system calls.
@@ -52,14 +54,7 @@ func (OS) Fdatasync(f *os.File) error { return unix.Fdatasync(int(f.Fd())) }
 
 // SyncDir fsyncs the directory dir, making the creation, renaming and
 // removal of its entries durable.
-func (OS) SyncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	defer d.Close()
-	return d.Sync()
-}
+func (OS) SyncDir(dir string) error { return fsutil.SyncDir(dir) }
 
 // Syncfs writes back every dirty page and inode of the file system holding
 // dir (syncfs(2)): one journal commit instead of one per file.

@@ -1,0 +1,101 @@
+package broker
+
+import (
+	"bufio"
+	"fmt"
+	"net/http"
+	"runtime"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// nextMillisecond returns the first unix millisecond after the one current
+// at the call: later than every timestamp taken before it, and no later
+// than any taken after it returns.
+func nextMillisecond(t testing.TB) int64 {
+	t.Helper()
+	now := time.Now().UnixMilli()
+	eventually(t, "the clock to pass a millisecond", func() (bool, string) { return time.Now().UnixMilli() > now, "" })
+	return time.Now().UnixMilli()
+}
+
+// waitParked returns once long polls have registered at least n partitions.
+func waitParked(t testing.TB, b *Broker, n int64) {
+	t.Helper()
+	eventually(t, fmt.Sprintf("%d partitions watched by long polls", n), func() (bool, string) { w := b.st.Stats().Watchers; return w >= n, fmt.Sprint(w) })
+}
+
+// TestIdleLongPollReleases is the idle-consumer leak: one consumer polling
+// the end of 2,000 empty partitions with a short max wait, round after
+// round. Every fetch must leave no registration behind, and the heap must
+// stay where it was (each leaked registration costs a channel and a slice
+// slot, about 100 bytes: 60 rounds of 2,000 would leak over 10 MiB).
+func TestIdleLongPollReleases(t *testing.T) {
+	const partitions, rounds = 2000, 60
+	b := startBroker(t, testConfig(t, t.TempDir()))
+	cl := newClient(t, b.Addr())
+	createTopic(t, cl, "idle", partitions)
+
+	all := make([]int32, partitions)
+	for p := range all {
+		all[p] = int32(p)
+	}
+	req := fetchReq("idle", 0, 2*time.Millisecond, all...)
+	c := dialRaw(t, b.Addr())
+	round := func() {
+		t.Helper()
+		c.nc.SetDeadline(time.Now().Add(30 * time.Second))
+		resp, ok := c.roundTrip(req)
+		if !ok {
+			t.Fatal("connection closed instead of a fetch response")
+		}
+		for _, p := range resp.(*kmsg.FetchResponse).Topics[0].Partitions {
+			if p.ErrorCode != 0 || len(p.RecordBatches) != 0 {
+				t.Fatalf("idle partition %d: %v, %d bytes", p.Partition, kerr.ErrorForCode(p.ErrorCode), len(p.RecordBatches))
+			}
+		}
+		// The handler releases before the response is written.
+		if n := b.st.Stats().Watchers; n != 0 {
+			t.Fatalf("%d partitions still watched after the fetch returned", n)
+		}
+	}
+	heap := func() uint64 {
+		runtime.GC()
+		var ms runtime.MemStats
+		runtime.ReadMemStats(&ms)
+		return ms.HeapAlloc
+	}
+	round()
+	before := heap()
+	for range rounds {
+		round()
+	}
+	if after := heap(); after > before+4<<20 {
+		t.Fatalf("heap grew from %d to %d bytes over %d idle long polls of %d partitions", before, after, rounds, partitions)
+	}
+	if m := scrapeMetric(t, b, "unilog_fetch_watchers"); m != "0" {
+		t.Fatalf("unilog_fetch_watchers %s after the polls, want 0", m)
+	}
+}
+
+// scrapeMetric returns the value of an unlabelled metric on /metrics.
+func scrapeMetric(t testing.TB, b *Broker, name string) string {
+	t.Helper()
+	resp, err := http.Get("http://" + b.AdminAddr() + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	sc := bufio.NewScanner(resp.Body)
+	for sc.Scan() {
+		if v, ok := strings.CutPrefix(sc.Text(), name+" "); ok {
+			return v
+		}
+	}
+	t.Fatalf("/metrics has no %s (%v)", name, sc.Err())
+	return ""
+}

@@ -1,0 +1,258 @@
+package broker
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/unilog/unilog/commitlog"
+)
+
+// gatedStorage interposes on the storage's waits. While armed, the next
+// WaitDurable or WaitDispatched call reports its end on entered and blocks
+// until release is sent a result or its context ends; what it returned then
+// goes to exited.
+type gatedStorage struct {
+	storage
+	mu       sync.Mutex
+	durable  bool // gate the next WaitDurable
+	dispatch bool // gate the next WaitDispatched
+	lastEnd  int64
+	entered  chan int64
+	release  chan error
+	exited   chan error
+}
+
+func newGatedStorage() *gatedStorage {
+	return &gatedStorage{entered: make(chan int64, 1), release: make(chan error), exited: make(chan error, 1)}
+}
+
+func (g *gatedStorage) Append(topic string, partition int32, count int32, maxTimestamp int64, batch []byte) (int64, int64, error) {
+	base, end, err := g.storage.Append(topic, partition, count, maxTimestamp, batch)
+	g.mu.Lock()
+	g.lastEnd = end
+	g.mu.Unlock()
+	return base, end, err
+}
+
+func (g *gatedStorage) arm(durable, dispatch bool) {
+	g.mu.Lock()
+	g.durable, g.dispatch = durable, dispatch
+	g.mu.Unlock()
+}
+
+func (g *gatedStorage) gate(ctx context.Context, which *bool, end int64, wait func(context.Context, int64) error) error {
+	g.mu.Lock()
+	gated := *which
+	*which = false
+	g.mu.Unlock()
+	if !gated {
+		return wait(ctx, end)
+	}
+	g.entered <- end
+	var err error
+	select {
+	case err = <-g.release:
+		if err == nil {
+			err = wait(ctx, end)
+		}
+	case <-ctx.Done():
+		err = ctx.Err()
+	}
+	g.exited <- err
+	return err
+}
+
+func (g *gatedStorage) WaitDurable(ctx context.Context, end int64) error {
+	return g.gate(ctx, &g.durable, end, g.storage.WaitDurable)
+}
+
+func (g *gatedStorage) WaitDispatched(ctx context.Context, end int64) error {
+	return g.gate(ctx, &g.dispatch, end, g.storage.WaitDispatched)
+}
+
+func startGated(t *testing.T, cfg Config) (*Broker, *gatedStorage) {
+	t.Helper()
+	g := newGatedStorage()
+	b, err := start(cfg, func(s storage) storage { g.storage = s; return g })
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := b.Close(); err != nil {
+			t.Errorf("Close: %v", err)
+		}
+	})
+	return b, g
+}
+
+func produceReq(topic string, partition int32, acks int16, timeout time.Duration, batch []byte) *kmsg.ProduceRequest {
+	req := kmsg.NewPtrProduceRequest()
+	req.SetVersion(9)
+	req.Acks = acks
+	req.TimeoutMillis = int32(timeout / time.Millisecond)
+	rt := kmsg.NewProduceRequestTopic()
+	rt.Topic = topic
+	rp := kmsg.NewProduceRequestTopicPartition()
+	rp.Partition = partition
+	rp.Records = batch
+	rt.Partitions = append(rt.Partitions, rp)
+	req.Topics = append(req.Topics, rt)
+	return req
+}
+
+// sendAsync writes req on c and delivers its decoded response (nil if the
+// connection closed instead).
+func sendAsync(c *rawConn, req kmsg.Request) <-chan kmsg.Response {
+	out := make(chan kmsg.Response, 1)
+	if err := c.write(c.frame(req)); err != nil {
+		out <- nil
+		return out
+	}
+	go func() {
+		resp := req.ResponseKind()
+		resp.SetVersion(req.GetVersion())
+		if !c.readResponse(resp) {
+			out <- nil
+			return
+		}
+		out <- resp
+	}()
+	return out
+}
+
+func within[T any](t *testing.T, what string, ch <-chan T) T {
+	t.Helper()
+	select {
+	case v := <-ch:
+		return v
+	case <-time.After(30 * time.Second):
+		t.Fatalf("no %s after 30s", what)
+		panic("unreachable")
+	}
+}
+
+func produceCode(resp kmsg.Response) (int16, int64) {
+	p := resp.(*kmsg.ProduceResponse).Topics[0].Partitions[0]
+	return p.ErrorCode, p.BaseOffset
+}
+
+// TestRetryWaitsForOriginal: a retried idempotent batch under acks=-1 is
+// answered only once the original's bytes are durable, and with the flush's
+// error if that failed; the retry is never stored twice.
+func TestRetryWaitsForOriginal(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		flush error
+		want  int16
+	}{
+		{"flush succeeds", nil, 0},
+		{"flush fails", errors.New("injected msync failure"), kerr.KafkaStorageError.Code},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg := testConfig(t, t.TempDir())
+			cfg.Flush = commitlog.FlushSync
+			b, g := startGated(t, cfg)
+			cl := newClient(t, b.Addr())
+			createTopic(t, cl, "retry", 1)
+			pid, epoch := initProducerID(t, cl)
+			batch := rawBatch(pid, epoch, 0, "once")
+			c := dialRaw(t, b.Addr())
+			// The original, acks=1: stored, not waited for.
+			if code, base := produceCode(within(t, "first answer", sendAsync(c, produceReq("retry", 0, 1, 10*time.Second, batch)))); code != 0 || base != 0 {
+				t.Fatalf("original: %v base %d", kerr.ErrorForCode(code), base)
+			}
+			g.mu.Lock()
+			origEnd := g.lastEnd
+			g.mu.Unlock()
+
+			g.arm(true, false)
+			answer := sendAsync(c, produceReq("retry", 0, -1, 10*time.Second, batch))
+			select {
+			case end := <-g.entered:
+				if end < origEnd {
+					t.Fatalf("retry waited for the log through %d, the original ends at %d", end, origEnd)
+				}
+			case resp := <-answer:
+				code, _ := produceCode(resp)
+				t.Fatalf("acks=-1 retry answered (%v) without waiting for the original's flush", kerr.ErrorForCode(code))
+			case <-time.After(30 * time.Second):
+				t.Fatal("retry neither waited nor answered")
+			}
+			g.release <- tc.flush
+			code, base := produceCode(within(t, "retry answer", answer))
+			if code != tc.want || (code == 0 && base != 0) {
+				t.Fatalf("retry: %v base %d, want %v base 0", kerr.ErrorForCode(code), base, kerr.ErrorForCode(tc.want))
+			}
+			if p := rawFetch(t, cl, "retry", 0, 0, 0); p.HighWatermark != 1 {
+				t.Fatalf("high watermark %d, want the batch stored once", p.HighWatermark)
+			}
+		})
+	}
+}
+
+// TestStalledWaitFreezesNothing: a produce whose wait stalls (here the
+// dispatcher never catches up) must not hold the topic lock, so a
+// CreateTopics, which takes it exclusively, and the produces queued behind
+// it still go through; the stalled wait ends with its connection.
+func TestStalledWaitFreezesNothing(t *testing.T) {
+	b, g := startGated(t, testConfig(t, t.TempDir()))
+	cl := newClient(t, b.Addr())
+	createTopic(t, cl, "busy", 1)
+	pid, epoch := initProducerID(t, cl)
+
+	g.arm(false, true)
+	stalled := dialRaw(t, b.Addr())
+	sendAsync(stalled, produceReq("busy", 0, 1, time.Hour, rawBatch(pid, epoch, 0, "stalls")))
+	within(t, "stalled wait", g.entered)
+
+	admin := dialRaw(t, b.Addr())
+	create := kmsg.NewPtrCreateTopicsRequest()
+	create.SetVersion(4)
+	create.TimeoutMillis = 10_000
+	ct := kmsg.NewCreateTopicsRequestTopic()
+	ct.Topic = "other"
+	ct.NumPartitions = 1
+	ct.ReplicationFactor = 1
+	create.Topics = append(create.Topics, ct)
+	created := sendAsync(admin, create)
+	plain := sendAsync(dialRaw(t, b.Addr()), produceReq("busy", 0, 1, 10*time.Second, rawBatch(-1, -1, -1, "plain")))
+
+	if resp := within(t, "CreateTopics answer behind a stalled produce", created); resp.(*kmsg.CreateTopicsResponse).Topics[0].ErrorCode != 0 {
+		t.Fatalf("CreateTopics: %v", kerr.ErrorForCode(resp.(*kmsg.CreateTopicsResponse).Topics[0].ErrorCode))
+	}
+	if code, _ := produceCode(within(t, "produce answer behind a stalled produce", plain)); code != 0 {
+		t.Fatalf("produce: %v", kerr.ErrorForCode(code))
+	}
+	select {
+	case err := <-g.exited:
+		t.Fatalf("the stalled wait ended (%v) before its connection did", err)
+	default:
+	}
+	stalled.nc.Close()
+	if err := within(t, "stalled wait to end with its connection", g.exited); !errors.Is(err, context.Canceled) {
+		t.Fatalf("stalled wait ended with %v, want context.Canceled", err)
+	}
+}
+
+// TestStalledWaitTimesOut: a wait that cannot complete is answered with
+// REQUEST_TIMED_OUT after the request's own timeout.
+func TestStalledWaitTimesOut(t *testing.T) {
+	b, g := startGated(t, testConfig(t, t.TempDir()))
+	cl := newClient(t, b.Addr())
+	createTopic(t, cl, "slow", 1)
+	g.arm(false, true)
+	answer := sendAsync(dialRaw(t, b.Addr()), produceReq("slow", 0, 1, 50*time.Millisecond, rawBatch(-1, -1, -1, "x")))
+	within(t, "stalled wait", g.entered)
+	if code, _ := produceCode(within(t, "timed-out answer", answer)); code != kerr.RequestTimedOut.Code {
+		t.Fatalf("stalled produce answered %v, want REQUEST_TIMED_OUT", kerr.ErrorForCode(code))
+	}
+	if err := <-g.exited; !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("stalled wait ended with %v", err)
+	}
+}

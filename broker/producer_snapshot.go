@@ -1,0 +1,260 @@
+package broker
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"hash/crc32"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/sirupsen/logrus"
+
+	"github.com/unilog/unilog/internal/fsutil"
+)
+
+// The producer-state snapshot (format in the package doc) lets a restart
+// rebuild idempotence exactly without reading the whole log: state as of a
+// log position, plus the records stored after it.
+
+const (
+	producerSnapshotFile     = "producer-state"
+	producerSnapshotMagic    = 0x55505354 // "UPST"
+	producerSnapshotVersion  = 1
+	producerSnapshotInterval = 10 * time.Second
+	producerSnapshotHeader   = 20 // magic, version, reserved, log offset, partition count
+)
+
+// errProducerSnapshot marks a snapshot file that fails a check; the broker
+// then rebuilds from the whole log.
+var errProducerSnapshot = errors.New("broker: producer-state snapshot corrupt")
+
+type producerSnapshot struct {
+	logOffset int64
+	parts     []partitionSnapshot
+}
+
+type partitionSnapshot struct {
+	tp        topicPartition
+	producers map[int64]*producerSeq
+}
+
+func encodeProducerSnapshot(s producerSnapshot) []byte {
+	b := binary.BigEndian.AppendUint32(nil, producerSnapshotMagic)
+	b = binary.BigEndian.AppendUint16(b, producerSnapshotVersion)
+	b = binary.BigEndian.AppendUint16(b, 0)
+	b = binary.BigEndian.AppendUint64(b, uint64(s.logOffset))
+	b = binary.BigEndian.AppendUint32(b, uint32(len(s.parts)))
+	for _, p := range s.parts {
+		b = binary.BigEndian.AppendUint16(b, uint16(len(p.tp.topic)))
+		b = append(b, p.tp.topic...)
+		b = binary.BigEndian.AppendUint32(b, uint32(p.tp.partition))
+		b = binary.BigEndian.AppendUint32(b, uint32(len(p.producers)))
+		for id, ps := range p.producers {
+			b = binary.BigEndian.AppendUint64(b, uint64(id))
+			b = binary.BigEndian.AppendUint16(b, uint16(ps.epoch))
+			b = append(b, byte(len(ps.batches)))
+			for _, sb := range ps.batches {
+				b = binary.BigEndian.AppendUint32(b, uint32(sb.firstSeq))
+				b = binary.BigEndian.AppendUint32(b, uint32(sb.lastSeq))
+				b = binary.BigEndian.AppendUint64(b, uint64(sb.baseOffset))
+				b = binary.BigEndian.AppendUint64(b, uint64(sb.end))
+			}
+		}
+	}
+	return appendCRC(b)
+}
+
+// appendCRC appends the CRC32C of b, the snapshot's last field.
+func appendCRC(b []byte) []byte {
+	return binary.BigEndian.AppendUint32(b, crc32.Checksum(b, castagnoli))
+}
+
+// snapReader decodes big-endian fields and remembers the first shortfall.
+type snapReader struct {
+	b   []byte
+	bad bool
+}
+
+func (r *snapReader) take(n int) []byte {
+	if r.bad || len(r.b) < n {
+		r.bad = true
+		return make([]byte, n)
+	}
+	out := r.b[:n]
+	r.b = r.b[n:]
+	return out
+}
+
+func (r *snapReader) u8() uint8   { return r.take(1)[0] }
+func (r *snapReader) u16() uint16 { return binary.BigEndian.Uint16(r.take(2)) }
+func (r *snapReader) u32() uint32 { return binary.BigEndian.Uint32(r.take(4)) }
+func (r *snapReader) u64() uint64 { return binary.BigEndian.Uint64(r.take(8)) }
+
+func decodeProducerSnapshot(b []byte) (producerSnapshot, error) {
+	if len(b) < producerSnapshotHeader+4 {
+		return producerSnapshot{}, fmt.Errorf("%w: %d bytes", errProducerSnapshot, len(b))
+	}
+	body := b[:len(b)-4]
+	if want, got := binary.BigEndian.Uint32(b[len(b)-4:]), crc32.Checksum(body, castagnoli); want != got {
+		return producerSnapshot{}, fmt.Errorf("%w: CRC %08x, computed %08x", errProducerSnapshot, want, got)
+	}
+	r := &snapReader{b: body}
+	if m := r.u32(); m != producerSnapshotMagic {
+		return producerSnapshot{}, fmt.Errorf("%w: magic %08x", errProducerSnapshot, m)
+	}
+	if v := r.u16(); v != producerSnapshotVersion {
+		return producerSnapshot{}, fmt.Errorf("%w: version %d, this broker reads %d", errProducerSnapshot, v, producerSnapshotVersion)
+	}
+	r.u16()
+	s := producerSnapshot{logOffset: int64(r.u64())}
+	nparts := r.u32()
+	for i := uint32(0); i < nparts && !r.bad; i++ {
+		var p partitionSnapshot
+		p.tp.topic = string(r.take(int(r.u16())))
+		p.tp.partition = int32(r.u32())
+		nprod := r.u32()
+		p.producers = make(map[int64]*producerSeq, min(nprod, uint32(len(r.b)/11)))
+		for j := uint32(0); j < nprod && !r.bad; j++ {
+			id := int64(r.u64())
+			ps := &producerSeq{epoch: int16(r.u16())}
+			n := r.u8()
+			if n == 0 || n > dedupWindow {
+				return producerSnapshot{}, fmt.Errorf("%w: producer %d of %s/%d has %d batches", errProducerSnapshot, id, p.tp.topic, p.tp.partition, n)
+			}
+			for range n {
+				ps.batches = append(ps.batches, seqBatch{
+					firstSeq:   int32(r.u32()),
+					lastSeq:    int32(r.u32()),
+					baseOffset: int64(r.u64()),
+					end:        int64(r.u64()),
+				})
+			}
+			p.producers[id] = ps
+		}
+		s.parts = append(s.parts, p)
+	}
+	if r.bad || len(r.b) != 0 {
+		return producerSnapshot{}, fmt.Errorf("%w: its length does not match its counts", errProducerSnapshot)
+	}
+	return s, nil
+}
+
+// snapshotProducers writes the producer state of every partition. The log
+// offset is read before any partition is copied, so every batch stored below
+// it is in the copy; batches appended while copying may be too, which
+// replay tolerates.
+func (b *Broker) snapshotProducers() error {
+	b.snapMu.Lock() // one writer of producer-state.tmp
+	defer b.snapMu.Unlock()
+	s := producerSnapshot{logOffset: b.st.WriteOffset()}
+	b.partsMu.Lock()
+	parts := make(map[topicPartition]*partitionState, len(b.parts))
+	for tp, p := range b.parts {
+		parts[tp] = p
+	}
+	b.partsMu.Unlock()
+	for tp, p := range parts {
+		p.mu.Lock()
+		if len(p.producers) > 0 {
+			cp := make(map[int64]*producerSeq, len(p.producers))
+			for id, ps := range p.producers {
+				cp[id] = &producerSeq{epoch: ps.epoch, batches: append([]seqBatch(nil), ps.batches...)}
+			}
+			s.parts = append(s.parts, partitionSnapshot{tp: tp, producers: cp})
+		}
+		p.mu.Unlock()
+	}
+	return fsutil.ReplaceFile(filepath.Join(b.cfg.DataDir, producerSnapshotFile), encodeProducerSnapshot(s), 0o644)
+}
+
+// snapshotLoop rewrites the snapshot while idempotent appends change the
+// state, so a restart after a crash replays at most an interval of log.
+func (b *Broker) snapshotLoop() {
+	defer b.loopWG.Done()
+	tick := time.NewTicker(producerSnapshotInterval)
+	defer tick.Stop()
+	var written int64
+	for {
+		select {
+		case <-b.closing:
+			return
+		case <-tick.C:
+		}
+		n := b.producerChanges.Load()
+		if n == written {
+			continue
+		}
+		if err := b.snapshotProducers(); err != nil {
+			b.log.WithError(err).Warn("producer-state snapshot failed; a restart reads more of the log")
+			continue
+		}
+		written = n
+	}
+}
+
+// loadProducers rebuilds idempotent-producer state at start: the snapshot,
+// then every idempotent batch stored after its log offset. A missing,
+// corrupt or stale snapshot (one that names data the recovered log no
+// longer holds, after a crash lost an unflushed tail) is not trusted: the
+// whole log is replayed instead, which is slower but exact.
+func (b *Broker) loadProducers() error {
+	start := time.Now()
+	path := filepath.Join(b.cfg.DataDir, producerSnapshotFile)
+	from := int64(0)
+	wo := b.st.WriteOffset()
+	raw, err := os.ReadFile(path)
+	var s producerSnapshot
+	if err == nil {
+		s, err = decodeProducerSnapshot(raw)
+	}
+	if err == nil {
+		err = s.within(wo)
+	}
+	switch {
+	case err == nil:
+		for _, p := range s.parts {
+			if _, ok := b.meta.Topic(p.tp.topic); ok {
+				b.partition(p.tp.topic, p.tp.partition).producers = p.producers
+			}
+		}
+		from = s.logOffset
+	case errors.Is(err, fs.ErrNotExist):
+	default:
+		b.log.WithFields(logrus.Fields{"file": path, "error": err}).Warn("producer-state snapshot not used; rebuilding idempotence from the whole log")
+	}
+	var batches int
+	err = b.st.ScanRecords(from, func(topic string, partition int32, base, end int64, batch []byte) {
+		bi, ok := storedBatchProducer(batch)
+		if !ok || bi.producerID < 0 {
+			return
+		}
+		if _, known := b.meta.Topic(topic); !known {
+			return
+		}
+		b.partition(topic, partition).replay(bi, base, end)
+		batches++
+	})
+	if err != nil {
+		return fmt.Errorf("broker: rebuild producer state from %s: %w", path, err)
+	}
+	b.log.WithFields(logrus.Fields{"from": from, "to": wo, "idempotent_batches": batches, "elapsed": time.Since(start)}).Info("producer state loaded")
+	return nil
+}
+
+// within checks that the snapshot describes only data the log holds.
+func (s producerSnapshot) within(writeOffset int64) error {
+	if s.logOffset > writeOffset {
+		return fmt.Errorf("%w: taken at log offset %d, the log ends at %d", errProducerSnapshot, s.logOffset, writeOffset)
+	}
+	for _, p := range s.parts {
+		for id, ps := range p.producers {
+			if end := ps.batches[len(ps.batches)-1].end; end > writeOffset || end < 0 {
+				return fmt.Errorf("%w: producer %d of %s/%d ends at log offset %d, the log ends at %d", errProducerSnapshot, id, p.tp.topic, p.tp.partition, end, writeOffset)
+			}
+		}
+	}
+	return nil
+}

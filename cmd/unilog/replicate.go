@@ -1,0 +1,593 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"net"
+	"slices"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/sirupsen/logrus"
+	"github.com/urfave/cli/v2"
+
+	"github.com/unilog/unilog/broker"
+	"github.com/unilog/unilog/commitlog"
+	"github.com/unilog/unilog/dispatcher"
+	"github.com/unilog/unilog/ha"
+	"github.com/unilog/unilog/ha/replication"
+)
+
+// replicationFlags configure the data plane of `unilog broker`.
+func replicationFlags() []cli.Flag {
+	env := func(name string) []string { return []string{"UNILOG_" + name} }
+	return []cli.Flag{
+		&cli.StringFlag{Name: "replication-listen", Value: "127.0.0.1:0", Usage: "`HOST:PORT` followers of this node's replica group replicate from while it leads; advertised in its member record, so give a routable address across machines (port 0 picks a free one)", EnvVars: env("REPLICATION_LISTEN")},
+		&cli.StringFlag{Name: "replication", Value: "sync", Usage: "sync (acks=all and offset commits wait until the in-sync followers have the records, flushed with --flush sync) or async (they do not wait; consumers still see only replicated records)", EnvVars: env("REPLICATION")},
+		&cli.IntFlag{Name: "min-insync", Usage: "followers that must be in sync for an acks=all produce under sync replication; fewer answer NOT_ENOUGH_REPLICAS (0: none required, so a leader left alone keeps taking writes)", EnvVars: env("MIN_INSYNC")},
+	}
+}
+
+// replicationConfig is what the flags say about replication.
+type replicationConfig struct {
+	listen    string
+	sync      bool
+	minInSync int
+}
+
+func parseReplicationFlags(c *cli.Context) (replicationConfig, error) {
+	rc := replicationConfig{listen: c.String("replication-listen"), minInSync: c.Int("min-insync")}
+	switch mode := c.String("replication"); mode {
+	case "sync":
+		rc.sync = true
+	case "async":
+	default:
+		return rc, fmt.Errorf("--replication %q: want sync or async", mode)
+	}
+	if rc.minInSync < 0 {
+		return rc, fmt.Errorf("--min-insync %d: must be 0 or more", rc.minInSync)
+	}
+	if _, _, err := net.SplitHostPort(rc.listen); err != nil {
+		return rc, fmt.Errorf("--replication-listen %q: %w", rc.listen, err)
+	}
+	return rc, nil
+}
+
+// replicator runs this node's part of its replica group's data plane:
+// a replication.Leader while the node holds the group's lease, a
+// replication.Follower of the lease holder otherwise. It is the broker's
+// Replication, and it decides who may take a lapsed lease (eligible).
+type replicator struct {
+	cfg      replicationConfig
+	self     int32
+	group    string
+	durable  bool
+	fileSize int64
+	log      logrus.FieldLogger
+	ln       net.Listener
+
+	node *ha.Node // set once the control plane started
+
+	// Set by attach, once the broker opened the data directory.
+	b        *broker.Broker
+	d        *dispatcher.Dispatcher
+	epochs   *commitlog.Epochs
+	follower *replication.Follower
+	attached chan struct{}
+
+	mu       sync.Mutex
+	want     ha.LeaseState
+	leader   *replication.Leader // while leading, from the epoch start on
+	epoch    uint64              // the epoch writes are taken under; 0: none
+	roleCh   chan struct{}       // closed and replaced on every role change
+	isr      []int32             // the current leader's in-sync set, as last seen
+	isrEpoch uint64              // its epoch; 0: none seen
+	term     *termListener       // the leadership term's view of ln
+
+	kick   chan struct{}
+	stop   chan struct{}
+	done   chan struct{}
+	closed sync.Once
+}
+
+// newReplicator binds the replication listener, so the address it
+// advertises is known before the node joins the control plane.
+func newReplicator(rc replicationConfig, cfg broker.Config, group string) (*replicator, error) {
+	ln, err := net.Listen("tcp", rc.listen)
+	if err != nil {
+		return nil, fmt.Errorf("--replication-listen %s: %w", rc.listen, err)
+	}
+	r := &replicator{
+		cfg: rc, self: cfg.NodeID, group: group, ln: ln,
+		durable:  cfg.Flush == commitlog.FlushSync,
+		fileSize: cfg.FileSize,
+		log:      cfg.Logger.WithField("component", "replicator"),
+		attached: make(chan struct{}),
+		roleCh:   make(chan struct{}),
+		kick:     make(chan struct{}, 1),
+		stop:     make(chan struct{}),
+		done:     make(chan struct{}),
+	}
+	r.want.Leader = -1
+	return r, nil
+}
+
+// addr is the replication address to advertise.
+func (r *replicator) addr() string { return r.ln.Addr().String() }
+
+// attach starts replicating into the broker's data directory.
+func (r *replicator) attach(b *broker.Broker) error {
+	r.b, r.d = b, b.Dispatcher()
+	var err error
+	if r.epochs, err = commitlog.OpenEpochs(r.d.Log().Dir()); err != nil {
+		return err
+	}
+	r.follower = replication.NewFollower(replication.FollowerConfig{
+		Node:     strconv.Itoa(int(r.self)),
+		Log:      r.d.Log(),
+		Epochs:   r.epochs,
+		FileSize: r.d.Log().Options().FileSize,
+		Truncate: r.d.Truncate,
+		Restart:  r.d.Restart,
+		Durable:  r.durable,
+		Logger:   r.log,
+	})
+	r.node.SetInSync(r.inSync)
+	r.mu.Lock()
+	r.want = r.node.Elector().State()
+	leading := r.want.Role == ha.RoleLeader
+	r.mu.Unlock()
+	if !leading {
+		b.Demote()
+	}
+	close(r.attached)
+	go r.accept()
+	go r.run()
+	r.nudge()
+	return nil
+}
+
+// roleChanged is the elector's OnChange. Writes stop here, at once, when
+// leadership ends; the rest of the change happens on run's goroutine.
+func (r *replicator) roleChanged(s ha.LeaseState) {
+	r.mu.Lock()
+	r.want = s
+	if s.Role != ha.RoleLeader || s.Epoch != r.epoch {
+		r.epoch = 0
+	}
+	close(r.roleCh)
+	r.roleCh = make(chan struct{})
+	r.mu.Unlock()
+	if s.Role != ha.RoleLeader && r.isAttached() {
+		r.b.Demote()
+	}
+	r.nudge()
+}
+
+func (r *replicator) nudge() {
+	select {
+	case r.kick <- struct{}{}:
+	default:
+	}
+}
+
+func (r *replicator) isAttached() bool {
+	select {
+	case <-r.attached:
+		return true
+	default:
+		return false
+	}
+}
+
+// writable reports whether this node takes writes under epoch: it leads
+// it and the epoch's start is in the epoch file.
+func (r *replicator) writable(epoch uint64) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return epoch != 0 && r.epoch == epoch
+}
+
+// run applies role changes one at a time and keeps following.
+func (r *replicator) run() {
+	defer close(r.done)
+	var (
+		cur        = ha.LeaseState{Leader: -1}
+		stopFollow func()
+		retry      <-chan time.Time
+		isrTick    = time.NewTicker(250 * time.Millisecond)
+	)
+	defer isrTick.Stop()
+	endFollow := func() {
+		if stopFollow != nil {
+			stopFollow()
+			stopFollow = nil
+		}
+	}
+	defer func() {
+		endFollow()
+		r.stepDown()
+	}()
+	for {
+		select {
+		case <-r.stop:
+			return
+		case <-isrTick.C:
+			r.noteISR()
+			continue
+		case <-retry:
+		case <-r.kick:
+		}
+		retry = nil
+		r.mu.Lock()
+		s := r.want
+		r.mu.Unlock()
+		if s == cur {
+			continue
+		}
+		if s.Role == ha.RoleLeader {
+			endFollow()
+			if err := r.lead(s.Epoch); err != nil {
+				r.log.WithError(err).WithField("epoch", s.Epoch).Error("cannot lead: not taking writes; retrying")
+				retry = time.After(time.Second)
+				continue
+			}
+		} else {
+			r.b.Demote()
+			r.stepDown()
+			endFollow()
+			if s.Leader >= 0 && s.Leader != r.self {
+				stopFollow = r.startFollowing(s)
+			}
+		}
+		cur = s
+	}
+}
+
+// lead starts a leadership term: the epoch's start goes into the epoch
+// file before any write, the state followers did not keep is rebuilt,
+// and followers are served.
+func (r *replicator) lead(epoch uint64) error {
+	end := r.d.Log().WriteOffset()
+	if last, ok := r.epochs.Latest(); !ok || last.Epoch < int64(epoch) {
+		if err := r.epochs.Assign(int64(epoch), end); err != nil {
+			return err
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if err := r.b.Promote(ctx); err != nil {
+		return err
+	}
+	l := replication.NewLeader(replication.LeaderConfig{
+		Log:       r.d.Log(),
+		Epochs:    r.epochs,
+		Epoch:     int64(epoch),
+		FileSize:  r.d.Log().Options().FileSize,
+		MinInSync: r.cfg.minInSync,
+		Durable:   r.durable,
+		OnFenced:  r.fenced,
+		Logger:    r.log,
+	})
+	r.mu.Lock()
+	if r.want.Role != ha.RoleLeader || r.want.Epoch != epoch {
+		// Deposed meanwhile: run sees the newer state next.
+		r.mu.Unlock()
+		l.Close()
+		return nil
+	}
+	term := newTermListener(r.ln.Addr())
+	r.leader, r.term, r.epoch = l, term, epoch
+	r.mu.Unlock()
+	removeFloor := r.d.Log().AddRetentionFloor(func() int64 { return slowestInSync(l) })
+	go func() {
+		// Serve returns once the Leader's Close closed the term.
+		if err := l.Serve(term); err != nil {
+			r.log.WithError(err).Error("replication leader stopped serving")
+		}
+		removeFloor()
+	}()
+	go r.announceISR(l)
+	r.log.WithFields(logrus.Fields{"epoch": epoch, "start": end, "replication_addr": r.addr()}).Info("leading: serving followers")
+	return nil
+}
+
+// slowestInSync is the retention floor a leader keeps for its in-sync
+// followers: the lowest end among them.
+func slowestInSync(l *replication.Leader) int64 {
+	floor := int64(math.MaxInt64)
+	for _, f := range l.Followers() {
+		if f.InSync {
+			floor = min(floor, f.End)
+		}
+	}
+	return floor
+}
+
+// announceISR re-announces this node as soon as its in-sync set changes,
+// so the followers always know who may succeed it.
+func (r *replicator) announceISR(l *replication.Leader) {
+	var last []int32
+	for {
+		ch := l.Changed()
+		if isr := inSyncOf(l); !slices.Equal(isr, last) {
+			last = isr
+			r.node.Announce()
+		}
+		select {
+		case <-ch:
+		case <-r.stop:
+			return
+		}
+		r.mu.Lock()
+		current := r.leader == l
+		r.mu.Unlock()
+		if !current {
+			return
+		}
+	}
+}
+
+// stepDown ends a leadership term.
+func (r *replicator) stepDown() {
+	r.mu.Lock()
+	l := r.leader
+	r.leader, r.term, r.epoch = nil, nil, 0
+	r.mu.Unlock()
+	if l != nil {
+		l.Close()
+		r.log.Info("leadership ended: replication leader closed")
+	}
+}
+
+// fenced is the Leader's OnFenced: a follower knows a newer epoch, so
+// this node stops taking writes now; its lease renewal fails next.
+func (r *replicator) fenced(newer int64) {
+	r.mu.Lock()
+	r.epoch = 0
+	r.mu.Unlock()
+	r.b.Demote()
+	r.log.WithField("newer_epoch", newer).Warn("fenced by a newer epoch: writes stopped")
+}
+
+// startFollowing replicates from the leader of s until the returned
+// function is called (which waits for the follower to stop).
+func (r *replicator) startFollowing(s ha.LeaseState) func() {
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		r.follow(ctx, s)
+	}()
+	return func() {
+		cancel()
+		<-done
+	}
+}
+
+// follow keeps a session with the leader of s, reconnecting with backoff.
+func (r *replicator) follow(ctx context.Context, s ha.LeaseState) {
+	const minBackoff, maxBackoff = 50 * time.Millisecond, 2 * time.Second
+	backoff := minBackoff
+	var lastErr string
+	for ctx.Err() == nil {
+		m, ok := r.node.Member(s.Leader)
+		if ok && m.ReplicationAddr != "" {
+			began := time.Now()
+			err := r.follower.Follow(ctx, m.ReplicationAddr, int64(s.Epoch))
+			if ctx.Err() != nil {
+				return
+			}
+			if time.Since(began) > maxBackoff {
+				backoff = minBackoff
+			}
+			if msg := err.Error(); msg != lastErr {
+				lastErr = msg
+				r.log.WithError(err).WithFields(logrus.Fields{"leader": s.Leader, "epoch": s.Epoch}).Warn("replication session ended; reconnecting")
+			}
+			if errors.Is(err, replication.ErrFileSize) {
+				backoff = maxBackoff
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(backoff):
+		}
+		backoff = min(2*backoff, maxBackoff)
+	}
+}
+
+// inSync is the in-sync set this node publishes while it leads.
+func (r *replicator) inSync() []int32 {
+	r.mu.Lock()
+	l := r.leader
+	r.mu.Unlock()
+	if l == nil {
+		return nil
+	}
+	return inSyncOf(l)
+}
+
+func inSyncOf(l *replication.Leader) []int32 {
+	var out []int32
+	for _, f := range l.Followers() {
+		if id, err := strconv.ParseInt(f.Node, 10, 32); err == nil && f.InSync {
+			out = append(out, int32(id))
+		}
+	}
+	return out
+}
+
+// noteISR remembers the current leader's in-sync set: a leader that stops
+// cleanly deletes its member record, and its followers must still know.
+func (r *replicator) noteISR() {
+	st := r.node.Elector().State()
+	if st.Leader < 0 || st.Leader == r.self {
+		return
+	}
+	m, ok := r.node.Member(st.Leader)
+	if !ok || m.Role != ha.RoleLeader.String() || m.Epoch != st.Epoch {
+		return
+	}
+	r.mu.Lock()
+	r.isr, r.isrEpoch = m.InSync, m.Epoch
+	r.mu.Unlock()
+}
+
+// eligible is the elector's Eligible: only a follower the last leader had
+// in sync may take its lapsed lease, and of those the live one with the
+// longest log (ties: the lowest node id), so the most caught-up in-sync
+// follower takes over and no acknowledged record is lost. A node that
+// held the newest lease itself may take it back. When the last leader's
+// set is unknown (this node never saw it), the longest log decides.
+func (r *replicator) eligible() bool {
+	if !r.isAttached() {
+		return false
+	}
+	st := r.node.Elector().State()
+	if st.Leader == r.self {
+		return true
+	}
+	r.noteISR()
+	r.mu.Lock()
+	known := r.isrEpoch != 0 && r.isrEpoch == st.Epoch
+	isr := r.isr
+	r.mu.Unlock()
+	may := func(id int32) bool { return !known || slices.Contains(isr, id) }
+	if !may(r.self) {
+		return false
+	}
+	end := r.d.Log().WriteOffset()
+	for _, m := range r.node.Members() {
+		if m.ReplicaGroup != r.group || m.NodeID == r.self || m.NodeID == st.Leader || !may(m.NodeID) {
+			continue
+		}
+		if m.LogEndOffset > end || m.LogEndOffset == end && m.NodeID < r.self {
+			return false
+		}
+	}
+	return true
+}
+
+// HighWatermark implements broker.Replication.
+func (r *replicator) HighWatermark() int64 {
+	if l := r.current(); l != nil {
+		return l.HighWatermark()
+	}
+	return 0
+}
+
+// Changed implements broker.Replication.
+func (r *replicator) Changed() <-chan struct{} {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.leader != nil {
+		return r.leader.Changed()
+	}
+	return r.roleCh
+}
+
+// WaitReplicated implements broker.Replication.
+func (r *replicator) WaitReplicated(ctx context.Context, end int64) error {
+	l := r.current()
+	if l == nil {
+		return fmt.Errorf("replicate to %d: %w", end, broker.ErrNotLeader)
+	}
+	err := l.WaitReplicated(ctx, end)
+	switch {
+	case errors.Is(err, replication.ErrNotEnoughReplicas):
+		return fmt.Errorf("%w: %w", broker.ErrNotEnoughReplicas, err)
+	case errors.Is(err, replication.ErrFenced), errors.Is(err, net.ErrClosed):
+		return fmt.Errorf("%w: %w", broker.ErrNotLeader, err)
+	}
+	return err
+}
+
+// Followers implements broker.Replication.
+func (r *replicator) Followers() []broker.ReplicaStatus {
+	l := r.current()
+	if l == nil {
+		return nil
+	}
+	fs := l.Followers()
+	out := make([]broker.ReplicaStatus, len(fs))
+	for i, f := range fs {
+		out[i] = broker.ReplicaStatus(f)
+	}
+	return out
+}
+
+func (r *replicator) current() *replication.Leader {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.leader
+}
+
+// close stops replicating and the listener.
+func (r *replicator) close() {
+	r.closed.Do(func() {
+		close(r.stop)
+		r.ln.Close()
+		if r.isAttached() {
+			<-r.done
+		}
+	})
+}
+
+// accept owns the replication listener for the whole run: connections
+// go to the current leadership term, and are closed while there is none
+// (the follower dials again).
+func (r *replicator) accept() {
+	for {
+		c, err := r.ln.Accept()
+		if err != nil {
+			return
+		}
+		r.mu.Lock()
+		t := r.term
+		r.mu.Unlock()
+		if t == nil {
+			c.Close()
+			continue
+		}
+		select {
+		case t.conns <- c:
+		case <-t.closed:
+			c.Close()
+		}
+	}
+}
+
+// termListener is the replication listener as one term's Leader sees it:
+// Accept yields the connections accept hands over, and Close (the
+// Leader's, at the end of the term) leaves the real listener open.
+type termListener struct {
+	addr   net.Addr
+	conns  chan net.Conn
+	closed chan struct{}
+	once   sync.Once
+}
+
+func newTermListener(addr net.Addr) *termListener {
+	return &termListener{addr: addr, conns: make(chan net.Conn), closed: make(chan struct{})}
+}
+
+func (t *termListener) Accept() (net.Conn, error) {
+	select {
+	case c := <-t.conns:
+		return c, nil
+	case <-t.closed:
+		return nil, net.ErrClosed
+	}
+}
+
+func (t *termListener) Close() error {
+	t.once.Do(func() { close(t.closed) })
+	return nil
+}
+
+func (t *termListener) Addr() net.Addr { return t.addr }

@@ -1,0 +1,166 @@
+package dispatcher
+
+import (
+	"testing"
+)
+
+// partitionKey names one partition of one topic in the tests below.
+type partitionKey struct {
+	topic     string
+	partition int32
+}
+
+// nextOffsets is every partition's next queue offset after recs.
+func nextOffsets(recs []appended) map[partitionKey]int64 {
+	next := make(map[partitionKey]int64)
+	for _, a := range recs {
+		next[partitionKey{a.msg.Topic, a.msg.Partition}] = a.pos.QueueOffset + int64(max(a.msg.Count, 1))
+	}
+	return next
+}
+
+// TestTruncate cuts a dispatched log at record boundaries in the last file,
+// in an earlier file and at its very start: the queues must end exactly
+// where the kept records end, new appends must reuse the offsets cut, and
+// the directory must verify and reopen with the same content.
+func TestTruncate(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		keep func(n int) int // records kept of n
+	}{
+		{"last file", func(n int) int { return n - 3 }},
+		{"earlier file", func(n int) int { return n / 3 }},
+		{"everything", func(int) int { return 0 }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			d := mustOpen(t, testOptions(dir))
+			defer func() { d.Close() }()
+			recs := appendN(t, d, 7, 0, 300)
+			waitDispatched(t, d)
+			if len(d.Log().Files()) < 3 {
+				t.Fatalf("want several commit-log files, got %d", len(d.Log().Files()))
+			}
+			k := tc.keep(len(recs))
+			to := int64(0)
+			if k > 0 {
+				to = recs[k-1].pos.End()
+			}
+			kept := recs[:k]
+			if err := d.Truncate(to); err != nil {
+				t.Fatalf("Truncate(%d): %v", to, err)
+			}
+			if got := d.Log().WriteOffset(); got != to {
+				t.Fatalf("write offset %d after Truncate(%d)", got, to)
+			}
+			if got := d.Dispatched(); got > to {
+				t.Fatalf("dispatched %d after Truncate(%d)", got, to)
+			}
+			if cp := d.Checkpoint(); cp.Dispatched > to {
+				t.Fatalf("checkpoint %+v after Truncate(%d)", cp, to)
+			}
+			want := nextOffsets(kept)
+			for _, a := range recs {
+				p := partitionKey{a.msg.Topic, a.msg.Partition}
+				q, ok := d.Queues().Lookup(p.topic, p.partition)
+				if !ok {
+					t.Fatalf("%v: queue gone", p)
+				}
+				if q.MaxOffset() != want[p] {
+					t.Fatalf("%v: queue max %d after truncation, want %d", p, q.MaxOffset(), want[p])
+				}
+			}
+			for _, a := range kept {
+				checkReadable(t, d, a)
+			}
+
+			more := appendN(t, d, 8, 0, 100)
+			for _, a := range more {
+				p := partitionKey{a.msg.Topic, a.msg.Partition}
+				if a.pos.QueueOffset != want[p] {
+					t.Fatalf("%v: appended at offset %d after truncation, want %d", p, a.pos.QueueOffset, want[p])
+				}
+				want[p] += int64(max(a.msg.Count, 1))
+			}
+			waitDispatched(t, d)
+			all := append(kept, more...)
+			for _, a := range all {
+				checkReadable(t, d, a)
+			}
+			if err := d.Close(); err != nil {
+				t.Fatal(err)
+			}
+			if err := Verify(dir); err != nil {
+				t.Fatalf("Verify after truncation: %v", err)
+			}
+			d = mustOpen(t, testOptions(dir))
+			for _, a := range all {
+				checkReadable(t, d, a)
+			}
+		})
+	}
+}
+
+// TestTruncateRefusesNonBoundary leaves everything in place when the
+// offset is not where a record starts.
+func TestTruncateRefusesNonBoundary(t *testing.T) {
+	d := mustOpen(t, testOptions(t.TempDir()))
+	defer d.Close()
+	recs := appendN(t, d, 9, 0, 50)
+	waitDispatched(t, d)
+	end := d.Log().WriteOffset()
+	if err := d.Truncate(recs[10].pos.PhysOffset + 1); err == nil {
+		t.Fatal("Truncate inside a record succeeded")
+	}
+	if got := d.Log().WriteOffset(); got != end {
+		t.Fatalf("write offset %d after a refused truncation, want %d", got, end)
+	}
+}
+
+// TestRestart empties the log and the queues and starts again at a later
+// file base, as a follower does when its leader's retention passed it:
+// records written from there are indexed at the offsets they carry.
+func TestRestart(t *testing.T) {
+	dir := t.TempDir()
+	opts := testOptions(dir)
+	d := mustOpen(t, opts)
+	defer func() { d.Close() }()
+	recs := appendN(t, d, 11, 0, 200)
+	waitDispatched(t, d)
+	at := 10 * opts.CommitLog.FileSize
+	if err := d.Restart(at); err != nil {
+		t.Fatalf("Restart(%d): %v", at, err)
+	}
+	if lo, hi := d.Log().MinOffset(), d.Log().WriteOffset(); lo != at || hi != at || d.Dispatched() != at {
+		t.Fatalf("after Restart(%d): log [%d, %d), dispatched %d", at, lo, hi, d.Dispatched())
+	}
+	next := nextOffsets(recs)
+	for p, n := range next {
+		q, ok := d.Queues().Lookup(p.topic, p.partition)
+		if !ok || q.MinOffset() != q.MaxOffset() || q.MaxOffset() > n {
+			t.Fatalf("%v: queue not emptied (ok %v)", p, ok)
+		}
+	}
+	more := appendN(t, d, 12, 0, 100)
+	for _, a := range more {
+		p := partitionKey{a.msg.Topic, a.msg.Partition}
+		if a.pos.QueueOffset != next[p] {
+			t.Fatalf("%v: appended at offset %d after restart, want %d (counters are kept)", p, a.pos.QueueOffset, next[p])
+		}
+		next[p] += int64(max(a.msg.Count, 1))
+	}
+	waitDispatched(t, d)
+	for _, a := range more {
+		checkReadable(t, d, a)
+	}
+	if err := d.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := Verify(dir); err != nil {
+		t.Fatalf("Verify after restart: %v", err)
+	}
+	d = mustOpen(t, opts)
+	for _, a := range more {
+		checkReadable(t, d, a)
+	}
+}
