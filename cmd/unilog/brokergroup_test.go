@@ -31,7 +31,7 @@ import (
 
 // haFileSize is small so that the logs roll during a test: replication
 // must carry end-of-file markers and keep files aligned.
-const haFileSize = 1 << 20
+const haFileSize = 64 << 10
 
 // haLease is the lease the HA tests run with: a failover takes about one
 // lease, and the default 6s would make every round slow.

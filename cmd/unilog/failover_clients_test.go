@@ -92,6 +92,7 @@ func TestClientsProduceThroughFailover(t *testing.T) {
 	}
 
 	ctx, stop := context.WithCancel(context.Background())
+	defer stop()
 	var wg sync.WaitGroup
 	every := time.NewTicker(5 * time.Millisecond)
 	defer every.Stop()
@@ -130,7 +131,7 @@ func TestClientsProduceThroughFailover(t *testing.T) {
 	// The message key names the partition, so the history knows it.
 	byKey := kafka.BalancerFunc(func(m kafka.Message, _ ...int) int { return int(m.Key[0] - '0') })
 	writer := &kafka.Writer{Addr: kafka.TCP(g.seeds()...), Topic: topic, Balancer: byKey,
-		RequiredAcks: kafka.RequireAll, MaxAttempts: 3, BatchTimeout: time.Millisecond,
+		RequiredAcks: kafka.RequireAll, MaxAttempts: 1, BatchTimeout: time.Millisecond,
 		WriteBackoffMin: 50 * time.Millisecond, WriteBackoffMax: 500 * time.Millisecond}
 	defer writer.Close()
 	wg.Go(func() {
@@ -162,7 +163,7 @@ func TestClientsProduceThroughFailover(t *testing.T) {
 	kcatCtx, kcatKill := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer kcatKill()
 	kcat := exec.CommandContext(kcatCtx, kcatPath, "-P", "-b", strings.Join(g.seeds(), ","), "-t", topic, "-p", "0",
-		"-X", "acks=all", "-X", "message.timeout.ms=10000", "-X", "topic.metadata.refresh.interval.ms=500")
+		"-X", "enable.idempotence=true", "-X", "message.timeout.ms=10000", "-X", "topic.metadata.refresh.interval.ms=500")
 	stdin, err := kcat.StdinPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -198,9 +199,15 @@ func TestClientsProduceThroughFailover(t *testing.T) {
 		for name, s := range clients {
 			base[name] = s.acked.Load()
 		}
-		waitFor(t, what, func() bool {
-			return clients["franz-go"].acked.Load() >= base["franz-go"]+n && clients["kafka-go"].acked.Load() >= base["kafka-go"]+n
-		})
+		for deadline := time.Now().Add(time.Minute); ; time.Sleep(20 * time.Millisecond) {
+			f, k := clients["franz-go"].acked.Load()-base["franz-go"], clients["kafka-go"].acked.Load()-base["kafka-go"]
+			if f >= n && k >= n {
+				return
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("%s: %d by franz-go, %d by kafka-go, want %d each", what, f, k, n)
+			}
+		}
 	}
 	waitAcked("records acknowledged to franz-go and kafka-go", 100)
 	old, st := g.leader()
@@ -248,7 +255,11 @@ func TestClientsProduceThroughFailover(t *testing.T) {
 
 	for _, name := range []string{"franz-go", "kafka-go", "kcat"} {
 		s := clients[name]
-		t.Logf("%s: %d records acknowledged (kcat: of those given after the failover, stored), errors surfaced: %v", name, s.acked.Load(), s.errors)
+		what := "records acknowledged"
+		if name == "kcat" {
+			what = "records given after the failover and stored"
+		}
+		t.Logf("%s: %d %s; errors surfaced: %v", name, s.acked.Load(), what, s.errors)
 		for _, e := range s.bad {
 			t.Errorf("%s surfaced a non-retriable error: %s", name, e)
 		}

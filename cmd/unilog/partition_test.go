@@ -41,7 +41,7 @@ func newPinnedWriter(t *testing.T, node, client int, addr string) *pinnedWriter 
 		return d.DialContext(ctx, network, addr)
 	}
 	cl, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.Dialer(dial), kgo.DisableIdempotentWrite(),
-		kgo.RecordRetries(1), kgo.RecordDeliveryTimeout(2*time.Second), kgo.MetadataMinAge(50*time.Millisecond),
+		kgo.RecordRetries(0), kgo.RecordDeliveryTimeout(2*time.Second), kgo.MetadataMinAge(50*time.Millisecond),
 		kgo.RecordPartitioner(kgo.ManualPartitioner()))
 	if err != nil {
 		t.Fatal(err)

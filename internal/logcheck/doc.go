@@ -36,6 +36,12 @@
 // thousands of them (a client retrying against a node that is not the
 // leader) would make every step of the search try each.
 //
+// Likewise an append whose offset the client never learnt (an unknown
+// outcome, or a client that does not report offsets) but that a complete
+// read (from 0 to the end it saw, made with nothing in flight) holds gets
+// the offset that read found it at and ends by that read: values being
+// unique, the model could place it nowhere else.
+//
 // Values must be unique in a history: that makes "present exactly once"
 // part of the model, since a value stored twice has one Append to explain
 // two positions.

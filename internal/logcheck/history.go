@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"sort"
+	"strings"
 	"sync"
 	"time"
 
@@ -133,6 +134,7 @@ func (h *History) Check(timeout time.Duration, vizPath string) error {
 	if err := checkProducerOrder(ops); err != nil {
 		return err
 	}
+	ops = placeByFinalRead(ops)
 	res, info := porcupine.CheckOperationsVerbose(Model, ops, timeout)
 	switch res {
 	case porcupine.Ok:
@@ -140,13 +142,26 @@ func (h *History) Check(timeout time.Duration, vizPath string) error {
 	case porcupine.Unknown:
 		return fmt.Errorf("%w after %s (%d operations)", ErrUndecided, timeout, len(ops))
 	}
+	err := fmt.Errorf("%w: %s (%d operations)", ErrNotLinearizable, strings.Join(illegalKeys(ops, timeout), ", "), len(ops))
 	if vizPath == "" {
-		return fmt.Errorf("%w (%d operations)", ErrNotLinearizable, len(ops))
+		return err
 	}
-	if err := porcupine.VisualizePath(Model, info, vizPath); err != nil {
-		return fmt.Errorf("%w (%d operations); visualization: %w", ErrNotLinearizable, len(ops), err)
+	if verr := porcupine.VisualizePath(Model, info, vizPath); verr != nil {
+		return fmt.Errorf("%w; visualization: %w", err, verr)
 	}
-	return fmt.Errorf("%w (%d operations); see %s", ErrNotLinearizable, len(ops), vizPath)
+	return fmt.Errorf("%w; see %s", err, vizPath)
+}
+
+// illegalKeys names the logs and registers whose own history is not
+// linearizable.
+func illegalKeys(ops []porcupine.Operation, timeout time.Duration) []string {
+	var keys []string
+	for _, part := range partition(ops) {
+		if porcupine.CheckOperationsTimeout(Model, part, timeout) == porcupine.Illegal {
+			keys = append(keys, part[0].Input.(Input).Key)
+		}
+	}
+	return keys
 }
 
 func checkProducerOrder(ops []porcupine.Operation) error {
@@ -206,4 +221,44 @@ func pruneUnseen(ops []porcupine.Operation) []porcupine.Operation {
 		kept = append(kept, op)
 	}
 	return kept
+}
+
+// placeByFinalRead gives each append that a complete read (from offset 0
+// to the end it saw) holds, and whose offset the client does not know,
+// the offset that read found it at, and ends it no later than that read.
+// Values are unique, so the model could place it nowhere else and it took
+// effect before the read: the verdict stays the same, and the search no
+// longer tries an append of unknown outcome at every step (kcat reports
+// no offsets and no successes, which makes thousands).
+func placeByFinalRead(ops []porcupine.Operation) []porcupine.Operation {
+	type place struct {
+		offset int64
+		by     int64 // the read's return
+	}
+	found := map[string]map[string]place{}
+	for _, op := range ops {
+		in, out := op.Input.(Input), op.Output.(Output)
+		if in.Kind != Read || in.From != 0 || out.End != int64(len(out.Values)) {
+			continue
+		}
+		if found[in.Key] == nil {
+			found[in.Key] = map[string]place{}
+		}
+		for i, v := range out.Values {
+			if p, ok := found[in.Key][v]; !ok || op.Return < p.by {
+				found[in.Key][v] = place{int64(i), op.Return}
+			}
+		}
+	}
+	out := make([]porcupine.Operation, len(ops))
+	for i, op := range ops {
+		in, o := op.Input.(Input), op.Output.(Output)
+		p, ok := found[in.Key][in.Value]
+		if in.Kind == Append && ok && (o.Unknown || o.Offset < 0) {
+			op.Output = Output{Offset: p.offset, End: -1}
+			op.Return = max(min(op.Return, p.by), op.Call+1)
+		}
+		out[i] = op
+	}
+	return out
 }
