@@ -226,9 +226,7 @@ func TestClientsProduceThroughFailover(t *testing.T) {
 	}
 
 	logs := finalRead(t, h, 310, g.seeds(), topic, partitions)
-	if err := h.Check(5*time.Minute, filepath.Join(os.TempDir(), fmt.Sprintf("unilog-clients-%d.html", killed.UnixNano()))); err != nil {
-		t.Error(err)
-	}
+	checkHistory(t, h, "clients")
 
 	kcatOut, err := os.ReadFile(stderrPath)
 	if err != nil {

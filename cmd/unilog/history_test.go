@@ -3,6 +3,8 @@ package main
 import (
 	"context"
 	"fmt"
+	"os"
+	"path/filepath"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -258,4 +260,23 @@ func consumeRange(t *testing.T, ctx context.Context, seeds []string, topic strin
 		}
 	}
 	return values[:end]
+}
+
+// checkHistory fails the test unless h is linearizable. The evidence of a
+// failure goes outside t.TempDir, which goes with the test: a drawing of
+// the offending partitions (HTML) and the whole history (JSON).
+func checkHistory(t *testing.T, h *logcheck.History, name string) {
+	t.Helper()
+	base := filepath.Join(os.TempDir(), fmt.Sprintf("unilog-%s-%d", name, time.Now().UnixNano()))
+	start := time.Now()
+	err := h.Check(5*time.Minute, base+".html")
+	t.Logf("history: %v; checked in %s", h.Stats(), time.Since(start).Round(time.Millisecond))
+	if err == nil {
+		return
+	}
+	if werr := h.WriteJSON(base + ".json"); werr != nil {
+		t.Errorf("%v (%v)", err, werr)
+		return
+	}
+	t.Errorf("%v; history in %s.json", err, base)
 }

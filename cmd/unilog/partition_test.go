@@ -4,8 +4,6 @@ import (
 	"context"
 	"fmt"
 	"net"
-	"os"
-	"path/filepath"
 	"sync"
 	"testing"
 	"time"
@@ -165,9 +163,6 @@ func TestLeaderCutOffFromNATSStopsWritesFirst(t *testing.T) {
 	g.waitInSync(next)
 	end := g.waitSameEnd()
 	finalRead(t, h, 200, g.seeds(), topic, 1)
-	if err := h.Check(5*time.Minute, filepath.Join(os.TempDir(), fmt.Sprintf("unilog-cut-off-%d.html", cut.UnixNano()))); err != nil {
-		t.Error(err)
-	}
-	t.Logf("history: %v", h.Stats())
+	checkHistory(t, h, "cut-off")
 	g.compareLogs(end)
 }

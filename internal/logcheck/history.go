@@ -1,9 +1,11 @@
 package logcheck
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"math"
+	"os"
 	"sort"
 	"strings"
 	"sync"
@@ -91,6 +93,20 @@ func (h *History) Operations() []porcupine.Operation {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	return append([]porcupine.Operation(nil), h.ops...)
+}
+
+// WriteJSON writes the history as a JSON array of porcupine operations
+// (times in nanoseconds from the history's start), for a person
+// investigating a failure with other tools.
+func (h *History) WriteJSON(path string) error {
+	b, err := json.Marshal(h.Operations())
+	if err != nil {
+		return fmt.Errorf("logcheck: history: %w", err)
+	}
+	if err := os.WriteFile(path, b, 0o644); err != nil {
+		return fmt.Errorf("logcheck: write history: %w", err)
+	}
+	return nil
 }
 
 // Stats counts the operations of each kind, and the acknowledged appends.
