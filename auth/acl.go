@@ -22,9 +22,13 @@ type Operation int
 const (
 	// Produce allows Produce to matching topics (and InitProducerId).
 	Produce Operation = iota + 1
-	// Consume allows Fetch and ListOffsets on matching topics.
+	// Consume allows Fetch and ListOffsets on matching topics, and
+	// committing, fetching and deleting their offsets in a group the
+	// principal may use.
 	Consume
-	// Group allows joining, committing to and describing matching groups.
+	// Group allows every consumer group API on matching groups: finding
+	// the coordinator, joining, committing to, listing, describing and
+	// deleting them.
 	Group
 	// Admin allows creating, deleting and growing matching topics.
 	Admin

@@ -52,10 +52,11 @@
 // PRINCIPAL is a SASL user name, the subject common name of a verified
 // client certificate when the listener has mutual TLS and no SASL,
 // ANONYMOUS otherwise, or * for all of them. OPERATION is produce (Produce,
-// InitProducerId), consume (Fetch, ListOffsets), group (consumer group
-// APIs, on group names) or admin (CreateTopics, DeleteTopics,
-// CreatePartitions). Patterns are path.Match globs over topic or group
-// names: "orders" is exact, "orders-*" a prefix, "*" everything. Any topic
-// operation also lets the principal see the topic in Metadata and
-// DescribeConfigs. "#" starts a comment.
+// InitProducerId), consume (Fetch, ListOffsets, and committing or fetching
+// a group's offsets of the topic), group (consumer group APIs, on group
+// names) or admin (CreateTopics, DeleteTopics, CreatePartitions). Patterns
+// are path.Match globs over topic or group names: "orders" is exact,
+// "orders-*" a prefix, "*" everything. Any topic operation also lets the
+// principal see the topic in Metadata and DescribeConfigs. "#" starts a
+// comment.
 package auth

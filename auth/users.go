@@ -10,7 +10,6 @@ import (
 	"hash/crc32"
 	"io/fs"
 	"os"
-	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -18,6 +17,8 @@ import (
 	"time"
 	"unicode"
 	"unicode/utf8"
+
+	"github.com/unilog/unilog/internal/fsutil"
 )
 
 // usersMagic and usersVersion open every users file (format in doc.go).
@@ -203,41 +204,14 @@ func LoadUsers(path string) (*Users, error) {
 	return u, nil
 }
 
-// SaveUsers replaces path atomically (write, fsync, rename, fsync the
-// directory), readable by its owner only: the keys would allow an
-// offline dictionary attack.
+// SaveUsers replaces path atomically and durably (fsutil.ReplaceFile),
+// readable by its owner only: the keys would allow an offline dictionary
+// attack.
 func SaveUsers(path string, u *Users) error {
-	tmp, err := os.CreateTemp(filepath.Dir(path), filepath.Base(path)+".tmp*")
-	if err != nil {
-		return fmt.Errorf("auth: save users %s: %w", path, err)
-	}
-	defer os.Remove(tmp.Name())
-	_, err = tmp.Write(u.Marshal())
-	if err == nil {
-		err = tmp.Sync()
-	}
-	if cerr := tmp.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(tmp.Name(), path)
-	}
-	if err == nil {
-		err = syncDir(filepath.Dir(path))
-	}
-	if err != nil {
-		return fmt.Errorf("auth: save users %s: %w", path, err)
+	if err := fsutil.ReplaceFile(path, u.Marshal(), 0o600); err != nil {
+		return fmt.Errorf("auth: save users: %w", err)
 	}
 	return nil
-}
-
-func syncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	defer d.Close()
-	return d.Sync()
 }
 
 // UserFile is a CredentialLookup over a users file that rereads it when

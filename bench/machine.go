@@ -51,12 +51,8 @@ func DescribeMachine(dir string) Machine {
 		return fmt.Sprintf("%d%%", readLimit("/proc/sys/vm/"+name+"_ratio"))
 	}
 	m.DirtyRatio = ratio("dirty") + " / " + ratio("dirty_background")
-	if b := readLimit("/proc/sys/vm/dirty_bytes"); b > 0 {
-		m.DirtyLimit = FormatBytes(b)
-	} else if kb := procField("/proc/meminfo", "MemAvailable"); kb != "" {
-		var n int64
-		fmt.Sscanf(kb, "%d", &n)
-		m.DirtyLimit = FormatBytes(n << 10 * readLimit("/proc/sys/vm/dirty_ratio") / 100)
+	if d := ReadDirtyLimit(); d.Bytes > 0 {
+		m.DirtyLimit = FormatBytes(d.Bytes)
 	}
 	var st unix.Stat_t
 	var fs unix.Statfs_t

@@ -58,6 +58,25 @@ func WriteMarkdown(path string, rep *Report, m Machine, info MarkdownInfo) error
 		fmt.Fprintf(&b, "Past the sweep, %v partitions run with `%s` and %s each, to find where each layout stops on this machine's limits.\n\n",
 			c.LimitPartitions, c.Flushes[0], FormatBytes(cmp.Or(c.LimitTotal, c.Total)))
 	}
+	warm := "There is no warm-up run."
+	if c.WarmUp {
+		warm = "Before the trials, the first configuration runs once as a warm-up and is not reported (the first run on an idle machine is slow whatever it measures)."
+	}
+	fmt.Fprintf(&b, "Every sweep and sustained configuration runs %d times, interleaved: trial t starts t configurations further into the list, "+
+		"so no configuration always runs first or always follows the same one. %s The table shows the median of the trials with their range "+
+		"(min–max); the JSON (`--json`) keeps every trial. Limit runs run once.\n\n", c.Trials, warm)
+	if len(c.SustainedPartitions) > 0 && len(c.Flushes) > 0 {
+		total := "the size in the run column"
+		for _, r := range rep.Rows {
+			if r.Kind == KindSustained {
+				total = FormatBytes(r.Median.Bytes)
+				break
+			}
+		}
+		fmt.Fprintf(&b, "Sustained rows (%v partitions, `%s`) write %s each (by default %d times the dirty-page limit, here %s), "+
+			"so that their figure is the disk's write-back and not the page cache's.\n\n",
+			c.SustainedPartitions, c.Flushes[0], total, SustainedFactor, rep.Dirty)
+	}
 	if c.Read {
 		fmt.Fprintf(&b, "With reads: the layout is closed, the page cache dropped (`echo 3 > /proc/sys/vm/drop_caches`), the layout reopened, "+
 			"partition 0 read from offset 0 in 1 MiB fetches, the cache dropped again, then every partition read in partition order.\n\n")
@@ -82,10 +101,10 @@ func WriteMarkdown(path string, rep *Report, m Machine, info MarkdownInfo) error
 // findings checks the two stated expectations against the results, for
 // every flush policy measured, at the largest partition count up to 10,000.
 func findings(rep *Report) []string {
-	find := func(layout, flush string, parts int) *Result {
-		for i := range rep.Results {
-			r := &rep.Results[i]
-			if r.Layout == layout && r.Flush == flush && r.Partitions == parts && r.Error == "" {
+	find := func(layout, flush string, parts int) *Row {
+		for i := range rep.Rows {
+			r := &rep.Rows[i]
+			if r.Kind == KindSweep && r.Layout == layout && r.Flush == flush && r.Partitions == parts && r.Failed == 0 {
 				return r
 			}
 		}
@@ -93,11 +112,11 @@ func findings(rep *Report) []string {
 	}
 	var flushes []string
 	top := 0
-	for _, r := range rep.Results {
+	for _, r := range rep.Rows {
 		if !slices.Contains(flushes, r.Flush) {
 			flushes = append(flushes, r.Flush)
 		}
-		if r.Partitions <= 10000 && r.Layout == "unified" && r.Error == "" {
+		if r.Kind == KindSweep && r.Partitions <= 10000 && r.Layout == "unified" && r.Failed == 0 {
 			top = max(top, r.Partitions)
 		}
 	}
@@ -111,17 +130,17 @@ func findings(rep *Report) []string {
 	for _, f := range flushes {
 		one, big := find("unified", f, 1), find("unified", f, top)
 		if one != nil && big != nil && top > 1 {
-			ratio := big.MBPerS / one.MBPerS
-			out = append(out, fmt.Sprintf("`%s`: unified at %s partitions keeps %.0f%% of its 1-partition throughput (%.0f vs %.0f MB/s); expected at least 90%%: %s.",
+			ratio := big.MBPerS.Median / one.MBPerS.Median
+			out = append(out, fmt.Sprintf("`%s`: unified at %s partitions keeps %.0f%% of its 1-partition throughput (medians %s vs %s MB/s); expected at least 90%%: %s.",
 				f, commas(int64(top)), 100*ratio, big.MBPerS, one.MBPerS, verdict(ratio >= 0.9)))
 		}
 		for _, layout := range []string{"kafka", "kafka-madv"} {
 			k := find(layout, f, top)
-			if big == nil || k == nil || k.MBPerS <= 0 {
+			if big == nil || k == nil || k.MBPerS.Median <= 0 {
 				continue
 			}
-			ratio := big.MBPerS / k.MBPerS
-			line := fmt.Sprintf("`%s`: at %s partitions unified writes %.2fx the %s layout's throughput (%.0f vs %.0f MB/s)",
+			ratio := big.MBPerS.Median / k.MBPerS.Median
+			line := fmt.Sprintf("`%s`: at %s partitions unified writes %.2fx the %s layout's throughput (medians %s vs %s MB/s)",
 				f, commas(int64(top)), ratio, layout, big.MBPerS, k.MBPerS)
 			if f == "interval:100ms" {
 				line += fmt.Sprintf("; expected at least 3x: %s", verdict(ratio >= 3))
@@ -129,9 +148,9 @@ func findings(rep *Report) []string {
 			out = append(out, line+".")
 		}
 	}
-	for _, r := range rep.Results {
-		if r.Error != "" || r.Note != "" {
-			out = append(out, fmt.Sprintf("%s, %s partitions, `%s`: %s.", r.Layout, commas(int64(r.Partitions)), r.Flush, joinNote(r.Error, r.Note)))
+	for _, r := range rep.Rows {
+		if r.Note != "" {
+			out = append(out, fmt.Sprintf("%s, %s partitions, `%s`, %s: %s.", r.Layout, commas(int64(r.Partitions)), r.Flush, r.Kind, r.Note))
 		}
 	}
 	if len(out) == 0 {

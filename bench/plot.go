@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"cmp"
 	"fmt"
 	"path/filepath"
 	"slices"
@@ -12,74 +13,152 @@ import (
 	"gonum.org/v1/plot/vg"
 )
 
-// WritePlot draws write throughput against partition count on a log scale,
-// one line per layout and flush policy, with the raw disk bandwidth as a
-// reference line. The format follows the extension (.svg, .png, .pdf).
-// Runs that stopped before writing anything are left out.
-func WritePlot(path string, rep *Report) error {
+// series is one line of a plot.
+type series struct {
+	name   string
+	dashed bool
+	xys    plotter.XYs
+}
+
+// chart is a line plot with a logarithmic X axis.
+type chart struct {
+	title, x, y string
+	lines       []series
+	// ref is a horizontal reference line (0: none) named refName.
+	ref     float64
+	refName string
+}
+
+// collect groups points into named series in first-seen order.
+type collect struct {
+	order []string
+	by    map[string]*series
+}
+
+func (c *collect) add(name string, dashed bool, x, y float64) {
+	if c.by == nil {
+		c.by = map[string]*series{}
+	}
+	s, ok := c.by[name]
+	if !ok {
+		s = &series{name: name, dashed: dashed}
+		c.by[name] = s
+		c.order = append(c.order, name)
+	}
+	s.xys = append(s.xys, plotter.XY{X: x, Y: y})
+}
+
+func (c *collect) lines() []series {
+	out := make([]series, 0, len(c.order))
+	for _, n := range c.order {
+		out = append(out, *c.by[n])
+	}
+	return out
+}
+
+// save draws the chart to path; the format follows the extension (.svg,
+// .png, .pdf).
+func (c chart) save(path string) error {
 	switch strings.ToLower(filepath.Ext(path)) {
 	case ".svg", ".png", ".pdf":
 	default:
 		return fmt.Errorf("bench: plot %s: want a .svg, .png or .pdf file", path)
 	}
-	type key struct{ layout, flush string }
-	series := map[key]plotter.XYs{}
-	var order []key
-	minX, maxX := 0.0, 0.0
-	for _, r := range rep.Results {
-		if r.Records == 0 || r.Seconds <= 0 {
-			continue
-		}
-		k := key{r.Layout, r.Flush}
-		if _, ok := series[k]; !ok {
-			order = append(order, k)
-		}
-		x := float64(r.Partitions)
-		series[k] = append(series[k], plotter.XY{X: x, Y: r.MBPerS})
-		if minX == 0 || x < minX {
-			minX = x
-		}
-		maxX = max(maxX, x)
+	if len(c.lines) == 0 {
+		return fmt.Errorf("bench: plot %s: nothing to draw", path)
 	}
-	if len(order) == 0 {
-		return fmt.Errorf("bench: plot %s: no run wrote anything", path)
+	minX, maxX := 0.0, 0.0
+	for _, s := range c.lines {
+		for _, xy := range s.xys {
+			if minX == 0 || xy.X < minX {
+				minX = xy.X
+			}
+			maxX = max(maxX, xy.X)
+		}
 	}
 	p := plot.New()
-	p.Title.Text = "Write throughput vs partition count"
-	p.X.Label.Text = "partitions (log scale)"
-	p.Y.Label.Text = "MB/s (payload)"
+	p.Title.Text, p.X.Label.Text, p.Y.Label.Text = c.title, c.x, c.y
 	p.X.Scale = plot.LogScale{}
 	p.X.Tick.Marker = plot.LogTicks{Prec: -1}
 	p.X.Min, p.X.Max = minX/1.5, maxX*1.5
 	p.Y.Min = 0
 	p.Legend.Top = true
 	p.Add(plotter.NewGrid())
-	for i, k := range order {
-		xys := series[k]
-		slices.SortFunc(xys, func(a, b plotter.XY) int { return int(a.X - b.X) })
+	for i, s := range c.lines {
+		xys := slices.Clone(s.xys)
+		slices.SortFunc(xys, func(a, b plotter.XY) int { return cmp.Compare(a.X, b.X) })
 		line, points, err := plotter.NewLinePoints(xys)
 		if err != nil {
 			return fmt.Errorf("bench: plot: %w", err)
 		}
 		line.Color, points.Color = plotutil.Color(i), plotutil.Color(i)
 		points.Shape = plotutil.Shape(i)
-		if strings.HasPrefix(k.layout, "kafka") {
+		if s.dashed {
 			line.Dashes = plotutil.Dashes(1)
 		}
 		p.Add(line, points)
-		p.Legend.Add(k.layout+" "+k.flush, line, points)
+		p.Legend.Add(s.name, line, points)
 	}
-	if d := rep.Disk.MBPerS; d > 0 {
-		ref, err := plotter.NewLine(plotter.XYs{{X: p.X.Min, Y: d}, {X: p.X.Max, Y: d}})
+	if c.ref > 0 {
+		ref, err := plotter.NewLine(plotter.XYs{{X: p.X.Min, Y: c.ref}, {X: p.X.Max, Y: c.ref}})
 		if err != nil {
 			return fmt.Errorf("bench: plot: %w", err)
 		}
 		ref.Dashes = plotutil.Dashes(2)
 		p.Add(ref)
-		p.Legend.Add(fmt.Sprintf("raw disk %.0f MB/s", d), ref)
+		p.Legend.Add(c.refName, ref)
 	}
 	if err := p.Save(8*vg.Inch, 5*vg.Inch, path); err != nil {
 		return fmt.Errorf("bench: plot %s: %w", path, err)
 	}
 	return nil
+}
+
+// WritePlot draws the median write throughput of the trials against
+// partition count, one line per layout and flush policy, with the raw disk
+// bandwidth as a reference line. Runs that stopped before writing anything
+// and the sustained rows are left out.
+func WritePlot(path string, rep *Report) error {
+	var c collect
+	for _, r := range rep.Rows {
+		if r.Kind == KindSustained || r.Median.Records == 0 || r.Median.Seconds <= 0 {
+			continue
+		}
+		c.add(r.Layout+" "+r.Flush, strings.HasPrefix(r.Layout, "kafka"), float64(r.Partitions), r.MBPerS.Median)
+	}
+	ch := chart{title: "Write throughput vs partition count (median of trials)", x: "partitions (log scale)", y: "MB/s (payload)", lines: c.lines()}
+	if d := rep.Disk.MBPerS; d > 0 {
+		ch.ref, ch.refName = d, fmt.Sprintf("raw disk %.0f MB/s", d)
+	}
+	return ch.save(path)
+}
+
+// WriteComparePlot draws end-to-end produce throughput against partition
+// count, one line per system and flush, from the full-speed runs.
+func WriteComparePlot(path string, runs []CompareRun) error {
+	var c collect
+	for _, r := range runs {
+		if r.Load != LoadPeak || r.Records == 0 {
+			continue
+		}
+		c.add(r.System+" "+r.Flush, r.System != SystemUnilog, float64(r.Partitions), r.MBPerS)
+	}
+	return chart{title: "End-to-end produce throughput vs partition count", x: "partitions (log scale)", y: "MB/s (payload)", lines: c.lines()}.save(path)
+}
+
+// latencyPercentiles are the points of a latency plot.
+var latencyPercentiles = []float64{50, 75, 90, 95, 99, 99.5, 99.9, 99.95, 99.99, 99.999}
+
+// WriteLatencyPlot draws the produce latency distribution: latency against
+// 1/(1-percentile) on a log scale, so that the tail spreads out (x = 100 is
+// p99, 1000 is p99.9).
+func WriteLatencyPlot(path string, res ProduceResult) error {
+	if res.hist.h == nil || res.hist.h.TotalCount() == 0 {
+		return fmt.Errorf("bench: plot %s: no latencies recorded", path)
+	}
+	var c collect
+	for _, q := range latencyPercentiles {
+		c.add("produce latency", false, 1/(1-q/100), res.hist.quantile(q)/1000)
+	}
+	return chart{title: "Produce latency by percentile", x: "1/(1-percentile): 2 = p50, 100 = p99, 1000 = p99.9", y: "ms", lines: c.lines()}.save(path)
 }

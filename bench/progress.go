@@ -24,7 +24,7 @@ type progress struct {
 	read func() int64
 }
 
-func newProgress(enabled bool, total int64, description string, read func() int64) *progress {
+func newProgress(enabled bool, total int64, description string, read func() int64, bytes bool) *progress {
 	if !enabled {
 		return &progress{}
 	}
@@ -32,7 +32,7 @@ func newProgress(enabled bool, total int64, description string, read func() int6
 		bar: progressbar.NewOptions64(total,
 			progressbar.OptionSetWriter(os.Stderr),
 			progressbar.OptionSetDescription(description),
-			progressbar.OptionShowBytes(true),
+			progressbar.OptionShowBytes(bytes),
 			progressbar.OptionSetWidth(30),
 			progressbar.OptionThrottle(100*time.Millisecond),
 			progressbar.OptionClearOnFinish()),

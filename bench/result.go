@@ -6,6 +6,8 @@ package bench
 // which is what the disk has to write, so FractionOfDisk is LogMBPerS over
 // DiskMBPerS, the raw sequential bandwidth measured before the runs.
 type Result struct {
+	Kind        string `json:"kind"`  // KindSweep, KindSustained or KindLimit
+	Trial       int    `json:"trial"` // 1..Config.Trials
 	Layout      string `json:"layout"`
 	Partitions  int    `json:"partitions"`
 	MessageSize int    `json:"message_size"`

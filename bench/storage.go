@@ -37,6 +37,22 @@ type Config struct {
 	// layout stops on this machine's limits.
 	LimitPartitions []int
 	LimitTotal      int64
+	// Trials is how often every sweep and sustained configuration runs,
+	// interleaved (see interleave); the table shows the median and range.
+	Trials int
+	// WarmUp runs the first configuration once before the trials and
+	// reports nothing of it: the first run on an idle machine is the
+	// slowest whatever it is.
+	WarmUp bool
+	// SustainedPartitions run with the first flush policy, each writing
+	// SustainedTotal, by default SustainedFactor times the dirty-page limit,
+	// so that the figure is the disk's and not the page cache's.
+	SustainedPartitions []int
+	SustainedTotal      int64
+	// SustainedMaxRun caps a sustained run instead of MaxRun (0: MaxRun):
+	// a run stopped before it wrote past the dirty-page limit measures the
+	// page cache again.
+	SustainedMaxRun time.Duration
 	Read            bool
 	SegmentBytes    int64 // Kafka segment.bytes and unilog file size (default 1 GiB)
 	DiskProbe       int64 // bytes the disk probe writes; 0 skips it
@@ -49,9 +65,17 @@ type Config struct {
 
 // Report is the outcome of Run.
 type Report struct {
-	Disk    DiskBandwidth `json:"disk"`
-	Results []Result      `json:"results"`
+	Disk  DiskBandwidth `json:"disk"`
+	Dirty DirtyLimit    `json:"dirty_limit"`
+	// Rows are the configurations with the median and range of their
+	// trials, in planned order; Results every trial, in the order run.
+	Rows    []Row    `json:"rows"`
+	Results []Result `json:"results"`
 }
+
+// SustainedFactor is how many times the dirty-page limit a sustained run
+// writes by default.
+const SustainedFactor = 3
 
 // keySize is the key every record carries (the 8-byte key the partition was
 // chosen for), so that records look like keyed Kafka records.
@@ -65,12 +89,18 @@ func (c *Config) validate() error {
 		return fmt.Errorf("bench: message size %d below 16 bytes", c.MessageSize)
 	case c.Total < int64(c.MessageSize), c.LimitTotal != 0 && c.LimitTotal < int64(c.MessageSize):
 		return fmt.Errorf("bench: total %d below one message", c.Total)
+	case c.SustainedMaxRun < 0 || c.MaxRun < 0:
+		return errors.New("bench: negative time limit")
+	case c.Trials < 1:
+		return fmt.Errorf("bench: trials %d: want at least 1", c.Trials)
+	case c.SustainedTotal < 0 || c.SustainedTotal > 0 && c.SustainedTotal < int64(c.MessageSize):
+		return fmt.Errorf("bench: sustained total %d below one message", c.SustainedTotal)
 	case c.Producers < 1 || c.Batch < 1:
 		return errors.New("bench: producers and batch must be at least 1")
 	case c.Dir == "":
 		return errors.New("bench: no directory")
 	}
-	for _, p := range append(slices.Clone(c.Partitions), c.LimitPartitions...) {
+	for _, p := range slices.Concat(c.Partitions, c.LimitPartitions, c.SustainedPartitions) {
 		if p < 1 {
 			return fmt.Errorf("bench: partition count %d", p)
 		}
@@ -108,28 +138,75 @@ func Run(cfg Config) (*Report, error) {
 		fmt.Fprintf(cfg.Notes, "disk: %.0f MB/s raw sequential write (%s, %s)%s\n",
 			d.MBPerS, FormatBytes(d.Bytes), map[bool]string{true: "O_DIRECT", false: "buffered"}[d.Direct], noteSuffix(d.Note))
 	}
-	sweep := func(c *Config, flushes []Flush, partitions []int) {
+	rep.Dirty = ReadDirtyLimit()
+	plans := planRuns(&cfg, rep.Dirty)
+	measure := func(p plan, trial int) Result {
+		c := cfg
+		c.Total, c.MaxRun = p.total, p.maxRun
+		res := runOne(&c, p.layout, p.parts, p.flush)
+		res.Kind, res.Trial = p.kind, trial
+		res.DiskMBPerS, res.DiskNote = rep.Disk.MBPerS, rep.Disk.Note
+		if rep.Disk.MBPerS > 0 {
+			res.FractionOfDisk = res.LogMBPerS / rep.Disk.MBPerS
+		}
+		return res
+	}
+	var repeated, once []plan
+	for _, p := range plans {
+		if p.kind == KindLimit {
+			once = append(once, p)
+		} else {
+			repeated = append(repeated, p)
+		}
+	}
+	if cfg.WarmUp && len(repeated) > 0 {
+		res := measure(repeated[0], 0)
+		fmt.Fprintf(cfg.Notes, "warm-up, not reported: %s\n", summary(&res))
+	}
+	for t, order := range interleave(repeated, cfg.Trials) {
+		for _, p := range order {
+			res := measure(p, t+1)
+			fmt.Fprintf(cfg.Notes, "trial %d/%d %s\n", t+1, cfg.Trials, summary(&res))
+			rep.Results = append(rep.Results, res)
+		}
+	}
+	for _, p := range once {
+		res := measure(p, 1)
+		fmt.Fprintln(cfg.Notes, summary(&res))
+		rep.Results = append(rep.Results, res)
+	}
+	rep.Rows = aggregate(plans, rep.Results)
+	return rep, nil
+}
+
+// planRuns lists every configuration: the sweep (flush x layout x
+// partitions), the sustained rows and the limit runs. A partition count
+// listed twice runs twice per trial and lands in the same row, which is how
+// an order effect shows: --partitions 16,1,16,1 --trials 1 --warm-up=false.
+func planRuns(cfg *Config, dirty DirtyLimit) []plan {
+	var plans []plan
+	add := func(kind string, flushes []Flush, partitions []int, total int64, maxRun time.Duration) {
 		for _, f := range flushes {
-			for _, layout := range c.Layouts {
+			for _, layout := range cfg.Layouts {
 				for _, parts := range partitions {
-					res := runOne(c, layout, parts, f)
-					res.DiskMBPerS, res.DiskNote = rep.Disk.MBPerS, rep.Disk.Note
-					if rep.Disk.MBPerS > 0 {
-						res.FractionOfDisk = res.LogMBPerS / rep.Disk.MBPerS
-					}
-					fmt.Fprintln(c.Notes, summary(&res))
-					rep.Results = append(rep.Results, res)
+					plans = append(plans, plan{kind: kind, layout: layout, parts: parts, flush: f, total: total, maxRun: maxRun})
 				}
 			}
 		}
 	}
-	sweep(&cfg, cfg.Flushes, cfg.Partitions)
-	if len(cfg.LimitPartitions) > 0 {
-		lc := cfg
-		lc.Total = cmp.Or(cfg.LimitTotal, cfg.Total)
-		sweep(&lc, cfg.Flushes[:1], cfg.LimitPartitions)
+	add(KindSweep, cfg.Flushes, cfg.Partitions, cfg.Total, cfg.MaxRun)
+	if len(cfg.SustainedPartitions) > 0 {
+		total := cfg.SustainedTotal
+		if total == 0 {
+			total = max(SustainedFactor*dirty.Bytes, cfg.Total)
+		}
+		fmt.Fprintf(cfg.Notes, "dirty-page limit %s; each sustained run writes %s\n", dirty, FormatBytes(total))
+		add(KindSustained, cfg.Flushes[:1], cfg.SustainedPartitions, total, cmp.Or(cfg.SustainedMaxRun, cfg.MaxRun))
 	}
-	return rep, nil
+	if len(cfg.LimitPartitions) > 0 {
+		add(KindLimit, cfg.Flushes[:1], cfg.LimitPartitions, cmp.Or(cfg.LimitTotal, cfg.Total), cfg.MaxRun)
+	}
+	return plans
 }
 
 func noteSuffix(s string) string {
@@ -257,7 +334,7 @@ func write(cfg *Config, l Layout, parts int, description string) written {
 		wg      sync.WaitGroup
 	)
 	lats := make([]latency, cfg.Producers)
-	bar := newProgress(cfg.Progress, total*int64(cfg.MessageSize), description, func() int64 { return done.Load() * int64(cfg.MessageSize) })
+	bar := newProgress(cfg.Progress, total*int64(cfg.MessageSize), description, func() int64 { return done.Load() * int64(cfg.MessageSize) }, true)
 	start := time.Now()
 	var deadline time.Time
 	if cfg.MaxRun > 0 {

@@ -30,8 +30,8 @@ func (b *Broker) authorizeTopic(principal string, op auth.Operation, topic strin
 }
 
 // authorizeGroup reports whether principal may use the consumer group
-// (join, sync, heartbeat, leave, commit and fetch offsets, describe).
-// Group handlers answer GROUP_AUTHORIZATION_FAILED when it is false.
+// (every group API; authz_group.go answers GROUP_AUTHORIZATION_FAILED
+// when it is false).
 func (b *Broker) authorizeGroup(principal, group string) bool {
 	return b.authorizeTopic(principal, auth.Group, group)
 }
@@ -72,6 +72,7 @@ func (c *conn) serveAuthorized(h handler, req kmsg.Request) (kmsg.Response, erro
 		return func(t string) bool { return b.authorizeTopic(p, op, t) }
 	}
 	run := func() (kmsg.Response, error) { return h(b, c.ctx, c, req) }
+	ga := groupAuthz{b: b, p: p, run: run}
 	denied := kerr.TopicAuthorizationFailed
 
 	switch r := req.(type) {
@@ -158,6 +159,29 @@ func (c *conn) serveAuthorized(h handler, req kmsg.Request) (kmsg.Response, erro
 
 	case *kmsg.MetadataRequest:
 		return c.authorizeMetadata(r, run, p)
+
+	case *kmsg.FindCoordinatorRequest:
+		return ga.findCoordinator(r)
+	case *kmsg.JoinGroupRequest:
+		return ga.whole(r, r.Group)
+	case *kmsg.SyncGroupRequest:
+		return ga.whole(r, r.Group)
+	case *kmsg.HeartbeatRequest:
+		return ga.whole(r, r.Group)
+	case *kmsg.LeaveGroupRequest:
+		return ga.whole(r, r.Group)
+	case *kmsg.OffsetCommitRequest:
+		return ga.offsetCommit(r)
+	case *kmsg.OffsetFetchRequest:
+		return ga.offsetFetch(r)
+	case *kmsg.OffsetDeleteRequest:
+		return ga.offsetDelete(r)
+	case *kmsg.ListGroupsRequest:
+		return ga.listGroups()
+	case *kmsg.DescribeGroupsRequest:
+		return ga.describeGroups(r)
+	case *kmsg.DeleteGroupsRequest:
+		return ga.deleteGroups(r)
 
 	case *kmsg.CreateTopicsRequest:
 		var out []kmsg.CreateTopicsRequestTopic

@@ -22,7 +22,7 @@ type Broker struct {
 	cfg     Config
 	log     logrus.FieldLogger
 	meta    MetadataStore
-	st      storage
+	st      Storage
 	metrics *metrics
 	pids    *producerIDs
 	guards
@@ -72,7 +72,7 @@ func Start(cfg Config) (*Broker, error) { return start(cfg, nil) }
 
 // start is Start with an optional wrap, which lets tests interpose on the
 // storage (stall a wait, fail a flush) without a mock of the whole log.
-func start(cfg Config, wrap func(storage) storage) (*Broker, error) {
+func start(cfg Config, wrap func(Storage) Storage) (*Broker, error) {
 	cfg = cfg.withDefaults()
 	if cfg.DataDir == "" {
 		return nil, errors.New("broker: Config.DataDir is required")
@@ -107,16 +107,18 @@ func start(cfg Config, wrap func(storage) storage) (*Broker, error) {
 		t, ok := meta.Topic(topic)
 		return t.RecordID(), ok
 	}
-	ds, err := openDispatcherStorage(cfg, live, b.retentionFloor)
-	if err != nil {
-		meta.Close()
-		return nil, err
-	}
-	b.st = ds
-	if err := b.openGroups(ds); err != nil {
-		ds.Close()
-		meta.Close()
-		return nil, err
+	if b.st = cfg.Storage; b.st == nil {
+		ds, err := openDispatcherStorage(cfg, live, b.retentionFloor)
+		if err != nil {
+			meta.Close()
+			return nil, err
+		}
+		b.st = ds
+		if err := b.openGroups(ds); err != nil {
+			ds.Close()
+			meta.Close()
+			return nil, err
+		}
 	}
 	if wrap != nil {
 		b.st = wrap(b.st)

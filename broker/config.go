@@ -91,6 +91,12 @@ type Config struct {
 	SyncReplication bool
 	// Logger receives structured logs; nil uses logrus' standard logger.
 	Logger logrus.FieldLogger
+	// Storage, when set, is served instead of the unified log of DataDir
+	// (which still holds the topic metadata). The broker closes it on Close,
+	// and Start closes it when it fails after opening the metadata; an
+	// error before that (no DataDir, metadata unreadable) leaves it to the
+	// caller.
+	Storage Storage
 }
 
 const (

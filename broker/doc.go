@@ -235,16 +235,38 @@
 // plane's store; a topic deleted through another node reaches this one as
 // DropTopic, which drops its local queues as a local delete would.
 //
+// # Replication
+//
+// Config.Replication (ha/replication behind it, wired by cmd/unilog) is
+// the data plane of this node's replica group. Consumers see a partition
+// only up to its last record that ends at or below the replication high
+// watermark (found by a binary search over the consume queue's physical
+// offsets): Fetch, ListOffsets latest and the high watermark in answers
+// all use that visible end, an offset between it and the stored end is
+// not out of range but waits, and a long poll over such a partition wakes
+// on Replication.Changed. With Config.SyncReplication an acks=-1 produce,
+// and a synchronous offset commit, is answered once WaitReplicated says the
+// in-sync followers hold it: NOT_ENOUGH_REPLICAS when too few are in sync,
+// NOT_LEADER_OR_FOLLOWER once deposed. A follower answers Produce, Fetch
+// and ListOffsets with NOT_LEADER_OR_FOLLOWER and FindCoordinator names
+// the leader of the group's offsets partition. Demote, on becoming a
+// follower, stops local appends and drops state derived from the log,
+// which truncation may invalidate (producer state, both snapshots);
+// Promote, before taking writes again, replays both from the log.
+//
 // # Security
 //
 // Config.Security (security.go) adds TLS or mutual TLS to the Kafka and
 // admin listeners (certificates loaded by internal/tlsconf), SASL
 // (sasl.go; users and mechanisms in package auth) and an ACL applied around
 // the handlers (authz.go): denied topics get TOPIC_AUTHORIZATION_FAILED,
-// Metadata lists only what the principal may see, groups are checked by
-// authorizeGroup, and an API without a case in authz.go is refused whole
-// under an ACL. A full disk makes the broker read-only until space returns
-// (readonly.go).
+// Metadata lists only what the principal may see, and an API without a
+// case in authz.go is refused whole under an ACL. Group APIs (authz_group.go)
+// need the group permission on each group they name
+// (GROUP_AUTHORIZATION_FAILED) and the offset APIs consume permission on
+// each topic (TOPIC_AUTHORIZATION_FAILED); ListGroups and OffsetFetch of all
+// topics leave out what the principal may not see. A full disk makes the
+// broker read-only until space returns (readonly.go).
 //
 // # Admin HTTP
 //

@@ -29,7 +29,7 @@ func (b *Broker) handleFetch(ctx context.Context, _ *conn, kreq kmsg.Request) (k
 		resp.ErrorCode = kerr.FetchSessionIDNotFound.Code
 		return resp, nil
 	}
-	var w waiter
+	var w Waiter
 	if req.MaxWaitMillis > 0 {
 		w = b.st.NewWaiter()
 		defer w.Release()
@@ -76,7 +76,7 @@ func (b *Broker) handleFetch(ctx context.Context, _ *conn, kreq kmsg.Request) (k
 // replication high watermark. With a waiter, each other partition is
 // watched from the high watermark it was read at, so data arriving after
 // the read still wakes the long poll.
-func (b *Broker) fetchOnce(req *kmsg.FetchRequest, w waiter) (resp *kmsg.FetchResponse, total int, failed, unreplicated bool) {
+func (b *Broker) fetchOnce(req *kmsg.FetchRequest, w Waiter) (resp *kmsg.FetchResponse, total int, failed, unreplicated bool) {
 	resp = req.ResponseKind().(*kmsg.FetchResponse)
 	maxBytes := int(req.MaxBytes)
 	if req.Version < 3 || maxBytes <= 0 {
@@ -158,7 +158,7 @@ func (b *Broker) readBatches(topic string, partition int32, offset, hi int64, bu
 			if len(recs) > 0 {
 				break
 			}
-			if errors.Is(err, errStorageRange) {
+			if errors.Is(err, ErrStorageRange) {
 				return nil, kerr.OffsetOutOfRange
 			}
 			b.log.WithFields(logrus.Fields{"api": "Fetch", "topic": topic, "partition": partition, "offset": offset, "error": err}).Error("read failed")

@@ -116,6 +116,10 @@ func (b *Broker) compactLoop() {
 // snapshotGroups writes the coordinator's snapshot, so the next start
 // replays only the offsets committed after it.
 func (b *Broker) snapshotGroups(ctx context.Context, c *group.Coordinator) {
+	if b.following.Load() {
+		// A follower's coordinator is stale; Promote replays the log.
+		return
+	}
 	snap, err := c.Snapshot(ctx)
 	if err == nil {
 		err = fsutil.ReplaceFile(filepath.Join(b.cfg.DataDir, offsetsSnapshotName), snap, 0o644)

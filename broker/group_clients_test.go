@@ -48,33 +48,38 @@ func committedTotal(t *testing.T, adm *kadm.Client, grp, topic string) int64 {
 	return n
 }
 
-// TestGroupKcat runs kcat's balanced consumer (librdkafka, which
-// negotiates the newest versions): it consumes everything, commits, and a
-// second run of the same group sees only what was produced since.
-func TestGroupKcat(t *testing.T) {
+// kcatGroupRun runs kcat's balanced consumer (librdkafka, which negotiates
+// the newest versions) on group grp until the end of topic and returns
+// the values it read, sorted; it must read n. opts are more kcat flags.
+func kcatGroupRun(t *testing.T, addr, grp, topic string, n int, opts ...string) []string {
+	t.Helper()
 	kcat, err := exec.LookPath("kcat")
 	if err != nil {
 		t.Fatalf("kcat not installed (make test-deps installs it): %v", err)
 	}
+	args := append([]string{"-b", addr, "-G", grp, topic, "-e", "-q", "-f", "%s\n",
+		"-X", "auto.offset.reset=earliest", "-X", "session.timeout.ms=6000"}, opts...)
+	out, err := exec.CommandContext(testCtx(t), kcat, args...).CombinedOutput()
+	if err != nil {
+		t.Fatalf("kcat -G: %v\n%s", err, out)
+	}
+	lines := strings.Fields(string(out))
+	sort.Strings(lines)
+	if len(lines) != n {
+		t.Fatalf("kcat -G read %d lines, want %d:\n%s", len(lines), n, out)
+	}
+	return lines
+}
+
+// TestGroupKcat: kcat's balanced consumer consumes everything, commits,
+// and a second run of the same group sees only what was produced since.
+func TestGroupKcat(t *testing.T) {
 	b := startBroker(t, groupConfig(t, t.TempDir()))
 	cl := newClient(t, b.Addr())
 	createTopic(t, cl, "kg", 3)
-	consume := func(n int) []string {
-		t.Helper()
-		cmd := exec.CommandContext(testCtx(t), kcat, "-b", b.Addr(), "-G", "kcat-group", "kg",
-			"-e", "-q", "-f", "%s\n", "-X", "auto.offset.reset=earliest", "-X", "session.timeout.ms=6000")
-		out, err := cmd.CombinedOutput()
-		if err != nil {
-			t.Fatalf("kcat -G: %v\n%s", err, out)
-		}
-		lines := strings.Fields(string(out))
-		sort.Strings(lines)
-		if len(lines) != n {
-			t.Fatalf("kcat -G read %d lines, want %d:\n%s", len(lines), n, out)
-		}
-		return lines
-	}
-	consumeInTwoRuns(t, cl, "kcat-group", "kg", 3, consume)
+	consumeInTwoRuns(t, cl, "kcat-group", "kg", 3, func(n int) []string {
+		return kcatGroupRun(t, b.Addr(), "kcat-group", "kg", n)
+	})
 }
 
 // TestGroupKafkaGoReader reads through kafka-go's Reader with a GroupID

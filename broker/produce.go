@@ -193,7 +193,7 @@ func (b *Broker) producePartition(topic string, partition int32, records []byte)
 		return errReadOnlyResult()
 	}
 	if err != nil {
-		if errors.Is(err, errStorageTooLarge) {
+		if errors.Is(err, ErrStorageTooLarge) {
 			return produceResult{err: kerr.MessageTooLarge, msg: err.Error()}
 		}
 		if errors.Is(err, errStorageReadOnly) {

@@ -18,7 +18,7 @@ import (
 // until release is sent a result or its context ends; what it returned then
 // goes to exited.
 type gatedStorage struct {
-	storage
+	Storage
 	mu       sync.Mutex
 	durable  bool // gate the next WaitDurable
 	dispatch bool // gate the next WaitDispatched
@@ -33,7 +33,7 @@ func newGatedStorage() *gatedStorage {
 }
 
 func (g *gatedStorage) Append(topic string, partition int32, count int32, maxTimestamp int64, batch []byte) (int64, int64, error) {
-	base, end, err := g.storage.Append(topic, partition, count, maxTimestamp, batch)
+	base, end, err := g.Storage.Append(topic, partition, count, maxTimestamp, batch)
 	g.mu.Lock()
 	g.lastEnd = end
 	g.mu.Unlock()
@@ -69,17 +69,17 @@ func (g *gatedStorage) gate(ctx context.Context, which *bool, end int64, wait fu
 }
 
 func (g *gatedStorage) WaitDurable(ctx context.Context, end int64) error {
-	return g.gate(ctx, &g.durable, end, g.storage.WaitDurable)
+	return g.gate(ctx, &g.durable, end, g.Storage.WaitDurable)
 }
 
 func (g *gatedStorage) WaitDispatched(ctx context.Context, end int64) error {
-	return g.gate(ctx, &g.dispatch, end, g.storage.WaitDispatched)
+	return g.gate(ctx, &g.dispatch, end, g.Storage.WaitDispatched)
 }
 
 func startGated(t *testing.T, cfg Config) (*Broker, *gatedStorage) {
 	t.Helper()
 	g := newGatedStorage()
-	b, err := start(cfg, func(s storage) storage { g.storage = s; return g })
+	b, err := start(cfg, func(s Storage) Storage { g.Storage = s; return g })
 	if err != nil {
 		t.Fatal(err)
 	}

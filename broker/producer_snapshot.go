@@ -149,6 +149,10 @@ func decodeProducerSnapshot(b []byte) (producerSnapshot, error) {
 func (b *Broker) snapshotProducers() error {
 	b.snapMu.Lock() // one writer of producer-state.tmp
 	defer b.snapMu.Unlock()
+	if b.following.Load() {
+		// A follower's log changes under it (Demote): nothing to keep.
+		return nil
+	}
 	s := producerSnapshot{logOffset: b.st.WriteOffset()}
 	b.partsMu.Lock()
 	parts := make(map[topicPartition]*partitionState, len(b.parts))
@@ -225,8 +229,19 @@ func (b *Broker) loadProducers() error {
 	default:
 		b.log.WithFields(logrus.Fields{"file": path, "error": err}).Warn("producer-state snapshot not used; rebuilding idempotence from the whole log")
 	}
+	batches, err := b.replayProducers(from)
+	if err != nil {
+		return fmt.Errorf("broker: rebuild producer state from %s: %w", path, err)
+	}
+	b.log.WithFields(logrus.Fields{"from": from, "to": wo, "idempotent_batches": batches, "elapsed": time.Since(start)}).Info("producer state loaded")
+	return nil
+}
+
+// replayProducers applies every idempotent batch stored from the log
+// offset from on to the producer state and returns how many it read.
+func (b *Broker) replayProducers(from int64) (int, error) {
 	var batches int
-	err = b.st.ScanRecords(from, func(topic string, partition int32, base, end int64, batch []byte) {
+	err := b.st.ScanRecords(from, func(topic string, partition int32, base, end int64, batch []byte) {
 		bi, ok := storedBatchProducer(batch)
 		if !ok || bi.producerID < 0 {
 			return
@@ -237,11 +252,7 @@ func (b *Broker) loadProducers() error {
 		b.partition(topic, partition).replay(bi, base, end)
 		batches++
 	})
-	if err != nil {
-		return fmt.Errorf("broker: rebuild producer state from %s: %w", path, err)
-	}
-	b.log.WithFields(logrus.Fields{"from": from, "to": wo, "idempotent_batches": batches, "elapsed": time.Since(start)}).Info("producer state loaded")
-	return nil
+	return batches, err
 }
 
 // within checks that the snapshot describes only data the log holds.

@@ -15,7 +15,7 @@ import (
 // readOnlyStorage refuses appends as a log whose flush failed (or whose
 // disk is full) does.
 type readOnlyStorage struct {
-	storage
+	Storage
 	cause error
 }
 
@@ -23,8 +23,8 @@ func (s readOnlyStorage) Append(string, int32, int32, int64, []byte) (int64, int
 	return 0, 0, fmt.Errorf("%w: %w", errStorageReadOnly, s.cause)
 }
 
-func (s readOnlyStorage) Stats() storageStats {
-	st := s.storage.Stats()
+func (s readOnlyStorage) Stats() StorageStats {
+	st := s.Storage.Stats()
 	st.WriteFailed = true
 	return st
 }
@@ -43,7 +43,7 @@ func TestProduceReadOnlyStorage(t *testing.T) {
 			}
 			// The client's request goes over a socket after this store,
 			// which orders it before the broker's read.
-			b.st = readOnlyStorage{storage: b.st, cause: cause}
+			b.st = readOnlyStorage{Storage: b.st, cause: cause}
 
 			r := rawProduce(t, cl, "ro", 0, rawBatch(-1, -1, 0, "refused"))
 			if r.ErrorCode != kerr.KafkaStorageError.Code || !kerr.IsRetriable(kerr.ErrorForCode(r.ErrorCode)) {

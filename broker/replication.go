@@ -4,8 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
 	"sort"
+	"time"
 
+	"github.com/sirupsen/logrus"
 	"github.com/twmb/franz-go/pkg/kerr"
 
 	"github.com/unilog/unilog/dispatcher"
@@ -73,7 +78,8 @@ func (b *Broker) waitReplicated(ctx context.Context, end int64) int16 {
 // stored is the end of what the consume queue holds.
 func (b *Broker) visibleBounds(topic string, partition int32) (lo, hi, stored int64) {
 	lo, stored = b.st.Bounds(topic, partition)
-	if b.cfg.Replication == nil || lo == stored {
+	ds, ok := b.st.(*dispatcherStorage)
+	if b.cfg.Replication == nil || !ok || lo == stored {
 		return lo, stored, stored
 	}
 	hw := b.cfg.Replication.HighWatermark()
@@ -82,7 +88,7 @@ func (b *Broker) visibleBounds(topic string, partition int32) (lo, hi, stored in
 	}
 	// Entries are in log order: those beyond the watermark are a suffix.
 	n := sort.Search(int(stored-lo), func(i int) bool {
-		end, ok := b.st.RecordEnd(topic, partition, lo+int64(i))
+		end, ok := ds.RecordEnd(topic, partition, lo+int64(i))
 		return !ok || end > hw
 	})
 	return lo, lo + int64(n), stored
@@ -112,28 +118,58 @@ func (b *Broker) replicaStatus(s *NodeStatus) {
 }
 
 // Dispatcher is the data directory, for the replication wiring: a
-// follower writes its leader's log into it and truncates through it.
-func (b *Broker) Dispatcher() *dispatcher.Dispatcher { return b.st.(*dispatcherStorage).d }
+// follower writes its leader's log into it and truncates through it. It is
+// nil when Config.Storage replaced it, which cannot be replicated.
+func (b *Broker) Dispatcher() *dispatcher.Dispatcher {
+	if ds, ok := b.st.(*dispatcherStorage); ok {
+		return ds.d
+	}
+	return nil
+}
 
 // Demote stops every local append (offset commits and their compaction;
 // produces are refused by the Cluster's leadership): this node now
-// replicates another's log, byte for byte.
-func (b *Broker) Demote() { b.following.Store(true) }
-
-// Promote rebuilds, from the log, the state a follower did not keep
-// current, before this node takes writes as leader: the producers'
-// idempotence state (rebuilt per partition on its next produce) and the
-// group coordinator's committed offsets, replayed from the start of the
-// offsets topic, since a snapshot may hold commits a truncation removed.
-func (b *Broker) Promote(ctx context.Context) error {
-	if err := b.st.WaitDispatched(ctx, b.st.WriteOffset()); err != nil {
-		return fmt.Errorf("broker: promote: %w", err)
+// replicates another's log, byte for byte, and may truncate it. So the
+// state derived from the log is dropped, in memory and on disk (producer
+// state, offsets snapshot): it could name records a truncation removes.
+func (b *Broker) Demote() {
+	if b.following.Swap(true) {
+		return
 	}
+	b.snapMu.Lock()
+	defer b.snapMu.Unlock()
 	b.partsMu.Lock()
 	clear(b.parts)
 	b.partsMu.Unlock()
-	if b.following.Load() {
-		c, err := b.newCoordinator(b.st.(*dispatcherStorage), nil)
+	for _, name := range []string{producerSnapshotFile, offsetsSnapshotName} {
+		if err := os.Remove(filepath.Join(b.cfg.DataDir, name)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			b.log.WithError(err).WithField("file", name).Error("snapshot of leader state not removed on becoming a follower")
+		}
+	}
+}
+
+// Promote rebuilds, from the log, the state a follower did not keep
+// current, before this node takes writes as leader: the producers'
+// idempotence state and the group coordinator's committed offsets, both
+// replayed from the start of the log, as a snapshot may hold what a
+// truncation removed.
+func (b *Broker) Promote(ctx context.Context) error {
+	if !b.following.Load() {
+		return nil
+	}
+	if err := b.st.WaitDispatched(ctx, b.st.WriteOffset()); err != nil {
+		return fmt.Errorf("broker: promote: %w", err)
+	}
+	began := time.Now()
+	b.partsMu.Lock()
+	clear(b.parts)
+	b.partsMu.Unlock()
+	batches, err := b.replayProducers(0)
+	if err != nil {
+		return fmt.Errorf("broker: promote: rebuild producer state: %w", err)
+	}
+	if ds, ok := b.st.(*dispatcherStorage); ok {
+		c, err := b.newCoordinator(ds, nil)
 		if err != nil {
 			return fmt.Errorf("broker: promote: %w", err)
 		}
@@ -142,5 +178,6 @@ func (b *Broker) Promote(ctx context.Context) error {
 		}
 	}
 	b.following.Store(false)
+	b.log.WithFields(logrus.Fields{"idempotent_batches": batches, "elapsed": time.Since(began).String()}).Info("promoted: producer state and group offsets rebuilt from the log")
 	return nil
 }

@@ -326,13 +326,24 @@ bob   consume orders
 *     consume public-*
 `
 
-func aclBroker(t *testing.T) *Broker {
+// saslACLBroker is a saslBroker enforcing the ACL file text.
+func saslACLBroker(t *testing.T, text string, mutate func(*Config)) *Broker {
 	t.Helper()
-	acl, err := auth.ParseACL([]byte(testACL))
+	acl, err := auth.ParseACL([]byte(text))
 	if err != nil {
 		t.Fatal(err)
 	}
-	b := saslBroker(t, func(c *Config) { c.Security.ACL = acl })
+	return saslBroker(t, func(c *Config) {
+		c.Security.ACL = acl
+		if mutate != nil {
+			mutate(c)
+		}
+	})
+}
+
+func aclBroker(t *testing.T) *Broker {
+	t.Helper()
+	b := saslACLBroker(t, testACL, nil)
 	admin := newClient(t, b.Addr(), kgo.SASL(scramMech(auth.ScramSHA256, "alice", "alice-pw")))
 	for _, topic := range []string{"orders", "secret", "public-news"} {
 		createTopic(t, admin, topic, 1)
@@ -483,8 +494,8 @@ func TestAuthorizeGroup(t *testing.T) {
 }
 
 // TestUnknownAPIFailsClosedUnderACL: an API the authorization code has no
-// case for (here Heartbeat, whose handler does not exist yet) is refused
-// before its handler runs.
+// case for (here DescribeAcls, which has no handler) is refused before
+// its handler runs.
 func TestUnknownAPIFailsClosedUnderACL(t *testing.T) {
 	acl, _ := auth.ParseACL([]byte("unilog-acl 1\n* consume *\n"))
 	cfg := testConfig(t, t.TempDir())
@@ -493,29 +504,21 @@ func TestUnknownAPIFailsClosedUnderACL(t *testing.T) {
 	nc, peer := net.Pipe()
 	defer nc.Close()
 	defer peer.Close()
-	hb := kmsg.NewPtrHeartbeatRequest()
-	hb.Version = 4
-	hb.Group = "g"
+	req := kmsg.NewPtrDescribeACLsRequest()
+	req.Version = 3
 	resp, err := newConn(b, nc).serveAuthorized(func(*Broker, context.Context, *conn, kmsg.Request) (kmsg.Response, error) {
 		t.Fatal("handler of an API the ACL code does not know ran")
 		return nil, nil
-	}, hb)
-	if err != nil || resp.(*kmsg.HeartbeatResponse).ErrorCode != kerr.ClusterAuthorizationFailed.Code {
-		t.Fatalf("heartbeat: %+v %v", resp, err)
+	}, req)
+	if err != nil || resp.(*kmsg.DescribeACLsResponse).ErrorCode != kerr.ClusterAuthorizationFailed.Code {
+		t.Fatalf("DescribeAcls: %+v %v", resp, err)
 	}
 }
 
 // TestACLAutoCreate: Metadata auto-creates a missing topic only for a
 // principal that may produce to or administer it.
 func TestACLAutoCreate(t *testing.T) {
-	acl, err := auth.ParseACL([]byte(testACL))
-	if err != nil {
-		t.Fatal(err)
-	}
-	b := saslBroker(t, func(c *Config) {
-		c.Security.ACL = acl
-		c.AutoCreateTopics = true
-	})
+	b := saslACLBroker(t, testACL, func(c *Config) { c.AutoCreateTopics = true })
 	for _, tc := range []struct {
 		user, topic string
 		want        int16

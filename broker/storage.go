@@ -6,10 +6,12 @@ import (
 	"time"
 )
 
-// storage is what the broker needs from the unified log, owned here so the
+// Storage is what the broker needs from the unified log, owned here so the
 // protocol layer does not depend on how storage is composed. The dispatcher
-// adapter (storage_dispatcher.go) is the production implementation.
-type storage interface {
+// adapter (storage_dispatcher.go) is the production implementation; it is
+// exported so that Config.Storage can serve another one (bench serves the
+// Kafka layout through it, to compare layouts end to end).
+type Storage interface {
 	// Append stores one record batch for topic/partition as one commit log
 	// record spanning count offsets, with the base offset stamped into the
 	// batch. It returns the base offset and the physical end of the record.
@@ -23,11 +25,8 @@ type storage interface {
 	// Bounds returns the first and the next offset of a partition; an
 	// unwritten partition is [0, 0).
 	Bounds(topic string, partition int32) (min, max int64)
-	// RecordEnd is the physical end of the record holding offset; false
-	// when offset is not stored.
-	RecordEnd(topic string, partition int32, offset int64) (int64, bool)
 	// ReadBatch appends to dst the stored batch holding offset and returns
-	// the batch's first offset and the offset after it; errStorageRange
+	// the batch's first offset and the offset after it; ErrStorageRange
 	// when offset is not (or no longer) stored.
 	ReadBatch(topic string, partition int32, offset int64, dst []byte) (out []byte, base, next int64, err error)
 	// OffsetForTime returns the first offset stored at or after ts (unix
@@ -39,19 +38,19 @@ type storage interface {
 	// only valid during the call.
 	ScanRecords(from int64, fn func(topic string, partition int32, base, end int64, batch []byte)) error
 	// NewWaiter starts a long poll; the caller releases it.
-	NewWaiter() waiter
+	NewWaiter() Waiter
 	// DeleteTopic drops the topic's consume queues and offset counters.
 	DeleteTopic(topic string) error
 	// Stats reports sizes for the metrics.
-	Stats() storageStats
+	Stats() StorageStats
 	// Close flushes and closes the storage with a clean checkpoint.
 	Close() error
 }
 
-// waiter is one long poll over any number of partitions with a single
+// Waiter is one long poll over any number of partitions with a single
 // notify channel (dispatcher.Waiter). Registrations last until the partition
 // grows or Release, so a fetch that returns leaves nothing behind.
-type waiter interface {
+type Waiter interface {
 	// Watch signals C once the partition holds an offset beyond offset.
 	Watch(topic string, partition int32, offset int64)
 	C() <-chan struct{}
@@ -59,7 +58,8 @@ type waiter interface {
 	Release()
 }
 
-type storageStats struct {
+// StorageStats are the sizes Storage reports for the metrics.
+type StorageStats struct {
 	LogBytes int64
 	LagBytes int64
 	LagTime  time.Duration
@@ -69,12 +69,12 @@ type storageStats struct {
 	Watchers    int64 // partition registrations of live long polls
 }
 
-// errStorageRange reports an offset the storage does not hold.
-var errStorageRange = errors.New("broker: offset not stored")
+// ErrStorageRange reports an offset the storage does not hold.
+var ErrStorageRange = errors.New("broker: offset not stored")
 
 // errStorageReadOnly reports an append refused because the disk is full
 // or a flush failed: retriable, nothing was stored.
 var errStorageReadOnly = errors.New("broker: storage refuses writes")
 
-// errStorageTooLarge reports a record larger than the log accepts.
-var errStorageTooLarge = errors.New("broker: record too large for the commit log")
+// ErrStorageTooLarge reports a record larger than the log accepts.
+var ErrStorageTooLarge = errors.New("broker: record too large for the commit log")

@@ -59,7 +59,7 @@ func (s *dispatcherStorage) Append(topic string, partition int32, count int32, m
 	})
 	if err != nil {
 		if errors.Is(err, commitlog.ErrTooLarge) {
-			return 0, 0, fmt.Errorf("%w: %w", errStorageTooLarge, err)
+			return 0, 0, fmt.Errorf("%w: %w", ErrStorageTooLarge, err)
 		}
 		if errors.Is(err, commitlog.ErrFlushFailed) || errors.Is(err, commitlog.ErrDiskFull) {
 			return 0, 0, fmt.Errorf("%w: %w", errStorageReadOnly, err)
@@ -102,19 +102,19 @@ func (s *dispatcherStorage) RecordEnd(topic string, partition int32, offset int6
 func (s *dispatcherStorage) ReadBatch(topic string, partition int32, offset int64, dst []byte) ([]byte, int64, int64, error) {
 	q, ok := s.d.Queue(topic, partition)
 	if !ok {
-		return dst, 0, 0, errStorageRange
+		return dst, 0, 0, ErrStorageRange
 	}
 	e, err := q.Get(offset)
 	if err != nil {
 		if errors.Is(err, consumequeue.ErrOutOfRange) {
-			return dst, 0, 0, errStorageRange
+			return dst, 0, 0, ErrStorageRange
 		}
 		return dst, 0, 0, fmt.Errorf("broker: %s/%d offset %d: %w", topic, partition, offset, err)
 	}
 	v, err := s.log.Read(e.PhysOffset)
 	if err != nil {
 		if errors.Is(err, commitlog.ErrOutOfRange) {
-			return dst, 0, 0, errStorageRange
+			return dst, 0, 0, ErrStorageRange
 		}
 		return dst, 0, 0, fmt.Errorf("broker: %s/%d offset %d: %w", topic, partition, offset, err)
 	}
@@ -158,13 +158,13 @@ func (s *dispatcherStorage) ScanRecords(from int64, fn func(topic string, partit
 	}
 }
 
-func (s *dispatcherStorage) NewWaiter() waiter { return s.d.NewWaiter() }
+func (s *dispatcherStorage) NewWaiter() Waiter { return s.d.NewWaiter() }
 
 func (s *dispatcherStorage) DeleteTopic(topic string) error { return s.d.DeleteTopic(topic) }
 
-func (s *dispatcherStorage) Stats() storageStats {
+func (s *dispatcherStorage) Stats() StorageStats {
 	lag := s.d.Lag()
-	return storageStats{
+	return StorageStats{
 		LogBytes: s.log.WriteOffset() - s.log.MinOffset(),
 		LagBytes: lag.Bytes,
 		LagTime:  lag.Time,

@@ -94,14 +94,8 @@ type rawItem struct {
 func (l *Log) AppendRaw(phys int64, data []byte) (int64, error) {
 	l.wmu.Lock()
 	defer l.wmu.Unlock()
-	if l.closed.Load() {
-		return 0, ErrClosed
-	}
-	if !l.recovered {
-		return 0, ErrNotRecovered
-	}
-	if err := l.failure(); err != nil {
-		return 0, fmt.Errorf("commitlog: append raw: %w", err)
+	if err := l.writable("append raw"); err != nil {
+		return 0, err
 	}
 	w := l.cur.base + l.wpos
 	// After a file's short tail the leader's next offset is the next file's

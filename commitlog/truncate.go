@@ -27,14 +27,8 @@ import (
 func (l *Log) Truncate(to int64) error {
 	l.wmu.Lock()
 	defer l.wmu.Unlock()
-	if l.closed.Load() {
-		return ErrClosed
-	}
-	if !l.recovered {
-		return ErrNotRecovered
-	}
-	if err := l.failure(); err != nil {
-		return fmt.Errorf("commitlog: truncate: %w", err)
+	if err := l.writable("truncate"); err != nil {
+		return err
 	}
 	w := l.cur.base + l.wpos
 	if to == w {
@@ -159,14 +153,8 @@ func (l *Log) firstOffsetsFrom(segs []*segment, to, w int64) (map[queueKey]int64
 func (l *Log) Restart(at int64) error {
 	l.wmu.Lock()
 	defer l.wmu.Unlock()
-	if l.closed.Load() {
-		return ErrClosed
-	}
-	if !l.recovered {
-		return ErrNotRecovered
-	}
-	if err := l.failure(); err != nil {
-		return fmt.Errorf("commitlog: restart: %w", err)
+	if err := l.writable("restart"); err != nil {
+		return err
 	}
 	if at < 0 {
 		return fmt.Errorf("commitlog: restart at %d: %w", at, ErrOutOfRange)
@@ -210,5 +198,20 @@ func (l *Log) Restart(at int64) error {
 	}
 	l.requestNext()
 	l.log.WithFields(logrus.Fields{"at": at, "removed_files": len(old)}).Warn("commit log restarted empty")
+	return nil
+}
+
+// writable reports why the writer may not change the log: closed, not
+// recovered yet, or stopped by a failed write. wmu held.
+func (l *Log) writable(op string) error {
+	switch {
+	case l.closed.Load():
+		return ErrClosed
+	case !l.recovered:
+		return ErrNotRecovered
+	}
+	if err := l.failure(); err != nil {
+		return fmt.Errorf("commitlog: %s: %w", op, err)
+	}
 	return nil
 }

@@ -1,23 +1,16 @@
 package dispatcher
 
-import "fmt"
+import (
+	"fmt"
+	"time"
+)
 
 // Truncate cuts the commit log and its consume queues back to the record
 // boundary to: the hook of a replication follower whose new leader never
-// had the tail (see "Replicas" in the package doc). It runs on the
-// dispatching goroutine, so no pass interleaves with it.
+// had the tail (see "Replicas" in the package doc).
 func (d *Dispatcher) Truncate(to int64) error {
 	return d.onRun(func() error {
-		if err := d.queues.TruncateFrom(to); err != nil {
-			return fmt.Errorf("dispatcher: truncate consume queues from %d: %w", to, err)
-		}
-		if err := d.rewind(to); err != nil {
-			return err
-		}
-		if err := d.log.Truncate(to); err != nil {
-			return fmt.Errorf("dispatcher: %w", err)
-		}
-		return nil
+		return d.cut(to, func() error { return d.log.Truncate(to) })
 	})
 }
 
@@ -27,14 +20,8 @@ func (d *Dispatcher) Truncate(to int64) error {
 // takes the leader's next offset as its start.
 func (d *Dispatcher) Restart(at int64) error {
 	return d.onRun(func() error {
-		if err := d.queues.TruncateFrom(0); err != nil {
-			return fmt.Errorf("dispatcher: empty consume queues: %w", err)
-		}
-		if err := d.rewind(0); err != nil {
+		if err := d.cut(0, func() error { return d.log.Restart(at) }); err != nil {
 			return err
-		}
-		if err := d.log.Restart(at); err != nil {
-			return fmt.Errorf("dispatcher: %w", err)
 		}
 		d.cursor.Reset(at)
 		d.publish(at)
@@ -42,15 +29,39 @@ func (d *Dispatcher) Restart(at int64) error {
 	})
 }
 
-// rewind moves the dispatched offset and the cursor back to pos and makes
-// the checkpoint say so before the log loses anything: a crash after the
-// cut then finds the checkpoint at or below the log's end.
-func (d *Dispatcher) rewind(pos int64) error {
-	if d.dispatched.Load() > pos {
-		d.publish(pos)
+// cut drops the queue entries at or past from, moves the dispatched offset
+// and the cursor back, and writes a checkpoint claiming nothing past from
+// before cutLog changes the log, so a crash at any step recovers a
+// consistent directory. It runs on the dispatching goroutine and holds off
+// the checkpointer, whose marks could otherwise claim the cut tail.
+func (d *Dispatcher) cut(from int64, cutLog func() error) error {
+	d.cpRun.Lock()
+	defer d.cpRun.Unlock()
+	if err := d.queues.TruncateFrom(from); err != nil {
+		return fmt.Errorf("dispatcher: truncate consume queues from %d: %w", from, err)
+	}
+	if d.dispatched.Load() > from {
+		d.publish(from)
+	}
+	if err := d.queues.Flush(); err != nil {
+		return fmt.Errorf("dispatcher: flush consume queues: %w", err)
+	}
+	cp := Checkpoint{
+		CommitLogFlushed: min(d.log.FlushedOffset(), from),
+		Dispatched:       min(d.dispatched.Load(), from),
+		Time:             time.Now().UTC(),
+	}
+	if err := writeCheckpoint(d.opts.Dir, cp); err != nil {
+		return err
+	}
+	d.cpMu.Lock()
+	d.cp = cp
+	d.cpMu.Unlock()
+	if err := cutLog(); err != nil {
+		return fmt.Errorf("dispatcher: %w", err)
 	}
 	d.cursor.Reset(d.dispatched.Load())
-	return d.checkpoint()
+	return nil
 }
 
 // onRun runs f on the dispatching goroutine and returns its error.

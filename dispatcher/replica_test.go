@@ -19,6 +19,23 @@ func nextOffsets(recs []appended) map[partitionKey]int64 {
 	return next
 }
 
+// appendAt appends 100 generated messages, checks that each partition
+// continues at its offset in next (which it advances), and waits until
+// they are dispatched.
+func appendAt(t *testing.T, d *Dispatcher, seed uint64, next map[partitionKey]int64) []appended {
+	t.Helper()
+	more := appendN(t, d, seed, 0, 100)
+	for _, a := range more {
+		p := partitionKey{a.msg.Topic, a.msg.Partition}
+		if a.pos.QueueOffset != next[p] {
+			t.Fatalf("%v: appended at offset %d after the cut, want %d", p, a.pos.QueueOffset, next[p])
+		}
+		next[p] += int64(max(a.msg.Count, 1))
+	}
+	waitDispatched(t, d)
+	return more
+}
+
 // TestTruncate cuts a dispatched log at record boundaries in the last file,
 // in an earlier file and at its very start: the queues must end exactly
 // where the kept records end, new appends must reuse the offsets cut, and
@@ -74,16 +91,7 @@ func TestTruncate(t *testing.T) {
 				checkReadable(t, d, a)
 			}
 
-			more := appendN(t, d, 8, 0, 100)
-			for _, a := range more {
-				p := partitionKey{a.msg.Topic, a.msg.Partition}
-				if a.pos.QueueOffset != want[p] {
-					t.Fatalf("%v: appended at offset %d after truncation, want %d", p, a.pos.QueueOffset, want[p])
-				}
-				want[p] += int64(max(a.msg.Count, 1))
-			}
-			waitDispatched(t, d)
-			all := append(kept, more...)
+			all := append(kept, appendAt(t, d, 8, want)...)
 			for _, a := range all {
 				checkReadable(t, d, a)
 			}
@@ -141,15 +149,7 @@ func TestRestart(t *testing.T) {
 			t.Fatalf("%v: queue not emptied (ok %v)", p, ok)
 		}
 	}
-	more := appendN(t, d, 12, 0, 100)
-	for _, a := range more {
-		p := partitionKey{a.msg.Topic, a.msg.Partition}
-		if a.pos.QueueOffset != next[p] {
-			t.Fatalf("%v: appended at offset %d after restart, want %d (counters are kept)", p, a.pos.QueueOffset, next[p])
-		}
-		next[p] += int64(max(a.msg.Count, 1))
-	}
-	waitDispatched(t, d)
+	more := appendAt(t, d, 12, next)
 	for _, a := range more {
 		checkReadable(t, d, a)
 	}

@@ -12,6 +12,8 @@ import (
 	"github.com/sirupsen/logrus"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/unilog/unilog/internal/clock"
 )
 
 // Defaults of Options.
@@ -41,8 +43,8 @@ type Options struct {
 	// member may ask for (Kafka's group.min/max.session.timeout.ms).
 	MinSessionTimeout time.Duration
 	MaxSessionTimeout time.Duration
-	// Clock measures session and rebalance timeouts; default SystemClock.
-	Clock Clock
+	// Clock measures session and rebalance timeouts; default clock.System.
+	Clock clock.Clock
 	// NewMemberID makes a member id from a prefix (the client id, or a
 	// static member's instance id); default the prefix, a dash and 32
 	// random hex digits, as Kafka.
@@ -55,7 +57,7 @@ type Options struct {
 type Coordinator struct {
 	opts  Options
 	log   logrus.FieldLogger
-	clock Clock
+	clock clock.Clock
 	offs  *offsets
 
 	mu     sync.Mutex
@@ -81,7 +83,7 @@ func Open(opts Options) (*Coordinator, error) {
 		opts.MaxSessionTimeout = DefaultMaxSessionTimeout
 	}
 	if opts.Clock == nil {
-		opts.Clock = SystemClock{}
+		opts.Clock = clock.System{}
 	}
 	if opts.NewMemberID == nil {
 		opts.NewMemberID = randomMemberID

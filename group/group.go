@@ -5,6 +5,8 @@ import (
 
 	"github.com/sirupsen/logrus"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/unilog/unilog/internal/clock"
 )
 
 // member is one consumer of a group, owned by the group's goroutine.
@@ -74,7 +76,7 @@ type group struct {
 	rebalanceDeadline time.Time
 	rebalances        int64
 
-	timer   Timer
+	timer   clock.Timer
 	timerAt time.Time
 }
 

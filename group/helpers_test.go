@@ -8,69 +8,9 @@ import (
 	"time"
 
 	"github.com/sirupsen/logrus"
+
+	"github.com/unilog/unilog/internal/clock"
 )
-
-// fakeClock is a Clock that moves only when a test advances it.
-type fakeClock struct {
-	mu     sync.Mutex
-	now    time.Time
-	timers []*fakeTimer
-}
-
-type fakeTimer struct {
-	c       *fakeClock
-	at      time.Time
-	f       func()
-	stopped bool
-}
-
-func newFakeClock() *fakeClock { return &fakeClock{now: time.Unix(1_700_000_000, 0)} }
-
-func (c *fakeClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.now
-}
-
-func (c *fakeClock) AfterFunc(d time.Duration, f func()) Timer {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	t := &fakeTimer{c: c, at: c.now.Add(d), f: f}
-	c.timers = append(c.timers, t)
-	return t
-}
-
-func (t *fakeTimer) Stop() bool {
-	t.c.mu.Lock()
-	defer t.c.mu.Unlock()
-	was := !t.stopped
-	t.stopped = true
-	return was
-}
-
-// Advance moves time forward and runs the timers that came due, outside
-// the clock's lock (they post to group goroutines, which may call Now).
-func (c *fakeClock) Advance(d time.Duration) {
-	c.mu.Lock()
-	c.now = c.now.Add(d)
-	var due []*fakeTimer
-	keep := c.timers[:0]
-	for _, t := range c.timers {
-		switch {
-		case t.stopped:
-		case !t.at.After(c.now):
-			t.stopped = true
-			due = append(due, t)
-		default:
-			keep = append(keep, t)
-		}
-	}
-	c.timers = keep
-	c.mu.Unlock()
-	for _, t := range due {
-		t.f()
-	}
-}
 
 // memLog is an in-memory Log: a byte counter stands in for physical
 // offsets, each record of a batch takes one partition offset, every record
@@ -178,9 +118,9 @@ func (w testWriter) Write(p []byte) (int, error) {
 
 // openTest opens a coordinator over log with a fake clock and member ids
 // "<prefix>-<n>".
-func openTest(t testing.TB, log Log, clock Clock) *Coordinator {
+func openTest(t testing.TB, log Log, clk clock.Clock) *Coordinator {
 	t.Helper()
-	c, err := Open(testOptions(t, log, clock))
+	c, err := Open(testOptions(t, log, clk))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -188,7 +128,7 @@ func openTest(t testing.TB, log Log, clock Clock) *Coordinator {
 	return c
 }
 
-func testOptions(t testing.TB, log Log, clock Clock) Options {
+func testOptions(t testing.TB, log Log, clk clock.Clock) Options {
 	var mu sync.Mutex
 	n := 0
 	return Options{
@@ -196,7 +136,7 @@ func testOptions(t testing.TB, log Log, clock Clock) Options {
 		Partitions:        4,
 		SyncCommits:       true,
 		MinSessionTimeout: time.Second,
-		Clock:             clock,
+		Clock:             clk,
 		Logger:            testLogger(t),
 		NewMemberID: func(client string) string {
 			mu.Lock()

@@ -10,6 +10,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/unilog/unilog/internal/clock/clocktest"
 )
 
 func commitReq(group string, offs map[TopicPartition]int64) *kmsg.OffsetCommitRequest {
@@ -52,7 +54,7 @@ func offsetsOf(c *Coordinator, group string) map[TopicPartition]int64 {
 // same view.
 func TestOffsetsReplay(t *testing.T) {
 	log := newMemLog()
-	c := openTest(t, log, newFakeClock())
+	c := openTest(t, log, clocktest.New())
 	mustCommit(t, c, "a", map[TopicPartition]int64{{"t", 0}: 5, {"t", 1}: 6, {"u", 0}: 1})
 	mustCommit(t, c, "a", map[TopicPartition]int64{{"t", 0}: 9})
 	mustCommit(t, c, "b", map[TopicPartition]int64{{"t", 0}: 2})
@@ -79,7 +81,7 @@ func TestOffsetsReplay(t *testing.T) {
 		"b":    {{"t", 0}: 2},
 		"gone": {},
 	}
-	for _, cc := range []*Coordinator{c, openTest(t, log, newFakeClock())} {
+	for _, cc := range []*Coordinator{c, openTest(t, log, clocktest.New())} {
 		for g, w := range want {
 			if got := offsetsOf(cc, g); !reflect.DeepEqual(got, w) {
 				t.Fatalf("group %s: %v, want %v", g, got, w)
@@ -95,7 +97,7 @@ func TestOffsetsReplay(t *testing.T) {
 // named partitions (v1, -1 where nothing is committed), everything (v2+,
 // topics null) and several groups at once (v8+).
 func TestOffsetFetchVersions(t *testing.T) {
-	c := openTest(t, newMemLog(), newFakeClock())
+	c := openTest(t, newMemLog(), clocktest.New())
 	mustCommit(t, c, "a", map[TopicPartition]int64{{"t", 0}: 5, {"t", 1}: 6})
 	mustCommit(t, c, "b", map[TopicPartition]int64{{"t", 0}: 7})
 
@@ -135,7 +137,7 @@ func TestOffsetFetchVersions(t *testing.T) {
 // has every commit.
 func TestOffsetsRetention(t *testing.T) {
 	log := newMemLog()
-	c := openTest(t, log, newFakeClock())
+	c := openTest(t, log, clocktest.New())
 	if f := c.RetentionFloor(); f != math.MaxInt64 {
 		t.Fatalf("floor with nothing committed: %d", f)
 	}
@@ -158,7 +160,7 @@ func TestOffsetsRetention(t *testing.T) {
 	}
 	log.dropBefore(log.oldestEnd)
 	want := map[string]map[TopicPartition]int64{"a": {{"t", 0}: 2, {"t", 1}: 1}, "b": {{"t", 0}: 4}}
-	c2 := openTest(t, log, newFakeClock())
+	c2 := openTest(t, log, clocktest.New())
 	for g, w := range want {
 		if got := offsetsOf(c2, g); !reflect.DeepEqual(got, w) {
 			t.Fatalf("after retention, group %s: %v, want %v", g, got, w)
@@ -173,7 +175,7 @@ func TestOffsetsRetention(t *testing.T) {
 // partition with the error and leaves the view as it was.
 func TestOffsetCommitFailureStoresNothing(t *testing.T) {
 	log := newMemLog()
-	c := openTest(t, log, newFakeClock())
+	c := openTest(t, log, clocktest.New())
 	mustCommit(t, c, "a", map[TopicPartition]int64{{"t", 0}: 1})
 	log.failNext = errors.New("disk on fire")
 	resp := c.OffsetCommit(context.Background(), commitReq("a", map[TopicPartition]int64{{"t", 0}: 2, {"t", 1}: 2}))
@@ -250,7 +252,7 @@ func (l durableGate) WaitDurable(ctx context.Context, end int64) error {
 // answered only after the log is durable through its record.
 func TestOffsetCommitWaitsForDurability(t *testing.T) {
 	log := durableGate{newMemLog(), make(chan int64), make(chan struct{})}
-	c := openTest(t, log, newFakeClock())
+	c := openTest(t, log, clocktest.New())
 	done := make(chan *kmsg.OffsetCommitResponse, 1)
 	go func() {
 		done <- c.OffsetCommit(context.Background(), commitReq("a", map[TopicPartition]int64{{"t", 0}: 1}))

@@ -15,6 +15,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/unilog/unilog/internal/clock/clocktest"
 )
 
 var rewrite = flag.Bool("rewrite", false, "rewrite the expected output of testdata/*.txt scripts")
@@ -56,7 +58,7 @@ type scriptCall struct {
 
 type scriptRunner struct {
 	t     *testing.T
-	clock *fakeClock
+	clock *clocktest.Fake
 	c     *Coordinator
 	calls map[string]*scriptCall
 }
@@ -68,7 +70,7 @@ func runScript(t *testing.T, path string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	clock := newFakeClock()
+	clock := clocktest.New()
 	r := &scriptRunner{t: t, clock: clock, c: openTest(t, newMemLog(), clock), calls: make(map[string]*scriptCall)}
 	var out strings.Builder
 	var got, want []string

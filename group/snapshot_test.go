@@ -7,11 +7,13 @@ import (
 	"testing"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/unilog/unilog/internal/clock/clocktest"
 )
 
 func openSnapshot(t *testing.T, log Log, snap []byte) *Coordinator {
 	t.Helper()
-	opts := testOptions(t, log, newFakeClock())
+	opts := testOptions(t, log, clocktest.New())
 	opts.Snapshot = snap
 	c, err := Open(opts)
 	if err != nil {
@@ -26,7 +28,7 @@ func openSnapshot(t *testing.T, log Log, snap []byte) *Coordinator {
 // the log here, so the view can only be right if the snapshot was used.
 func TestSnapshotPlusTail(t *testing.T) {
 	log := newMemLog()
-	c := openTest(t, log, newFakeClock())
+	c := openTest(t, log, clocktest.New())
 	mustCommit(t, c, "a", map[TopicPartition]int64{{"t", 0}: 1, {"t", 1}: 1})
 	mustCommit(t, c, "b", map[TopicPartition]int64{{"t", 0}: 7})
 	snap, err := c.Snapshot(context.Background())
@@ -71,7 +73,7 @@ func deleteGroupsReq(groups ...string) *kmsg.DeleteGroupsRequest {
 // the log, is not used; the whole log is replayed instead.
 func TestSnapshotRejected(t *testing.T) {
 	log := newMemLog()
-	c := openTest(t, log, newFakeClock())
+	c := openTest(t, log, clocktest.New())
 	mustCommit(t, c, "a", map[TopicPartition]int64{{"t", 0}: 1})
 	snap, err := c.Snapshot(context.Background())
 	if err != nil {

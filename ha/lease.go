@@ -9,6 +9,8 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/sirupsen/logrus"
+
+	"github.com/unilog/unilog/internal/clock"
 )
 
 // Role is a node's part in its replica group.
@@ -75,7 +77,7 @@ type LeaseConfig struct {
 	// call that takes leadership away returns before the lease can be
 	// taken by another node, as long as it returns within the margin.
 	OnChange func(LeaseState)
-	Clock    Clock
+	Clock    clock.Clock
 	Logger   logrus.FieldLogger
 }
 
@@ -90,7 +92,7 @@ func (c LeaseConfig) withDefaults() (LeaseConfig, error) {
 		c.RetryPeriod = DefaultRetryPeriod
 	}
 	if c.Clock == nil {
-		c.Clock = realClock{}
+		c.Clock = clock.System{}
 	}
 	if c.Logger == nil {
 		c.Logger = logrus.StandardLogger()
@@ -121,12 +123,14 @@ type Elector struct {
 	// While leading: the revision of our lease and when we stop acting.
 	rev        uint64
 	validUntil time.Time
-	fence      Timer
+	fence      clock.Timer
 	// While following: the lease revision seen and when it was first seen.
 	obsRev uint64
 	obsAt  time.Time
 	// maxEpoch is the highest epoch seen, so a new lease is always higher.
 	maxEpoch uint64
+	// nudge makes Run tick before its next period (Nudge).
+	nudge chan struct{}
 }
 
 // NewElector returns a follower that contends on Tick.
@@ -141,6 +145,7 @@ func NewElector(kv jetstream.KeyValue, cfg LeaseConfig) (*Elector, error) {
 		key:   leaseKey(cfg.Group),
 		log:   cfg.Logger.WithFields(logrus.Fields{"replica_group": cfg.Group, "node_id": cfg.NodeID}),
 		state: LeaseState{Group: cfg.Group, Leader: -1},
+		nudge: make(chan struct{}, 1),
 	}, nil
 }
 
@@ -172,7 +177,18 @@ func (e *Elector) Run(ctx context.Context) {
 		case <-ctx.Done():
 			return
 		case <-t.C:
+		case <-e.nudge:
 		}
+	}
+}
+
+// Nudge makes Run tick now rather than at its next period: a node whose
+// Eligible just turned true contends at once. Ticks stay sequential, so a
+// renewal never races another.
+func (e *Elector) Nudge() {
+	select {
+	case e.nudge <- struct{}{}:
+	default:
 	}
 }
 

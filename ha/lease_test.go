@@ -9,6 +9,10 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/unilog/unilog/internal/clock"
+
+	"github.com/unilog/unilog/internal/clock/clocktest"
 )
 
 const (
@@ -52,11 +56,11 @@ func leaseBucket(t *testing.T, url string) (jetstream.KeyValue, func()) {
 	return b.Leases, nc.Close
 }
 
-func newTestElector(t *testing.T, kv jetstream.KeyValue, id int32, clock Clock, log *eventLog) *Elector {
+func newTestElector(t *testing.T, kv jetstream.KeyValue, id int32, clk clock.Clock, log *eventLog) *Elector {
 	t.Helper()
 	e, err := NewElector(kv, LeaseConfig{
 		Group: "g1", NodeID: id, Duration: testDuration, RenewDeadline: testRenew, RetryPeriod: testRetry,
-		Clock: clock, Logger: quietLogger(),
+		Clock: clk, Logger: quietLogger(),
 		OnChange: func(s LeaseState) {
 			if log != nil {
 				log.add(fmt.Sprintf("node %d %s epoch %d", id, s.Role, s.Epoch))
@@ -71,16 +75,16 @@ func newTestElector(t *testing.T, kv jetstream.KeyValue, id int32, clock Clock, 
 
 // twoNodes are nodes 1 and 2 contending for group g1 on one server, each
 // over its own connection; cutA closes node 1's.
-func twoNodes(t *testing.T, clock Clock, log *eventLog) (a, b *Elector, cutA func()) {
+func twoNodes(t *testing.T, clk clock.Clock, log *eventLog) (a, b *Elector, cutA func()) {
 	t.Helper()
 	srv := startServer(t)
 	kvA, cutA := leaseBucket(t, srv.ClientURL())
 	kvB, _ := leaseBucket(t, srv.ClientURL())
-	return newTestElector(t, kvA, 1, clock, log), newTestElector(t, kvB, 2, clock, log), cutA
+	return newTestElector(t, kvA, 1, clk, log), newTestElector(t, kvB, 2, clk, log), cutA
 }
 
 func TestLeaseAcquireRenewTakeover(t *testing.T) {
-	clock := newFakeClock()
+	clock := clocktest.New()
 	a, b, cutA := twoNodes(t, clock, nil)
 	ctx := context.Background()
 
@@ -123,7 +127,7 @@ func TestLeaseCompareAndSet(t *testing.T) {
 	ctx := context.Background()
 
 	t.Run("one of two concurrent contenders wins", func(t *testing.T) {
-		clock := newFakeClock()
+		clock := clocktest.New()
 		kvA, _ := leaseBucket(t, srv.ClientURL())
 		kvB, _ := leaseBucket(t, srv.ClientURL())
 		group := "race"
@@ -147,7 +151,7 @@ func TestLeaseCompareAndSet(t *testing.T) {
 	})
 
 	t.Run("a renewal on a stale revision steps down at once", func(t *testing.T) {
-		clock := newFakeClock()
+		clock := clocktest.New()
 		kv, _ := leaseBucket(t, srv.ClientURL())
 		log := &eventLog{}
 		a := newTestElector(t, kv, 1, clock, log)
@@ -181,7 +185,7 @@ func TestLeaseCompareAndSet(t *testing.T) {
 // nodes never both act as leader and that the old leader's step-down is
 // reported before the new leader's take-over.
 func TestFencedLeaderStopsBeforeTakeover(t *testing.T) {
-	clock := newFakeClock()
+	clock := clocktest.New()
 	log := &eventLog{}
 	a, b, cutA := twoNodes(t, clock, log)
 	ctx := context.Background()
@@ -218,7 +222,7 @@ func TestFencedLeaderStopsBeforeTakeover(t *testing.T) {
 }
 
 func TestLeaseReleaseHandsOverAtOnce(t *testing.T) {
-	a, b, _ := twoNodes(t, newFakeClock(), nil)
+	a, b, _ := twoNodes(t, clocktest.New(), nil)
 	ctx := context.Background()
 	a.Tick(ctx)
 	b.Tick(ctx)
@@ -236,7 +240,7 @@ func TestLeaseReleaseHandsOverAtOnce(t *testing.T) {
 
 func TestLeaseRestartedNodeResumesWithHigherEpoch(t *testing.T) {
 	srv := startServer(t)
-	clock := newFakeClock()
+	clock := clocktest.New()
 	kv, _ := leaseBucket(t, srv.ClientURL())
 	ctx := context.Background()
 	first := newTestElector(t, kv, 1, clock, nil)
@@ -278,7 +282,7 @@ func TestLeaseIneligibleNodeDoesNotContend(t *testing.T) {
 	srv := startServer(t)
 	kv, _ := leaseBucket(t, srv.ClientURL())
 	eligible := false
-	e, err := NewElector(kv, LeaseConfig{Group: "g1", NodeID: 1, Clock: newFakeClock(), Logger: quietLogger(), Eligible: func() bool { return eligible }})
+	e, err := NewElector(kv, LeaseConfig{Group: "g1", NodeID: 1, Clock: clocktest.New(), Logger: quietLogger(), Eligible: func() bool { return eligible }})
 	if err != nil {
 		t.Fatal(err)
 	}

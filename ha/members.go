@@ -11,6 +11,8 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/sirupsen/logrus"
+
+	"github.com/unilog/unilog/internal/clock"
 )
 
 // Member is the heartbeat value of one node, members.node.<id>.
@@ -38,7 +40,7 @@ func memberKey(id int32) string { return "node." + strconv.FormatInt(int64(id), 
 // Membership keeps the live members from a watch on the members bucket.
 type Membership struct {
 	kv       jetstream.KeyValue
-	clock    Clock
+	clock    clock.Clock
 	deadline time.Duration
 	log      logrus.FieldLogger
 
@@ -56,19 +58,19 @@ type memberSeen struct {
 
 // WatchMembers starts watching the members bucket and returns once the
 // current members are loaded. A member is live while its last heartbeat
-// was seen less than deadline ago on clock.
-func WatchMembers(ctx context.Context, kv jetstream.KeyValue, deadline time.Duration, clock Clock, log logrus.FieldLogger) (*Membership, error) {
+// was seen less than deadline ago on clk.
+func WatchMembers(ctx context.Context, kv jetstream.KeyValue, deadline time.Duration, clk clock.Clock, log logrus.FieldLogger) (*Membership, error) {
 	if deadline <= 0 {
 		deadline = DefaultMemberDeadline
 	}
-	if clock == nil {
-		clock = realClock{}
+	if clk == nil {
+		clk = clock.System{}
 	}
 	w, err := kv.WatchAll(context.Background())
 	if err != nil {
 		return nil, fmt.Errorf("ha: watch members: %w", err)
 	}
-	m := &Membership{kv: kv, clock: clock, deadline: deadline, log: log, seen: make(map[int32]memberSeen), watcher: w, done: make(chan struct{})}
+	m := &Membership{kv: kv, clock: clk, deadline: deadline, log: log, seen: make(map[int32]memberSeen), watcher: w, done: make(chan struct{})}
 	if err := loadInitial(ctx, w, m.apply); err != nil {
 		w.Stop()
 		return nil, fmt.Errorf("ha: watch members: %w", err)

@@ -4,6 +4,8 @@ import (
 	"context"
 	"testing"
 	"time"
+
+	"github.com/unilog/unilog/internal/clock/clocktest"
 )
 
 func liveIDs(m *Membership) []int32 {
@@ -29,7 +31,7 @@ func sameIDs(a, b []int32) bool {
 func TestMembershipJoinLeaveExpire(t *testing.T) {
 	srv := startServer(t)
 	ctx := context.Background()
-	clock := newFakeClock()
+	clock := clocktest.New()
 	deadline := 5 * time.Second
 	open := func() *Membership {
 		b, err := OpenBuckets(ctx, dial(t, srv.ClientURL()), 1, deadline)
@@ -49,7 +51,7 @@ func TestMembershipJoinLeaveExpire(t *testing.T) {
 		m   *Membership
 		mem Member
 	}{
-		{n2, Member{NodeID: 2, Advertise: "127.0.0.1:9002", ReplicaGroup: "g1", Role: "leader", Epoch: 3, LogEndOffset: 42}},
+		{n2, Member{NodeID: 2, Advertise: "127.0.0.1:9002", ReplicaGroup: "g1", Role: "leader", Epoch: 3, LogEndOffset: 42, InSync: []int32{3}}},
 		{n3, Member{NodeID: 3, Advertise: "127.0.0.1:9003", ReplicaGroup: "g1", Role: "follower", Epoch: 3}},
 	} {
 		if err := hb.m.Heartbeat(ctx, hb.mem); err != nil {
@@ -57,7 +59,7 @@ func TestMembershipJoinLeaveExpire(t *testing.T) {
 		}
 	}
 	waitFor(t, "nodes 2 and 3 to join", func() bool { return sameIDs(liveIDs(watcher), []int32{2, 3}) })
-	if got := watcher.Live()[0]; got.Advertise != "127.0.0.1:9002" || got.Role != "leader" || got.Epoch != 3 || got.LogEndOffset != 42 {
+	if got := watcher.Live()[0]; got.Advertise != "127.0.0.1:9002" || got.Role != "leader" || got.Epoch != 3 || got.LogEndOffset != 42 || !sameIDs(got.InSync, []int32{3}) {
 		t.Fatalf("node 2 seen as %+v", got)
 	}
 
@@ -75,6 +77,13 @@ func TestMembershipJoinLeaveExpire(t *testing.T) {
 	clock.Advance(time.Millisecond)
 	if got := liveIDs(watcher); len(got) != 0 {
 		t.Fatalf("past the deadline: live %v, want none", got)
+	}
+	// Its last record stays known: its followers decide on its in-sync set.
+	if got, ok := watcher.Last(2); !ok || got.Role != "leader" || !sameIDs(got.InSync, []int32{3}) {
+		t.Fatalf("last record of node 2 past the deadline: %+v (found %v)", got, ok)
+	}
+	if _, ok := watcher.Last(3); ok {
+		t.Fatal("node 3 left, yet its last record is known")
 	}
 	if err := n2.Heartbeat(ctx, Member{NodeID: 2, ReplicaGroup: "g1"}); err != nil {
 		t.Fatal(err)

@@ -10,6 +10,8 @@ import (
 
 	"github.com/nats-io/nats.go"
 	"github.com/sirupsen/logrus"
+
+	"github.com/unilog/unilog/internal/clock"
 )
 
 // Config configures one node's control plane.
@@ -39,7 +41,7 @@ type Config struct {
 	OnRoleChange func(LeaseState)
 	// Eligible is the elector's Eligible (see LeaseConfig).
 	Eligible func() bool
-	Clock    Clock
+	Clock    clock.Clock
 	Logger   logrus.FieldLogger
 }
 
@@ -74,7 +76,7 @@ func Start(cfg Config) (*Node, error) {
 		cfg.StartTimeout = 30 * time.Second
 	}
 	if cfg.Clock == nil {
-		cfg.Clock = realClock{}
+		cfg.Clock = clock.System{}
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = logrus.StandardLogger()

@@ -3,6 +3,8 @@ package ha
 import (
 	"testing"
 	"time"
+
+	"github.com/unilog/unilog/internal/clock/clocktest"
 )
 
 func startTestNode(t *testing.T, url string, id int32, group, advertise string) *Node {
@@ -72,7 +74,7 @@ func TestNodesLeadTheirGroupsAndHandOverOnClose(t *testing.T) {
 // writes in the broker.
 func TestNodeCutOffFromNATSStopsLeading(t *testing.T) {
 	srv := startServer(t)
-	clock := newFakeClock()
+	clock := clocktest.New()
 	n, err := Start(Config{
 		Conn: ConnConfig{URLs: srv.ClientURL()}, Replicas: 1,
 		NodeID: 1, ReplicaGroup: "g1", Advertise: "127.0.0.1:9001",

@@ -166,6 +166,13 @@ func (l *Log) EndOffset(topic string, id int32) (int64, error) {
 	return p.next, nil
 }
 
+// Partitions is the number of partitions the log holds.
+func (l *Log) Partitions() int {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	return len(l.parts)
+}
+
 // partitions is a snapshot of the open partitions, so that flushing them
 // does not hold the map lock.
 func (l *Log) partitions() []*partition {

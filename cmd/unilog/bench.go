@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -23,6 +24,10 @@ func benchCommand() *cli.Command {
 		Usage: "benchmarks",
 		Subcommands: []*cli.Command{
 			benchStorageCommand(),
+			benchProduceCommand(),
+			benchConsumeCommand(),
+			benchCompareCommand(),
+			benchServeCommand(),
 		},
 	}
 }
@@ -31,9 +36,10 @@ func benchStorageCommand() *cli.Command {
 	return &cli.Command{
 		Name:  "storage",
 		Usage: "compare the unified commit log with a Kafka-style per-partition layout as partitions grow",
-		Description: "Measures the raw sequential write bandwidth of --dir first, then runs every layout x flush x partition count,\n" +
-			"each in a fresh directory under --dir that is deleted afterwards. A run that hits a machine limit (open files,\n" +
-			"vm.max_map_count) becomes a row saying where and why.",
+		Description: "Measures the raw sequential write bandwidth of --dir first, then runs every layout x flush x partition count\n" +
+			"--trials times in an interleaved order after one unreported warm-up run, each in a fresh directory under --dir that\n" +
+			"is deleted afterwards; the table shows the median and min-max, --json every trial. A run that hits a machine limit\n" +
+			"(open files, vm.max_map_count) becomes a row saying where and why.",
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "layouts", Value: "unified,kafka", Usage: "layouts to run: unified, kafka, kafka-madv (the Kafka layout with MADV_RANDOM index mappings, which Kafka does not do)"},
 			&cli.StringFlag{Name: "partitions", Value: "1,16,256,1024,4096,10000", Usage: "partition counts, comma separated"},
@@ -48,6 +54,11 @@ func benchStorageCommand() *cli.Command {
 			&cli.StringFlag{Name: "disk-probe", Value: "1GiB", Usage: "bytes written by the raw disk bandwidth probe (0 skips it)"},
 			&cli.StringFlag{Name: "limit-partitions", Usage: "partition counts run after the sweep (first --flush only) to find where each layout stops, e.g. 20000,50000,100000"},
 			&cli.StringFlag{Name: "limit-total", Value: "1GiB", Usage: "payload bytes per --limit-partitions run"},
+			&cli.IntFlag{Name: "trials", Value: 3, Usage: "runs of every configuration, interleaved; the table shows the median and min–max, --json every trial"},
+			&cli.BoolFlag{Name: "warm-up", Value: true, Usage: "run the first configuration once before the trials and report nothing of it (--warm-up=false to see the first-run bias)"},
+			&cli.StringFlag{Name: "sustained-partitions", Usage: "partition counts of sustained runs (first --flush only), each writing --sustained-total, e.g. 1,10000"},
+			&cli.StringFlag{Name: "sustained-total", Usage: "payload bytes per sustained run (default: 3x the dirty-page limit read from /proc/sys/vm/dirty_* and MemAvailable)"},
+			&cli.DurationFlag{Name: "sustained-max-run", Usage: "cap the writing time of each sustained run instead of --max-run (a capped sustained run may not pass the dirty-page limit)"},
 			&cli.DurationFlag{Name: "max-run", Usage: "cap the writing time of each run; a capped run says so and reports what it wrote (0: no cap)"},
 			&cli.BoolFlag{Name: "read", Usage: "also read back one partition and then all partitions from a cold page cache"},
 			&cli.StringFlag{Name: "json", Usage: "write one JSON object per run to this file (and stay quiet on stderr)"},
@@ -69,37 +80,57 @@ func runBenchStorage(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	if err := bench.WriteTable(c.App.Writer, rep); err != nil {
+	return benchOutputs{
+		table: func(w io.Writer) error { return bench.WriteTable(w, rep) },
+		json:  func(path string) error { return bench.WriteJSON(path, rep) },
+		plot:  func(path string) error { return bench.WritePlot(path, rep) },
+		markdown: func(path, command, plot string) error {
+			info := bench.MarkdownInfo{Command: command, Plot: plot, Config: cfg, Started: started, Duration: time.Since(started)}
+			return bench.WriteMarkdown(path, rep, bench.DescribeMachine(cfg.Dir), info)
+		},
+	}.write(c)
+}
+
+// benchOutputs are a benchmark's outputs: the table on stdout, then what
+// --json, --plot and --markdown ask for (a flag the command lacks reads as
+// empty). markdown gets the command line to quote (--command, or this one)
+// and the plot's path relative to the Markdown file.
+type benchOutputs struct {
+	table    func(io.Writer) error
+	json     func(path string) error
+	plot     func(path string) error
+	markdown func(path, command, plot string) error
+}
+
+func (o benchOutputs) write(c *cli.Context) error {
+	if err := o.table(c.App.Writer); err != nil {
 		return err
 	}
 	if path := c.String("json"); path != "" {
-		if err := bench.WriteJSON(path, rep); err != nil {
+		if err := o.json(path); err != nil {
 			return err
 		}
 	}
 	plot := c.String("plot")
 	if plot != "" {
-		if err := bench.WritePlot(plot, rep); err != nil {
+		if err := o.plot(plot); err != nil {
 			return err
 		}
 	}
-	if path := c.String("markdown"); path != "" {
-		command := c.String("command")
-		if command == "" {
-			command = strings.Join(os.Args, " ")
-		}
-		rel := ""
-		if plot != "" {
-			if rel, err = filepath.Rel(filepath.Dir(path), plot); err != nil {
-				rel = plot
-			}
-		}
-		info := bench.MarkdownInfo{Command: command, Plot: rel, Config: cfg, Started: started, Duration: time.Since(started)}
-		if err := bench.WriteMarkdown(path, rep, bench.DescribeMachine(cfg.Dir), info); err != nil {
-			return err
+	path := c.String("markdown")
+	if path == "" {
+		return nil
+	}
+	command := c.String("command")
+	if command == "" {
+		command = strings.Join(os.Args, " ")
+	}
+	if plot != "" {
+		if rel, err := filepath.Rel(filepath.Dir(path), plot); err == nil {
+			plot = rel
 		}
 	}
-	return nil
+	return o.markdown(path, command, plot)
 }
 
 func benchConfig(c *cli.Context) (bench.Config, error) {
@@ -112,7 +143,12 @@ func benchConfig(c *cli.Context) (bench.Config, error) {
 		Dir:       c.String("dir"),
 		Read:      c.Bool("read"),
 		MaxRun:    c.Duration("max-run"),
-		Progress:  !quiet && bench.StderrIsTerminal(),
+		// Sustained runs must write past the dirty-page limit to mean
+		// anything, so they have their own cap.
+		SustainedMaxRun: c.Duration("sustained-max-run"),
+		Trials:          c.Int("trials"),
+		WarmUp:          c.Bool("warm-up"),
+		Progress:        !quiet && bench.StderrIsTerminal(),
 	}
 	if !quiet {
 		cfg.Notes = c.App.ErrWriter
@@ -123,6 +159,14 @@ func benchConfig(c *cli.Context) (bench.Config, error) {
 	}
 	if cfg.LimitPartitions, err = counts(c, "limit-partitions"); err != nil {
 		return cfg, err
+	}
+	if cfg.SustainedPartitions, err = counts(c, "sustained-partitions"); err != nil {
+		return cfg, err
+	}
+	if s := c.String("sustained-total"); s != "" {
+		if cfg.SustainedTotal, err = bench.ParseBytes(s); err != nil {
+			return cfg, fmt.Errorf("bench storage: --sustained-total: %w", err)
+		}
 	}
 	for _, s := range splitList(c.String("flush")) {
 		f, err := bench.ParseFlush(s)
@@ -160,7 +204,7 @@ func counts(c *cli.Context, flag string) ([]int, error) {
 	for _, s := range splitList(c.String(flag)) {
 		n, err := strconv.Atoi(strings.ReplaceAll(s, "_", ""))
 		if err != nil || n < 1 {
-			return nil, fmt.Errorf("bench storage: --%s: %q is not a positive count", flag, s)
+			return nil, fmt.Errorf("bench: --%s: %q is not a positive count", flag, s)
 		}
 		out = append(out, n)
 	}

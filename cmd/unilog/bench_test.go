@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"math"
 	"os"
 	"path/filepath"
@@ -11,8 +12,9 @@ import (
 	"github.com/urfave/cli/v2"
 )
 
-// TestBenchStorageSmoke runs a tiny `unilog bench storage` over both layouts
-// and checks that every JSON field is there and sane.
+// TestBenchStorageSmoke runs a tiny `unilog bench storage` over both layouts,
+// two trials and a sustained row, and checks that every JSON field is there
+// and sane and that every trial is kept.
 func TestBenchStorageSmoke(t *testing.T) {
 	dir := t.TempDir()
 	jsonPath := filepath.Join(dir, "out.json")
@@ -23,6 +25,7 @@ func TestBenchStorageSmoke(t *testing.T) {
 	err := app.Run([]string{"unilog", "bench", "storage",
 		"--layouts", "unified,kafka", "--partitions", "1,16", "--total", "2MiB", "--message-size", "1KiB",
 		"--producers", "2", "--flush", "none,interval:10ms", "--segment-bytes", "1MiB", "--disk-probe", "4MiB",
+		"--trials", "2", "--sustained-partitions", "4", "--sustained-total", "3MiB", "--sustained-max-run", "1m",
 		"--dir", filepath.Join(dir, "data"), "--json", jsonPath, "--plot", plotPath, "--markdown", mdPath})
 	if err != nil {
 		t.Fatal(err)
@@ -31,14 +34,42 @@ func TestBenchStorageSmoke(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var runs []map[string]any
-	if err := json.Unmarshal(raw, &runs); err != nil {
+	var rep struct {
+		Rows    []map[string]any `json:"rows"`
+		Results []map[string]any `json:"results"`
+		Dirty   map[string]any   `json:"dirty_limit"`
+	}
+	if err := json.Unmarshal(raw, &rep); err != nil {
 		t.Fatal(err)
 	}
-	if len(runs) != 2*2*2 {
-		t.Fatalf("%d runs, want 8", len(runs))
+	runs := rep.Results
+	// (2 layouts x 2 partition counts x 2 flushes + 2 sustained) x 2 trials.
+	if len(runs) != (2*2*2+2)*2 {
+		t.Fatalf("%d runs, want 20", len(runs))
 	}
-	fields := []string{"layout", "partitions", "message_size", "flush", "producers", "records", "bytes", "seconds",
+	if len(rep.Rows) != 2*2*2+2 {
+		t.Fatalf("%d rows, want 10", len(rep.Rows))
+	}
+	trials := map[string]int{}
+	for _, r := range runs {
+		trials[fmt.Sprint(r["kind"], r["layout"], r["flush"], r["partitions"])] += 1 << int(r["trial"].(float64))
+	}
+	for k, mask := range trials {
+		if mask != 1<<1|1<<2 {
+			t.Errorf("%s: trials %b, want 1 and 2 once each", k, mask)
+		}
+	}
+	for i, row := range rep.Rows {
+		s, _ := row["mb_per_s"].(map[string]any)
+		lo, med, hi := s["min"].(float64), s["median"].(float64), s["max"].(float64)
+		if row["trials"].(float64) != 2 || lo <= 0 || lo > med || med > hi {
+			t.Errorf("row %d: %v", i, row)
+		}
+	}
+	if b, _ := rep.Dirty["bytes"].(float64); b <= 0 {
+		t.Errorf("dirty-page limit not read: %v", rep.Dirty)
+	}
+	fields := []string{"kind", "trial", "layout", "partitions", "message_size", "flush", "producers", "records", "bytes", "seconds",
 		"mb_per_s", "records_per_s", "p50_us", "p99_us", "p999_us", "disk_mb_per_s", "fraction_of_disk",
 		"open_files", "map_areas", "mapped_bytes", "log_bytes"}
 	seen := map[string]bool{}
@@ -53,7 +84,11 @@ func TestBenchStorageSmoke(t *testing.T) {
 		}
 		num := func(f string) float64 { v, _ := r[f].(float64); return v }
 		records, bytes, size := num("records"), num("bytes"), num("message_size")
-		if size != 1024 || records < 2000 || math.Abs(records*size-bytes) > size {
+		want := 2048.0
+		if r["kind"] == "sustained" {
+			want = 3072
+		}
+		if size != 1024 || records != want || math.Abs(records*size-bytes) > size {
 			t.Errorf("run %d: %v records of %v bytes, %v bytes", i, records, size, bytes)
 		}
 		if num("seconds") <= 0 || num("mb_per_s") <= 0 || num("records_per_s") <= 0 || num("disk_mb_per_s") <= 0 || num("fraction_of_disk") <= 0 {
@@ -65,9 +100,13 @@ func TestBenchStorageSmoke(t *testing.T) {
 		if num("open_files") <= 0 || num("map_areas") <= 0 || num("mapped_bytes") <= 0 || num("log_bytes") < bytes {
 			t.Errorf("run %d: resources %v files, %v maps, %v mapped, %v log bytes", i, r["open_files"], r["map_areas"], r["mapped_bytes"], r["log_bytes"])
 		}
-		seen[r["layout"].(string)+"/"+r["flush"].(string)] = true
+		k := r["layout"].(string) + "/" + r["flush"].(string)
+		if r["kind"] == "sustained" {
+			k += "/sustained"
+		}
+		seen[k] = true
 	}
-	for _, k := range []string{"unified/none", "kafka/none", "unified/interval:10ms", "kafka/interval:10ms"} {
+	for _, k := range []string{"unified/none", "kafka/none", "unified/interval:10ms", "kafka/interval:10ms", "unified/none/sustained", "kafka/none/sustained"} {
 		if !seen[k] {
 			t.Errorf("no run for %s", k)
 		}

@@ -183,6 +183,7 @@ func runBroker(c *cli.Context) error {
 		cp.close()
 		return fmt.Errorf("broker: replication: %w", err)
 	}
+	cp.repl.settle(c.Duration("lease-duration"))
 	cp.dropRemoteDeletes(b)
 	cp.node.SetLogEndOffset(b.LogEndOffset)
 	if c.String("advertise") == "" {

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"strings"
 	"text/tabwriter"
 	"time"
 
@@ -18,10 +19,13 @@ func clusterCommand() *cli.Command {
 		Usage: "inspect the cluster through its NATS control plane",
 		Subcommands: []*cli.Command{{
 			Name:  "status",
-			Usage: "print members, replica group leaders and epochs",
+			Usage: "print members, replica group leaders, epochs, in-sync sets and replication lag",
 			Description: `Reads the control plane's buckets. HEARTBEAT is the age of a member's last
 heartbeat by the NATS server's clock; STATE is "gone" once that is past the
-member deadline (5s). ROLE and EPOCH are what the member last reported.`,
+member deadline (5s). ROLE, EPOCH and LOG END are what the member last reported;
+LAG is how many bytes a follower's log end is behind its group leader's, both
+as last reported. IN SYNC lists the followers the leader last reported in sync:
+only they may take over its lease.`,
 			ArgsUsage: " ",
 			Flags: []cli.Flag{
 				&cli.StringFlag{Name: "nats", Value: "nats://" + defaultNATSListen, Usage: "NATS `URLS` of the control plane", EnvVars: env("NATS")},
@@ -46,23 +50,41 @@ func clusterStatus(c *cli.Context) error {
 	if err != nil {
 		return fmt.Errorf("cluster status: %w", err)
 	}
+	leaders := map[string]ha.Member{}
+	for _, l := range st.Leaders {
+		for _, m := range st.Members {
+			if m.NodeID == l.NodeID && m.ReplicaGroup == l.Group {
+				leaders[l.Group] = m.Member
+			}
+		}
+	}
 	w := tabwriter.NewWriter(c.App.Writer, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(w, "NODE\tGROUP\tROLE\tEPOCH\tADVERTISE\tLOG END\tHEARTBEAT\tSTATE")
+	fmt.Fprintln(w, "NODE\tGROUP\tROLE\tEPOCH\tADVERTISE\tLOG END\tLAG\tHEARTBEAT\tSTATE")
 	for _, m := range st.Members {
 		state := "live"
 		if m.Age >= ha.DefaultMemberDeadline {
 			state = "gone"
 		}
-		fmt.Fprintf(w, "%d\t%s\t%s\t%d\t%s\t%d\t%s ago\t%s\n", m.NodeID, m.ReplicaGroup, m.Role, m.Epoch, m.Advertise, m.LogEndOffset, m.Age.Round(time.Millisecond), state)
+		lag := "-"
+		if l, ok := leaders[m.ReplicaGroup]; ok && l.NodeID != m.NodeID {
+			lag = fmt.Sprint(max(0, l.LogEndOffset-m.LogEndOffset))
+		}
+		fmt.Fprintf(w, "%d\t%s\t%s\t%d\t%s\t%d\t%s\t%s ago\t%s\n", m.NodeID, m.ReplicaGroup, m.Role, m.Epoch, m.Advertise, m.LogEndOffset, lag, m.Age.Round(time.Millisecond), state)
 	}
 	fmt.Fprintln(w)
-	fmt.Fprintln(w, "GROUP\tLEADER\tEPOCH")
+	fmt.Fprintln(w, "GROUP\tLEADER\tEPOCH\tIN SYNC")
 	for _, l := range st.Leaders {
-		leader := fmt.Sprint(l.NodeID)
+		leader, inSync := fmt.Sprint(l.NodeID), "-"
 		if l.NodeID < 0 {
 			leader = "none (released)"
 		}
-		fmt.Fprintf(w, "%s\t%s\t%d\n", l.Group, leader, l.Epoch)
+		if m, ok := leaders[l.Group]; ok {
+			inSync = "none"
+			if len(m.InSync) > 0 {
+				inSync = strings.Trim(fmt.Sprint(m.InSync), "[]")
+			}
+		}
+		fmt.Fprintf(w, "%s\t%s\t%d\t%s\n", l.Group, leader, l.Epoch, inSync)
 	}
 	return w.Flush()
 }

@@ -117,7 +117,7 @@ func startControlPlane(c *cli.Context, cfg *broker.Config) (*controlPlane, error
 		cp.close()
 		return nil, err
 	}
-	cp.repl.node = cp.node
+	cp.repl.node.Store(cp.node)
 	if err := importFileMetadata(cfg.DataDir, cp.node.Metadata(), cfg.Logger); err != nil {
 		cp.close()
 		return nil, err

@@ -5,9 +5,9 @@ import (
 	"testing"
 )
 
-// runMainEnv makes the test binary run the unilog command instead of the
-// tests, so a test can start brokers as processes it can SIGKILL: the
-// failover tests re-exec themselves with it set.
+// runMainEnv makes the test binary act as unilog itself, so that commands
+// that start unilog as a child (bench compare runs `unilog bench serve`)
+// can be tested with os.Executable().
 const runMainEnv = "UNILOG_TEST_RUN_MAIN"
 
 func TestMain(m *testing.M) {

@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/sirupsen/logrus"
@@ -69,7 +70,7 @@ type replicator struct {
 	log      logrus.FieldLogger
 	ln       net.Listener
 
-	node *ha.Node // set once the control plane started
+	node atomic.Pointer[ha.Node] // set once the control plane started
 
 	// Set by attach, once the broker opened the data directory.
 	b        *broker.Broker
@@ -121,6 +122,9 @@ func (r *replicator) addr() string { return r.ln.Addr().String() }
 // attach starts replicating into the broker's data directory.
 func (r *replicator) attach(b *broker.Broker) error {
 	r.b, r.d = b, b.Dispatcher()
+	if r.d == nil {
+		return errors.New("replication needs the broker's own data directory")
+	}
 	var err error
 	if r.epochs, err = commitlog.OpenEpochs(r.d.Log().Dir()); err != nil {
 		return err
@@ -135,18 +139,16 @@ func (r *replicator) attach(b *broker.Broker) error {
 		Durable:  r.durable,
 		Logger:   r.log,
 	})
-	r.node.SetInSync(r.inSync)
+	r.node.Load().SetInSync(r.inSync)
 	r.mu.Lock()
-	r.want = r.node.Elector().State()
-	leading := r.want.Role == ha.RoleLeader
+	r.want = r.node.Load().Elector().State()
 	r.mu.Unlock()
-	if !leading {
-		b.Demote()
-	}
 	close(r.attached)
 	go r.accept()
 	go r.run()
 	r.nudge()
+	// Eligible may have just turned true: contend now, not a period later.
+	r.node.Load().Elector().Nudge()
 	return nil
 }
 
@@ -155,16 +157,42 @@ func (r *replicator) attach(b *broker.Broker) error {
 func (r *replicator) roleChanged(s ha.LeaseState) {
 	r.mu.Lock()
 	r.want = s
+	wasLeading := r.leader != nil
 	if s.Role != ha.RoleLeader || s.Epoch != r.epoch {
 		r.epoch = 0
 	}
-	close(r.roleCh)
-	r.roleCh = make(chan struct{})
+	r.roleChangedLocked()
 	r.mu.Unlock()
-	if s.Role != ha.RoleLeader && r.isAttached() {
+	if s.Role != ha.RoleLeader && wasLeading {
 		r.b.Demote()
 	}
 	r.nudge()
+}
+
+// roleChangedLocked wakes whoever waits on the role (Changed, settle).
+func (r *replicator) roleChangedLocked() {
+	close(r.roleCh)
+	r.roleCh = make(chan struct{})
+}
+
+// settle waits, at most max, until this node takes writes or knows the
+// leader to follow, so `unilog broker` says it listens once it serves.
+func (r *replicator) settle(max time.Duration) {
+	timeout := time.After(max)
+	for {
+		r.mu.Lock()
+		done := r.epoch != 0 || r.want.Role == ha.RoleFollower && r.want.Leader >= 0 && r.want.Leader != r.self
+		ch := r.roleCh
+		r.mu.Unlock()
+		if done {
+			return
+		}
+		select {
+		case <-ch:
+		case <-timeout:
+			return
+		}
+	}
 }
 
 func (r *replicator) nudge() {
@@ -236,10 +264,11 @@ func (r *replicator) run() {
 				continue
 			}
 		} else {
-			r.b.Demote()
 			r.stepDown()
 			endFollow()
 			if s.Leader >= 0 && s.Leader != r.self {
+				// Its log may be truncated from here on.
+				r.b.Demote()
 				stopFollow = r.startFollowing(s)
 			}
 		}
@@ -281,6 +310,7 @@ func (r *replicator) lead(epoch uint64) error {
 	}
 	term := newTermListener(r.ln.Addr())
 	r.leader, r.term, r.epoch = l, term, epoch
+	r.roleChangedLocked()
 	r.mu.Unlock()
 	removeFloor := r.d.Log().AddRetentionFloor(func() int64 { return slowestInSync(l) })
 	go func() {
@@ -315,7 +345,7 @@ func (r *replicator) announceISR(l *replication.Leader) {
 		ch := l.Changed()
 		if isr := inSyncOf(l); !slices.Equal(isr, last) {
 			last = isr
-			r.node.Announce()
+			r.node.Load().Announce()
 		}
 		select {
 		case <-ch:
@@ -374,7 +404,7 @@ func (r *replicator) follow(ctx context.Context, s ha.LeaseState) {
 	backoff := minBackoff
 	var lastErr string
 	for ctx.Err() == nil {
-		m, ok := r.node.Member(s.Leader)
+		m, ok := r.node.Load().Member(s.Leader)
 		if ok && m.ReplicationAddr != "" {
 			began := time.Now()
 			err := r.follower.Follow(ctx, m.ReplicationAddr, int64(s.Epoch))
@@ -425,11 +455,11 @@ func inSyncOf(l *replication.Leader) []int32 {
 // noteISR remembers the current leader's in-sync set: a leader that stops
 // cleanly deletes its member record, and its followers must still know.
 func (r *replicator) noteISR() {
-	st := r.node.Elector().State()
+	st := r.node.Load().Elector().State()
 	if st.Leader < 0 || st.Leader == r.self {
 		return
 	}
-	m, ok := r.node.Member(st.Leader)
+	m, ok := r.node.Load().Member(st.Leader)
 	if !ok || m.Role != ha.RoleLeader.String() || m.Epoch != st.Epoch {
 		return
 	}
@@ -444,29 +474,38 @@ func (r *replicator) noteISR() {
 // follower takes over and no acknowledged record is lost. A node that
 // held the newest lease itself may take it back. When the last leader's
 // set is unknown (this node never saw it), the longest log decides.
+// Nothing is eligible before the data directory is open (attach nudges
+// the elector then).
 func (r *replicator) eligible() bool {
-	if !r.isAttached() {
+	node := r.node.Load()
+	if node == nil || !r.isAttached() {
 		return false
 	}
-	st := r.node.Elector().State()
-	if st.Leader == r.self {
-		return true
-	}
+	st := node.Elector().State()
 	r.noteISR()
 	r.mu.Lock()
 	known := r.isrEpoch != 0 && r.isrEpoch == st.Epoch
 	isr := r.isr
 	r.mu.Unlock()
+	return mayLead(r.self, r.group, r.d.Log().WriteOffset(), st.Leader, isr, known, node.Members())
+}
+
+// mayLead is eligible's rule for node self, whose log ends at end, after
+// leader (the last lease holder) with in-sync set isr (if known), among
+// the live members.
+func mayLead(self int32, group string, end int64, leader int32, isr []int32, known bool, members []ha.Member) bool {
+	if leader == self {
+		return true
+	}
 	may := func(id int32) bool { return !known || slices.Contains(isr, id) }
-	if !may(r.self) {
+	if !may(self) {
 		return false
 	}
-	end := r.d.Log().WriteOffset()
-	for _, m := range r.node.Members() {
-		if m.ReplicaGroup != r.group || m.NodeID == r.self || m.NodeID == st.Leader || !may(m.NodeID) {
+	for _, m := range members {
+		if m.ReplicaGroup != group || m.NodeID == self || m.NodeID == leader || !may(m.NodeID) {
 			continue
 		}
-		if m.LogEndOffset > end || m.LogEndOffset == end && m.NodeID < r.self {
+		if m.LogEndOffset > end || m.LogEndOffset == end && m.NodeID < self {
 			return false
 		}
 	}

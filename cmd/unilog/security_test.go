@@ -65,7 +65,7 @@ func TestSecuredBrokerCommands(t *testing.T) {
 	mustRun(t, "admin-pw\n", "user", "add", "--users", users, "admin")
 	mustRun(t, "reader-pw\n", "user", "add", "--users", users, "reader")
 	acl := filepath.Join(dir, "acl")
-	writeFile(t, acl, "unilog-acl 1\nadmin admin *\nadmin produce *\nadmin consume *\nreader consume events\n")
+	writeFile(t, acl, "unilog-acl 1\nadmin admin *\nadmin produce *\nadmin consume *\nreader consume events\nreader group readers\n")
 
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
@@ -80,6 +80,15 @@ func TestSecuredBrokerCommands(t *testing.T) {
 	mustRun(t, "a\nb\nc\n", append([]string{"produce", "--topic", "events"}, as("admin")...)...)
 	if out := mustRun(t, "", append([]string{"consume", "--topic", "events"}, as("reader")...)...).stdout; out != "a\nb\nc\n" {
 		t.Fatalf("reader consumed %q", out)
+	}
+	if out := mustRun(t, "", append([]string{"consume", "--topic", "events", "--group", "readers", "--count", "3"}, as("reader")...)...).stdout; out != "a\nb\nc\n" {
+		t.Fatalf("reader consumed %q in group readers", out)
+	}
+	if out := mustRun(t, "", append([]string{"group", "list"}, as("reader")...)...).stdout; !strings.Contains(out, "readers") {
+		t.Fatalf("reader's group list:\n%s", out)
+	}
+	if r := runCLI(t, "", append([]string{"consume", "--topic", "events", "--group", "others", "--count", "1"}, as("reader")...)...); r.err == nil || !strings.Contains(r.err.Error(), "GROUP_AUTHORIZATION_FAILED") {
+		t.Fatalf("reader consuming in group others: %v\n%s", r.err, r.stdout)
 	}
 
 	for _, tc := range []struct {

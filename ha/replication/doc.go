@@ -34,6 +34,11 @@
 // Fenced frame) and reports it through OnFenced: it must stop taking writes
 // and follow.
 //
+// With TLS configured on both sides (internal/tlsconf) the stream is
+// encrypted and, with a client CA and RequirePeer on the leader, mutual: a
+// peer without a certificate of the cluster's CA and an allowed name never
+// reaches the handshake.
+//
 // # Frames, version 1
 //
 // All integers are big-endian.

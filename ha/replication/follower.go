@@ -2,6 +2,7 @@ package replication
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"net"
@@ -53,7 +54,11 @@ type FollowerConfig struct {
 	// Timeout is how long the leader may stay silent (default 5s; it
 	// heartbeats every 250ms by default).
 	Timeout time.Duration
-	Logger  logrus.FieldLogger
+	// TLS, if set, is the dialer's config (internal/tlsconf): the leader's
+	// certificate is verified, and the follower's own is presented for a
+	// leader that requires one.
+	TLS    *tls.Config
+	Logger logrus.FieldLogger
 }
 
 // Follower replicates a leader's log into its own.
@@ -82,7 +87,12 @@ func (f *Follower) HighWatermark() int64 { return min(f.hw.Load(), f.cfg.Log.Wri
 // newer one), until ctx ends or the stream fails; the caller reconnects,
 // to the same or a new leader.
 func (f *Follower) Follow(ctx context.Context, addr string, epoch int64) error {
-	d := net.Dialer{Timeout: f.cfg.Timeout}
+	var d interface {
+		DialContext(ctx context.Context, network, addr string) (net.Conn, error)
+	} = &net.Dialer{Timeout: f.cfg.Timeout}
+	if f.cfg.TLS != nil {
+		d = &tls.Dialer{NetDialer: &net.Dialer{Timeout: f.cfg.Timeout}, Config: f.cfg.TLS}
+	}
 	c, err := d.DialContext(ctx, "tcp", addr)
 	if err != nil {
 		return fmt.Errorf("replication: dial leader %s: %w", addr, err)

@@ -2,6 +2,7 @@ package replication
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"math"
@@ -56,7 +57,11 @@ type LeaderConfig struct {
 	Heartbeat time.Duration
 	// OnFenced is called once when a follower knows a newer epoch.
 	OnFenced func(newer int64)
-	Logger   logrus.FieldLogger
+	// TLS, if set, is the listener's config (internal/tlsconf): with a
+	// client CA the stream is mutual TLS and, with VerifyConnection from
+	// tlsconf.RequirePeer, open to the cluster's own nodes only.
+	TLS    *tls.Config
+	Logger logrus.FieldLogger
 }
 
 // FollowerStatus describes one follower as the leader sees it.
@@ -115,8 +120,11 @@ func NewLeader(cfg LeaderConfig) *Leader {
 	}
 }
 
-// Serve accepts followers on ln until Close.
+// Serve accepts followers on ln (with TLS when configured) until Close.
 func (l *Leader) Serve(ln net.Listener) error {
+	if l.cfg.TLS != nil {
+		ln = tls.NewListener(ln, l.cfg.TLS)
+	}
 	l.mu.Lock()
 	if l.closed {
 		l.mu.Unlock()

@@ -3,6 +3,7 @@ package replication
 import (
 	"bytes"
 	"context"
+	"crypto/tls"
 	"errors"
 	"io"
 	"net"
@@ -14,6 +15,8 @@ import (
 	"github.com/sirupsen/logrus"
 
 	"github.com/unilog/unilog/commitlog"
+	"github.com/unilog/unilog/internal/tlsconf"
+	"github.com/unilog/unilog/internal/tlsconf/tlstest"
 )
 
 const fileSize = 64 << 10
@@ -266,4 +269,53 @@ func TestFollowerRefusesOtherFileSize(t *testing.T) {
 	if err := f.Follow(context.Background(), addr, 1); !errors.Is(err, ErrFileSize) {
 		t.Fatalf("Follow with another file size: %v", err)
 	}
+}
+
+// The stream over mutual TLS: a follower with a certificate of the
+// cluster's CA replicates; one without a certificate, or with a name the
+// leader does not accept, gets nothing.
+func TestMutualTLS(t *testing.T) {
+	ca := tlstest.NewCA(t, "cluster")
+	leaderCert, leaderKey := ca.Issue("node-1")
+	followerCert, followerKey := ca.Issue("node-2")
+	strangerCert, strangerKey := ca.Issue("stranger")
+	srv, err := tlsconf.Files{Cert: leaderCert, Key: leaderKey, ClientCA: ca.File}.Server()
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv.VerifyConnection = tlsconf.RequirePeer("node-2", "node-3")
+	leader := newNode(t)
+	_, addr := leader.lead(t, 1, LeaderConfig{TLS: srv})
+	leader.append(t, 40, 900, 1)
+
+	client := func(cert, key string) *tls.Config {
+		c, err := tlsconf.Files{CA: ca.File, Cert: cert, Key: key}.Client(true)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return c
+	}
+	for _, bad := range []struct {
+		name string
+		tls  *tls.Config
+	}{
+		{"no client certificate", client("", "")},
+		{"a name the leader does not accept", client(strangerCert, strangerKey)},
+	} {
+		n := newNode(t)
+		f := NewFollower(FollowerConfig{Node: bad.name, Log: n.log, Epochs: n.epochs, FileSize: fileSize,
+			Truncate: n.log.Truncate, Restart: n.log.Restart, TLS: bad.tls, Logger: quiet()})
+		if err := f.Follow(context.Background(), addr, 1); err == nil || n.log.WriteOffset() != 0 {
+			t.Fatalf("%s: Follow %v, replicated %d bytes", bad.name, err, n.log.WriteOffset())
+		}
+	}
+
+	n := newNode(t)
+	f := NewFollower(FollowerConfig{Node: "node-2", Log: n.log, Epochs: n.epochs, FileSize: fileSize,
+		Truncate: n.log.Truncate, Restart: n.log.Restart, TLS: client(followerCert, followerKey), Logger: quiet()})
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go f.Follow(ctx, addr, 1)
+	eventually(t, "the TLS follower to catch up", func() bool { return n.log.WriteOffset() == leader.log.WriteOffset() })
+	identical(t, leader, n)
 }

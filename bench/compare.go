@@ -1,0 +1,262 @@
+package bench
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+	"time"
+)
+
+// CompareConfig is one `unilog bench compare`: every system x flush x
+// partition count is one run of the same workload, each system started by
+// the benchmark itself on loopback in a fresh directory under Dir.
+type CompareConfig struct {
+	Systems    []string
+	Flushes    []string // ServerFlushes
+	Partitions []int
+	// Load is the produce workload of every run (its Partitions is set per
+	// run); its Duration also bounds the catch-up read.
+	Load       Load
+	Acks       int // Kafka acks; JetStream acknowledges every publish
+	Linger     time.Duration
+	BatchBytes int
+	// HalfPeak reruns every configuration at half the rate its full-speed
+	// run reached, for latency at a load the system can sustain.
+	HalfPeak bool
+	Dir      string
+	// Exec is the unilog executable to start each system with `bench
+	// serve` as a child, so that its CPU is its own; empty starts systems
+	// in this process (CPU then includes the load generator, and says so).
+	Exec     string
+	FileSize int64 // unilog commit-log file size; 0: the broker's default
+	Notes    io.Writer
+}
+
+// benchTopic is the topic (or stream) every end-to-end run uses.
+const benchTopic = "bench"
+
+// CompareRun is one run: the produce figures at the top level (the JSON
+// fields a reader compares), the catch-up read under consume, and the
+// broker's CPU per GB of payload (10^9 bytes) produced and consumed.
+type CompareRun struct {
+	System      string  `json:"system"`
+	Flush       string  `json:"flush"`
+	Partitions  int     `json:"partitions"`
+	MessageSize int     `json:"message_size"`
+	Producers   int     `json:"producers"`
+	Acks        int     `json:"acks"`
+	Load        string  `json:"load"` // "peak" or "half-peak"
+	Rate        float64 `json:"rate,omitempty"`
+	ProduceResult
+	Consume                 *ConsumeResult `json:"consume,omitempty"`
+	BrokerCPUProduceS       float64        `json:"broker_cpu_produce_s"`
+	BrokerCPUConsumeS       float64        `json:"broker_cpu_consume_s"`
+	BrokerCPUSPerGB         float64        `json:"broker_cpu_s_per_gb"`
+	BrokerCPUSPerGBConsumed float64        `json:"broker_cpu_s_per_gb_consumed"`
+	CPUSource               string         `json:"cpu_source"`
+	Error                   string         `json:"error,omitempty"`
+}
+
+// Load kinds of a CompareRun.
+const (
+	LoadPeak     = "peak"
+	LoadHalfPeak = "half-peak"
+)
+
+func (c *CompareConfig) validate() error {
+	switch {
+	case len(c.Systems) == 0 || len(c.Flushes) == 0 || len(c.Partitions) == 0:
+		return errors.New("bench: compare needs systems, flushes and partition counts")
+	case c.Dir == "":
+		return errors.New("bench: compare: no directory")
+	}
+	for _, s := range c.Systems {
+		if !slices.Contains(Systems, s) {
+			return fmt.Errorf("bench: unknown system %q (want one of %v)", s, Systems)
+		}
+	}
+	for _, f := range c.Flushes {
+		if !slices.Contains(ServerFlushes, f) {
+			return fmt.Errorf("bench: flush %q: want async or sync", f)
+		}
+	}
+	l := c.Load
+	l.Partitions = 1
+	if err := l.validate(); err != nil {
+		return err
+	}
+	return KafkaClient{Brokers: []string{"-"}, Topic: benchTopic, Acks: c.Acks, Linger: c.Linger, BatchBytes: c.BatchBytes}.validate()
+}
+
+// Compare runs the sweep: for each partition count, every system and flush
+// in turn, so that the systems meet the machine in the same state. A run
+// that fails is kept with Error set; Compare fails only on configuration.
+func Compare(ctx context.Context, cfg CompareConfig) ([]CompareRun, error) {
+	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
+	if cfg.Notes == nil {
+		cfg.Notes = io.Discard
+	}
+	if err := os.MkdirAll(cfg.Dir, 0o755); err != nil {
+		return nil, fmt.Errorf("bench: compare: %w", err)
+	}
+	var runs []CompareRun
+	for _, parts := range cfg.Partitions {
+		for _, sys := range cfg.Systems {
+			for i, flush := range cfg.Flushes {
+				if sys == SystemKfake && i > 0 {
+					break
+				}
+				r := compareOne(ctx, &cfg, sys, flush, parts, 0)
+				fmt.Fprintln(cfg.Notes, r.summary())
+				runs = append(runs, r)
+				if cfg.HalfPeak && r.Error == "" && r.RecordsPerS > 0 {
+					h := compareOne(ctx, &cfg, sys, flush, parts, r.RecordsPerS/2)
+					fmt.Fprintln(cfg.Notes, h.summary())
+					runs = append(runs, h)
+				}
+				if err := ctx.Err(); err != nil {
+					return runs, err
+				}
+			}
+		}
+	}
+	return runs, nil
+}
+
+func (r *CompareRun) summary() string {
+	s := fmt.Sprintf("%-9s %-5s %6d partitions %-9s: %.0f records/s, %.1f MB/s, p99 %.2f ms", r.System, r.Flush, r.Partitions, r.Load, r.RecordsPerS, r.MBPerS, r.P99Ms)
+	if r.Consume != nil {
+		s += fmt.Sprintf("; read %.0f records/s", r.Consume.RecordsPerS)
+	}
+	s += fmt.Sprintf("; broker %.1f CPU s/GB produced", r.BrokerCPUSPerGB)
+	if r.Error != "" {
+		s += "; " + r.Error
+	}
+	return s
+}
+
+// compareOne starts the system in a fresh directory, creates the topic,
+// produces the load (at rate when it is not 0), reads everything back, and
+// stops the system.
+func compareOne(ctx context.Context, cfg *CompareConfig, sys, flush string, parts int, rate float64) (r CompareRun) {
+	load := cfg.Load
+	load.Partitions, load.Rate = parts, rate
+	r = CompareRun{System: sys, Flush: flush, Partitions: parts, MessageSize: load.MessageSize, Producers: load.Producers,
+		Acks: cfg.Acks, Load: LoadPeak, Rate: rate}
+	if rate > 0 {
+		r.Load = LoadHalfPeak
+	}
+	switch sys {
+	case SystemJetStream:
+		r.Acks = -1
+	case SystemKfake:
+		r.Flush = "memory"
+	}
+	fail := func(phase string, err error) {
+		if r.Error == "" {
+			r.Error = fmt.Sprintf("%s: %v", phase, err)
+		}
+	}
+	dir := filepath.Join(cfg.Dir, fmt.Sprintf("%s-%s-%d", sys, flush, parts))
+	if err := os.RemoveAll(dir); err != nil {
+		fail("cleaning", err)
+		return r
+	}
+	defer func() {
+		if err := os.RemoveAll(dir); err != nil {
+			fail("removing the run directory", err)
+		}
+	}()
+	scfg := ServerConfig{System: sys, Flush: flush, Dir: dir, FileSize: cfg.FileSize}
+	var (
+		srv Server
+		err error
+	)
+	if cfg.Exec != "" {
+		srv, err = StartChild(cfg.Exec, scfg)
+	} else {
+		srv, err = StartServer(scfg)
+	}
+	if err != nil {
+		fail("starting", err)
+		return r
+	}
+	defer func() {
+		if err := srv.Close(); err != nil {
+			fail("stopping", err)
+		}
+	}()
+	r.CPUSource = srv.CPUSource()
+	t, err := newTarget(sys, srv.Addr(), cfg)
+	if err != nil {
+		fail("connecting", err)
+		return r
+	}
+	defer t.Close()
+	if err := t.Prepare(ctx, parts); err != nil {
+		fail("creating the topic", err)
+		return r
+	}
+	cpu := func() (time.Duration, bool) {
+		d, err := srv.CPU()
+		if err != nil {
+			fail("reading CPU", err)
+		}
+		return d, err == nil
+	}
+	cpu0, ok := cpu()
+	if !ok {
+		return r
+	}
+	r.ProduceResult, err = produce(ctx, t, load)
+	if err != nil {
+		fail("producing", err)
+		return r
+	}
+	if r.FirstError != "" {
+		fail("producing", errors.New(r.FirstError))
+	}
+	cpu1, ok := cpu()
+	if !ok {
+		return r
+	}
+	r.BrokerCPUProduceS = (cpu1 - cpu0).Seconds()
+	r.BrokerCPUSPerGB = perGB(r.BrokerCPUProduceS, r.Bytes)
+	cr, err := consume(ctx, t, parts, 0, cfg.Load.Duration, false)
+	r.Consume = &cr
+	if err != nil {
+		fail("consuming", err)
+		return r
+	}
+	cpu2, ok := cpu()
+	if !ok {
+		return r
+	}
+	r.BrokerCPUConsumeS = (cpu2 - cpu1).Seconds()
+	r.BrokerCPUSPerGBConsumed = perGB(r.BrokerCPUConsumeS, cr.Bytes)
+	if cr.Records < cr.Stored {
+		fail("consuming", fmt.Errorf("read %d of %d records within %v", cr.Records, cr.Stored, cfg.Load.Duration))
+	}
+	return r
+}
+
+// perGB is seconds per 10^9 bytes; 0 when nothing moved.
+func perGB(seconds float64, bytes int64) float64 {
+	if bytes <= 0 {
+		return 0
+	}
+	return seconds / (float64(bytes) / 1e9)
+}
+
+func newTarget(sys, addr string, cfg *CompareConfig) (target, error) {
+	if sys == SystemJetStream {
+		return newJetStreamTarget(addr, benchTopic)
+	}
+	return newKafkaTarget(KafkaClient{Brokers: []string{addr}, Topic: benchTopic, Acks: cfg.Acks, Linger: cfg.Linger, BatchBytes: cfg.BatchBytes})
+}

@@ -1,0 +1,107 @@
+package bench
+
+import (
+	"context"
+	"errors"
+	"testing"
+
+	"github.com/unilog/unilog/bench/kafkalayout"
+	"github.com/unilog/unilog/broker"
+)
+
+// TestCompareHalfPeakInProcess runs unilog in this process at full speed
+// and then at half the rate it reached: both runs count every record, the
+// second carries its rate, and both say that their CPU includes the load
+// generator.
+func TestCompareHalfPeakInProcess(t *testing.T) {
+	runs, err := Compare(context.Background(), CompareConfig{
+		Systems: []string{SystemUnilog}, Flushes: []string{"async"}, Partitions: []int{2},
+		Load: Load{MessageSize: 32, Records: 400, Producers: 2}, Acks: 1, HalfPeak: true,
+		Dir: t.TempDir(), FileSize: 8 << 20,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(runs) != 2 || runs[0].Load != LoadPeak || runs[1].Load != LoadHalfPeak {
+		t.Fatalf("runs %+v", runs)
+	}
+	for _, r := range runs {
+		if r.Error != "" || r.Records != 400 || r.Consume == nil || r.Consume.Records != 400 || r.CPUSource != CPUSelf {
+			t.Errorf("%s run: %+v", r.Load, r)
+		}
+	}
+	if got, want := runs[1].Rate, runs[0].RecordsPerS/2; got != want || got <= 0 {
+		t.Errorf("half-peak rate %v, want %v", got, want)
+	}
+}
+
+// TestCompareRejects checks the configuration errors Compare reports
+// before starting anything.
+func TestCompareRejects(t *testing.T) {
+	ok := CompareConfig{Systems: []string{SystemUnilog}, Flushes: []string{"async"}, Partitions: []int{1},
+		Load: Load{MessageSize: 64, Records: 1, Producers: 1}, Acks: -1, Dir: t.TempDir()}
+	for _, c := range []struct {
+		name string
+		edit func(*CompareConfig)
+	}{
+		{"unknown system", func(c *CompareConfig) { c.Systems = []string{"kafka-jvm"} }},
+		{"unknown flush", func(c *CompareConfig) { c.Flushes = []string{"interval"} }},
+		{"no partitions", func(c *CompareConfig) { c.Partitions = nil }},
+		{"stamp does not fit", func(c *CompareConfig) { c.Load.MessageSize = 4 }},
+		{"no bound", func(c *CompareConfig) { c.Load.Records = 0 }},
+		{"acks 2", func(c *CompareConfig) { c.Acks = 2 }},
+		{"no dir", func(c *CompareConfig) { c.Dir = "" }},
+	} {
+		cfg := ok
+		c.edit(&cfg)
+		if _, err := Compare(context.Background(), cfg); err == nil {
+			t.Errorf("%s: no error", c.name)
+		}
+	}
+}
+
+// TestKafkaLayoutStorageRange checks the answers the broker relies on at
+// the edges: an unknown partition and the end offset are ErrStorageRange,
+// a batch is read back whole with its base offset stamped.
+func TestKafkaLayoutStorageRange(t *testing.T) {
+	kl, err := kafkalayout.Open(kafkalayout.Options{Dir: t.TempDir(), SegmentBytes: 1 << 20, Flush: kafkalayout.FlushSync})
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := newKafkaLayoutStorage(kl)
+	defer st.Close()
+	batch := make([]byte, 64)
+	if _, _, _, err := st.ReadBatch("t", 0, 0, nil); !errors.Is(err, broker.ErrStorageRange) {
+		t.Errorf("unknown partition: %v", err)
+	}
+	for i := range 3 {
+		base, _, err := st.Append("t", 0, 5, 0, batch)
+		if err != nil || base != int64(5*i) {
+			t.Fatalf("append %d: base %d, %v", i, base, err)
+		}
+	}
+	got, base, next, err := st.ReadBatch("t", 0, 7, nil)
+	if err != nil || base != 5 || next != 10 || len(got) != 64 || got[7] != 5 {
+		t.Errorf("read at 7: base %d next %d %d bytes stamp %d: %v", base, next, len(got), got[7], err)
+	}
+	if _, _, _, err := st.ReadBatch("t", 0, 15, nil); !errors.Is(err, broker.ErrStorageRange) {
+		t.Errorf("at the end: %v", err)
+	}
+	w := st.NewWaiter()
+	w.Watch("t", 0, 14)
+	select {
+	case <-w.C():
+	default:
+		t.Error("watch below the end not ready")
+	}
+	w.Release()
+	w.Watch("t", 0, 15)
+	if _, _, err := st.Append("t", 0, 1, 0, batch); err != nil {
+		t.Fatal(err)
+	}
+	<-w.C()
+	w.Release()
+	if n := len(st.waiters); n != 0 {
+		t.Errorf("%d partitions still watched after Release", n)
+	}
+}

@@ -1,0 +1,37 @@
+// Package bench holds unilog's benchmarks; the product never imports it.
+//
+// # Storage (bench storage)
+//
+// Run compares layouts below the protocol: the unified commit log
+// (dispatcher + consume queues) against the Kafka layout of
+// bench/kafkalayout, both storing the same commitlog record bytes through
+// the Layout interface, so that a run measures only where the bytes go.
+// Every configuration (layout x flush x partitions) runs Config.Trials
+// times in an interleaved order (trial t starts t configurations further
+// into the list) after one unreported warm-up run, because on a shared VM
+// the first run after an idle period and the run right after a large one
+// are slow whatever they measure; a Row gives the median with min-max and
+// the JSON keeps every trial. Sustained rows write SustainedFactor times the
+// dirty-page limit (ReadDirtyLimit: /proc/sys/vm/dirty_* and MemAvailable),
+// so that their figure is the disk's write-back and not the page cache's.
+//
+// # End to end (bench produce, consume, compare)
+//
+// The load runs through real clients against a running system: franz-go
+// for the Kafka protocol (unilog, any Kafka broker, kfake), nats.go for
+// JetStream. Both sit behind the small target/sender/receiver interfaces
+// (target.go), so that pacing, counting and histograms are the same code
+// for every system. Compare starts each system itself (StartChild runs
+// `unilog bench serve`, so the broker's CPU is read from /proc/PID/stat;
+// StartServer runs it in this process, whose rusage then also counts the
+// load generator, and every run says which in cpu_source).
+//
+// Record value format: every end-to-end value is MessageSize bytes whose
+// first 8 are the time the record was due to be sent, unix nanoseconds,
+// big endian; the rest are fixed incompressible bytes. Produce latency runs
+// from that time to the acknowledgement, so a paced run (--rate) charges a
+// system that falls behind for the wait it causes; the consumer reads the
+// stamp back for produce-to-consume latency. There is no version or CRC:
+// the value is transient benchmark payload, never stored by bench, and the
+// systems under test checksum what they store.
+package bench

@@ -1,0 +1,196 @@
+package bench
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+
+	"github.com/unilog/unilog/bench/kafkalayout"
+	"github.com/unilog/unilog/broker"
+	"github.com/unilog/unilog/commitlog"
+)
+
+// kafkaLayoutStorage serves the Kafka layout (one directory of segments
+// per partition) through the broker's Storage interface, so that the same
+// protocol front end runs over both layouts. Each produced batch is one
+// record in its partition's log, stamped with its base offset, exactly as
+// the unified log stores it.
+type kafkaLayoutStorage struct {
+	log *kafkalayout.Log
+	// written counts the bytes appended: the Kafka layout has no single
+	// physical position, and the broker uses this one only to wait for
+	// flushes and indexing, which an append here has already done.
+	written atomic.Int64
+
+	mu      sync.Mutex
+	waiters map[topicPart][]*layoutWaiter // signalled at the partition's next append
+}
+
+type topicPart struct {
+	topic     string
+	partition int32
+}
+
+var _ broker.Storage = (*kafkaLayoutStorage)(nil)
+
+func newKafkaLayoutStorage(log *kafkalayout.Log) *kafkaLayoutStorage {
+	return &kafkaLayoutStorage{log: log, waiters: map[topicPart][]*layoutWaiter{}}
+}
+
+func (s *kafkaLayoutStorage) Append(topic string, partition int32, count int32, maxTimestamp int64, batch []byte) (int64, int64, error) {
+	m := commitlog.Message{Topic: topic, Partition: partition, Count: count, Flags: commitlog.FlagStampOffset,
+		ProducerTimestamp: maxTimestamp, Body: batch}
+	base, err := s.log.Append(topic, partition, []commitlog.Message{m})
+	if err != nil {
+		return 0, 0, err
+	}
+	end := s.written.Add(int64(commitlog.EncodedSize(&m)))
+	k := topicPart{topic, partition}
+	s.mu.Lock()
+	for _, w := range s.waiters[k] {
+		w.signal()
+	}
+	delete(s.waiters, k)
+	s.mu.Unlock()
+	return base, end, nil
+}
+
+// WaitDurable has nothing to wait for: under sync flushing the layout
+// fsyncs the partition inside Append (flush.messages=1).
+func (s *kafkaLayoutStorage) WaitDurable(context.Context, int64) error { return nil }
+
+// WaitDispatched has nothing to wait for: the layout indexes as it appends.
+func (s *kafkaLayoutStorage) WaitDispatched(context.Context, int64) error { return nil }
+
+func (s *kafkaLayoutStorage) WriteOffset() int64 { return s.written.Load() }
+
+// Bounds is [0, end): the benchmark layout keeps every segment.
+func (s *kafkaLayoutStorage) Bounds(topic string, partition int32) (int64, int64) {
+	end, err := s.log.EndOffset(topic, partition)
+	if err != nil {
+		return 0, 0
+	}
+	return 0, end
+}
+
+func (s *kafkaLayoutStorage) ReadBatch(topic string, partition int32, offset int64, dst []byte) ([]byte, int64, int64, error) {
+	base, next := int64(-1), offset
+	_, err := s.log.Read(topic, partition, offset, 1, func(r *commitlog.Record) error {
+		dst = append(dst, r.Body...)
+		base, next = r.QueueOffset, r.QueueOffset+int64(max(r.Count, 1))
+		return nil
+	})
+	switch {
+	case errors.Is(err, kafkalayout.ErrOutOfRange), errors.Is(err, kafkalayout.ErrNoPartition), err == nil && base < 0:
+		return dst, 0, 0, broker.ErrStorageRange
+	case err != nil:
+		return dst, 0, 0, fmt.Errorf("bench: kafka layout %s/%d offset %d: %w", topic, partition, offset, err)
+	}
+	return dst, base, next, nil
+}
+
+// OffsetForTime scans the partition from its start: the layout's time
+// index is internal to it, and the benchmark never lists by time.
+func (s *kafkaLayoutStorage) OffsetForTime(topic string, partition int32, ts int64) (int64, int64, bool) {
+	var found, storeTS int64 = -1, 0
+	stop := errors.New("found")
+	for off := int64(0); found < 0; {
+		next, err := s.log.Read(topic, partition, off, fetchBytes, func(r *commitlog.Record) error {
+			if r.StoreTimestamp >= ts {
+				found, storeTS = r.QueueOffset, r.StoreTimestamp
+				return stop
+			}
+			return nil
+		})
+		if err != nil && !errors.Is(err, stop) || next == off {
+			break
+		}
+		off = next
+	}
+	return found, storeTS, found >= 0
+}
+
+// layoutWaiter is one long poll over the layout's partitions.
+type layoutWaiter struct {
+	s    *kafkaLayoutStorage
+	ch   chan struct{} // capacity 1
+	keys []topicPart
+}
+
+func (s *kafkaLayoutStorage) NewWaiter() broker.Waiter {
+	return &layoutWaiter{s: s, ch: make(chan struct{}, 1)}
+}
+
+func (w *layoutWaiter) Watch(topic string, partition int32, offset int64) {
+	k := topicPart{topic, partition}
+	w.s.mu.Lock()
+	defer w.s.mu.Unlock()
+	// Append moves the end before it takes mu to signal, so a watch that
+	// sees the old end here is registered before that signal.
+	if end, err := w.s.log.EndOffset(topic, partition); err == nil && end > offset {
+		w.signal()
+		return
+	}
+	w.s.waiters[k] = append(w.s.waiters[k], w)
+	w.keys = append(w.keys, k)
+}
+
+func (w *layoutWaiter) C() <-chan struct{} { return w.ch }
+
+func (w *layoutWaiter) Release() {
+	w.s.mu.Lock()
+	for _, k := range w.keys {
+		list := w.s.waiters[k]
+		for i, x := range list {
+			if x == w {
+				list = append(list[:i], list[i+1:]...)
+				break
+			}
+		}
+		if len(list) == 0 {
+			delete(w.s.waiters, k)
+		} else {
+			w.s.waiters[k] = list
+		}
+	}
+	w.s.mu.Unlock()
+	w.keys = w.keys[:0]
+	select {
+	case <-w.ch:
+	default:
+	}
+}
+
+func (w *layoutWaiter) signal() {
+	select {
+	case w.ch <- struct{}{}:
+	default:
+	}
+}
+
+// errNoReplay is ScanRecords' answer for a layout opened with partitions:
+// the comparison always starts on an empty directory, and its per-partition
+// logs have no single order to replay producer state in.
+var errNoReplay = errors.New("bench: the kafka layout replays no records; open it empty")
+
+// ScanRecords has nothing to replay on the empty layout a run starts with.
+func (s *kafkaLayoutStorage) ScanRecords(int64, func(string, int32, int64, int64, []byte)) error {
+	if s.log.Partitions() > 0 {
+		return errNoReplay
+	}
+	return nil
+}
+
+// errNoTopicDelete is DeleteTopic's answer: the benchmark layout cannot
+// remove partitions.
+var errNoTopicDelete = errors.New("bench: the kafka layout does not delete topics")
+
+func (s *kafkaLayoutStorage) DeleteTopic(string) error { return errNoTopicDelete }
+
+func (s *kafkaLayoutStorage) Stats() broker.StorageStats {
+	return broker.StorageStats{LogBytes: s.written.Load()}
+}
+
+func (s *kafkaLayoutStorage) Close() error { return s.log.Close() }

@@ -1,0 +1,258 @@
+package bench
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// Load is one end-to-end produce workload, the same for every system.
+type Load struct {
+	Partitions  int
+	MessageSize int           // value bytes per record, stamp included
+	Records     int64         // records to produce; 0: until Duration ends
+	Duration    time.Duration // bounds the producing (0: none, then Records must be set)
+	Producers   int           // connections, each with its own goroutine
+	// Rate is records per second over all producers (0: as fast as the
+	// system acknowledges). Latency is measured from when each record was
+	// due, so a system that cannot keep the rate shows it in the latency.
+	Rate     float64
+	Progress bool // a progress bar on stderr
+}
+
+func (l Load) validate() error {
+	switch {
+	case l.Partitions < 1:
+		return fmt.Errorf("bench: partitions %d", l.Partitions)
+	case l.MessageSize < minValueSize:
+		return fmt.Errorf("bench: message size %d below the %d-byte time stamp", l.MessageSize, minValueSize)
+	case l.Records < 0 || l.Duration < 0 || l.Rate < 0:
+		return errors.New("bench: negative records, duration or rate")
+	case l.Records == 0 && l.Duration == 0:
+		return errors.New("bench: need --records or --duration")
+	case l.Producers < 1:
+		return errors.New("bench: producers must be at least 1")
+	}
+	return nil
+}
+
+// Latencies are percentiles of a latency distribution in milliseconds.
+type Latencies struct {
+	P50Ms  float64 `json:"p50_ms"`
+	P99Ms  float64 `json:"p99_ms"`
+	P999Ms float64 `json:"p999_ms"`
+	MaxMs  float64 `json:"max_ms"`
+}
+
+func latenciesOf(l latency) Latencies {
+	ms := func(q float64) float64 { return l.quantile(q) / 1000 }
+	return Latencies{P50Ms: ms(50), P99Ms: ms(99), P999Ms: ms(99.9), MaxMs: float64(l.h.Max()) / 1000}
+}
+
+// ProduceResult is what a produce run measured. Records counts records the
+// system acknowledged; Errors those it did not.
+type ProduceResult struct {
+	Records     int64   `json:"records"`
+	Errors      int64   `json:"errors"`
+	FirstError  string  `json:"first_error,omitempty"`
+	Bytes       int64   `json:"bytes"`
+	Seconds     float64 `json:"seconds"`
+	RecordsPerS float64 `json:"records_per_s"`
+	MBPerS      float64 `json:"mb_per_s"`
+	Latencies
+	hist latency // the whole distribution, for WriteLatencyPlot
+}
+
+// syncLatency is a histogram fed from client callbacks, which may run on
+// several goroutines.
+type syncLatency struct {
+	mu sync.Mutex
+	l  latency
+}
+
+func (s *syncLatency) record(d time.Duration) {
+	s.mu.Lock()
+	s.l.record(d)
+	s.mu.Unlock()
+}
+
+// flushWait bounds the wait for the last acknowledgements after a
+// duration-bound run has stopped sending.
+const flushWait = 2 * time.Minute
+
+// produce runs load against t: every producer sends records round-robin
+// over the partitions until Records are sent or Duration is over, then waits
+// for every acknowledgement. The elapsed time runs to the last one.
+func produce(ctx context.Context, t target, load Load) (ProduceResult, error) {
+	if err := load.validate(); err != nil {
+		return ProduceResult{}, err
+	}
+	senders := make([]sender, load.Producers)
+	for i := range senders {
+		s, err := t.NewSender()
+		if err != nil {
+			for _, o := range senders[:i] {
+				o.Close()
+			}
+			return ProduceResult{}, err
+		}
+		senders[i] = s
+	}
+	template := valueTemplate(load.MessageSize)
+	values := sync.Pool{New: func() any { return make([]byte, load.MessageSize) }}
+	var (
+		claimed, acked, failed atomic.Int64
+		firstErr               atomic.Value
+		hist                   = syncLatency{l: newLatency()}
+		wg                     sync.WaitGroup
+	)
+	sendCtx := ctx
+	if load.Duration > 0 {
+		var cancel context.CancelFunc
+		sendCtx, cancel = context.WithTimeout(ctx, load.Duration)
+		defer cancel()
+	}
+	bar := load.progress(func() int64 { return acked.Load() })
+	start := time.Now()
+	for _, s := range senders {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			defer s.Close()
+			for sendCtx.Err() == nil {
+				n := claimed.Add(1) - 1
+				if load.Records > 0 && n >= load.Records {
+					break
+				}
+				due := time.Now()
+				if load.Rate > 0 {
+					due = start.Add(time.Duration(float64(n) / load.Rate * float64(time.Second)))
+					if wait := time.Until(due); wait > 0 {
+						select {
+						case <-time.After(wait):
+						case <-sendCtx.Done():
+							return
+						}
+					}
+				}
+				v := values.Get().([]byte)
+				copy(v, template)
+				stamp(v, due)
+				// The records outlive sendCtx: a run that ends waits
+				// for them instead of failing them.
+				err := s.Send(ctx, int32(n%int64(load.Partitions)), v, func(err error) {
+					hist.record(time.Since(due))
+					if err != nil {
+						failed.Add(1)
+						firstErr.CompareAndSwap(nil, err.Error())
+					} else {
+						acked.Add(1)
+					}
+					values.Put(v)
+				})
+				if err != nil {
+					break
+				}
+			}
+			fctx, cancel := context.WithTimeout(ctx, flushWait)
+			defer cancel()
+			if err := s.Flush(fctx); err != nil {
+				firstErr.CompareAndSwap(nil, fmt.Sprintf("flush: %v", err))
+			}
+		}()
+	}
+	wg.Wait()
+	elapsed := time.Since(start)
+	bar.finish()
+	r := ProduceResult{Records: acked.Load(), Errors: failed.Load(), Seconds: elapsed.Seconds(), hist: hist.l}
+	if e, ok := firstErr.Load().(string); ok {
+		r.FirstError = e
+	}
+	r.Bytes = r.Records * int64(load.MessageSize)
+	if r.Seconds > 0 {
+		r.RecordsPerS = float64(r.Records) / r.Seconds
+		r.MBPerS = float64(r.Bytes) / r.Seconds / 1e6
+	}
+	r.Latencies = latenciesOf(hist.l)
+	if err := ctx.Err(); err != nil {
+		return r, err
+	}
+	return r, nil
+}
+
+// progress shows acknowledged records against Records, or elapsed time
+// against Duration.
+func (l Load) progress(acked func() int64) *progress {
+	if l.Records > 0 {
+		return newProgress(l.Progress, l.Records, "produce", acked, false)
+	}
+	start := time.Now()
+	return newProgress(l.Progress, l.Duration.Milliseconds(), "produce", func() int64 { return time.Since(start).Milliseconds() }, false)
+}
+
+// ConsumeResult is what a catch-up read measured: Records read (Stored is
+// how many were there when it started) and, from the stamps in the
+// values, how long after it was due to be sent each record arrived.
+type ConsumeResult struct {
+	Stored      int64   `json:"stored"`
+	Records     int64   `json:"records"`
+	Bytes       int64   `json:"bytes"`
+	Seconds     float64 `json:"seconds"`
+	RecordsPerS float64 `json:"records_per_s"`
+	MBPerS      float64 `json:"mb_per_s"`
+	// EndToEnd is produce-to-consume latency: meaningful when the consumer
+	// runs beside the producers; after a catch-up read it is the records'
+	// age.
+	EndToEnd Latencies `json:"end_to_end"`
+}
+
+// consume reads every partition from its start until want records arrived
+// (0: all stored when it started) or maxWait passed (0: no bound).
+func consume(ctx context.Context, t target, partitions int, want int64, maxWait time.Duration, showProgress bool) (ConsumeResult, error) {
+	if maxWait > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, maxWait)
+		defer cancel()
+	}
+	rcv, stored, err := t.NewReceiver(ctx, partitions)
+	if err != nil {
+		return ConsumeResult{}, err
+	}
+	defer rcv.Close()
+	if want == 0 {
+		want = stored
+	}
+	r := ConsumeResult{Stored: stored}
+	lat := newLatency()
+	var got atomic.Int64
+	bar := newProgress(showProgress, want, "consume", got.Load, false)
+	start := time.Now()
+	for got.Load() < want {
+		err := rcv.Poll(ctx, func(v []byte) {
+			got.Add(1)
+			r.Bytes += int64(len(v))
+			if at, ok := stampOf(v); ok {
+				lat.record(time.Since(at))
+			}
+		})
+		if err != nil {
+			if errors.Is(err, context.DeadlineExceeded) && maxWait > 0 {
+				break
+			}
+			bar.finish()
+			return r, err
+		}
+	}
+	elapsed := time.Since(start)
+	bar.finish()
+	r.Records, r.Seconds = got.Load(), elapsed.Seconds()
+	if r.Seconds > 0 {
+		r.RecordsPerS = float64(r.Records) / r.Seconds
+		r.MBPerS = float64(r.Bytes) / r.Seconds / 1e6
+	}
+	r.EndToEnd = latenciesOf(lat)
+	return r, nil
+}

@@ -1,0 +1,141 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/urfave/cli/v2"
+)
+
+func runBenchApp(t *testing.T, args ...string) string {
+	t.Helper()
+	var out bytes.Buffer
+	app := &cli.App{Name: "unilog", Commands: []*cli.Command{benchCommand()}, Writer: &out, ErrWriter: &out}
+	if err := app.Run(append([]string{"unilog", "bench"}, args...)); err != nil {
+		t.Fatalf("bench %v: %v\n%s", args, err, out.String())
+	}
+	return out.String()
+}
+
+func readJSON(t *testing.T, path string, v any) {
+	t.Helper()
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(raw, v); err != nil {
+		t.Fatalf("%s: %v", path, err)
+	}
+}
+
+// checkLatencies wants p50 <= p99 <= p999 <= max, all positive.
+func checkLatencies(t *testing.T, what string, m map[string]any) {
+	t.Helper()
+	p50, p99, p999, mx := m["p50_ms"].(float64), m["p99_ms"].(float64), m["p999_ms"].(float64), m["max_ms"].(float64)
+	if p50 <= 0 || p50 > p99 || p99 > p999 || p999 > mx {
+		t.Errorf("%s: latencies p50 %v p99 %v p999 %v max %v", what, p50, p99, p999, mx)
+	}
+}
+
+// TestBenchProduceConsumeSmoke produces a few thousand records with `bench
+// produce`, reads them back with `bench consume`, and checks that what was
+// counted is what was sent, against unilog and against kfake.
+func TestBenchProduceConsumeSmoke(t *testing.T) {
+	eachBroker(t, func(t *testing.T, addr string) {
+		dir := t.TempDir()
+		pj, cj, svg := filepath.Join(dir, "p.json"), filepath.Join(dir, "c.json"), filepath.Join(dir, "p.svg")
+		out := runBenchApp(t, "produce", "--brokers", addr, "--topic", "smoke", "--partitions", "4", "--records", "3000",
+			"--message-size", "100", "--producers", "2", "--acks", "-1", "--linger", "1ms", "--batch-bytes", "16KiB", "--json", pj, "--plot", svg)
+		if !strings.Contains(out, "records=3000 errors=0") {
+			t.Errorf("produce printed %q", out)
+		}
+		var p map[string]any
+		readJSON(t, pj, &p)
+		if p["records"] != 3000.0 || p["errors"] != 0.0 || p["bytes"] != 300000.0 {
+			t.Errorf("produce JSON: %v", p)
+		}
+		if p["records_per_s"].(float64) <= 0 || p["mb_per_s"].(float64) <= 0 || p["seconds"].(float64) <= 0 {
+			t.Errorf("produce rates: %v", p)
+		}
+		checkLatencies(t, "produce", p)
+		if fi, err := os.Stat(svg); err != nil || fi.Size() == 0 {
+			t.Errorf("plot: %v", err)
+		}
+
+		runBenchApp(t, "consume", "--brokers", addr, "--topic", "smoke", "--json", cj)
+		var c map[string]any
+		readJSON(t, cj, &c)
+		if c["records"] != 3000.0 || c["stored"] != 3000.0 || c["bytes"] != 300000.0 || c["records_per_s"].(float64) <= 0 {
+			t.Errorf("consume JSON: %v", c)
+		}
+		checkLatencies(t, "produce to consume", c["end_to_end"].(map[string]any))
+	})
+}
+
+// TestBenchCompareSmoke runs a tiny `bench compare` the way the CLI runs
+// it, each system in a child process (this test binary acting as unilog),
+// and checks every run's JSON: every record sent counted and read back,
+// sane rates and latencies and CPU read from the child, for unilog over
+// both layouts, JetStream and kfake (once: it has no flush setting).
+func TestBenchCompareSmoke(t *testing.T) {
+	t.Setenv(runMainEnv, "1")
+	dir := t.TempDir()
+	js, svg, md := filepath.Join(dir, "c.json"), filepath.Join(dir, "c.svg"), filepath.Join(dir, "c.md")
+	writeFile(t, md, "# Storage\n\nkept\n")
+	runBenchApp(t, "compare", "--systems", "unilog,jetstream,unilog-kafka-layout,kfake", "--flush", "async,sync", "--partitions", "3",
+		"--records", "300", "--message-size", "64", "--producers", "2", "--linger", "1ms",
+		"--file-size", "8MiB", "--dir", filepath.Join(dir, "data"), "--json", js, "--plot", svg, "--markdown", md)
+	var runs []map[string]any
+	readJSON(t, js, &runs)
+	if len(runs) != 3*2+1 {
+		t.Errorf("%d runs, want 7", len(runs))
+	}
+	seen := map[string]int{}
+	for i, r := range runs {
+		key := r["system"].(string) + "/" + r["flush"].(string) + "/" + r["load"].(string)
+		seen[key]++
+		if r["partitions"] != 3.0 || r["message_size"] != 64.0 {
+			t.Errorf("run %d %s: %v", i, key, r)
+		}
+		if e, ok := r["error"]; ok {
+			t.Errorf("run %d %s failed: %v", i, key, e)
+			continue
+		}
+		c := r["consume"].(map[string]any)
+		if r["records"] != 300.0 || r["errors"] != 0.0 || r["bytes"] != 300.0*64 || c["records"] != 300.0 || c["stored"] != 300.0 || c["bytes"] != 300.0*64 {
+			t.Errorf("run %d %s: produced %v/%v errors, read %v of %v", i, key, r["records"], r["errors"], c["records"], c["stored"])
+		}
+		for _, f := range []string{"records_per_s", "mb_per_s", "broker_cpu_s_per_gb"} {
+			if v, ok := r[f].(float64); !ok || v < 0 || f != "broker_cpu_s_per_gb" && v == 0 {
+				t.Errorf("run %d %s: %s = %v", i, key, f, r[f])
+			}
+		}
+		if r["cpu_source"] != "proc-child" {
+			t.Errorf("run %d %s: cpu source %v", i, key, r["cpu_source"])
+		}
+		checkLatencies(t, key, r)
+	}
+	for _, k := range []string{"unilog/async/peak", "unilog/sync/peak", "jetstream/async/peak", "jetstream/sync/peak",
+		"unilog-kafka-layout/async/peak", "unilog-kafka-layout/sync/peak", "kfake/memory/peak"} {
+		if seen[k] != 1 {
+			t.Errorf("%d runs of %s, want 1", seen[k], k)
+		}
+	}
+	text, err := os.ReadFile(md)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasPrefix(string(text), "# Storage\n\nkept\n") || strings.Count(string(text), "## End to end") != 1 || !strings.Contains(string(text), "| jetstream | sync | 3 |") {
+		t.Errorf("markdown:\n%s", text)
+	}
+	if fi, err := os.Stat(svg); err != nil || fi.Size() == 0 {
+		t.Errorf("plot: %v", err)
+	}
+	if ents, _ := os.ReadDir(filepath.Join(dir, "data")); len(ents) != 0 {
+		t.Errorf("run directories left behind: %v", ents)
+	}
+}
