@@ -117,7 +117,12 @@ func TestReplicaGroupFailover(t *testing.T) {
 		for _, p := range nodes {
 			if p.cmd.ProcessState == nil {
 				p.cmd.Process.Signal(syscall.SIGTERM)
-				<-p.exit
+				if err := <-p.exit; err != nil {
+					t.Errorf("node %d did not stop cleanly: %v", p.id, err)
+				}
+			}
+			if log, _ := os.ReadFile(p.dir + ".log"); bytes.Contains(log, []byte("DATA RACE")) {
+				t.Errorf("node %d: the race detector reported a race", p.id)
 			}
 		}
 		if t.Failed() {
