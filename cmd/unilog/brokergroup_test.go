@@ -136,6 +136,9 @@ func (c *brokerGroup) start(i int) {
 	cmd := exec.Command(os.Args[0], args...)
 	cmd.Env = append(os.Environ(), runMainEnv+"=1")
 	cmd.Stdout, cmd.Stderr = out, out
+	// A test binary killed by its -timeout runs no cleanup: the kernel
+	// then takes its brokers with it instead of leaving them running.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	if err := cmd.Start(); err != nil {
 		out.Close()
 		c.t.Fatal(err)
