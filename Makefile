@@ -5,7 +5,7 @@ LISTEN   ?= 127.0.0.1:9092
 ADMIN    ?= 127.0.0.1:9644
 GOFILES   = $(shell git ls-files '*.go' 2>/dev/null || find . -name '*.go' -not -path './vendor/*')
 
-.PHONY: all build run test test-deps lint fuzz bench bench-report soak clean
+.PHONY: all build run test test-deps lint fuzz bench bench-report soak soak-ha clean
 
 all: build
 
@@ -112,6 +112,16 @@ SOAK_FLAGS    ?=
 
 soak: build
 	$(GO) run ./soak --bin ./$(BIN) --duration $(SOAK_DURATION) $(SOAK_FLAGS)
+
+## soak-ha: the failover test (three brokers of one replica group, sync
+## replication, clients throughout) with SOAK_HA_KILLS SIGKILLs of the leader;
+## it prints the time to a new leader each round and their min/median/max
+## (docs/BENCHMARKS.md). About 6 s per kill.
+SOAK_HA_KILLS ?= 20
+
+soak-ha:
+	UNILOG_SOAK_KILLS=$(SOAK_HA_KILLS) $(GO) test -count=1 -v -timeout 30m \
+		-run '^TestFailoverKeepsAcknowledgedRecords$$' ./cmd/unilog
 
 clean:
 	rm -rf bin
