@@ -92,6 +92,7 @@ func (b *Broker) adminHandler() http.Handler {
 	mux := http.NewServeMux()
 	mux.Handle("/metrics", promhttp.HandlerFor(b.metrics.reg, promhttp.HandlerOpts{}))
 	mux.HandleFunc("GET /status", b.serveStatus)
+	registerPprof(mux)
 	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) {
 		select {
 		case <-b.closing:

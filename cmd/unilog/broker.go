@@ -36,7 +36,7 @@ a plain byte count or a unit: KiB, MiB, GiB, TiB (powers of 1024) or KB, MB, GB,
 		Flags: append(append([]cli.Flag{
 			&cli.StringFlag{Name: "data-dir", Required: true, Usage: "data `DIR` (commit log, consume queues, checkpoint, topics)", EnvVars: env("DATA_DIR")},
 			&cli.StringFlag{Name: "listen", Value: "127.0.0.1:9092", Usage: "Kafka listener `HOST:PORT` (port 0 picks a free one)", EnvVars: env("LISTEN")},
-			&cli.StringFlag{Name: "admin", Value: "127.0.0.1:9644", Usage: "admin HTTP `HOST:PORT` for /metrics and /healthz (empty disables)", EnvVars: env("ADMIN")},
+			&cli.StringFlag{Name: "admin", Value: "127.0.0.1:9644", Usage: "admin HTTP `HOST:PORT` for /metrics, /healthz and /debug/pprof/ (empty disables)", EnvVars: env("ADMIN")},
 			&cli.StringFlag{Name: "flush", Value: "async", Usage: "async (background flush every 500ms) or sync (acks=all waits for the flush)", EnvVars: env("FLUSH")},
 			&cli.StringFlag{Name: "file-size", Value: "1GiB", Usage: "`SIZE` of each commit log file", EnvVars: env("FILE_SIZE")},
 			&cli.BoolFlag{Name: "auto-create-topics", Usage: "create unknown topics on first use", EnvVars: env("AUTO_CREATE_TOPICS")},
