@@ -254,6 +254,13 @@ func (s *fetchSession) advance() {
 	}
 }
 
+// partitionCount is the number of partitions of all cached sessions.
+func (fs *fetchSessions) partitionCount() int {
+	fs.mu.Lock()
+	defer fs.mu.Unlock()
+	return fs.partitions
+}
+
 // update applies a request to the session: listed partitions are added or
 // take the request's fetch offset and max bytes, forgotten ones leave.
 func (s *fetchSession) update(req *kmsg.FetchRequest) {

@@ -243,4 +243,7 @@ func TestFetchSessionsFranzGo(t *testing.T) {
 	if n := b.fetchSessions.count(); n == 0 {
 		t.Fatal("franz-go consumed without a fetch session")
 	}
+	if got := scrapeMetric(t, b, "unilog_fetch_session_partitions"); got != fmt.Sprint(partitions) {
+		t.Fatalf("unilog_fetch_session_partitions %s, want %d", got, partitions)
+	}
 }
