@@ -1,14 +1,18 @@
 package broker
 
 import (
+	"context"
 	"fmt"
 	"slices"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/unilog/unilog/auth"
 )
 
 // sessionFetch is a Fetch v11 of the given session and epoch naming the
@@ -245,5 +249,54 @@ func TestFetchSessionsFranzGo(t *testing.T) {
 	}
 	if got := scrapeMetric(t, b, "unilog_fetch_session_partitions"); got != fmt.Sprint(partitions) {
 		t.Fatalf("unilog_fetch_session_partitions %s, want %d", got, partitions)
+	}
+}
+
+// revocableACL allows everything until consume of one topic is revoked.
+type revocableACL struct{ revoked atomic.Bool }
+
+func (a *revocableACL) Allow(_ string, op auth.Operation, name string) bool {
+	return !(a.revoked.Load() && op == auth.Consume && name == "s")
+}
+
+// TestFetchSessionACLRevoked: partitions a session holds are authorized on
+// every fetch, not only when they joined it, so an incremental fetch that
+// does not name them still answers TOPIC_AUTHORIZATION_FAILED once the ACL
+// stops allowing them.
+func TestFetchSessionACLRevoked(t *testing.T) {
+	acl := &revocableACL{}
+	cfg := testConfig(t, t.TempDir())
+	cfg.Security.ACL = acl
+	b := startBroker(t, cfg)
+	cl := newClient(t, b.Addr())
+	createTopic(t, cl, "s", 2)
+	produceSync(t, cl, "s", 0, "a")
+	c := &conn{b: b, ctx: context.Background(), auth: connAuth{user: "alice"}}
+	fetch := func(req *kmsg.FetchRequest) *kmsg.FetchResponse {
+		t.Helper()
+		resp, err := c.serveAuthorized((*Broker).handleFetch, req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		c.releaseArenas()
+		return resp.(*kmsg.FetchResponse)
+	}
+	full := fetch(sessionFetch(0, 0, map[int32]int64{0: 0, 1: 0}))
+	if got := answered(t, full); !slices.Equal(got, []string{"0:1", "1:0"}) {
+		t.Fatalf("full fetch answered %v", got)
+	}
+	acl.revoked.Store(true)
+	resp := fetch(sessionFetch(full.SessionID, 1, nil))
+	var denied []int32
+	for _, rt := range resp.Topics {
+		for _, rp := range rt.Partitions {
+			if rp.ErrorCode != kerr.TopicAuthorizationFailed.Code || len(rp.RecordBatches) != 0 {
+				t.Fatalf("partition %d: error %d, %d record bytes after the ACL was revoked", rp.Partition, rp.ErrorCode, len(rp.RecordBatches))
+			}
+			denied = append(denied, rp.Partition)
+		}
+	}
+	if !slices.Equal(denied, []int32{0, 1}) {
+		t.Fatalf("denied partitions %v, want [0 1]", denied)
 	}
 }
