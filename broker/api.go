@@ -96,6 +96,7 @@ func reqErr(key, version int16, format string, args ...any) error {
 func (c *conn) handle(frame []byte) ([]byte, error) {
 	// The frame is dead once handled: its bytes go back to the budget.
 	defer c.releaseFrame(frame)
+	defer c.releaseArenas()
 	if c.auth.raw {
 		return c.handleRawSASL(frame)
 	}
@@ -161,14 +162,15 @@ func (c *conn) handle(frame []byte) ([]byte, error) {
 // tagged fields when the response is flexible (never for ApiVersions, whose
 // header stays v0 so any client can read it), then the kmsg body.
 func (c *conn) encode(corr int32, resp kmsg.Response) []byte {
-	buf := append(c.buf[:0], 0, 0, 0, 0, 0, 0, 0, 0)
+	c.out = responseBuffers.Get()
+	buf := append(c.out.B[:0], 0, 0, 0, 0, 0, 0, 0, 0)
 	if resp.IsFlexible() && resp.Key() != int16(kmsg.ApiVersions) {
 		buf = append(buf, 0)
 	}
 	buf = resp.AppendTo(buf)
 	binary.BigEndian.PutUint32(buf[0:], uint32(len(buf)-4))
 	binary.BigEndian.PutUint32(buf[4:], uint32(corr))
-	c.buf = buf
+	c.out.B = buf
 	return buf
 }
 

@@ -25,6 +25,8 @@ type Broker struct {
 	st      Storage
 	metrics *metrics
 	pids    *producerIDs
+	// fetchSessions are the incremental fetch sessions (KIP-227).
+	fetchSessions *fetchSessions
 	guards
 	// groups is the group coordinator, set once the committed offsets are
 	// loaded (the commit log's retention floor reads it before).
@@ -101,6 +103,8 @@ func start(cfg Config, wrap func(Storage) Storage) (*Broker, error) {
 		parts:   make(map[topicPartition]*partitionState),
 		closing: make(chan struct{}),
 		conns:   make(map[*conn]struct{}),
+
+		fetchSessions: newFetchSessions(maxFetchSessions, maxSessionPartitions),
 	}
 	b.pids = newProducerIDs(meta)
 	live := func(topic string) (commitlog.TopicID, bool) {

@@ -35,6 +35,12 @@ type Config struct {
 	// progress (0 = dispatcher default, 1s); a crash re-scans the log from
 	// the last checkpoint.
 	CheckpointInterval time.Duration
+	// MaxMappedQueues caps the consume-queue files mapped at once (0 =
+	// consumequeue.DefaultMaxMapped, 16,384). With more partitions being
+	// written than this, appends unmap and remap files in turn; raise it
+	// with vm.max_map_count, which it must stay well below (each mapped
+	// file is one mapping, and a failed mmap stops indexing).
+	MaxMappedQueues int
 	// AutoCreateTopics creates unknown topics named by Metadata (when the
 	// client allows it) and Produce requests.
 	AutoCreateTopics bool

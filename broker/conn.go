@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/sirupsen/logrus"
+	"github.com/valyala/bytebufferpool"
 )
 
 // conn serves one client connection. Requests are handled and answered one
@@ -37,7 +38,10 @@ type conn struct {
 	busy   bool
 	bodyBy time.Time
 
-	buf []byte // response buffer, reused
+	// out is the encoded response being written; arenas are the fetch
+	// arenas its encoding read (buffers.go).
+	out    *bytebufferpool.ByteBuffer
+	arenas []*bytebufferpool.ByteBuffer
 
 	// clientID is the client id of the last request header; group
 	// members are described with it.
@@ -124,7 +128,7 @@ func (c *conn) serve() {
 	defer c.b.unregister(c)
 	ctx, cancel := context.WithCancel(context.Background())
 	c.ctx = ctx
-	frames := make(chan []byte)
+	frames := make(chan *bytebufferpool.ByteBuffer)
 	readerDone := make(chan struct{})
 	go func() {
 		defer close(readerDone)
@@ -140,7 +144,9 @@ func (c *conn) serve() {
 			return
 		}
 		c.setBusy(true)
-		out, err := c.handle(frame)
+		raw := c.auth.raw
+		out, err := c.handle(frame.B)
+		recycleFrame(frame, raw)
 		if err != nil {
 			c.logDrop(err)
 			return
@@ -154,7 +160,7 @@ func (c *conn) serve() {
 				return
 			}
 			c.b.metrics.bytesOut.Add(float64(len(out)))
-			c.trimBuffer()
+			c.releaseResponse()
 		}
 		c.setBusy(false)
 	}
@@ -164,7 +170,7 @@ func (c *conn) serve() {
 // that fails for any reason but the broker closing means the client is gone
 // or misbehaved: the in-flight request's waits are cancelled. On a broker
 // Close the in-flight request is left to finish and answer.
-func (c *conn) readLoop(ctx context.Context, cancel context.CancelFunc, frames chan<- []byte) {
+func (c *conn) readLoop(ctx context.Context, cancel context.CancelFunc, frames chan<- *bytebufferpool.ByteBuffer) {
 	defer close(frames)
 	for c.armRead() {
 		frame, err := c.readFrame()
@@ -178,7 +184,7 @@ func (c *conn) readLoop(ctx context.Context, cancel context.CancelFunc, frames c
 		select {
 		case frames <- frame:
 		case <-ctx.Done():
-			c.releaseFrame(frame)
+			c.releaseFrame(frame.B)
 			return
 		}
 	}
@@ -189,7 +195,7 @@ var errFrame = errors.New("broker: bad frame")
 
 // readFrame reads one size-prefixed request, its bytes reserved from the
 // broker's in-flight budget until handle releases them.
-func (c *conn) readFrame() ([]byte, error) {
+func (c *conn) readFrame() (*bytebufferpool.ByteBuffer, error) {
 	var size [4]byte
 	if _, err := io.ReadFull(c.r, size[:]); err != nil {
 		return nil, err
@@ -205,11 +211,11 @@ func (c *conn) readFrame() ([]byte, error) {
 		return nil, err
 	}
 	c.readBody(true)
-	frame := make([]byte, n)
-	_, err := io.ReadFull(c.r, frame)
+	frame := newFrame(n)
+	_, err := io.ReadFull(c.r, frame.B)
 	c.readBody(false)
 	if err != nil {
-		c.releaseFrame(frame)
+		c.releaseFrame(frame.B)
 		if errors.Is(err, io.EOF) {
 			err = io.ErrUnexpectedEOF
 		}

@@ -12,7 +12,7 @@
 //
 //	key  API               versions  notes
 //	  0  Produce           2-12      magic 0/1 message sets up-converted to v2 batches; v13 addresses topics by id
-//	  1  Fetch             4-12      no fetch sessions (SessionID 0 = full fetches)
+//	  1  Fetch             4-12      v7+ incremental fetch sessions (KIP-227)
 //	  2  ListOffsets       1-6       earliest (-2), latest (-1), by timestamp
 //	  3  Metadata          0-12      without a Cluster: one broker, leader of everything, advertised as the connection's local address; see "Cluster"
 //	 17  SaslHandshake     0-1       v0: bare SASL tokens follow (sasl.go)
@@ -168,6 +168,15 @@
 // many partitions), up to max_wait_ms; the client disconnecting or a broker
 // Close ends the sleep with what is there. Every fetch releases its
 // registrations when it returns; unilog_fetch_watchers counts the live ones.
+//
+// Fetch v7+ clients that ask for it get an incremental fetch session
+// (KIP-227, fetch_session.go): the broker keeps the partition list and fetch
+// offsets, the client sends only changes and the broker answers only
+// partitions with records or a changed high watermark or log start, so a
+// consumer of 50,000 partitions no longer sends and receives all of them on
+// every round trip. The records of a fetch are copied once, from the mapped
+// log into one pooled arena, and from there into the pooled response
+// buffer (buffers.go).
 //
 // ListOffsets by timestamp uses Queue.OffsetForTime, comparing the log's
 // store timestamp (append time) rather than the batch's CreateTime; it

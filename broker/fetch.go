@@ -9,26 +9,49 @@ import (
 	"github.com/sirupsen/logrus"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+	"github.com/valyala/bytebufferpool"
 )
+
+// fetchArenas hold the record bytes of fetch responses until they are
+// encoded: one buffer a fetch, however many partitions, sized by the pool
+// from the fetches before it.
+var fetchArenas bytebufferpool.Pool
 
 // handleFetch serves stored batches as stored: the consume queue locates
 // the batch holding each requested offset, its bytes are copied from the
 // mapped log into the response, and reading continues with the next batch.
 // When fewer than min_bytes are available the request waits, up to
 // max_wait_ms, on one dispatcher waiter registered on every partition it
-// asked for; the connection closing or a broker Close ends the wait early.
+// reads; the connection closing or a broker Close ends the wait early.
 // Every return releases the waiter, so an idle consumer polling thousands
 // of partitions holds nothing between its fetches.
 //
-// Fetch sessions (KIP-227) are not kept: SessionID 0 in the answer tells the
-// client to send full requests.
-func (b *Broker) handleFetch(ctx context.Context, _ *conn, kreq kmsg.Request) (kmsg.Response, error) {
+// Fetch v7+ may name an incremental fetch session (fetch_session.go): the
+// partitions read are then the session's, and the response carries only
+// those that changed.
+func (b *Broker) handleFetch(ctx context.Context, c *conn, kreq kmsg.Request) (kmsg.Response, error) {
 	req := kreq.(*kmsg.FetchRequest)
-	if req.Version >= 7 && (req.SessionID != 0 || req.SessionEpoch > 0) {
+	s, incremental, serr := b.fetchSessions.open(req, c.principal())
+	if serr != nil {
 		resp := req.ResponseKind().(*kmsg.FetchResponse)
-		resp.ErrorCode = kerr.FetchSessionIDNotFound.Code
+		resp.ErrorCode = serr.Code
 		return resp, nil
 	}
+	var parts []fetchPartition
+	if s != nil {
+		defer s.mu.Unlock()
+		parts = s.partitions(make([]fetchPartition, 0, len(s.parts)))
+	} else {
+		parts = requestPartitions(req)
+	}
+	if b.cfg.Security.ACL != nil && incremental {
+		parts = c.authorizeSession(parts)
+	}
+
+	arena := fetchArenas.Get()
+	c.releaseAfterEncode(arena)
+	f := fetchState{b: b, req: req, parts: parts, arena: arena, results: make([]kmsg.FetchResponseTopicPartition, len(parts))}
+
 	var w Waiter
 	if req.MaxWaitMillis > 0 {
 		w = b.st.NewWaiter()
@@ -39,10 +62,9 @@ func (b *Broker) handleFetch(ctx context.Context, _ *conn, kreq kmsg.Request) (k
 		// Taken before the read: a move of the high watermark after it
 		// still wakes the wait.
 		replicated := b.replicationChanged()
-		resp, total, failed, unreplicated := b.fetchOnce(req, w)
+		total, failed, unreplicated := f.read(w)
 		if failed || total >= int(req.MinBytes) || w == nil {
-			b.metrics.fetchedBytes.Add(float64(total))
-			return resp, nil
+			break
 		}
 		if !unreplicated {
 			replicated = nil
@@ -64,114 +86,178 @@ func (b *Broker) handleFetch(ctx context.Context, _ *conn, kreq kmsg.Request) (k
 		case <-ctx.Done():
 		}
 		w.Release()
-		resp, total, _, _ = b.fetchOnce(req, nil)
-		b.metrics.fetchedBytes.Add(float64(total))
-		return resp, nil
+		f.read(nil)
+		break
 	}
+	b.metrics.fetchedBytes.Add(float64(f.total))
+	resp := f.response(s, incremental)
+	return resp, nil
 }
 
-// fetchOnce builds a response from what is stored now. It returns the
-// number of record bytes, whether any partition failed (which answers at
-// once, as Kafka), and whether a partition holds records waiting for the
-// replication high watermark. With a waiter, each other partition is
-// watched from the high watermark it was read at, so data arriving after
-// the read still wakes the long poll.
-func (b *Broker) fetchOnce(req *kmsg.FetchRequest, w Waiter) (resp *kmsg.FetchResponse, total int, failed, unreplicated bool) {
-	resp = req.ResponseKind().(*kmsg.FetchResponse)
-	maxBytes := int(req.MaxBytes)
-	if req.Version < 3 || maxBytes <= 0 {
+// fetchState is one fetch's reads: results[i] answers parts[i], its
+// records a span of arena.
+type fetchState struct {
+	b       *Broker
+	req     *kmsg.FetchRequest
+	parts   []fetchPartition
+	results []kmsg.FetchResponseTopicPartition
+	spans   []span
+	arena   *bytebufferpool.ByteBuffer
+	total   int // record bytes read
+	reached int // partitions read before the byte budget ran out
+}
+
+type span struct{ from, to int }
+
+// read fills results from what is stored now, replacing an earlier read.
+// It returns the number of record bytes, whether any partition failed
+// (which answers at once, as Kafka), and whether a partition holds records
+// waiting for the replication high watermark. With a waiter, each other
+// partition is watched from the high watermark it was read at, so data
+// arriving after the read still wakes the long poll.
+func (f *fetchState) read(w Waiter) (total int, failed, unreplicated bool) {
+	b := f.b
+	maxBytes := int(f.req.MaxBytes)
+	if f.req.Version < 3 || maxBytes <= 0 {
 		maxBytes = math.MaxInt32
 	}
-	for _, t := range req.Topics {
-		rt := kmsg.NewFetchResponseTopic()
-		rt.Topic = t.Topic
-		rt.TopicID = t.TopicID
-		meta, known := b.meta.Topic(t.Topic)
-		for _, p := range t.Partitions {
-			rp := kmsg.NewFetchResponseTopicPartition()
-			rp.Partition = p.Partition
-			rp.HighWatermark = -1
-			rp.LastStableOffset = -1
-			rp.LogStartOffset = -1
-			// Empty, not null, records: librdkafka rejects a null.
-			rp.RecordBatches = []byte{}
-			if !known || p.Partition < 0 || p.Partition >= meta.Partitions {
-				rp.ErrorCode = kerr.UnknownTopicOrPartition.Code
-				failed = true
-				rt.Partitions = append(rt.Partitions, rp)
-				continue
-			}
-			if !b.leads(t.Topic, p.Partition) {
-				rp.ErrorCode = kerr.NotLeaderForPartition.Code
-				failed = true
-				rt.Partitions = append(rt.Partitions, rp)
-				continue
-			}
-			lo, hi, stored := b.visibleBounds(t.Topic, p.Partition)
-			rp.HighWatermark = hi
-			rp.LastStableOffset = hi
-			rp.LogStartOffset = lo
-			// Between the visible and the stored end is not out of range:
-			// those records become visible once replicated.
-			if p.FetchOffset < lo || p.FetchOffset > stored {
-				rp.ErrorCode = kerr.OffsetOutOfRange.Code
-				failed = true
-				rt.Partitions = append(rt.Partitions, rp)
-				continue
-			}
-			budget := min(int(p.PartitionMaxBytes), maxBytes-total)
-			if p.PartitionMaxBytes <= 0 {
-				budget = maxBytes - total
-			}
-			recs, err := b.readBatches(t.Topic, p.Partition, p.FetchOffset, hi, budget, total == 0)
-			if err != nil {
+	f.arena.Reset()
+	f.spans = f.spans[:0]
+	f.total, f.reached = 0, len(f.parts)
+	var (
+		lastTopic string
+		meta      TopicMeta
+		known     bool
+	)
+	for i, p := range f.parts {
+		rp := &f.results[i]
+		*rp = kmsg.NewFetchResponseTopicPartition()
+		rp.Partition = p.partition
+		rp.HighWatermark = -1
+		rp.LastStableOffset = -1
+		rp.LogStartOffset = -1
+		f.spans = append(f.spans, span{})
+		if i == 0 || p.topic != lastTopic {
+			lastTopic = p.topic
+			meta, known = b.meta.Topic(p.topic)
+		}
+		if p.denied {
+			rp.ErrorCode = kerr.TopicAuthorizationFailed.Code
+			failed = true
+			continue
+		}
+		if !known || p.partition < 0 || p.partition >= meta.Partitions {
+			rp.ErrorCode = kerr.UnknownTopicOrPartition.Code
+			failed = true
+			continue
+		}
+		if !b.leads(p.topic, p.partition) {
+			rp.ErrorCode = kerr.NotLeaderForPartition.Code
+			failed = true
+			continue
+		}
+		lo, hi, stored := b.visibleBounds(p.topic, p.partition)
+		rp.HighWatermark = hi
+		rp.LastStableOffset = hi
+		rp.LogStartOffset = lo
+		// Between the visible and the stored end is not out of range:
+		// those records become visible once replicated.
+		if p.fetchOffset < lo || p.fetchOffset > stored {
+			rp.ErrorCode = kerr.OffsetOutOfRange.Code
+			failed = true
+			continue
+		}
+		left := maxBytes - f.total
+		if left <= 0 && f.reached == len(f.parts) {
+			f.reached = i
+		}
+		budget := left
+		if p.maxBytes > 0 {
+			budget = min(int(p.maxBytes), left)
+		}
+		if budget > 0 || f.total == 0 {
+			from := len(f.arena.B)
+			if err := f.readBatches(p, hi, budget, f.total == 0); err != nil {
 				rp.ErrorCode = err.Code
 				failed = true
 			}
-			if recs != nil {
-				rp.RecordBatches = recs
-			}
-			total += len(recs)
-			switch {
-			case hi < stored:
-				// Stored beyond hi already: the high watermark's move wakes it.
-				unreplicated = true
-			case w != nil:
-				w.Watch(t.Topic, p.Partition, hi)
-			}
-			rt.Partitions = append(rt.Partitions, rp)
+			f.spans[i] = span{from, len(f.arena.B)}
+			f.total += len(f.arena.B) - from
 		}
-		resp.Topics = append(resp.Topics, rt)
+		switch {
+		case hi < stored:
+			// Stored beyond hi already: the high watermark's move wakes it.
+			unreplicated = true
+		case w != nil:
+			w.Watch(p.topic, p.partition, hi)
+		}
 	}
-	return resp, total, failed, unreplicated
+	return f.total, failed, unreplicated
 }
 
-// readBatches copies whole stored batches from offset up to hi while they
-// fit in budget. When first is set (nothing else in the response yet) the
-// first batch is returned even if it alone exceeds the budget, so a
-// consumer never stalls on a batch larger than its limits (KIP-74).
-func (b *Broker) readBatches(topic string, partition int32, offset, hi int64, budget int, first bool) ([]byte, *kerr.Error) {
-	var recs []byte
+// readBatches appends whole stored batches from the partition's fetch
+// offset up to hi to the arena while they fit in budget. When first is set
+// (nothing else in the response yet) the first batch is returned even if it
+// alone exceeds the budget, so a consumer never stalls on a batch larger
+// than its limits (KIP-74).
+func (f *fetchState) readBatches(p fetchPartition, hi int64, budget int, first bool) *kerr.Error {
+	start := len(f.arena.B)
+	offset := p.fetchOffset
 	for offset < hi {
-		out, _, next, err := b.st.ReadBatch(topic, partition, offset, recs)
+		out, _, next, err := f.b.st.ReadBatch(p.topic, p.partition, offset, f.arena.B)
 		if err != nil {
-			if len(recs) > 0 {
+			if len(f.arena.B) > start {
 				break
 			}
 			if errors.Is(err, ErrStorageRange) {
-				return nil, kerr.OffsetOutOfRange
+				return kerr.OffsetOutOfRange
 			}
-			b.log.WithFields(logrus.Fields{"api": "Fetch", "topic": topic, "partition": partition, "offset": offset, "error": err}).Error("read failed")
-			return nil, kerr.KafkaStorageError
+			f.b.log.WithFields(logrus.Fields{"api": "Fetch", "topic": p.topic, "partition": p.partition, "offset": offset, "error": err}).Error("read failed")
+			return kerr.KafkaStorageError
 		}
-		if len(out) > budget && !(first && len(recs) == 0) {
+		n := len(out) - start
+		if n > budget && !(first && len(f.arena.B) == start) {
+			// Keep the grown capacity, drop the batch that did not fit.
+			f.arena.B = out[:len(f.arena.B)]
 			break
 		}
-		recs = out
+		f.arena.B = out
 		offset = next
-		if len(recs) >= budget {
+		if n >= budget {
 			break
 		}
 	}
-	return recs, nil
+	return nil
+}
+
+// response assembles the answer: every partition read, or for an
+// incremental session fetch only those that changed. Record bytes are
+// sliced from the arena only now that it no longer grows.
+func (f *fetchState) response(s *fetchSession, incremental bool) *kmsg.FetchResponse {
+	resp := f.req.ResponseKind().(*kmsg.FetchResponse)
+	for i, p := range f.parts {
+		rp := &f.results[i]
+		if sp := f.spans[i]; sp.to > sp.from {
+			rp.RecordBatches = f.arena.B[sp.from:sp.to:sp.to]
+		} else {
+			// Empty, not null, records: librdkafka rejects a null.
+			rp.RecordBatches = []byte{}
+		}
+		if incremental && !p.session.changed(rp) {
+			continue
+		}
+		if n := len(resp.Topics); n == 0 || resp.Topics[n-1].Topic != p.topic {
+			rt := kmsg.NewFetchResponseTopic()
+			rt.Topic = p.topic
+			rt.TopicID = p.topicID
+			resp.Topics = append(resp.Topics, rt)
+		}
+		rt := &resp.Topics[len(resp.Topics)-1]
+		rt.Partitions = append(rt.Partitions, *rp)
+	}
+	if s != nil {
+		resp.SessionID = s.id
+		s.answered(f.parts, f.results, f.reached)
+	}
+	return resp
 }

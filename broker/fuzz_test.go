@@ -60,7 +60,7 @@ func fuzzRequestPath(f *testing.F, cfg Config) {
 			if err != nil {
 				return
 			}
-			if _, err := c.handle(frame); err != nil {
+			if _, err := c.handle(frame.B); err != nil {
 				return
 			}
 		}

@@ -23,13 +23,10 @@ import (
 //     its reservation for long; WriteTimeout bounds writing a response to a
 //     client that does not read.
 //   - A Fetch asks for at most MaxFetchBytes whatever the client says
-//     (fetch.max.bytes), and a response buffer that grew past
-//     keepBufferBytes is dropped after use, so idle connections do not
-//     keep their largest response alive.
+//     (fetch.max.bytes); response buffers are pooled across connections
+//     (buffers.go), so idle connections do not keep their largest
+//     response alive.
 //   - MaxConnections caps open connections (acceptLoop).
-
-// keepBufferBytes is the response buffer a connection keeps between requests.
-const keepBufferBytes = 1 << 20
 
 // byteBudget is a FIFO counting semaphore of bytes; FIFO so one large
 // request is not starved by a stream of small ones.
@@ -111,13 +108,6 @@ func (c *conn) acquireFrame(n int32) error {
 // read, or never handed over): its length, as acquireFrame reserved it.
 func (c *conn) releaseFrame(frame []byte) {
 	c.b.inflight.release(int64(len(frame)))
-}
-
-// trimBuffer drops a response buffer grown by one large response.
-func (c *conn) trimBuffer() {
-	if cap(c.buf) > keepBufferBytes {
-		c.buf = nil
-	}
 }
 
 // limitRequest caps what a request may make the broker build.

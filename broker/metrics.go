@@ -77,6 +77,12 @@ func newMetrics(b *Broker) *metrics {
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 			Namespace: "unilog", Name: "fetch_watchers", Help: "Partitions registered by long-polling fetches waiting for data.",
 		}, func() float64 { return float64(b.st.Stats().Watchers) }),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Namespace: "unilog", Name: "fetch_sessions", Help: "Incremental fetch sessions cached (KIP-227).",
+		}, func() float64 { return float64(b.fetchSessions.count()) }),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Namespace: "unilog", Name: "fetch_session_partitions", Help: "Partitions held by all cached fetch sessions.",
+		}, func() float64 { return float64(b.fetchSessions.partitionCount()) }),
 	)
 	m.reg.MustRegister(b.statusGauges()...)
 	return m
@@ -92,6 +98,7 @@ func (b *Broker) adminHandler() http.Handler {
 	mux := http.NewServeMux()
 	mux.Handle("/metrics", promhttp.HandlerFor(b.metrics.reg, promhttp.HandlerOpts{}))
 	mux.HandleFunc("GET /status", b.serveStatus)
+	registerPprof(mux)
 	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) {
 		select {
 		case <-b.closing:

@@ -85,9 +85,8 @@ func (c *conn) handleRawSASL(token []byte) ([]byte, error) {
 	if c.auth.user != "" {
 		c.auth.raw = false
 	}
-	buf := binary.BigEndian.AppendUint32(c.buf[:0], uint32(len(out)))
-	c.buf = append(buf, out...)
-	return c.buf, nil
+	buf := binary.BigEndian.AppendUint32(make([]byte, 0, 4+len(out)), uint32(len(out)))
+	return append(buf, out...), nil
 }
 
 // saslStep feeds one client message to the exchange and records the

@@ -31,7 +31,7 @@ func openDispatcherStorage(cfg Config, live func(topic string) (commitlog.TopicI
 			RecoverTruncate: cfg.RecoverTruncate,
 			Logger:          cfg.Logger,
 		},
-		ConsumeQueue:       consumequeue.Options{Logger: cfg.Logger},
+		ConsumeQueue:       consumequeue.Options{Logger: cfg.Logger, MaxMapped: cfg.MaxMappedQueues},
 		CheckpointInterval: cfg.CheckpointInterval,
 		Live:               live,
 		RetentionFloor:     floor,

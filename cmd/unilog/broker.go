@@ -36,9 +36,10 @@ a plain byte count or a unit: KiB, MiB, GiB, TiB (powers of 1024) or KB, MB, GB,
 		Flags: append(append([]cli.Flag{
 			&cli.StringFlag{Name: "data-dir", Required: true, Usage: "data `DIR` (commit log, consume queues, checkpoint, topics)", EnvVars: env("DATA_DIR")},
 			&cli.StringFlag{Name: "listen", Value: "127.0.0.1:9092", Usage: "Kafka listener `HOST:PORT` (port 0 picks a free one)", EnvVars: env("LISTEN")},
-			&cli.StringFlag{Name: "admin", Value: "127.0.0.1:9644", Usage: "admin HTTP `HOST:PORT` for /metrics and /healthz (empty disables)", EnvVars: env("ADMIN")},
+			&cli.StringFlag{Name: "admin", Value: "127.0.0.1:9644", Usage: "admin HTTP `HOST:PORT` for /metrics, /healthz and /debug/pprof/ (empty disables)", EnvVars: env("ADMIN")},
 			&cli.StringFlag{Name: "flush", Value: "async", Usage: "async (background flush every 500ms) or sync (acks=all waits for the flush)", EnvVars: env("FLUSH")},
 			&cli.StringFlag{Name: "file-size", Value: "1GiB", Usage: "`SIZE` of each commit log file", EnvVars: env("FILE_SIZE")},
+			&cli.IntFlag{Name: "max-mapped-queues", Usage: "consume-queue files mapped at once, `N` (0: 16384); above the partitions written, appends stop unmapping and remapping. Keep well below vm.max_map_count", EnvVars: env("MAX_MAPPED_QUEUES")},
 			&cli.BoolFlag{Name: "auto-create-topics", Usage: "create unknown topics on first use", EnvVars: env("AUTO_CREATE_TOPICS")},
 			&cli.IntFlag{Name: "default-partitions", Value: 1, Usage: "partitions of auto-created topics", EnvVars: env("DEFAULT_PARTITIONS")},
 			&cli.StringFlag{Name: "max-message-bytes", Value: "1048588", Usage: "largest record batch accepted, `SIZE` (Kafka's max.message.bytes)", EnvVars: env("MAX_MESSAGE_BYTES")},
@@ -65,6 +66,9 @@ func brokerConfig(c *cli.Context, logOut io.Writer) (broker.Config, error) {
 		RecoverTruncate:  c.Bool("recover-truncate"),
 		ReadTimeout:      c.Duration("read-timeout"),
 		WriteTimeout:     c.Duration("write-timeout"),
+	}
+	if cfg.MaxMappedQueues = c.Int("max-mapped-queues"); cfg.MaxMappedQueues < 0 {
+		return cfg, fmt.Errorf("--max-mapped-queues %d: must not be negative", cfg.MaxMappedQueues)
 	}
 	var err error
 	if cfg.Flush, err = commitlog.ParseFlushMode(c.String("flush")); err != nil {

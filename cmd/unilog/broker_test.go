@@ -94,7 +94,7 @@ func TestBrokerFlags(t *testing.T) {
 	cfg, logs, err = parsedBrokerConfig(t, "--data-dir", "/x", "--listen", "0.0.0.0:19092", "--admin", "", "--flush", "sync",
 		"--file-size", "64MiB", "--auto-create-topics", "--default-partitions", "12", "--max-message-bytes", "4MiB",
 		"--max-request-bytes", "8MiB", "--max-connections", "10", "--read-timeout", "1m", "--write-timeout", "5s",
-		"--node-id", "3", "--log-level", "warn", "--log-format", "json", "--recover-truncate")
+		"--node-id", "3", "--log-level", "warn", "--log-format", "json", "--recover-truncate", "--max-mapped-queues", "60000")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -106,7 +106,7 @@ func TestBrokerFlags(t *testing.T) {
 		DataDir: "/x", Listen: "0.0.0.0:19092", Admin: "", Flush: commitlog.FlushSync, FileSize: 64 << 20,
 		AutoCreateTopics: true, DefaultPartitions: 12, MaxMessageBytes: 4 << 20, MaxRequestBytes: 8 << 20,
 		MaxConnections: 10, IdleTimeout: 10 * time.Minute, ReadTimeout: time.Minute, WriteTimeout: 5 * time.Second, NodeID: 3, RecoverTruncate: true,
-		MaxInflightBytes: 512 << 20, MaxFetchBytes: 55 << 20,
+		MaxInflightBytes: 512 << 20, MaxFetchBytes: 55 << 20, MaxMappedQueues: 60000,
 	}
 	cfg.Logger = nil
 	if cfg != want {
@@ -123,6 +123,7 @@ func TestBrokerFlags(t *testing.T) {
 		{[]string{"--data-dir", "d", "--max-message-bytes", "3GiB"}, "--max-message-bytes"},
 		{[]string{"--data-dir", "d", "--default-partitions", "0"}, "--default-partitions"},
 		{[]string{"--data-dir", "d", "--max-connections", "-1"}, "--max-connections"},
+		{[]string{"--data-dir", "d", "--max-mapped-queues", "-1"}, "--max-mapped-queues"},
 		{[]string{"--data-dir", "d", "--log-level", "loud"}, "--log-level"},
 		{[]string{"--data-dir", "d", "--log-format", "xml"}, "--log-format"},
 	} {

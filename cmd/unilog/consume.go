@@ -279,7 +279,18 @@ func runConsume(c *cli.Context) error {
 		cl.AddConsumePartitions(map[string]map[int32]kgo.Offset{topic: offsets})
 	}
 	l := newConsumeLoop(c, cl, format, count)
-	l.more = func() bool { return remaining > 0 }
+	// Partitions that reached their stop offset are paused together before
+	// the next poll: each pause call copies the client's whole paused set,
+	// so one call per partition is quadratic in partitions (minutes at
+	// 50,000).
+	var ended []int32
+	l.more = func() bool {
+		if len(ended) > 0 {
+			cl.PauseFetchPartitions(map[string][]int32{topic: ended})
+			ended = nil
+		}
+		return remaining > 0
+	}
 	l.keep = func(r *kgo.Record) bool {
 		if plan.stop == nil {
 			return true
@@ -290,7 +301,7 @@ func runConsume(c *cli.Context) error {
 		}
 		if r.Offset+1 >= end {
 			delete(plan.stop, r.Partition)
-			cl.PauseFetchPartitions(map[string][]int32{topic: {r.Partition}})
+			ended = append(ended, r.Partition)
 			remaining--
 		}
 		return true

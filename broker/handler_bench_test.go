@@ -1,0 +1,111 @@
+package broker
+
+import (
+	"context"
+	"fmt"
+	"testing"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// The handler benchmarks run a request frame through conn.handle as a
+// connection does (decode, handler, encode, buffers back to their pools)
+// without the network, so allocs/op is the hot path's own. Divide by
+// records/op (reported) for allocations per record; the steady state goal
+// is none per record.
+//
+//	go test -run '^$' -bench 'Handler$' -benchmem ./broker/
+
+const benchBatchRecords = 100
+
+// benchConn is a connection of b without a socket.
+func benchConn(b *Broker) *conn {
+	return &conn{b: b, ctx: context.Background()}
+}
+
+// benchFrame encodes req as a request frame body (no size prefix), as
+// readFrame hands it to handle.
+func benchFrame(req kmsg.Request) []byte {
+	rc := rawConn{}
+	return rc.frame(req)[4:]
+}
+
+// serveFrame handles one frame the way conn.serve does, on a copy so the
+// frame can be served again.
+func serveFrame(tb testing.TB, c *conn, frame, scratch []byte) {
+	copy(scratch, frame)
+	if err := c.acquireFrame(int32(len(scratch))); err != nil {
+		tb.Fatal(err)
+	}
+	if _, err := c.handle(scratch); err != nil {
+		tb.Fatal(err)
+	}
+	c.releaseResponse()
+}
+
+func BenchmarkProduceHandler(b *testing.B) {
+	cfg := testConfig(b, b.TempDir())
+	cfg.FileSize = 256 << 20
+	br := startBroker(b, cfg)
+	createTopic(b, newClient(b, br.Addr()), "bench", 1)
+	values := make([]string, benchBatchRecords)
+	for i := range values {
+		values[i] = fmt.Sprintf("%0100d", i)
+	}
+	req := kmsg.NewPtrProduceRequest()
+	req.SetVersion(9)
+	req.Acks = 1
+	req.TimeoutMillis = 30_000
+	rt := kmsg.NewProduceRequestTopic()
+	rt.Topic = "bench"
+	rp := kmsg.NewProduceRequestTopicPartition()
+	rp.Records = rawBatch(-1, -1, -1, values...)
+	rt.Partitions = append(rt.Partitions, rp)
+	req.Topics = append(req.Topics, rt)
+	frame := benchFrame(req)
+	scratch := make([]byte, len(frame))
+	c := benchConn(br)
+	serveFrame(b, c, frame, scratch)
+	b.ReportAllocs()
+	b.SetBytes(int64(len(rp.Records)))
+	b.ResetTimer()
+	for range b.N {
+		serveFrame(b, c, frame, scratch)
+	}
+	b.ReportMetric(benchBatchRecords, "records/op")
+}
+
+func BenchmarkFetchHandler(b *testing.B) {
+	for _, partitions := range []int32{1, 100} {
+		b.Run(fmt.Sprintf("partitions=%d", partitions), func(b *testing.B) {
+			br := startBroker(b, testConfig(b, b.TempDir()))
+			cl := newClient(b, br.Addr())
+			createTopic(b, cl, "bench", partitions)
+			values := make([]string, benchBatchRecords)
+			for i := range values {
+				values[i] = fmt.Sprintf("%0100d", i)
+			}
+			for p := range partitions {
+				for range 10 {
+					if rp := rawProduce(b, cl, "bench", p, rawBatch(-1, -1, -1, values...)); rp.ErrorCode != 0 {
+						b.Fatalf("produce: error %d", rp.ErrorCode)
+					}
+				}
+			}
+			all := make([]int32, partitions)
+			for p := range all {
+				all[p] = int32(p)
+			}
+			frame := benchFrame(fetchReq("bench", 0, 0, all...))
+			scratch := make([]byte, len(frame))
+			c := benchConn(br)
+			serveFrame(b, c, frame, scratch)
+			b.ReportAllocs()
+			b.ResetTimer()
+			for range b.N {
+				serveFrame(b, c, frame, scratch)
+			}
+			b.ReportMetric(float64(partitions*10*benchBatchRecords), "records/op")
+		})
+	}
+}
