@@ -261,8 +261,10 @@ func (n *Node) PublishInSync(ctx context.Context, ids []int32) error {
 	return n.members.Heartbeat(ctx, m)
 }
 
-// Announce writes the heartbeat now instead of at the next interval: a
-// leader whose in-sync set changed tells the group at once.
+// Announce writes the heartbeat now instead of at the next interval, and
+// returns at once: for news that may lag (a new advertised address). A
+// leader's in-sync set, which must be stored before it counts, goes
+// through PublishInSync.
 func (n *Node) Announce() {
 	select {
 	case n.roleKick <- struct{}{}:
