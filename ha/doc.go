@@ -106,7 +106,10 @@
 // who may contend (an out-of-sync follower must not); Member carries the
 // replication address and log end offset followers and leaders need, and a
 // leader's in-sync set (Node.SetInSync, published with every heartbeat and
-// at once on Announce). Node.Member returns a node's last record even once
+// at once on Announce; Node.PublishInSync stores a given set and returns
+// once it is stored, which a leader waits for before a shrink takes
+// effect). Writes of a node's own record are serialised, so an older
+// heartbeat never overwrites a newer published set. Node.Member returns a node's last record even once
 // it stopped heartbeating, so the followers of a dead leader still know
 // which of them were in sync with it.
 package ha

@@ -2,7 +2,9 @@ package ha
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"sync"
 	"sync/atomic"
@@ -60,6 +62,10 @@ type Node struct {
 	inSync    atomic.Pointer[func() []int32]
 	advertise atomic.Pointer[string]
 	roleKick  chan struct{}
+	// writeMu orders writes of this node's member record: a heartbeat
+	// built before a PublishInSync must not land after it and bring back
+	// a follower the leader already stopped waiting for.
+	writeMu sync.Mutex
 
 	cancel    context.CancelFunc
 	wg        sync.WaitGroup
@@ -173,10 +179,13 @@ func (n *Node) heartbeatLoop(ctx context.Context) {
 		case <-n.roleKick:
 		}
 		hctx, cancel := context.WithTimeout(ctx, n.cfg.HeartbeatInterval)
-		if err := n.members.Heartbeat(hctx, n.self()); err != nil {
+		n.writeMu.Lock()
+		err := n.members.Heartbeat(hctx, n.self())
+		n.writeMu.Unlock()
+		cancel()
+		if err != nil {
 			n.log.WithError(err).Warn("heartbeat not written")
 		}
-		cancel()
 	}
 }
 
@@ -231,8 +240,31 @@ func (n *Node) SetLogEndOffset(f func() int64) { n.logEnd.Store(&f) }
 // with every heartbeat while this node leads.
 func (n *Node) SetInSync(f func() []int32) { n.inSync.Store(&f) }
 
-// Announce writes the heartbeat now instead of at the next interval: a
-// leader whose in-sync set changed tells the group at once.
+// ErrNotLeading is returned by PublishInSync on a node that does not lead
+// its replica group: only a leader's record carries an in-sync set.
+var ErrNotLeading = errors.New("ha: not leading the replica group")
+
+// PublishInSync stores this node's member record with ids as its in-sync
+// set and returns once the members bucket holds it. A leader calls it
+// before a shrink of its in-sync set takes effect, so a follower it no
+// longer waits for can never be elected on a stale record. Heartbeats
+// that follow carry SetInSync's set again, which by then is this one or
+// newer.
+func (n *Node) PublishInSync(ctx context.Context, ids []int32) error {
+	n.writeMu.Lock()
+	defer n.writeMu.Unlock()
+	m := n.self()
+	if m.Role != RoleLeader.String() {
+		return fmt.Errorf("ha: publish in-sync set %v of node %d: %w", ids, n.cfg.NodeID, ErrNotLeading)
+	}
+	m.InSync = slices.Clone(ids)
+	return n.members.Heartbeat(ctx, m)
+}
+
+// Announce writes the heartbeat now instead of at the next interval, and
+// returns at once: for news that may lag (a new advertised address). A
+// leader's in-sync set, which must be stored before it counts, goes
+// through PublishInSync.
 func (n *Node) Announce() {
 	select {
 	case n.roleKick <- struct{}{}:

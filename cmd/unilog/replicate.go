@@ -328,8 +328,11 @@ func (r *replicator) lead(epoch uint64) error {
 		MinInSync: r.cfg.minInSync,
 		Durable:   r.durable,
 		OnFenced:  r.fenced,
-		TLS:       r.cfg.serverTLS,
-		Logger:    r.log,
+		PublishInSync: func(ctx context.Context, nodes []string) error {
+			return r.node.Load().PublishInSync(ctx, nodeIDs(nodes))
+		},
+		TLS:    r.cfg.serverTLS,
+		Logger: r.log,
 	})
 	r.mu.Lock()
 	if r.want.Role != ha.RoleLeader || r.want.Epoch != epoch {
@@ -350,7 +353,6 @@ func (r *replicator) lead(epoch uint64) error {
 		}
 		removeFloor()
 	}()
-	go r.announceISR(l)
 	r.log.WithFields(logrus.Fields{"epoch": epoch, "start": end, "replication_addr": r.addr()}).Info("leading: serving followers")
 	return nil
 }
@@ -365,30 +367,6 @@ func slowestInSync(l *replication.Leader) int64 {
 		}
 	}
 	return floor
-}
-
-// announceISR re-announces this node as soon as its in-sync set changes,
-// so the followers always know who may succeed it.
-func (r *replicator) announceISR(l *replication.Leader) {
-	var last []int32
-	for {
-		ch := l.Changed()
-		if isr := inSyncOf(l); !slices.Equal(isr, last) {
-			last = isr
-			r.node.Load().Announce()
-		}
-		select {
-		case <-ch:
-		case <-r.stop:
-			return
-		}
-		r.mu.Lock()
-		current := r.leader == l
-		r.mu.Unlock()
-		if !current {
-			return
-		}
-	}
 }
 
 // stepDown ends a leadership term.
@@ -473,9 +451,22 @@ func (r *replicator) inSync() []int32 {
 }
 
 func inSyncOf(l *replication.Leader) []int32 {
-	var out []int32
+	var nodes []string
 	for _, f := range l.Followers() {
-		if id, err := strconv.ParseInt(f.Node, 10, 32); err == nil && f.InSync {
+		if f.InSync {
+			nodes = append(nodes, f.Node)
+		}
+	}
+	return nodeIDs(nodes)
+}
+
+// nodeIDs converts followers' node names (their node ids, as
+// FollowerConfig.Node is set) to ids. Any other name is left out: mayLead
+// never lets such a node lead, so it need not be published.
+func nodeIDs(nodes []string) []int32 {
+	var out []int32
+	for _, node := range nodes {
+		if id, err := strconv.ParseInt(node, 10, 32); err == nil {
 			out = append(out, int32(id))
 		}
 	}

@@ -28,6 +28,27 @@
 // otherwise, never a silent downgrade). With Durable set, followers count
 // only what they have flushed.
 //
+// # Shrinking the in-sync set
+//
+// Only a follower of the last published in-sync set may take a lapsed
+// lease, so the set that matters for safety is the one the control plane
+// holds, not the leader's memory. If a shrink took effect before it was
+// stored, the high watermark (and acks=-1 answers) could pass the dropped
+// follower's end while the stored set still names it; the leader dying
+// then could elect that follower and lose acknowledged records. So, as
+// Kafka commits an ISR change to its controller first, a dropped follower
+// stops counting toward MinInSync at once (acks needing it fail fast) but
+// keeps bounding the high watermark at what it had confirmed until
+// PublishInSync has stored a set without it; then it leaves the
+// computation and waiters wake. Publishing runs on its own goroutine,
+// retries with backoff until it succeeds or the Leader closes, and always
+// stores the current set, so changes made meanwhile are coalesced. A grow
+// needs no prior publish (the followers already in the set still bound
+// the high watermark, and the new one is caught up) but is published too.
+// The argument: at any moment every follower that a stored set names is
+// either in sync or held, so the high watermark never exceeds the end of
+// any follower that could be elected.
+//
 // Every frame carries the sender's leader epoch. A follower refuses a
 // leader with an older epoch than the one it was told to follow, and a
 // leader that meets a follower which knows a newer epoch is told so (a

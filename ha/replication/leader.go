@@ -57,6 +57,12 @@ type LeaderConfig struct {
 	Heartbeat time.Duration
 	// OnFenced is called once when a follower knows a newer epoch.
 	OnFenced func(newer int64)
+	// PublishInSync, if set, stores the in-sync set (follower nodes,
+	// sorted) where the group elects its next leader, returning once it is
+	// stored. A follower that leaves the set keeps bounding the high
+	// watermark until a set without it was published (see the package
+	// doc). Nil: the set changes take effect at once.
+	PublishInSync func(ctx context.Context, nodes []string) error
 	// TLS, if set, is the listener's config (internal/tlsconf): with a
 	// client CA the stream is mutual TLS and, with VerifyConnection from
 	// tlsconf.RequirePeer, open to the cluster's own nodes only.
@@ -79,8 +85,12 @@ type peer struct {
 	lastLeaderEnd int64 // the leader's end at the previous ack
 	caughtUpAt    time.Time
 	inSync        bool
-	connected     bool
-	conn          net.Conn
+	// Out of sync but not yet published so: the high watermark stays at
+	// or below heldAt (what it had confirmed) while leftGen > published.
+	leftGen   uint64
+	heldAt    int64
+	connected bool
+	conn      net.Conn
 }
 
 // Leader serves a replica group's followers.
@@ -97,6 +107,13 @@ type Leader struct {
 	ln      net.Listener
 	wg      sync.WaitGroup
 	stop    chan struct{}
+
+	// isrGen counts in-sync set changes; published is the newest one
+	// PublishInSync stored. publishKick wakes the publisher.
+	isrGen, published uint64
+	publishKick       chan struct{}
+	publishCtx        context.Context
+	cancelPublish     context.CancelFunc
 }
 
 // NewLeader returns a Leader; Serve starts it.
@@ -110,13 +127,17 @@ func NewLeader(cfg LeaderConfig) *Leader {
 	if cfg.Logger == nil {
 		cfg.Logger = logrus.StandardLogger()
 	}
+	ctx, cancel := context.WithCancel(context.Background())
 	return &Leader{
-		cfg:     cfg,
-		log:     cfg.Logger.WithFields(logrus.Fields{"component": "replication", "role": "leader", "epoch": cfg.Epoch}),
-		peers:   make(map[string]*peer),
-		hw:      math.MaxInt64,
-		changed: make(chan struct{}),
-		stop:    make(chan struct{}),
+		cfg:           cfg,
+		log:           cfg.Logger.WithFields(logrus.Fields{"component": "replication", "role": "leader", "epoch": cfg.Epoch}),
+		peers:         make(map[string]*peer),
+		hw:            math.MaxInt64,
+		changed:       make(chan struct{}),
+		stop:          make(chan struct{}),
+		publishKick:   make(chan struct{}, 1),
+		publishCtx:    ctx,
+		cancelPublish: cancel,
 	}
 }
 
@@ -132,9 +153,10 @@ func (l *Leader) Serve(ln net.Listener) error {
 		return net.ErrClosed
 	}
 	l.ln = ln
-	l.wg.Add(2) // the lag checker and this accept loop
+	l.wg.Add(3) // the lag checker, the publisher and this accept loop
 	l.mu.Unlock()
 	go l.checkLag()
+	go l.publish()
 	for {
 		c, err := ln.Accept()
 		if err != nil {
@@ -163,6 +185,7 @@ func (l *Leader) Close() {
 	}
 	l.closed = true
 	close(l.stop)
+	l.cancelPublish()
 	if l.ln != nil {
 		l.ln.Close()
 	}
@@ -245,8 +268,11 @@ func (l *Leader) inSyncLocked() int {
 func (l *Leader) updateLocked() {
 	hw := int64(math.MaxInt64)
 	for _, p := range l.peers {
-		if p.inSync {
+		switch {
+		case p.inSync:
 			hw = min(hw, l.confirmed(p))
+		case p.leftGen > l.published:
+			hw = min(hw, p.heldAt)
 		}
 	}
 	l.hw = hw
@@ -275,7 +301,8 @@ func (l *Leader) ack(node string, end, flushed int64) {
 	p.lastLeaderEnd = leaderEnd
 	// Joining must not pull the high watermark back.
 	if !p.inSync && now.Sub(p.caughtUpAt) <= l.cfg.MaxLag && l.confirmed(p) >= min(l.hw, leaderEnd) {
-		p.inSync = true
+		p.inSync, p.leftGen = true, 0
+		l.inSyncChangedLocked()
 		l.log.WithField("follower", node).Info("follower in sync")
 	}
 	l.updateLocked()
@@ -294,7 +321,7 @@ func (l *Leader) checkLag() {
 			l.mu.Lock()
 			for node, p := range l.peers {
 				if p.inSync && now.Sub(p.caughtUpAt) > l.cfg.MaxLag {
-					p.inSync = false
+					l.dropLocked(p)
 					l.log.WithFields(logrus.Fields{"follower": node, "end": p.end}).Warn("follower fell out of sync")
 					l.updateLocked()
 				}
@@ -402,7 +429,7 @@ func (l *Leader) leave(node string, c net.Conn) {
 	}
 	p.conn, p.connected = nil, false
 	if p.inSync {
-		p.inSync = false
+		l.dropLocked(p)
 		l.log.WithField("follower", node).Warn("follower disconnected: out of sync")
 		l.updateLocked()
 	}
