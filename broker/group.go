@@ -39,7 +39,11 @@ func ensureOffsetsTopic(meta MetadataStore) error {
 	if _, err := rand.Read(t.ID[:]); err != nil {
 		return err
 	}
-	return meta.CreateTopic(t)
+	// Nodes sharing a control plane start together: one creates it.
+	if err := meta.CreateTopic(t); err != nil && !errors.Is(err, ErrTopicExists) {
+		return err
+	}
+	return nil
 }
 
 // openGroups replays the committed offsets and starts the coordinator.
