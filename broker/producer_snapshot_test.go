@@ -72,6 +72,21 @@ func TestProducerSnapshotVersion1(t *testing.T) {
 	}
 }
 
+// checkSnapshotWarning fails unless the broker warned that it did not use
+// the snapshot exactly when want.
+func checkSnapshotWarning(t *testing.T, hook *test.Hook, want bool) {
+	t.Helper()
+	warned := false
+	for _, e := range hook.AllEntries() {
+		if e.Level == logrus.WarnLevel && strings.Contains(e.Message, "producer-state snapshot not used") {
+			warned = true
+		}
+	}
+	if warned != want {
+		t.Fatalf("warning about the snapshot logged: %v, want %v", warned, want)
+	}
+}
+
 // reCRC recomputes the trailing CRC of an edited snapshot, so the check
 // under test is the one after the CRC.
 func reCRC(b []byte) []byte { return appendCRC(b[:len(b)-4]) }
@@ -158,15 +173,7 @@ func TestIdempotenceAcrossRestart(t *testing.T) {
 			if p := rawFetch(t, cl, "idem", 0, 0, 0); p.HighWatermark != 2+others {
 				t.Fatalf("high watermark %d, want %d: the retry was stored again", p.HighWatermark, 2+others)
 			}
-			warned := false
-			for _, e := range hook.AllEntries() {
-				if e.Level == logrus.WarnLevel && strings.Contains(e.Message, "producer-state snapshot not used") {
-					warned = true
-				}
-			}
-			if warned != tc.warn {
-				t.Fatalf("warning about the snapshot logged: %v, want %v", warned, tc.warn)
-			}
+			checkSnapshotWarning(t, hook, tc.warn)
 		})
 	}
 }
@@ -261,15 +268,7 @@ func TestProducerStateOfRecreatedTopic(t *testing.T) {
 			if p := rawFetch(t, cl, "idem", 0, 0, 0); p.HighWatermark != 1 {
 				t.Fatalf("high watermark %d, want 1: the batch was taken for the old incarnation's", p.HighWatermark)
 			}
-			warned := false
-			for _, e := range hook.AllEntries() {
-				if e.Level == logrus.WarnLevel && strings.Contains(e.Message, "producer-state snapshot not used") {
-					warned = true
-				}
-			}
-			if warned != tc.warn {
-				t.Fatalf("warning about the snapshot logged: %v, want %v", warned, tc.warn)
-			}
+			checkSnapshotWarning(t, hook, tc.warn)
 		})
 	}
 }
