@@ -187,7 +187,7 @@ func (s *kafkaLayoutStorage) ScanRecords(int64, func(string, commitlog.TopicID, 
 // remove partitions.
 var errNoTopicDelete = errors.New("bench: the kafka layout does not delete topics")
 
-func (s *kafkaLayoutStorage) DeleteTopic(string) error { return errNoTopicDelete }
+func (s *kafkaLayoutStorage) DeleteTopic(context.Context, string) error { return errNoTopicDelete }
 
 func (s *kafkaLayoutStorage) Stats() broker.StorageStats {
 	return broker.StorageStats{LogBytes: s.written.Load()}

@@ -199,7 +199,12 @@
 // incarnation alone. Delete removes the topic from metadata first, so its
 // records stop being indexed (also in any later recovery or rebuild), then
 // Dispatcher.DeleteTopic drops its consume queues and offset counters; the
-// records leave the commit log by retention. A re-created topic starts at
+// records leave the commit log by retention. Only the metadata change is
+// made under the exclusive topic lock: that is what makes the incarnation
+// dead, so the wait for the dispatcher runs after the lock, bounded by the
+// request's timeout and its connection (REQUEST_TIMED_OUT past them, the
+// queues then go at the next delete of the name or the next start), and
+// no produce waits behind it. A re-created topic starts at
 // offset 0 and never sees the old records, even after a crash. Topics
 // created before topic ids (metadata version 1) keep writing the zero
 // TopicID (UntaggedRecords), which their older records carry too.

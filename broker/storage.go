@@ -42,8 +42,10 @@ type Storage interface {
 	ScanRecords(from int64, fn func(topic string, id commitlog.TopicID, partition int32, base, end int64, batch []byte)) error
 	// NewWaiter starts a long poll; the caller releases it.
 	NewWaiter() Waiter
-	// DeleteTopic drops the topic's consume queues and offset counters.
-	DeleteTopic(topic string) error
+	// DeleteTopic drops the consume queues and offset counters of the
+	// topic's incarnations that metadata no longer holds; ctx bounds the
+	// wait (dispatcher.Dispatcher.DeleteTopic).
+	DeleteTopic(ctx context.Context, topic string) error
 	// Stats reports sizes for the metrics.
 	Stats() StorageStats
 	// Close flushes and closes the storage with a clean checkpoint.

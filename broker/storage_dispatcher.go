@@ -148,7 +148,9 @@ func (s *dispatcherStorage) ScanRecords(from int64, fn func(topic string, id com
 
 func (s *dispatcherStorage) NewWaiter() Waiter { return s.d.NewWaiter() }
 
-func (s *dispatcherStorage) DeleteTopic(topic string) error { return s.d.DeleteTopic(topic) }
+func (s *dispatcherStorage) DeleteTopic(ctx context.Context, topic string) error {
+	return s.d.DeleteTopic(ctx, topic)
+}
 
 func (s *dispatcherStorage) Stats() StorageStats {
 	lag := s.d.Lag()

@@ -155,7 +155,7 @@ func TestDeleteTopic(t *testing.T) {
 	appendN(t, d, 4, 0, 30)
 	w := d.NewWaiter()
 	w.Watch("orders", 0, 1<<40)
-	if err := d.DeleteTopic("orders"); err != nil {
+	if err := d.DeleteTopic(context.Background(), "orders"); err != nil {
 		t.Fatal(err)
 	}
 	if _, ok := d.Queues().Lookup("orders", 0); ok {
@@ -178,6 +178,33 @@ func TestDeleteTopic(t *testing.T) {
 	}
 	waitDispatched(t, d)
 	checkReadable(t, d, appended{msg: commitlog.Message{Topic: "orders", Body: []byte("again")}, pos: p})
+}
+
+// TestDeleteTopicHonoursContext: while the dispatcher is busy, a
+// DeleteTopic whose context ends returns the context's error instead of
+// waiting, leaves the queues to a later DeleteTopic, which removes them.
+func TestDeleteTopicHonoursContext(t *testing.T) {
+	d := mustOpen(t, testOptions(t.TempDir()))
+	defer d.Close()
+	appendN(t, d, 4, 0, 30)
+	waitDispatched(t, d)
+	release := holdDispatcher(t, d)
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if err := d.DeleteTopic(ctx, "orders"); !errors.Is(err, context.Canceled) {
+		release()
+		t.Fatalf("DeleteTopic with the dispatcher busy and its context cancelled: %v", err)
+	}
+	release()
+	if _, ok := d.Queues().Lookup("orders", 0); !ok {
+		t.Fatal("a DeleteTopic that never started removed the queues")
+	}
+	if err := d.DeleteTopic(context.Background(), "orders"); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := d.Queues().Lookup("orders", 0); ok {
+		t.Fatal("queue survived DeleteTopic")
+	}
 }
 
 func TestRetentionDeletesQueueFiles(t *testing.T) {
