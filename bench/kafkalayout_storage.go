@@ -176,7 +176,7 @@ func (w *layoutWaiter) signal() {
 var errNoReplay = errors.New("bench: the kafka layout replays no records; open it empty")
 
 // ScanRecords has nothing to replay on the empty layout a run starts with.
-func (s *kafkaLayoutStorage) ScanRecords(int64, func(string, int32, int64, int64, []byte)) error {
+func (s *kafkaLayoutStorage) ScanRecords(int64, func(string, commitlog.TopicID, int32, int64, int64, []byte)) error {
 	if s.log.Partitions() > 0 {
 		return errNoReplay
 	}
@@ -187,7 +187,7 @@ func (s *kafkaLayoutStorage) ScanRecords(int64, func(string, int32, int64, int64
 // remove partitions.
 var errNoTopicDelete = errors.New("bench: the kafka layout does not delete topics")
 
-func (s *kafkaLayoutStorage) DeleteTopic(string) error { return errNoTopicDelete }
+func (s *kafkaLayoutStorage) DeleteTopic(context.Context, string) error { return errNoTopicDelete }
 
 func (s *kafkaLayoutStorage) Stats() broker.StorageStats {
 	return broker.StorageStats{LogBytes: s.written.Load()}

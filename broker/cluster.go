@@ -1,6 +1,7 @@
 package broker
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"math"
@@ -100,15 +101,18 @@ func (b *Broker) status() NodeStatus {
 // DropTopic removes the local state of a topic another node deleted from
 // the shared metadata: its produce state and consume queues, as a local
 // delete does once the metadata change is stored. A topic already
-// re-created under the name is left alone.
+// re-created under the name is left alone. As in a local delete the queues
+// go after topicMu is released; no request bounds the wait, which ends
+// when the dispatcher is done or closed.
 func (b *Broker) DropTopic(name string) error {
 	b.topicMu.Lock()
-	defer b.topicMu.Unlock()
 	if _, ok := b.meta.Topic(name); ok {
+		b.topicMu.Unlock()
 		return nil
 	}
 	b.forgetTopic(name)
-	if err := b.st.DeleteTopic(name); err != nil {
+	b.topicMu.Unlock()
+	if err := b.st.DeleteTopic(context.Background(), name); err != nil {
 		return fmt.Errorf("broker: drop topic %s: %w", name, err)
 	}
 	b.log.WithField("topic", name).Info("topic deleted by another node: local queues dropped")

@@ -123,7 +123,7 @@
 // follow the last batch (OUT_OF_ORDER_SEQUENCE_NUMBER); an older epoch gets
 // INVALID_PRODUCER_EPOCH.
 //
-// # Producer-state snapshot, version 1
+// # Producer-state snapshot, version 2
 //
 // As Kafka's producer-state snapshots: <data>/producer-state holds that
 // state as of a commit-log position, so a start rebuilds it exactly from the
@@ -134,11 +134,12 @@
 // last request, so a clean start replays nothing. All integers big-endian:
 //
 //	0   uint32 Magic       0x55505354 ("UPST")
-//	4   uint16 Version     1
+//	4   uint16 Version     2
 //	6   uint16 Reserved    0
 //	8   int64  LogOffset   every idempotent batch stored below it is in the snapshot
 //	16  uint32 Partitions, then per partition:
-//	      uint16 topic length, topic, int32 partition, uint32 producers,
+//	      uint16 topic length, topic, [16]byte topic id (the incarnation's
+//	      commitlog.TopicID), int32 partition, uint32 producers,
 //	      then per producer: int64 id, int16 epoch, uint8 batches (1..5),
 //	      then per batch, oldest first: int32 first sequence,
 //	      int32 last sequence, int64 base offset, int64 physical end
@@ -150,7 +151,11 @@
 // fails a check, or that names log data the recovered log does not hold (a
 // crash lost the unflushed tail it was taken over), is not used: a warning
 // is logged and the whole log is replayed instead, slower but never wrong.
-// Records of topics no longer in metadata are skipped.
+// Snapshot entries and records of topics no longer in metadata, or of an
+// incarnation other than the live one (a topic deleted and created again
+// under the same name), are skipped, so a re-created topic starts with no
+// producer state. Version 1 had no topic id; it is read, but used only when
+// none of its entries is of a live topic whose records carry ids.
 //
 // # Fetch
 //
@@ -203,7 +208,12 @@
 // incarnation alone. Delete removes the topic from metadata first, so its
 // records stop being indexed (also in any later recovery or rebuild), then
 // Dispatcher.DeleteTopic drops its consume queues and offset counters; the
-// records leave the commit log by retention. A re-created topic starts at
+// records leave the commit log by retention. Only the metadata change is
+// made under the exclusive topic lock: that is what makes the incarnation
+// dead, so the wait for the dispatcher runs after the lock, bounded by the
+// request's timeout and its connection (REQUEST_TIMED_OUT past them, the
+// queues then go at the next delete of the name or the next start), and
+// no produce waits behind it. A re-created topic starts at
 // offset 0 and never sees the old records, even after a crash. Topics
 // created before topic ids (metadata version 1) keep writing the zero
 // TopicID (UntaggedRecords), which their older records carry too.

@@ -12,6 +12,7 @@ import (
 
 	"github.com/sirupsen/logrus"
 
+	"github.com/unilog/unilog/commitlog"
 	"github.com/unilog/unilog/internal/fsutil"
 )
 
@@ -22,7 +23,7 @@ import (
 const (
 	producerSnapshotFile     = "producer-state"
 	producerSnapshotMagic    = 0x55505354 // "UPST"
-	producerSnapshotVersion  = 1
+	producerSnapshotVersion  = 2
 	producerSnapshotInterval = 10 * time.Second
 	producerSnapshotHeader   = 20 // magic, version, reserved, log offset, partition count
 )
@@ -32,12 +33,16 @@ const (
 var errProducerSnapshot = errors.New("broker: producer-state snapshot corrupt")
 
 type producerSnapshot struct {
+	version   uint16
 	logOffset int64
 	parts     []partitionSnapshot
 }
 
 type partitionSnapshot struct {
-	tp        topicPartition
+	tp topicPartition
+	// id is the incarnation the state belongs to (TopicMeta.RecordID); a
+	// version 1 snapshot has none and decodes to the zero id.
+	id        commitlog.TopicID
 	producers map[int64]*producerSeq
 }
 
@@ -50,6 +55,7 @@ func encodeProducerSnapshot(s producerSnapshot) []byte {
 	for _, p := range s.parts {
 		b = binary.BigEndian.AppendUint16(b, uint16(len(p.tp.topic)))
 		b = append(b, p.tp.topic...)
+		b = append(b, p.id[:]...)
 		b = binary.BigEndian.AppendUint32(b, uint32(p.tp.partition))
 		b = binary.BigEndian.AppendUint32(b, uint32(len(p.producers)))
 		for id, ps := range p.producers {
@@ -105,15 +111,19 @@ func decodeProducerSnapshot(b []byte) (producerSnapshot, error) {
 	if m := r.u32(); m != producerSnapshotMagic {
 		return producerSnapshot{}, fmt.Errorf("%w: magic %08x", errProducerSnapshot, m)
 	}
-	if v := r.u16(); v != producerSnapshotVersion {
-		return producerSnapshot{}, fmt.Errorf("%w: version %d, this broker reads %d", errProducerSnapshot, v, producerSnapshotVersion)
+	v := r.u16()
+	if v < 1 || v > producerSnapshotVersion {
+		return producerSnapshot{}, fmt.Errorf("%w: version %d, this broker reads 1 to %d", errProducerSnapshot, v, producerSnapshotVersion)
 	}
 	r.u16()
-	s := producerSnapshot{logOffset: int64(r.u64())}
+	s := producerSnapshot{version: v, logOffset: int64(r.u64())}
 	nparts := r.u32()
 	for i := uint32(0); i < nparts && !r.bad; i++ {
 		var p partitionSnapshot
 		p.tp.topic = string(r.take(int(r.u16())))
+		if v >= 2 {
+			copy(p.id[:], r.take(commitlog.TopicIDSize))
+		}
 		p.tp.partition = int32(r.u32())
 		nprod := r.u32()
 		p.producers = make(map[int64]*producerSeq, min(nprod, uint32(len(r.b)/11)))
@@ -145,7 +155,9 @@ func decodeProducerSnapshot(b []byte) (producerSnapshot, error) {
 // snapshotProducers writes the producer state of every partition. The log
 // offset is read before any partition is copied, so every batch stored below
 // it is in the copy; batches appended while copying may be too, which
-// replay tolerates.
+// replay tolerates. topicMu is held shared while copying so that no topic is
+// deleted and created again between reading a partition's state and the
+// incarnation it is filed under.
 func (b *Broker) snapshotProducers() error {
 	b.snapMu.Lock() // one writer of producer-state.tmp
 	defer b.snapMu.Unlock()
@@ -153,7 +165,9 @@ func (b *Broker) snapshotProducers() error {
 		// A follower's log changes under it (Demote): nothing to keep.
 		return nil
 	}
-	s := producerSnapshot{logOffset: b.st.WriteOffset()}
+	s := producerSnapshot{version: producerSnapshotVersion, logOffset: b.st.WriteOffset()}
+	b.topicMu.RLock()
+	defer b.topicMu.RUnlock()
 	b.partsMu.Lock()
 	parts := make(map[topicPartition]*partitionState, len(b.parts))
 	for tp, p := range b.parts {
@@ -161,13 +175,14 @@ func (b *Broker) snapshotProducers() error {
 	}
 	b.partsMu.Unlock()
 	for tp, p := range parts {
+		m, live := b.meta.Topic(tp.topic)
 		p.mu.Lock()
-		if len(p.producers) > 0 {
+		if live && len(p.producers) > 0 {
 			cp := make(map[int64]*producerSeq, len(p.producers))
 			for id, ps := range p.producers {
 				cp[id] = &producerSeq{epoch: ps.epoch, batches: append([]seqBatch(nil), ps.batches...)}
 			}
-			s.parts = append(s.parts, partitionSnapshot{tp: tp, producers: cp})
+			s.parts = append(s.parts, partitionSnapshot{tp: tp, id: m.RecordID(), producers: cp})
 		}
 		p.mu.Unlock()
 	}
@@ -200,10 +215,14 @@ func (b *Broker) snapshotLoop() {
 }
 
 // loadProducers rebuilds idempotent-producer state at start: the snapshot,
-// then every idempotent batch stored after its log offset. A missing,
-// corrupt or stale snapshot (one that names data the recovered log no
-// longer holds, after a crash lost an unflushed tail) is not trusted: the
-// whole log is replayed instead, which is slower but exact.
+// then every idempotent batch stored after its log offset. Only the live
+// incarnation of each topic counts: snapshot entries and records of a topic
+// deleted since (another TopicID under the same name) are skipped, so a
+// re-created topic starts with no producers. A missing, corrupt or stale
+// snapshot (one that names data the recovered log no longer holds, after a
+// crash lost an unflushed tail), or a version 1 snapshot, which cannot tell
+// incarnations apart, is not trusted: the whole log is replayed instead,
+// which is slower but exact.
 func (b *Broker) loadProducers() error {
 	start := time.Now()
 	path := filepath.Join(b.cfg.DataDir, producerSnapshotFile)
@@ -217,10 +236,13 @@ func (b *Broker) loadProducers() error {
 	if err == nil {
 		err = s.within(wo)
 	}
+	if err == nil {
+		err = s.tellsIncarnations(b.meta)
+	}
 	switch {
 	case err == nil:
 		for _, p := range s.parts {
-			if _, ok := b.meta.Topic(p.tp.topic); ok {
+			if b.liveIncarnation(p.tp.topic, p.id) {
 				b.partition(p.tp.topic, p.tp.partition).producers = p.producers
 			}
 		}
@@ -241,18 +263,37 @@ func (b *Broker) loadProducers() error {
 // offset from on to the producer state and returns how many it read.
 func (b *Broker) replayProducers(from int64) (int, error) {
 	var batches int
-	err := b.st.ScanRecords(from, func(topic string, partition int32, base, end int64, batch []byte) {
+	err := b.st.ScanRecords(from, func(topic string, id commitlog.TopicID, partition int32, base, end int64, batch []byte) {
 		bi, ok := storedBatchProducer(batch)
-		if !ok || bi.producerID < 0 {
-			return
-		}
-		if _, known := b.meta.Topic(topic); !known {
+		if !ok || bi.producerID < 0 || !b.liveIncarnation(topic, id) {
 			return
 		}
 		b.partition(topic, partition).replay(bi, base, end)
 		batches++
 	})
 	return batches, err
+}
+
+// liveIncarnation reports whether id is the incarnation of topic in metadata.
+func (b *Broker) liveIncarnation(topic string, id commitlog.TopicID) bool {
+	m, ok := b.meta.Topic(topic)
+	return ok && m.RecordID() == id
+}
+
+// tellsIncarnations refuses a version 1 snapshot holding state of a topic
+// whose records carry ids: its entries name no incarnation, so they may be
+// a deleted one's. Entries of topics with untagged records, or of topics
+// gone, are unambiguous.
+func (s producerSnapshot) tellsIncarnations(meta MetadataStore) error {
+	if s.version >= 2 {
+		return nil
+	}
+	for _, p := range s.parts {
+		if m, ok := meta.Topic(p.tp.topic); ok && !m.UntaggedRecords {
+			return fmt.Errorf("%w: version 1 names no incarnation of topic %s", errProducerSnapshot, p.tp.topic)
+		}
+	}
+	return nil
 }
 
 // within checks that the snapshot describes only data the log holds.

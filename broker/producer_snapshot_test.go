@@ -2,6 +2,7 @@ package broker
 
 import (
 	"bytes"
+	"encoding/binary"
 	"errors"
 	"os"
 	"path/filepath"
@@ -10,12 +11,16 @@ import (
 
 	"github.com/sirupsen/logrus"
 	"github.com/sirupsen/logrus/hooks/test"
+	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
+
+	"github.com/unilog/unilog/commitlog"
 )
 
 func TestProducerSnapshotFormat(t *testing.T) {
-	s := producerSnapshot{logOffset: 4096, parts: []partitionSnapshot{{
+	s := producerSnapshot{version: producerSnapshotVersion, logOffset: 4096, parts: []partitionSnapshot{{
 		tp: topicPartition{"orders", 3},
+		id: commitlog.TopicID{1, 2, 3},
 		producers: map[int64]*producerSeq{
 			7: {epoch: 2, batches: []seqBatch{{0, 4, 10, 900}, {5, 5, 15, 1000}}},
 		},
@@ -25,7 +30,7 @@ func TestProducerSnapshotFormat(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got.logOffset != 4096 || len(got.parts) != 1 || got.parts[0].tp != s.parts[0].tp {
+	if got.logOffset != 4096 || len(got.parts) != 1 || got.parts[0].tp != s.parts[0].tp || got.parts[0].id != s.parts[0].id {
 		t.Fatalf("decoded %+v", got)
 	}
 	if ps := got.parts[0].producers[7]; ps == nil || ps.epoch != 2 || len(ps.batches) != 2 || ps.batches[1] != (seqBatch{5, 5, 15, 1000}) {
@@ -39,7 +44,8 @@ func TestProducerSnapshotFormat(t *testing.T) {
 		{"truncated", func(b []byte) []byte { return b[:len(b)-9] }},
 		{"bit flip", func(b []byte) []byte { b[30] ^= 1; return b }},
 		{"bad magic", func(b []byte) []byte { b[0] = 'X'; return reCRC(b) }},
-		{"newer version", func(b []byte) []byte { b[5] = 2; return reCRC(b) }},
+		{"newer version", func(b []byte) []byte { b[5] = producerSnapshotVersion + 1; return reCRC(b) }},
+		{"version 0", func(b []byte) []byte { b[5] = 0; return reCRC(b) }},
 		{"count beyond the data", func(b []byte) []byte { b[19] = 9; return reCRC(b) }},
 		{"trailing bytes", func(b []byte) []byte { return reCRC(append(b[:len(b)-4:len(b)-4], 0, 0, 0, 0, 0)) }},
 	} {
@@ -48,6 +54,36 @@ func TestProducerSnapshotFormat(t *testing.T) {
 				t.Fatalf("decode: %v, want errProducerSnapshot", err)
 			}
 		})
+	}
+}
+
+// TestProducerSnapshotVersion1 reads testdata/producer-state-v1, written
+// by the version 1 encoder: its entries carry no topic id.
+func TestProducerSnapshotVersion1(t *testing.T) {
+	got, err := decodeProducerSnapshot(readFile(t, filepath.Join("testdata", "producer-state-v1")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.version != 1 || got.logOffset != 4096 || len(got.parts) != 1 || got.parts[0].tp != (topicPartition{"orders", 3}) || !got.parts[0].id.IsZero() {
+		t.Fatalf("decoded %+v", got)
+	}
+	if ps := got.parts[0].producers[7]; ps == nil || ps.epoch != 2 || len(ps.batches) != 2 || ps.batches[1] != (seqBatch{5, 5, 15, 1000}) {
+		t.Fatalf("decoded producer %+v", got.parts[0].producers[7])
+	}
+}
+
+// checkSnapshotWarning fails unless the broker warned that it did not use
+// the snapshot exactly when want.
+func checkSnapshotWarning(t *testing.T, hook *test.Hook, want bool) {
+	t.Helper()
+	warned := false
+	for _, e := range hook.AllEntries() {
+		if e.Level == logrus.WarnLevel && strings.Contains(e.Message, "producer-state snapshot not used") {
+			warned = true
+		}
+	}
+	if warned != want {
+		t.Fatalf("warning about the snapshot logged: %v, want %v", warned, want)
 	}
 }
 
@@ -137,15 +173,7 @@ func TestIdempotenceAcrossRestart(t *testing.T) {
 			if p := rawFetch(t, cl, "idem", 0, 0, 0); p.HighWatermark != 2+others {
 				t.Fatalf("high watermark %d, want %d: the retry was stored again", p.HighWatermark, 2+others)
 			}
-			warned := false
-			for _, e := range hook.AllEntries() {
-				if e.Level == logrus.WarnLevel && strings.Contains(e.Message, "producer-state snapshot not used") {
-					warned = true
-				}
-			}
-			if warned != tc.warn {
-				t.Fatalf("warning about the snapshot logged: %v, want %v", warned, tc.warn)
-			}
+			checkSnapshotWarning(t, hook, tc.warn)
 		})
 	}
 }
@@ -164,4 +192,99 @@ func writeFile(t *testing.T, path string, b []byte) {
 	if err := os.WriteFile(path, b, 0o644); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// TestProducerStateOfRecreatedTopic: a producer writes to a topic that is
+// then deleted and created again. After a restart the new incarnation must
+// hold no producer state, whether it comes from the snapshot at close, from
+// a snapshot taken before the delete plus the log, from the whole log, or
+// from a version 1 snapshot (which names no incarnation, so is not used):
+// the same producer's first batch to the new topic is stored, not answered
+// as a duplicate of the old incarnation's.
+func TestProducerStateOfRecreatedTopic(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		// tamper edits the stopped broker's snapshot; old is the one
+		// written before the delete.
+		tamper func(t *testing.T, path string, old []byte)
+		warn   bool
+	}{
+		{name: "snapshot at close"},
+		{name: "snapshot before the delete plus the log", tamper: func(t *testing.T, path string, old []byte) {
+			writeFile(t, path, old)
+		}},
+		{name: "whole log", tamper: func(t *testing.T, path string, _ []byte) {
+			if err := os.Remove(path); err != nil {
+				t.Fatal(err)
+			}
+		}},
+		{name: "version 1 snapshot before the delete", warn: true, tamper: func(t *testing.T, path string, old []byte) {
+			s, err := decodeProducerSnapshot(old)
+			if err != nil {
+				t.Fatal(err)
+			}
+			writeFile(t, path, encodeProducerSnapshotV1(s))
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg := testConfig(t, t.TempDir())
+			path := filepath.Join(cfg.DataDir, producerSnapshotFile)
+			b, cl, pid, epoch := startIdempotent(t, cfg)
+			for seq, v := range []string{"old-0", "old-1"} {
+				if r := rawProduce(t, cl, "idem", 0, rawBatch(pid, epoch, int32(seq), v)); r.ErrorCode != 0 || r.BaseOffset != int64(seq) {
+					t.Fatalf("%s: %v base %d", v, kerr.ErrorForCode(r.ErrorCode), r.BaseOffset)
+				}
+			}
+			if err := b.snapshotProducers(); err != nil {
+				t.Fatal(err)
+			}
+			old := readFile(t, path)
+			del, err := kadm.NewClient(cl).DeleteTopics(testCtx(t), "idem")
+			if err == nil {
+				err = del.Error()
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			createTopic(t, cl, "idem", 1)
+			cl.Close()
+			if err := b.Close(); err != nil {
+				t.Fatal(err)
+			}
+			if tc.tamper != nil {
+				tc.tamper(t, path, old)
+			}
+
+			log, hook := test.NewNullLogger()
+			cfg.Logger = log
+			b = startBroker(t, cfg)
+			if ps := b.partition("idem", 0).producers; len(ps) != 0 {
+				t.Fatalf("the re-created topic starts with the old incarnation's producers: %v", ps)
+			}
+			cl = newClient(t, b.Addr())
+			if r := rawProduce(t, cl, "idem", 0, rawBatch(pid, epoch, 0, "new-0")); r.ErrorCode != 0 || r.BaseOffset != 0 {
+				t.Fatalf("first batch to the new incarnation: %v base %d, want 0", kerr.ErrorForCode(r.ErrorCode), r.BaseOffset)
+			}
+			if p := rawFetch(t, cl, "idem", 0, 0, 0); p.HighWatermark != 1 {
+				t.Fatalf("high watermark %d, want 1: the batch was taken for the old incarnation's", p.HighWatermark)
+			}
+			checkSnapshotWarning(t, hook, tc.warn)
+		})
+	}
+}
+
+// encodeProducerSnapshotV1 writes s as version 1 did: no topic ids.
+func encodeProducerSnapshotV1(s producerSnapshot) []byte {
+	b := encodeProducerSnapshot(producerSnapshot{logOffset: s.logOffset})
+	b = b[:len(b)-4]
+	binary.BigEndian.PutUint16(b[4:], 1)
+	binary.BigEndian.PutUint32(b[16:], uint32(len(s.parts)))
+	for _, p := range s.parts {
+		one := encodeProducerSnapshot(producerSnapshot{parts: []partitionSnapshot{p}})
+		entry := one[producerSnapshotHeader : len(one)-4]
+		n := 2 + len(p.tp.topic)
+		b = append(b, entry[:n]...)
+		b = append(b, entry[n+commitlog.TopicIDSize:]...)
+	}
+	return appendCRC(b)
 }

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"time"
+
+	"github.com/unilog/unilog/commitlog"
 )
 
 // Storage is what the broker needs from the unified log, owned here so the
@@ -34,13 +36,16 @@ type Storage interface {
 	OffsetForTime(topic string, partition int32, ts int64) (offset, storeTS int64, ok bool)
 	// ScanRecords calls fn with every record stored from the record
 	// boundary from (or the log's start, if later) to the end, in log order;
-	// base and end are the record's first offset and physical end. batch is
-	// only valid during the call.
-	ScanRecords(from int64, fn func(topic string, partition int32, base, end int64, batch []byte)) error
+	// id is the topic incarnation the record was written for, base and end
+	// are the record's first offset and physical end. batch is only valid
+	// during the call.
+	ScanRecords(from int64, fn func(topic string, id commitlog.TopicID, partition int32, base, end int64, batch []byte)) error
 	// NewWaiter starts a long poll; the caller releases it.
 	NewWaiter() Waiter
-	// DeleteTopic drops the topic's consume queues and offset counters.
-	DeleteTopic(topic string) error
+	// DeleteTopic drops the consume queues and offset counters of the
+	// topic's incarnations that metadata no longer holds; ctx bounds the
+	// wait (dispatcher.Dispatcher.DeleteTopic).
+	DeleteTopic(ctx context.Context, topic string) error
 	// Stats reports sizes for the metrics.
 	Stats() StorageStats
 	// Close flushes and closes the storage with a clean checkpoint.

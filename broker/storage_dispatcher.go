@@ -143,7 +143,7 @@ func (s *dispatcherStorage) OffsetForTime(topic string, partition int32, ts int6
 	return off, e.StoreTimestamp, true
 }
 
-func (s *dispatcherStorage) ScanRecords(from int64, fn func(topic string, partition int32, base, end int64, batch []byte)) error {
+func (s *dispatcherStorage) ScanRecords(from int64, fn func(topic string, id commitlog.TopicID, partition int32, base, end int64, batch []byte)) error {
 	c := s.log.Cursor(max(from, s.log.MinOffset()))
 	defer c.Close()
 	for {
@@ -154,13 +154,15 @@ func (s *dispatcherStorage) ScanRecords(from int64, fn func(topic string, partit
 		if r == nil {
 			return nil
 		}
-		fn(r.Topic, r.Partition, r.QueueOffset, r.End(), r.Body)
+		fn(r.Topic, r.TopicID, r.Partition, r.QueueOffset, r.End(), r.Body)
 	}
 }
 
 func (s *dispatcherStorage) NewWaiter() Waiter { return s.d.NewWaiter() }
 
-func (s *dispatcherStorage) DeleteTopic(topic string) error { return s.d.DeleteTopic(topic) }
+func (s *dispatcherStorage) DeleteTopic(ctx context.Context, topic string) error {
+	return s.d.DeleteTopic(ctx, topic)
+}
 
 func (s *dispatcherStorage) Stats() StorageStats {
 	lag := s.d.Lag()

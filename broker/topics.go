@@ -112,9 +112,14 @@ func (b *Broker) handleCreateTopics(_ context.Context, _ *conn, kreq kmsg.Reques
 	return resp, nil
 }
 
-func (b *Broker) handleDeleteTopics(_ context.Context, _ *conn, kreq kmsg.Request) (kmsg.Response, error) {
+func (b *Broker) handleDeleteTopics(ctx context.Context, _ *conn, kreq kmsg.Request) (kmsg.Response, error) {
 	req := kreq.(*kmsg.DeleteTopicsRequest)
 	resp := req.ResponseKind().(*kmsg.DeleteTopicsResponse)
+	if req.TimeoutMillis > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, time.Duration(req.TimeoutMillis)*time.Millisecond)
+		defer cancel()
+	}
 	names := req.TopicNames
 	var byID map[int]bool // indexes of names given by a topic id
 	if req.Version >= 6 {
@@ -130,8 +135,8 @@ func (b *Broker) handleDeleteTopics(_ context.Context, _ *conn, kreq kmsg.Reques
 			}
 		}
 	}
+	var deleted []int // indexes into resp.Topics whose queues are to go
 	b.topicMu.Lock()
-	defer b.topicMu.Unlock()
 	for i, name := range names {
 		rt := kmsg.NewDeleteTopicsResponseTopic()
 		rt.Topic = kmsg.StringPtr(name)
@@ -150,31 +155,48 @@ func (b *Broker) handleDeleteTopics(_ context.Context, _ *conn, kreq kmsg.Reques
 			continue
 		}
 		rt.TopicID = m.ID
-		if err := b.deleteTopic(name); err != nil {
+		if err := b.meta.DeleteTopic(name); err != nil {
 			rt.ErrorCode = kerr.KafkaStorageError.Code
 			msg := err.Error()
 			rt.ErrorMessage = &msg
+		} else {
+			b.forgetTopic(name)
+			deleted = append(deleted, len(resp.Topics))
 		}
 		resp.Topics = append(resp.Topics, rt)
+	}
+	b.topicMu.Unlock()
+	for _, i := range deleted {
+		b.dropQueues(ctx, &resp.Topics[i])
 	}
 	return resp, nil
 }
 
-// deleteTopic removes the topic from metadata first, so the dispatcher
-// indexes no record of this incarnation from then on (also during a later
-// recovery), then deletes its consume queues. Its records leave the commit log by
-// retention. The caller holds topicMu exclusively.
-func (b *Broker) deleteTopic(name string) error {
-	if err := b.meta.DeleteTopic(name); err != nil {
-		return err
+// dropQueues deletes the consume queues of a topic already removed from
+// metadata. The removal, under topicMu, is what makes the incarnation dead:
+// no produce appends to it after, the dispatcher indexes none of its
+// records still in flight (nor a later recovery), and a re-created topic
+// has another TopicID and queues of its own. So the wait for the
+// dispatcher needs no lock, and the request's timeout and connection bound
+// it: past them the answer is REQUEST_TIMED_OUT, as Kafka's when a deletion
+// outlasts the timeout, and the queues go later (the next delete of the
+// name or the next start). The records leave the commit log by retention.
+func (b *Broker) dropQueues(ctx context.Context, rt *kmsg.DeleteTopicsResponseTopic) {
+	name := *rt.Topic
+	err := b.st.DeleteTopic(ctx, name)
+	switch {
+	case err == nil:
+		b.log.WithField("topic", name).Info("topic deleted")
+		return
+	case errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled):
+		rt.ErrorCode = kerr.RequestTimedOut.Code
+		b.log.WithFields(logrus.Fields{"topic": name, "error": err}).Warn("topic deleted; its queues go later")
+	default:
+		rt.ErrorCode = kerr.KafkaStorageError.Code
+		b.log.WithFields(logrus.Fields{"topic": name, "error": err}).Error("topic deleted; deleting its queues failed")
 	}
-	b.forgetTopic(name)
-	if err := b.st.DeleteTopic(name); err != nil {
-		b.log.WithFields(logrus.Fields{"topic": name, "error": err}).Error("delete topic queues failed")
-		return err
-	}
-	b.log.WithField("topic", name).Info("topic deleted")
-	return nil
+	msg := err.Error()
+	rt.ErrorMessage = &msg
 }
 
 func (b *Broker) topicNameByID(id [16]byte) string {

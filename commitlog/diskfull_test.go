@@ -7,9 +7,9 @@ import (
 	"path/filepath"
 	"syscall"
 	"testing"
-	"time"
 
 	"github.com/unilog/unilog/internal/fileops/fileopstest"
+	"github.com/unilog/unilog/internal/poll"
 )
 
 // fillUntilFull appends 1000-byte messages until an append fails and
@@ -49,17 +49,6 @@ func checkReadable(t *testing.T, l *Log, pos []Position, msgs []Message) {
 	}
 }
 
-func waitForFile(t *testing.T, path string) {
-	t.Helper()
-	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(time.Millisecond) {
-		if _, err := os.Stat(path); err == nil {
-			return
-		} else if time.Now().After(deadline) {
-			t.Fatalf("%s never preallocated: %v", path, err)
-		}
-	}
-}
-
 // TestDiskFullFileSizeLimit makes fallocate of the next file fail with
 // EFBIG through RLIMIT_FSIZE (the Go runtime ignores SIGXFSZ), which the
 // log reports as ErrDiskFull exactly like ENOSPC.
@@ -68,7 +57,10 @@ func TestDiskFullFileSizeLimit(t *testing.T) {
 	opts := testOptions(t, "", fileSize)
 	l := openLog(t, opts)
 	defer l.Close()
-	waitForFile(t, filepath.Join(opts.Dir, segmentName(fileSize)))
+	poll.Until(t, "the second file preallocated", func() error {
+		_, err := os.Stat(filepath.Join(opts.Dir, segmentName(fileSize)))
+		return err
+	})
 
 	restore := fileopstest.LimitFileSize(t, fileSize/2)
 

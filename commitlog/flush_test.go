@@ -3,9 +3,12 @@ package commitlog
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/unilog/unilog/internal/poll"
 )
 
 func TestGroupCommit(t *testing.T) {
@@ -101,9 +104,12 @@ func TestAsyncFlushInterval(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for l.FlushedOffset() < p.End() {
-		time.Sleep(time.Millisecond)
-	}
+	poll.Until(t, "the interval flush", func() error {
+		if f := l.FlushedOffset(); f < p.End() {
+			return fmt.Errorf("flushed to %d, the record ends at %d", f, p.End())
+		}
+		return nil
+	})
 	if l.Stats().DurableWaits != 0 {
 		t.Fatal("flushed by a waiter, not by the interval")
 	}

@@ -2,6 +2,7 @@ package commitlog
 
 import (
 	"errors"
+	"fmt"
 	"hash/crc32"
 	"math"
 	"math/rand/v2"
@@ -10,6 +11,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/unilog/unilog/internal/poll"
 )
 
 func TestRetention(t *testing.T) {
@@ -102,6 +105,8 @@ func TestRetentionAgeSurvivesReopen(t *testing.T) {
 // appends and retention deletes files under them; run it with -race. Each
 // View's bytes must keep their CRC until released, whether or not its file
 // was deleted meanwhile, and every file must be unmapped in the end.
+// Retention runs after every append; most readers hold their View until
+// the next deletion (an OnRetention hook), so views outlive their file.
 func TestReadersRaceRetention(t *testing.T) {
 	const fileSize = 16 << 10
 	opts := testOptions(t, "", fileSize)
@@ -111,14 +116,37 @@ func TestReadersRaceRetention(t *testing.T) {
 	var (
 		mu      sync.Mutex
 		written []Position
-		stop    atomic.Bool
+		done    = make(chan struct{})
 		wg      sync.WaitGroup
 		held    atomic.Int64 // views that outlived the deletion of their file
+		delMu   sync.Mutex
+		deleted = make(chan struct{}) // closed and replaced at every deletion
 	)
+	stop := sync.OnceFunc(func() { close(done); wg.Wait() })
+	defer stop() // on a failure, before the log is closed under the goroutines
+	stopped := func() bool {
+		select {
+		case <-done:
+			return true
+		default:
+			return false
+		}
+	}
+	nextDeletion := func() <-chan struct{} {
+		delMu.Lock()
+		defer delMu.Unlock()
+		return deleted
+	}
+	l.OnRetention(func(int64) {
+		delMu.Lock()
+		close(deleted)
+		deleted = make(chan struct{})
+		delMu.Unlock()
+	})
 	wg.Add(1)
 	go func() { // writer
 		defer wg.Done()
-		for i := 0; !stop.Load(); i++ {
+		for i := 0; !stopped(); i++ {
 			ms := []Message{testMessage(i, 200+i%500), testMessage(i+1, 50)}
 			pos, err := l.AppendBatch(ms)
 			if err != nil {
@@ -133,9 +161,13 @@ func TestReadersRaceRetention(t *testing.T) {
 	wg.Add(1)
 	go func() { // retention
 		defer wg.Done()
-		for !stop.Load() {
+		for {
+			select {
+			case <-done:
+				return
+			case <-l.Appended():
+			}
 			l.retain(time.Now())
-			time.Sleep(time.Millisecond)
 		}
 	}()
 	for r := 0; r < 4; r++ {
@@ -143,7 +175,7 @@ func TestReadersRaceRetention(t *testing.T) {
 		go func(seed uint64) {
 			defer wg.Done()
 			rng := rand.New(rand.NewPCG(seed, 1))
-			for !stop.Load() {
+			for !stopped() {
 				mu.Lock()
 				if len(written) == 0 {
 					mu.Unlock()
@@ -151,6 +183,7 @@ func TestReadersRaceRetention(t *testing.T) {
 				}
 				p := written[rng.IntN(len(written))]
 				mu.Unlock()
+				deletion := nextDeletion()
 				v, err := l.Read(p.PhysOffset)
 				if errors.Is(err, ErrOutOfRange) {
 					continue // deleted before we got there
@@ -160,9 +193,11 @@ func TestReadersRaceRetention(t *testing.T) {
 					return
 				}
 				want := crc32.Checksum(v.Bytes()[offPhys:], castagnoli)
-				minBefore := l.MinOffset()
-				for l.MinOffset() == minBefore && !stop.Load() && rng.IntN(4) != 0 {
-					time.Sleep(50 * time.Microsecond)
+				if rng.IntN(4) != 0 {
+					select {
+					case <-deletion:
+					case <-done:
+					}
 				}
 				if p.PhysOffset < l.MinOffset() {
 					held.Add(1)
@@ -174,18 +209,14 @@ func TestReadersRaceRetention(t *testing.T) {
 			}
 		}(uint64(r))
 	}
-	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline) && (held.Load() < 20 || l.MinOffset() < 40*fileSize); {
-		time.Sleep(10 * time.Millisecond)
-	}
-	stop.Store(true)
-	wg.Wait()
-	if l.MinOffset() == 0 {
-		t.Fatal("retention never deleted a file")
-	}
+	poll.Until(t, "views held across deletions", func() error {
+		if n, min := held.Load(), l.MinOffset(); n < 20 || min < 40*fileSize {
+			return fmt.Errorf("%d views outlived their file, min offset %d", n, min)
+		}
+		return nil
+	})
+	stop()
 	t.Logf("min offset %d, %d views outlived their file", l.MinOffset(), held.Load())
-	if held.Load() == 0 {
-		t.Fatal("no reader held a view across the deletion of its file")
-	}
 	if err := l.Close(); err != nil {
 		t.Fatal(err)
 	}

@@ -201,9 +201,16 @@ func (d *Dispatcher) Lag() Lag {
 // nil), waking their watchers. The caller makes the topic's incarnation
 // dead first (Options.Live no longer returns it): records of it still in
 // flight are then not dispatched, and a re-created topic's records, which
-// carry a new TopicID, go to queues of their own from offset 0.
-func (d *Dispatcher) DeleteTopic(topic string) error {
-	return d.onRun(func() error {
+// carry a new TopicID, go to queues of their own from offset 0, so the
+// caller need not hold off produces or re-creation while it waits.
+//
+// The deletion runs on the dispatching goroutine once it has caught up
+// with the log, which may take a while; ctx bounds the wait. A deletion
+// queued before ctx ends still completes; one that was not (an error
+// wrapping ctx.Err()) is left to the next DeleteTopic of the name or to
+// the next Open, which both remove every dead incarnation.
+func (d *Dispatcher) DeleteTopic(ctx context.Context, topic string) error {
+	return d.onRun(ctx, "delete topic "+topic, func() error {
 		if err := d.dispatchTo(d.log.WriteOffset()); err != nil {
 			return err
 		}

@@ -3,6 +3,7 @@ package dispatcher
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -12,6 +13,7 @@ import (
 
 	"github.com/unilog/unilog/commitlog"
 	"github.com/unilog/unilog/consumequeue"
+	"github.com/unilog/unilog/internal/poll"
 )
 
 func TestCleanReopenKeepsEverything(t *testing.T) {
@@ -104,15 +106,20 @@ func TestLag(t *testing.T) {
 	}
 	release := holdDispatcher(t, d)
 	start := d.Log().WriteOffset()
-	recs := appendN(t, d, 3, 0, 20)
-	time.Sleep(20 * time.Millisecond)
+	// The oldest undispatched record was stored an hour ago, as a follower
+	// stores its leader's records with their store time (AppendRaw), so
+	// its age needs no waiting; the records after it are fresh.
+	old := commitlog.Message{Topic: "lag", Body: []byte("old")}
+	if _, err := d.Log().AppendRaw(start, commitlog.Encode(nil, &old, start, 0, time.Now().Add(-time.Hour).UnixMilli())); err != nil {
+		t.Fatal(err)
+	}
+	appendN(t, d, 3, 0, 20)
 	lag := d.Lag()
 	if want := d.Log().WriteOffset() - start; lag.Bytes != want {
 		t.Fatalf("lag bytes %d, want %d", lag.Bytes, want)
 	}
-	// The oldest undispatched record was stored before the sleep began.
-	if lag.Time < 20*time.Millisecond {
-		t.Fatalf("lag time %v, want at least the 20ms slept since record %d was stored", lag.Time, recs[0].pos.PhysOffset)
+	if lag.Time < time.Hour || lag.Time > 2*time.Hour {
+		t.Fatalf("lag time %v, want the age of the record stored an hour ago", lag.Time)
 	}
 	release()
 	waitDispatched(t, d)
@@ -182,7 +189,7 @@ func TestDeleteTopic(t *testing.T) {
 	appendN(t, d, 4, 0, 30)
 	w := d.NewWaiter()
 	w.Watch("orders", 0, 1<<40)
-	if err := d.DeleteTopic("orders"); err != nil {
+	if err := d.DeleteTopic(context.Background(), "orders"); err != nil {
 		t.Fatal(err)
 	}
 	if _, ok := d.Queues().Lookup("orders", 0); ok {
@@ -207,6 +214,33 @@ func TestDeleteTopic(t *testing.T) {
 	checkReadable(t, d, appended{msg: commitlog.Message{Topic: "orders", Body: []byte("again")}, pos: p})
 }
 
+// TestDeleteTopicHonoursContext: while the dispatcher is busy, a
+// DeleteTopic whose context ends returns the context's error instead of
+// waiting, leaves the queues to a later DeleteTopic, which removes them.
+func TestDeleteTopicHonoursContext(t *testing.T) {
+	d := mustOpen(t, testOptions(t.TempDir()))
+	defer d.Close()
+	appendN(t, d, 4, 0, 30)
+	waitDispatched(t, d)
+	release := holdDispatcher(t, d)
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if err := d.DeleteTopic(ctx, "orders"); !errors.Is(err, context.Canceled) {
+		release()
+		t.Fatalf("DeleteTopic with the dispatcher busy and its context cancelled: %v", err)
+	}
+	release()
+	if _, ok := d.Queues().Lookup("orders", 0); !ok {
+		t.Fatal("a DeleteTopic that never started removed the queues")
+	}
+	if err := d.DeleteTopic(context.Background(), "orders"); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := d.Queues().Lookup("orders", 0); ok {
+		t.Fatal("queue survived DeleteTopic")
+	}
+}
+
 func TestRetentionDeletesQueueFiles(t *testing.T) {
 	opts := testOptions(t.TempDir())
 	opts.CommitLog.RetentionBytes = 4 * opts.CommitLog.FileSize
@@ -226,11 +260,12 @@ func TestRetentionDeletesQueueFiles(t *testing.T) {
 	if !ok {
 		t.Fatal("queue missing")
 	}
-	for deadline := time.Now().Add(30 * time.Second); q.MinOffset() == 0; time.Sleep(5 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatalf("retention never reached the queue: log min %d", d.Log().MinOffset())
+	poll.Until(t, "retention to reach the queue", func() error {
+		if q.MinOffset() == 0 {
+			return fmt.Errorf("queue min 0, log min %d", d.Log().MinOffset())
 		}
-	}
+		return nil
+	})
 	if err := d.Close(); err != nil {
 		t.Fatal(err)
 	}

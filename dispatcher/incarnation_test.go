@@ -1,6 +1,7 @@
 package dispatcher
 
 import (
+	"context"
 	"os"
 	"path/filepath"
 	"strings"
@@ -121,7 +122,7 @@ func TestRecreatedTopicQueues(t *testing.T) {
 	w.Watch("t", 0, 10)
 
 	live.drop("t")
-	if err := d.DeleteTopic("t"); err != nil {
+	if err := d.DeleteTopic(context.Background(), "t"); err != nil {
 		t.Fatal(err)
 	}
 	select {

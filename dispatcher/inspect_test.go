@@ -124,6 +124,9 @@ func TestInspectChangesNothing(t *testing.T) {
 		t.Fatal(err)
 	}
 	// Inspect a live directory: it must not touch the files or the lock.
+	// The checkpointer, which runs on its own goroutine, is held off
+	// meanwhile (its lock), so that only Inspect could change a file.
+	d.cpRun.Lock()
 	before := readDir(t, dir)
 	if _, err := Inspect(dir, InspectOptions{Verify: true}); err != nil {
 		t.Fatal(err)
@@ -131,6 +134,7 @@ func TestInspectChangesNothing(t *testing.T) {
 	if err := equalFiles(before, readDir(t, dir)); err != nil {
 		t.Fatalf("inspect changed the directory: %v", err)
 	}
+	d.cpRun.Unlock()
 	if err := d.Close(); err != nil {
 		t.Fatal(err)
 	}

@@ -1,6 +1,7 @@
 package dispatcher
 
 import (
+	"context"
 	"fmt"
 	"time"
 )
@@ -9,7 +10,7 @@ import (
 // boundary to: the hook of a replication follower whose new leader never
 // had the tail (see "Replicas" in the package doc).
 func (d *Dispatcher) Truncate(to int64) error {
-	return d.onRun(func() error {
+	return d.onRun(context.Background(), "truncate", func() error {
 		return d.cut(to, func() error { return d.log.Truncate(to) })
 	})
 }
@@ -19,7 +20,7 @@ func (d *Dispatcher) Truncate(to int64) error {
 // where this log ends. The queues keep their MaxOffset, and an empty queue
 // takes the leader's next offset as its start.
 func (d *Dispatcher) Restart(at int64) error {
-	return d.onRun(func() error {
+	return d.onRun(context.Background(), "restart", func() error {
 		if err := d.cut(0, func() error { return d.log.Restart(at) }); err != nil {
 			return err
 		}
@@ -64,18 +65,23 @@ func (d *Dispatcher) cut(from int64, cutLog func() error) error {
 	return nil
 }
 
-// onRun runs f on the dispatching goroutine and returns its error.
-func (d *Dispatcher) onRun(f func() error) error {
+// onRun runs f on the dispatching goroutine and returns its error; ctx
+// bounds the wait (a run already queued still completes).
+func (d *Dispatcher) onRun(ctx context.Context, what string, f func() error) error {
 	errc := make(chan error, 1)
 	select {
 	case d.requests <- func() { errc <- f() }:
 	case <-d.done:
 		return ErrClosed
+	case <-ctx.Done():
+		return fmt.Errorf("dispatcher: %s: not started: %w", what, ctx.Err())
 	}
 	select {
 	case err := <-errc:
 		return err
 	case <-d.done:
 		return ErrClosed
+	case <-ctx.Done():
+		return fmt.Errorf("dispatcher: %s: still running: %w", what, ctx.Err())
 	}
 }

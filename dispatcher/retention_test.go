@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/unilog/unilog/commitlog"
+	"github.com/unilog/unilog/internal/poll"
 )
 
 // TestRetentionWaitsForDispatch appends far past the size cap while the
@@ -21,6 +22,15 @@ func TestRetentionWaitsForDispatch(t *testing.T) {
 	opts.CommitLog.RetentionCheckInterval = 2 * time.Millisecond
 	d := mustOpen(t, opts)
 	defer d.Close()
+	// A floor that holds nothing back reports each retention check.
+	checks := make(chan struct{})
+	defer d.Log().AddRetentionFloor(func() int64 {
+		select {
+		case checks <- struct{}{}:
+		default:
+		}
+		return math.MaxInt64
+	})()
 
 	// Park the dispatching goroutine; once let go it dispatches one record
 	// at a time and checks each before the floor passes it.
@@ -63,8 +73,12 @@ func TestRetentionWaitsForDispatch(t *testing.T) {
 		}
 		recs = append(recs, appended{msg: m, pos: p})
 	}
-	// Give retention many chances to delete what it must not.
-	time.Sleep(100 * time.Millisecond)
+	// Let retention check several times over, each of them free to delete
+	// what it must not: the floor is called at the start of a check, so
+	// the fifth call means four whole checks ran since the last append.
+	for range 5 {
+		<-checks
+	}
 	if min, files := d.Log().MinOffset(), len(d.Log().Files()); min != 0 || files < 10 {
 		t.Fatalf("retention ran ahead of the dispatcher: min offset %d, %d files", min, files)
 	}
@@ -75,11 +89,12 @@ func TestRetentionWaitsForDispatch(t *testing.T) {
 	}
 	waitDispatched(t, d)
 	cap := int(opts.CommitLog.RetentionBytes / opts.CommitLog.FileSize)
-	for deadline := time.Now().Add(30 * time.Second); len(d.Log().Files()) > cap; time.Sleep(5 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatalf("retention did not proceed after dispatch: %d files", len(d.Log().Files()))
+	poll.Until(t, "retention to proceed after dispatch", func() error {
+		if n := len(d.Log().Files()); n > cap {
+			return fmt.Errorf("%d files, cap %d", n, cap)
 		}
-	}
+		return nil
+	})
 	min := d.Log().MinOffset()
 	kept := 0
 	for _, a := range recs {
@@ -119,18 +134,20 @@ func TestRetentionFloorOption(t *testing.T) {
 	waitDispatched(t, d)
 	keep := d.Log().Files()[4].Base
 	floor.Store(keep + 1)
-	eventually := func(what string, cond func() bool) {
-		t.Helper()
-		for deadline := time.Now().Add(30 * time.Second); !cond(); time.Sleep(2 * time.Millisecond) {
-			if time.Now().After(deadline) {
-				t.Fatalf("timed out waiting for %s: min offset %d", what, d.Log().MinOffset())
-			}
+	poll.Until(t, "retention up to the floor", func() error {
+		if min := d.Log().MinOffset(); min < keep {
+			return fmt.Errorf("min offset %d, the file holding the floor starts at %d", min, keep)
 		}
-	}
-	eventually("retention up to the floor", func() bool { return d.Log().MinOffset() >= keep })
+		return nil
+	})
 	if min := d.Log().MinOffset(); min != keep {
 		t.Fatalf("retention passed the floor: min offset %d, the file holding the floor starts at %d", min, keep)
 	}
 	floor.Store(math.MaxInt64)
-	eventually("retention down to the size cap", func() bool { return len(d.Log().Files()) <= 2 })
+	poll.Until(t, "retention down to the size cap", func() error {
+		if n := len(d.Log().Files()); n > 2 {
+			return fmt.Errorf("%d files, min offset %d", n, d.Log().MinOffset())
+		}
+		return nil
+	})
 }
