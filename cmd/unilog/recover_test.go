@@ -19,7 +19,7 @@ import (
 // the cut and leaving a directory that verifies clean.
 func TestBrokerRefusesDamagedLog(t *testing.T) {
 	dir := t.TempDir()
-	args := []string{"--data-dir", dir, "--listen", "127.0.0.1:0", "--admin", "", "--file-size", "8MiB"}
+	args := []string{"--data-dir", dir, "--listen", "127.0.0.1:0", "--admin", "", "--file-size", "8MiB", "--nats-listen", "127.0.0.1:0"}
 	ctx, cancel := context.WithCancel(context.Background())
 	addr, done := runBrokerCommand(ctx, t, args...)
 	createTopic(t, addr, "cut", 1)
