@@ -8,12 +8,13 @@ import (
 )
 
 // TestWriteCompareMarkdownReplacesSection writes the end-to-end section
-// twice after a storage report: the report stays, the section is there once
-// and holds the second runs.
+// twice after a storage report and a hand-written section: both stay, the
+// section is there once and holds the second runs.
 func TestWriteCompareMarkdownReplacesSection(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "BENCHMARKS.md")
 	head := "# Storage benchmark\n\n| table |\n"
-	if err := os.WriteFile(path, []byte(head), 0o644); err != nil {
+	hand := "# Soak\n\nwritten by hand\n"
+	if err := os.WriteFile(path, []byte(head+"\n"+hand), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	for _, system := range []string{"first-system", "second-system"} {
@@ -27,7 +28,7 @@ func TestWriteCompareMarkdownReplacesSection(t *testing.T) {
 		t.Fatal(err)
 	}
 	s := string(b)
-	if !strings.HasPrefix(s, head+"\n"+e2eHeading+"\n") || strings.Count(s, e2eHeading) != 1 ||
+	if !strings.HasPrefix(s, head+"\n"+hand+"\n"+e2eHeading+"\n") || strings.Count(s, e2eHeading) != 1 ||
 		strings.Contains(s, "first-system") || !strings.Contains(s, "| second-system | async | 1,000 |") {
 		t.Errorf("markdown:\n%s", s)
 	}
