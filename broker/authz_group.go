@@ -7,6 +7,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/unilog/unilog/auth"
+	"github.com/unilog/unilog/group"
 )
 
 // Group APIs under an ACL, Kafka's way: every group API needs the
@@ -78,7 +79,7 @@ func (a groupAuthz) findCoordinator(r *kmsg.FindCoordinatorRequest) (kmsg.Respon
 func (a groupAuthz) offsetCommit(r *kmsg.OffsetCommitRequest) (kmsg.Response, error) {
 	resp := r.ResponseKind().(*kmsg.OffsetCommitResponse)
 	if !a.group(r.Group) {
-		resp.Topics = deniedCommits(r.Topics, kerr.GroupAuthorizationFailed)
+		resp.Topics = group.CommitAnswers(r.Topics, kerr.GroupAuthorizationFailed.Code)
 		return resp, nil
 	}
 	var out []kmsg.OffsetCommitRequestTopic
@@ -95,23 +96,8 @@ func (a groupAuthz) offsetCommit(r *kmsg.OffsetCommitRequest) (kmsg.Response, er
 		}
 		resp = kresp.(*kmsg.OffsetCommitResponse)
 	}
-	resp.Topics = append(resp.Topics, deniedCommits(out, kerr.TopicAuthorizationFailed)...)
+	resp.Topics = append(resp.Topics, group.CommitAnswers(out, kerr.TopicAuthorizationFailed.Code)...)
 	return resp, nil
-}
-
-func deniedCommits(topics []kmsg.OffsetCommitRequestTopic, code *kerr.Error) []kmsg.OffsetCommitResponseTopic {
-	out := make([]kmsg.OffsetCommitResponseTopic, 0, len(topics))
-	for _, t := range topics {
-		rt := kmsg.NewOffsetCommitResponseTopic()
-		rt.Topic = t.Topic
-		for _, p := range t.Partitions {
-			rp := kmsg.NewOffsetCommitResponseTopicPartition()
-			rp.Partition, rp.ErrorCode = p.Partition, code.Code
-			rt.Partitions = append(rt.Partitions, rp)
-		}
-		out = append(out, rt)
-	}
-	return out
 }
 
 // splitNamed is splitByName for a list where nil means "all": a list left

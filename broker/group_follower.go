@@ -5,6 +5,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/unilog/unilog/group"
 )
 
 // coordinated runs a group API's handler only where groups are
@@ -31,7 +33,7 @@ func notCoordinator(req kmsg.Request) (kmsg.Response, error) {
 	resp.SetVersion(req.GetVersion())
 	switch r := req.(type) {
 	case *kmsg.OffsetCommitRequest:
-		resp.(*kmsg.OffsetCommitResponse).Topics = deniedCommits(r.Topics, code)
+		resp.(*kmsg.OffsetCommitResponse).Topics = group.CommitAnswers(r.Topics, code.Code)
 	case *kmsg.OffsetFetchRequest:
 		or := resp.(*kmsg.OffsetFetchResponse)
 		switch {

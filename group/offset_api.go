@@ -27,6 +27,23 @@ func (g *group) checkCommit(memberID string, instanceID *string, generation int3
 	return 0
 }
 
+// CommitAnswers answers every partition of an OffsetCommit's topics with
+// code (0: committed); the broker answers refused commits with it too.
+func CommitAnswers(topics []kmsg.OffsetCommitRequestTopic, code int16) []kmsg.OffsetCommitResponseTopic {
+	out := make([]kmsg.OffsetCommitResponseTopic, 0, len(topics))
+	for _, t := range topics {
+		rt := kmsg.NewOffsetCommitResponseTopic()
+		rt.Topic = t.Topic
+		for _, p := range t.Partitions {
+			rp := kmsg.NewOffsetCommitResponseTopicPartition()
+			rp.Partition, rp.ErrorCode = p.Partition, code
+			rt.Partitions = append(rt.Partitions, rp)
+		}
+		out = append(out, rt)
+	}
+	return out
+}
+
 // OffsetCommit stores a member's (or an empty group's) offsets as one
 // record of the offsets topic. Every partition of the request gets the
 // same answer: the commit is all or nothing.
@@ -58,17 +75,7 @@ func (c *Coordinator) OffsetCommit(ctx context.Context, req *kmsg.OffsetCommitRe
 		}
 		code = c.store(ctx, req.Group, "offset commit", offs)
 	}
-	for _, t := range req.Topics {
-		rt := kmsg.NewOffsetCommitResponseTopic()
-		rt.Topic = t.Topic
-		for _, p := range t.Partitions {
-			rp := kmsg.NewOffsetCommitResponseTopicPartition()
-			rp.Partition = p.Partition
-			rp.ErrorCode = code
-			rt.Partitions = append(rt.Partitions, rp)
-		}
-		resp.Topics = append(resp.Topics, rt)
-	}
+	resp.Topics = CommitAnswers(req.Topics, code)
 	return resp
 }
 
