@@ -216,7 +216,7 @@ func (e *Elector) renew(ctx context.Context) {
 	}
 	// A renewal answered after we stopped acting is worth nothing.
 	rctx, cancel := context.WithTimeout(ctx, until.Sub(sent))
-	newRev, err := e.kv.Update(rctx, e.key, val, rev)
+	newRev, err := e.updateOwn(rctx, val, rev, epoch)
 	cancel()
 
 	e.transMu.Lock()
@@ -375,6 +375,28 @@ func (e *Elector) take(ctx context.Context, sent time.Time, rev uint64, cur leas
 	}
 }
 
+// updateOwn writes val over our lease of epoch, compare-and-set on rev.
+// A write the server applied but whose answer was lost (a renewal timed
+// out or cancelled by Close) leaves rev behind the key's revision while
+// the lease is still ours; then the key is read back and, if it still
+// holds our unreleased epoch, written at its revision. A lease another
+// node holds is ErrKeyRevisionMismatch.
+func (e *Elector) updateOwn(ctx context.Context, val []byte, rev, epoch uint64) (uint64, error) {
+	newRev, err := e.kv.Update(ctx, e.key, val, rev)
+	if !errors.Is(err, jetstream.ErrKeyRevisionMismatch) {
+		return newRev, err
+	}
+	entry, gerr := e.kv.Get(ctx, e.key)
+	if gerr != nil {
+		return 0, err
+	}
+	var cur leaseValue
+	if derr := decodeValue(entry.Value(), &cur); derr != nil || cur.Holder != e.cfg.NodeID || cur.Epoch != epoch || cur.Released {
+		return 0, err
+	}
+	return e.kv.Update(ctx, e.key, val, entry.Revision())
+}
+
 // Release steps down and marks the lease released, so a follower takes
 // over at once instead of waiting for it to lapse. The epoch stays in the
 // value: the next lease is still higher.
@@ -393,7 +415,11 @@ func (e *Elector) Release(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("ha: release lease %s: %w", e.key, err)
 	}
-	if _, err := e.kv.Update(ctx, e.key, val, rev); err != nil {
+	_, err = e.updateOwn(ctx, val, rev, epoch)
+	if errors.Is(err, jetstream.ErrKeyRevisionMismatch) {
+		return nil // another node holds it now: nothing of ours to release
+	}
+	if err != nil {
 		return fmt.Errorf("ha: release lease %s: %w", e.key, err)
 	}
 	return nil

@@ -297,3 +297,59 @@ func TestLeaseIneligibleNodeDoesNotContend(t *testing.T) {
 		t.Fatalf("eligible again: %+v", e.State())
 	}
 }
+
+// lostAnswerKV applies the next Update on the server but reports it
+// failed, as a renewal cancelled in flight (a node closing) does.
+type lostAnswerKV struct {
+	jetstream.KeyValue
+	lose bool
+}
+
+func (kv *lostAnswerKV) Update(ctx context.Context, key string, value []byte, rev uint64) (uint64, error) {
+	n, err := kv.KeyValue.Update(ctx, key, value, rev)
+	if kv.lose && err == nil {
+		kv.lose = false
+		return 0, context.Canceled
+	}
+	return n, err
+}
+
+// TestLeaseReleaseAfterLostRenewal: a renewal the server applied but
+// whose answer never came leaves the elector with an old revision; the
+// next renewal must not mistake its own write for another node's (a
+// needless failover), and a release must still hand over at once rather
+// than leave the lease to lapse.
+func TestLeaseReleaseAfterLostRenewal(t *testing.T) {
+	srv := startServer(t)
+	clock := clocktest.New()
+	kvA, _ := leaseBucket(t, srv.ClientURL())
+	kvB, _ := leaseBucket(t, srv.ClientURL())
+	lossy := &lostAnswerKV{KeyValue: kvA}
+	a := newTestElector(t, lossy, 1, clock, nil)
+	b := newTestElector(t, kvB, 2, clock, nil)
+	ctx := context.Background()
+	a.Tick(ctx)
+	b.Tick(ctx)
+	lossy.lose = true
+	clock.Advance(testRetry)
+	a.Tick(ctx)
+	if lossy.lose {
+		t.Fatal("no renewal was sent")
+	}
+	// The next renewal finds the lease still ours and keeps it.
+	clock.Advance(testRetry)
+	a.Tick(ctx)
+	if !a.Leading(1) {
+		t.Fatalf("renewal after a lost answer: %+v, want still leading at epoch 1", a.State())
+	}
+	lossy.lose = true
+	clock.Advance(testRetry)
+	a.Tick(ctx)
+	if err := a.Release(ctx); err != nil {
+		t.Fatalf("release after a lost renewal answer: %v", err)
+	}
+	b.Tick(ctx)
+	if !b.Leading(2) {
+		t.Fatalf("after release, without time passing: %+v, want leader with epoch 2", b.State())
+	}
+}
