@@ -12,6 +12,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/unilog/unilog/internal/poll"
 )
 
 // smallDisk is a place that can be made full and given space again.
@@ -140,7 +141,7 @@ func testDiskFullReadOnly(t *testing.T, disk smallDisk) {
 	// Let the file after the first be preallocated before the disk fills,
 	// so the failure comes at the third file, deterministically.
 	second := filepath.Join(disk.dir(), "commitlog", fmt.Sprintf("%020d", diskFullFileSize))
-	waitFor(t, func() bool {
+	poll.True(t, "the second log file preallocated", func() bool {
 		_, err := os.Stat(second)
 		return err == nil
 	})

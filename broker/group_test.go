@@ -19,6 +19,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/unilog/unilog/group"
+	"github.com/unilog/unilog/internal/poll"
 )
 
 // groupConfig is testConfig with session timeouts short enough that
@@ -121,23 +122,15 @@ func joinGroup(t testing.TB, addr, grp, topic string, opts ...kgo.Opt) (*member,
 	return m, stop
 }
 
-// eventually polls cond until it holds; the limit only bounds a broken run.
+// eventually polls cond until it holds; state says what was seen last.
 func eventually(t testing.TB, what string, cond func() (bool, string)) {
 	t.Helper()
-	tick := time.NewTicker(time.Millisecond)
-	defer tick.Stop()
-	deadline := time.After(30 * time.Second)
-	for {
-		ok, state := cond()
-		if ok {
-			return
+	poll.Until(t, what, func() error {
+		if ok, state := cond(); !ok {
+			return fmt.Errorf("last seen: %s", state)
 		}
-		select {
-		case <-tick.C:
-		case <-deadline:
-			t.Fatalf("after 30s: %s; last: %s", what, state)
-		}
-	}
+		return nil
+	})
 }
 
 // groupStats returns the coordinator's view of one group.

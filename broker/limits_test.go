@@ -8,6 +8,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+	"github.com/unilog/unilog/internal/poll"
 )
 
 func TestByteBudgetFIFO(t *testing.T) {
@@ -18,9 +19,9 @@ func TestByteBudgetFIFO(t *testing.T) {
 	}
 	big, small := make(chan bool), make(chan bool)
 	go func() { big <- bb.acquire(10, stop) }()
-	waitFor(t, func() bool { return bb.waiting() == 1 })
+	poll.True(t, "one waiter", func() bool { return bb.waiting() == 1 })
 	go func() { small <- bb.acquire(1, stop) }()
-	waitFor(t, func() bool { return bb.waiting() == 2 })
+	poll.True(t, "two waiters", func() bool { return bb.waiting() == 2 })
 	// 2 bytes are free, enough for the small one, but it queues behind
 	// the big one so the big one is not starved.
 	bb.release(8)
@@ -41,7 +42,7 @@ func TestByteBudgetFIFO(t *testing.T) {
 	}
 	stopped := make(chan bool)
 	go func() { stopped <- bb.acquire(5, stop) }()
-	waitFor(t, func() bool { return bb.waiting() == 1 })
+	poll.True(t, "one waiter", func() bool { return bb.waiting() == 1 })
 	close(stop)
 	if <-stopped {
 		t.Fatal("acquire succeeded after stop")
@@ -49,16 +50,6 @@ func TestByteBudgetFIFO(t *testing.T) {
 	bb.release(10)
 	if bb.available() != 10 || bb.waiting() != 0 {
 		t.Fatalf("after stop: %d available, %d waiting", bb.available(), bb.waiting())
-	}
-}
-
-// waitFor polls an "eventually" condition.
-func waitFor(t *testing.T, cond func() bool) {
-	t.Helper()
-	for deadline := time.Now().Add(30 * time.Second); !cond(); time.Sleep(time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatal("condition never held")
-		}
 	}
 }
 
@@ -75,7 +66,7 @@ func TestInflightBudgetAcrossConnections(t *testing.T) {
 	if err := hog.write(binary.BigEndian.AppendUint32(nil, 1<<20)); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, func() bool { return b.inflight.available() == 0 })
+	poll.True(t, "the in-flight budget spent", func() bool { return b.inflight.available() == 0 })
 
 	other := dialRaw(t, b.Addr())
 	answered := make(chan bool)
@@ -83,12 +74,12 @@ func TestInflightBudgetAcrossConnections(t *testing.T) {
 		_, ok := other.roundTrip(kmsg.NewPtrApiVersionsRequest())
 		answered <- ok
 	}()
-	waitFor(t, func() bool { return b.inflight.waiting() == 1 })
+	poll.True(t, "one connection waiting for budget", func() bool { return b.inflight.waiting() == 1 })
 	hog.nc.Close()
 	if !<-answered {
 		t.Fatal("waiting request not answered once the budget was released")
 	}
-	waitFor(t, func() bool { return b.inflight.available() == cfg.MaxInflightBytes })
+	poll.True(t, "the whole budget back", func() bool { return b.inflight.available() == cfg.MaxInflightBytes })
 }
 
 func TestIdleAndSlowConnectionsClosed(t *testing.T) {
@@ -109,7 +100,7 @@ func TestIdleAndSlowConnectionsClosed(t *testing.T) {
 		t.Fatal(err)
 	}
 	slow.expectClosed()
-	waitFor(t, func() bool { return b.inflight.available() == b.cfg.MaxInflightBytes })
+	poll.True(t, "the whole budget back", func() bool { return b.inflight.available() == b.cfg.MaxInflightBytes })
 }
 
 func TestMaxInflightBelowRequestSizeRefused(t *testing.T) {

@@ -14,6 +14,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
+	"github.com/unilog/unilog/internal/poll"
 )
 
 // fakeReplication is a leader's data plane whose high watermark the test
@@ -162,7 +163,7 @@ func TestHighWatermarkBoundsWhatConsumersSee(t *testing.T) {
 		_, n := fetch(pctx, 2, time.Minute)
 		got <- n
 	}()
-	waitFor(t, func() bool { return b.inflight.available() < b.cfg.MaxInflightBytes })
+	poll.True(t, "the request holding budget", func() bool { return b.inflight.available() < b.cfg.MaxInflightBytes })
 	repl.set(logEnds[3], nil)
 	if n := <-got; n != 2 {
 		t.Fatalf("long poll returned %d records after the watermark moved, want 2", n)
@@ -234,7 +235,7 @@ func TestSyncReplicationAcks(t *testing.T) {
 			before := b.LogEndOffset()
 			resp, done = produce(-1)
 			if tc.err == nil {
-				waitFor(t, func() bool { return b.LogEndOffset() > before })
+				poll.True(t, "the log to grow", func() bool { return b.LogEndOffset() > before })
 				select {
 				case <-done:
 					t.Fatal("acks=-1 answered before the record was replicated")

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/unilog/unilog/internal/clock/clocktest"
+	"github.com/unilog/unilog/internal/poll"
 )
 
 func liveIDs(m *Membership) []int32 {
@@ -58,7 +59,7 @@ func TestMembershipJoinLeaveExpire(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	waitFor(t, "nodes 2 and 3 to join", func() bool { return sameIDs(liveIDs(watcher), []int32{2, 3}) })
+	poll.True(t, "nodes 2 and 3 to join", func() bool { return sameIDs(liveIDs(watcher), []int32{2, 3}) })
 	if got := watcher.Live()[0]; got.Advertise != "127.0.0.1:9002" || got.Role != "leader" || got.Epoch != 3 || got.LogEndOffset != 42 || !sameIDs(got.InSync, []int32{3}) {
 		t.Fatalf("node 2 seen as %+v", got)
 	}
@@ -66,7 +67,7 @@ func TestMembershipJoinLeaveExpire(t *testing.T) {
 	if err := n3.Leave(ctx, 3); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "node 3 to leave", func() bool { return sameIDs(liveIDs(watcher), []int32{2}) })
+	poll.True(t, "node 3 to leave", func() bool { return sameIDs(liveIDs(watcher), []int32{2}) })
 
 	// Node 2 stops heartbeating: gone once the deadline passes unheard,
 	// though its key is still in the bucket.
@@ -88,5 +89,5 @@ func TestMembershipJoinLeaveExpire(t *testing.T) {
 	if err := n2.Heartbeat(ctx, Member{NodeID: 2, ReplicaGroup: "g1"}); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "node 2 to come back", func() bool { return sameIDs(liveIDs(watcher), []int32{2}) })
+	poll.True(t, "node 2 to come back", func() bool { return sameIDs(liveIDs(watcher), []int32{2}) })
 }

@@ -6,6 +6,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/unilog/unilog/internal/poll"
 )
 
 // openTestMetadata opens the metadata store over its own connection, as
@@ -73,7 +75,7 @@ func TestMetadataChangesReachOtherNodes(t *testing.T) {
 	if err := n2.SetPartitions(name, 3); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "the creator to see 3 partitions", func() bool {
+	poll.True(t, "the creator to see 3 partitions", func() bool {
 		got, _ := n1.Topic(name)
 		return got.Partitions == 3
 	})
@@ -100,7 +102,7 @@ func TestMetadataChangesReachOtherNodes(t *testing.T) {
 	if err := n1.CreateTopic(Topic{Name: name, Partitions: 1}); err != nil {
 		t.Fatalf("re-create after delete: %v", err)
 	}
-	waitFor(t, "the re-created topic", func() bool { _, ok := n2.Topic(name); return ok })
+	poll.True(t, "the re-created topic", func() bool { _, ok := n2.Topic(name); return ok })
 	if got := n2.Topics(); len(got) != 1 || got[0].Partitions != 1 {
 		t.Fatalf("topics %+v", got)
 	}

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/unilog/unilog/internal/clock/clocktest"
+	"github.com/unilog/unilog/internal/poll"
 )
 
 func startTestNode(t *testing.T, url string, id int32, group, advertise string) *Node {
@@ -29,10 +30,10 @@ func TestNodesLeadTheirGroupsAndHandOverOnClose(t *testing.T) {
 	b := startTestNode(t, srv.ClientURL(), 2, "g2", "127.0.0.1:9002")
 	a.SetLogEndOffset(func() int64 { return 4096 })
 
-	waitFor(t, "both nodes to lead their groups", func() bool {
+	poll.True(t, "both nodes to lead their groups", func() bool {
 		return a.Elector().State().Role == RoleLeader && b.Elector().State().Role == RoleLeader
 	})
-	waitFor(t, "node 2 to see both members, node 1 as leader", func() bool {
+	poll.True(t, "node 2 to see both members, node 1 as leader", func() bool {
 		m := b.Members()
 		return len(m) == 2 && m[0].Role == "leader" && m[0].LogEndOffset == 4096
 	})
@@ -41,7 +42,7 @@ func TestNodesLeadTheirGroupsAndHandOverOnClose(t *testing.T) {
 	if err := a.Metadata().CreateTopic(Topic{Name: "t", Partitions: 2}); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "node 2 to see the topic", func() bool { _, ok := b.Metadata().Topic("t"); return ok })
+	poll.True(t, "node 2 to see the topic", func() bool { _, ok := b.Metadata().Topic("t"); return ok })
 	for p, want := range []int32{1, 2} {
 		m, epoch, ok := b.PartitionLeader("t", int32(p))
 		if !ok || m.NodeID != want || epoch != 1 {
@@ -56,7 +57,7 @@ func TestNodesLeadTheirGroupsAndHandOverOnClose(t *testing.T) {
 	// The member record and the lease are two keys, watched apart: node 2
 	// may be gone from the members before its release of g2 arrives.
 	var g2 GroupLeader
-	waitFor(t, "node 1 to see node 2 leave and release g2", func() bool {
+	poll.True(t, "node 1 to see node 2 leave and release g2", func() bool {
 		for _, gl := range a.Leaders() {
 			if gl.Group == "g2" {
 				g2 = gl
@@ -87,7 +88,7 @@ func TestNodeCutOffFromNATSStopsLeading(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(n.Close)
-	waitFor(t, "the node to lead", func() bool { return n.Elector().State().Role == RoleLeader })
+	poll.True(t, "the node to lead", func() bool { return n.Elector().State().Role == RoleLeader })
 	if err := n.Metadata().CreateTopic(Topic{Name: "t", Partitions: 1}); err != nil {
 		t.Fatal(err)
 	}

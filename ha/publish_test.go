@@ -6,6 +6,8 @@ import (
 	"slices"
 	"testing"
 	"time"
+
+	"github.com/unilog/unilog/internal/poll"
 )
 
 // TestPublishInSyncStoresTheSetBeforeReturning: with heartbeats an hour
@@ -27,7 +29,7 @@ func TestPublishInSyncStoresTheSetBeforeReturning(t *testing.T) {
 	}
 	leader := start(1)
 	leader.SetInSync(func() []int32 { return []int32{2, 3} })
-	waitFor(t, "node 1 to lead and announce it", func() bool {
+	poll.True(t, "node 1 to lead and announce it", func() bool {
 		m, ok := leader.Member(1)
 		return ok && m.Role == RoleLeader.String()
 	})

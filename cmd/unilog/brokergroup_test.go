@@ -21,6 +21,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/unilog/unilog/ha"
+	"github.com/unilog/unilog/internal/poll"
 	"github.com/unilog/unilog/internal/testnet"
 )
 
@@ -147,7 +148,7 @@ func (c *brokerGroup) start(i int) {
 	nd.cmd = cmd
 	nd.done = make(chan error, 1)
 	go func() { nd.done <- cmd.Wait() }()
-	waitFor(c.t, fmt.Sprintf("node %d to serve /status", nd.id), func() bool {
+	poll.True(c.t, fmt.Sprintf("node %d to serve /status", nd.id), func() bool {
 		select {
 		case err := <-nd.done:
 			nd.cmd = nil
@@ -222,7 +223,7 @@ func (c *brokerGroup) leader() (int, haStatus) {
 func (c *brokerGroup) waitLeader(minEpoch uint64, except int) int {
 	c.t.Helper()
 	leader := -1
-	waitFor(c.t, fmt.Sprintf("a leader of epoch %d or later", minEpoch), func() bool {
+	poll.True(c.t, fmt.Sprintf("a leader of epoch %d or later", minEpoch), func() bool {
 		i, st := c.leader()
 		if i < 0 || i == except || st.Epoch < minEpoch {
 			return false
@@ -236,7 +237,7 @@ func (c *brokerGroup) waitLeader(minEpoch uint64, except int) int {
 // waitInSync waits until leader lists every other running node in sync.
 func (c *brokerGroup) waitInSync(leader int) {
 	c.t.Helper()
-	waitFor(c.t, fmt.Sprintf("every follower in sync with node %d", c.nodes[leader].id), func() bool {
+	poll.True(c.t, fmt.Sprintf("every follower in sync with node %d", c.nodes[leader].id), func() bool {
 		st, err := c.status(leader)
 		if err != nil || st.Role != "leader" {
 			return false
@@ -258,7 +259,7 @@ func (c *brokerGroup) waitInSync(leader int) {
 func (c *brokerGroup) waitSameEnd() int64 {
 	c.t.Helper()
 	var end int64
-	waitFor(c.t, "every log to end at the same offset", func() bool {
+	poll.True(c.t, "every log to end at the same offset", func() bool {
 		end = -1
 		for i, nd := range c.nodes {
 			if nd.cmd == nil {

@@ -16,6 +16,7 @@ import (
 
 	"github.com/unilog/unilog/broker"
 	"github.com/unilog/unilog/ha"
+	"github.com/unilog/unilog/internal/poll"
 	"github.com/unilog/unilog/internal/testnet"
 )
 
@@ -68,7 +69,7 @@ func TestTwoReplicaGroupsServeOneTopic(t *testing.T) {
 	}()
 
 	for i, n := range nodes {
-		waitFor(t, fmt.Sprintf("node %d to lead its group", i+1), func() bool {
+		poll.True(t, fmt.Sprintf("node %d to lead its group", i+1), func() bool {
 			st, err := nodeStatus(n.admin)
 			return err == nil && st.Role == "leader" && st.Epoch == 1 && st.NodeID == int32(i+1) && st.ReplicaGroup == fmt.Sprintf("g%d", i+1)
 		})
@@ -83,12 +84,12 @@ func TestTwoReplicaGroupsServeOneTopic(t *testing.T) {
 	rctx, rcancel := context.WithTimeout(ctx, 30*time.Second)
 	defer rcancel()
 	// Placement spreads over the groups node 2 sees live.
-	waitFor(t, "node 2 to list both brokers", func() bool {
+	poll.True(t, "node 2 to list both brokers", func() bool {
 		m, err := adm.BrokerMetadata(rctx)
 		return err == nil && len(m.Brokers) == 2
 	})
 	createTopic(t, nodes[1].addr, "spread", 2)
-	waitFor(t, "both partitions to have their group's leader", func() bool {
+	poll.True(t, "both partitions to have their group's leader", func() bool {
 		m, err := adm.Metadata(rctx, "spread")
 		if err != nil {
 			return false
@@ -130,14 +131,14 @@ func TestTwoReplicaGroupsServeOneTopic(t *testing.T) {
 	// node 1 too, which leads partition 0 and kept its records.
 	mustRun(t, "", "topic", "delete", "--brokers", nodes[1].addr, "--topic", "spread")
 	createTopic(t, nodes[1].addr, "spread", 2)
-	waitFor(t, "the re-created topic's partition 0 on node 1", func() bool {
+	poll.True(t, "the re-created topic's partition 0 on node 1", func() bool {
 		m, err := adm.Metadata(rctx, "spread")
 		return err == nil && len(m.Topics["spread"].Partitions) == 2 && m.Topics["spread"].Partitions[0].Leader == 1
 	})
 	// Node 1 learns of the new incarnation through its watch of the
 	// control plane, a moment after Metadata (from any node) shows it.
 	var ends kadm.ListedOffsets
-	waitFor(t, "node 1 to serve the re-created topic", func() bool {
+	poll.True(t, "node 1 to serve the re-created topic", func() bool {
 		ends, err = adm.ListEndOffsets(rctx, "spread")
 		o, _ := ends.Lookup("spread", 0)
 		return err == nil && o.Err == nil
@@ -211,7 +212,7 @@ func TestThreeRoutedNodes(t *testing.T) {
 	if t.Failed() {
 		t.FailNow()
 	}
-	waitFor(t, "every node to see three live leaders", func() bool {
+	poll.True(t, "every node to see three live leaders", func() bool {
 		r := runCLI(t, "", "cluster", "status", "--nats", nodes[2].nats)
 		return r.err == nil && len(regexp.MustCompile(`(?m)^\d\s+g\d\s+leader\s+1\s.*live$`).FindAllString(r.stdout, -1)) == 3
 	})

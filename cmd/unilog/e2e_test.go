@@ -13,6 +13,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/unilog/unilog/internal/poll"
 )
 
 // consumedRecord is one line of `consume --format json`.
@@ -308,7 +309,7 @@ func TestConsumeFrom(t *testing.T) {
 		// Timestamps are milliseconds: mark is the first millisecond after
 		// the first batches were stored, so the later batch is at or after it.
 		before := time.Now().UnixMilli()
-		waitFor(t, "the clock to pass a millisecond", func() bool { return time.Now().UnixMilli() > before })
+		poll.True(t, "the clock to pass a millisecond", func() bool { return time.Now().UnixMilli() > before })
 		mark := time.UnixMilli(time.Now().UnixMilli())
 		mustRun(t, "a5\na6\n", "produce", "--brokers", addr, "--topic", "events", "-p", "0")
 
@@ -394,7 +395,7 @@ func TestConsumeFollow(t *testing.T) {
 		go func() {
 			follow <- testApp(strings.NewReader(""), &stdout, &stderr).RunContext(ctx, []string{"unilog", "consume", "--brokers", addr, "--topic", "live", "--follow", "--from", "earliest"})
 		}()
-		waitFor(t, "--follow to print the six records", func() bool { return strings.Count(stdout.String(), "\n") == 6 })
+		poll.True(t, "--follow to print the six records", func() bool { return strings.Count(stdout.String(), "\n") == 6 })
 		cancel()
 		if err := <-follow; err != nil {
 			t.Fatalf("interrupted follow: %v, stderr %q", err, stderr.String())

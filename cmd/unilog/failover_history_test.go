@@ -16,6 +16,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/unilog/unilog/internal/logcheck"
+	"github.com/unilog/unilog/internal/poll"
 )
 
 // soakKillsEnv sets how many leaders TestFailoverKeepsAcknowledgedRecords
@@ -77,7 +78,7 @@ func TestFailoverKeepsAcknowledgedRecords(t *testing.T) {
 	for round := 1; round <= kills; round++ {
 		// Some traffic under the current leader, then a random moment.
 		before := acked.Load()
-		waitFor(t, "records acknowledged under the current leader", func() bool { return acked.Load() >= before+100 })
+		poll.True(t, "records acknowledged under the current leader", func() bool { return acked.Load() >= before+100 })
 		<-time.After(rand.N(1500 * time.Millisecond))
 
 		leader, st := g.leader()

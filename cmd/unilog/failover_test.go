@@ -22,6 +22,7 @@ import (
 	"github.com/unilog/unilog/broker"
 	"github.com/unilog/unilog/commitlog"
 	"github.com/unilog/unilog/ha"
+	"github.com/unilog/unilog/internal/poll"
 	"github.com/unilog/unilog/internal/testnet"
 )
 
@@ -186,7 +187,7 @@ func TestReplicaGroupFailover(t *testing.T) {
 			}
 		}
 	}()
-	waitFor(t, "300 acknowledged records", func() bool { return ackedCount() >= 300 })
+	poll.True(t, "300 acknowledged records", func() bool { return ackedCount() >= 300 })
 
 	// A committed group offset, which lives in the log and must replicate.
 	commit := kadm.Offsets{}
@@ -202,7 +203,7 @@ func TestReplicaGroupFailover(t *testing.T) {
 	}
 	<-leader.exit
 	var next *brokerProcess
-	waitFor(t, "a new leader", func() bool {
+	poll.True(t, "a new leader", func() bool {
 		for _, p := range nodes {
 			if st, err := nodeStatus(p.admin); p != leader && err == nil && st.Role == "leader" && st.Epoch > oldEpoch {
 				next = p
@@ -213,7 +214,7 @@ func TestReplicaGroupFailover(t *testing.T) {
 	})
 	t.Logf("failover: node %d leads after %s (lease 2s)", next.id, time.Since(killedAt).Round(time.Millisecond))
 	before := ackedCount()
-	waitFor(t, "300 records acknowledged by the new leader", func() bool { return ackedCount() >= before+300 })
+	poll.True(t, "300 records acknowledged by the new leader", func() bool { return ackedCount() >= before+300 })
 	close(stop)
 	<-produced
 
@@ -223,7 +224,7 @@ func TestReplicaGroupFailover(t *testing.T) {
 	waitLeader(t, nodes, next.id, 2)
 
 	var status string
-	waitFor(t, "cluster status to show both followers in sync", func() bool {
+	poll.True(t, "cluster status to show both followers in sync", func() bool {
 		r := runCLI(t, "", "cluster", "status", "--nats", srv.ClientURL())
 		status = r.stdout
 		return r.err == nil && regexp.MustCompile(fmt.Sprintf(`(?m)^main\s+%d\s+\d+\s+\d+ \d+$`, next.id)).MatchString(status) &&
@@ -251,7 +252,7 @@ func TestReplicaGroupFailover(t *testing.T) {
 
 	// Every node's log is the same bytes over its whole length.
 	end := mustStatus(t, next).LogEndOffset
-	waitFor(t, "every node at the leader's end", func() bool {
+	poll.True(t, "every node at the leader's end", func() bool {
 		for _, p := range nodes {
 			if st, err := nodeStatus(p.admin); err != nil || st.LogEndOffset != end {
 				return false
@@ -295,7 +296,7 @@ func mustStatus(t *testing.T, p *brokerProcess) broker.NodeStatus {
 func waitLeader(t *testing.T, nodes []*brokerProcess, want, inSync int) *brokerProcess {
 	t.Helper()
 	var leader *brokerProcess
-	waitFor(t, fmt.Sprintf("a leader with %d followers in sync", inSync), func() bool {
+	poll.True(t, fmt.Sprintf("a leader with %d followers in sync", inSync), func() bool {
 		for _, p := range nodes {
 			st, err := nodeStatus(p.admin)
 			if err == nil && st.Role == "leader" && len(st.InSync) == inSync && (want == 0 || p.id == want) {

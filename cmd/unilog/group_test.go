@@ -6,6 +6,8 @@ import (
 	"sort"
 	"strings"
 	"testing"
+
+	"github.com/unilog/unilog/internal/poll"
 )
 
 func lines(s string) []string {
@@ -61,7 +63,7 @@ func TestGroupCommands(t *testing.T) {
 		done <- runCLIContext(ctx, t, "", "consume", "--brokers", addr, "--topic", "gt", "--group", "g1", "-q")
 	}()
 	var desc string
-	waitFor(t, "the consumer to join", func() bool {
+	poll.True(t, "the consumer to join", func() bool {
 		desc = runCLI(t, "", "group", "describe", "--brokers", addr, "--group", "g1").stdout
 		return strings.Contains(desc, "state=Stable") && strings.Contains(desc, "gt[0 1]")
 	})

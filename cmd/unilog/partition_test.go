@@ -11,6 +11,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/unilog/unilog/internal/logcheck"
+	"github.com/unilog/unilog/internal/poll"
 )
 
 // pinnedWriter produces one record at a time to one node only: its client
@@ -104,7 +105,7 @@ func TestLeaderCutOffFromNATSStopsWritesFirst(t *testing.T) {
 		writers[i] = newPinnedWriter(t, nd.id, 100+i, nd.kafka)
 		wg.Go(func() { writers[i].run(ctx, h, topic, 10*time.Millisecond) })
 	}
-	waitFor(t, "writes accepted by the leader", func() bool {
+	poll.True(t, "writes accepted by the leader", func() bool {
 		acks, _ := writers[old].snapshot()
 		return len(acks) >= 20
 	})
@@ -112,13 +113,13 @@ func TestLeaderCutOffFromNATSStopsWritesFirst(t *testing.T) {
 	cut := time.Now()
 	g.nodes[old].proxy.Cut()
 	next := g.waitLeader(st.Epoch+1, old)
-	waitFor(t, "a write accepted by the new leader", func() bool {
+	poll.True(t, "a write accepted by the new leader", func() bool {
 		acks, _ := writers[next].snapshot()
 		return len(acks) > 0 && acks[len(acks)-1].call.After(cut)
 	})
 	// The old leader keeps being asked, and keeps refusing.
 	refusedAfter := time.Now()
-	waitFor(t, "the old leader to refuse writes", func() bool {
+	poll.True(t, "the old leader to refuse writes", func() bool {
 		_, errs := writers[old].snapshot()
 		return len(errs) >= 5 && errs[len(errs)-5].After(refusedAfter)
 	})
@@ -156,7 +157,7 @@ func TestLeaderCutOffFromNATSStopsWritesFirst(t *testing.T) {
 	}
 
 	g.nodes[old].proxy.Heal()
-	waitFor(t, "the old leader to follow", func() bool {
+	poll.True(t, "the old leader to follow", func() bool {
 		s, err := g.status(old)
 		return err == nil && s.Role == "follower"
 	})

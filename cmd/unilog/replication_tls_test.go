@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/unilog/unilog/ha"
+	"github.com/unilog/unilog/internal/poll"
 	"github.com/unilog/unilog/internal/testnet"
 	"github.com/unilog/unilog/internal/tlsconf/tlstest"
 )
@@ -46,7 +47,7 @@ func TestReplicationTLS(t *testing.T) {
 
 	stranger := start(3, "stranger")
 	// The stranger keeps trying; the leader's in-sync set never gains it.
-	waitFor(t, "the stranger's refused sessions in its log", func() bool {
+	poll.True(t, "the stranger's refused sessions in its log", func() bool {
 		log, _ := os.ReadFile(stranger.dir + ".log")
 		return bytes.Contains(log, []byte("replication session ended"))
 	})

@@ -8,26 +8,13 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/unilog/unilog/internal/poll"
 )
 
 // These tests signal the test process itself. That is safe only while a
 // command under test has the signal subscribed, so each sends it after the
 // command has provably reached its waiting state.
-
-// waitFor polls cond until it holds; the limit only bounds a broken run.
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	tick := time.NewTicker(20 * time.Millisecond)
-	defer tick.Stop()
-	deadline := time.After(60 * time.Second)
-	for !cond() {
-		select {
-		case <-tick.C:
-		case <-deadline:
-			t.Fatalf("timed out waiting for %s", what)
-		}
-	}
-}
 
 func TestProduceStopsOnSIGINT(t *testing.T) {
 	addr := startTestBroker(t)
@@ -44,7 +31,7 @@ func TestProduceStopsOnSIGINT(t *testing.T) {
 	for i := range 25 {
 		fmt.Fprintf(pw, "line-%d\n", i)
 	}
-	waitFor(t, "25 records to arrive", func() bool {
+	poll.True(t, "25 records to arrive", func() bool {
 		return len(consumeJSON(t, addr, "--topic", "sig", "-q")) == 25
 	})
 	if err := syscall.Kill(syscall.Getpid(), syscall.SIGINT); err != nil {
@@ -74,7 +61,7 @@ func TestConsumeFollowStopsOnSIGINT(t *testing.T) {
 		done <- testApp(strings.NewReader(""), &stdout, &stderr).Run([]string{"unilog", "consume", "--brokers", addr, "--topic", "sigc", "--follow"})
 	}()
 	// Both records printed: the consumer is polling for more.
-	waitFor(t, "the records to be printed", func() bool { return stdout.String() == "a\nb\n" })
+	poll.True(t, "the records to be printed", func() bool { return stdout.String() == "a\nb\n" })
 	if err := syscall.Kill(syscall.Getpid(), syscall.SIGINT); err != nil {
 		t.Fatal(err)
 	}

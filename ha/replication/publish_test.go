@@ -7,6 +7,8 @@ import (
 	"slices"
 	"testing"
 	"time"
+
+	"github.com/unilog/unilog/internal/poll"
 )
 
 // publisher is a PublishInSync the test answers call by call.
@@ -136,5 +138,5 @@ func TestLagShrinkHoldsHighWatermarkUntilPublished(t *testing.T) {
 		t.Fatalf("high watermark %d before the shrink is published, want the dropped follower's end %d", hw, had)
 	}
 	pub.answer(nil)
-	eventually(t, "the high watermark at the leader's end", func() bool { return ld.HighWatermark() == leader.log.WriteOffset() })
+	poll.True(t, "the high watermark at the leader's end", func() bool { return ld.HighWatermark() == leader.log.WriteOffset() })
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/sirupsen/logrus"
 
 	"github.com/unilog/unilog/commitlog"
+	"github.com/unilog/unilog/internal/poll"
 	"github.com/unilog/unilog/internal/tlsconf"
 	"github.com/unilog/unilog/internal/tlsconf/tlstest"
 )
@@ -100,18 +101,6 @@ func (n *node) follow(t testing.TB, addr string, epoch int64, durable bool) (*Fo
 	return f, cancel, errc
 }
 
-// eventually polls cond until it holds, failing the test after 10 s.
-func eventually(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(time.Millisecond)
-	}
-}
-
 // identical fails unless the two logs hold the same files, byte for byte.
 func identical(t *testing.T, a, b *node) {
 	t.Helper()
@@ -156,21 +145,21 @@ func TestStreamAndHighWatermark(t *testing.T) {
 	f, stop, errc := follower.follow(t, addr, 1, false)
 	leader.append(t, 300, 1500, 2) // rolls several files while it streams
 	end := leader.log.WriteOffset()
-	eventually(t, "the follower in sync", func() bool { return len(ld.Followers()) == 1 && ld.Followers()[0].InSync })
+	poll.True(t, "the follower in sync", func() bool { return len(ld.Followers()) == 1 && ld.Followers()[0].InSync })
 	if err := ld.WaitReplicated(ctx, end); err != nil {
 		t.Fatalf("WaitReplicated: %v", err)
 	}
 	if hw := ld.HighWatermark(); hw < end {
 		t.Fatalf("high watermark %d below the replicated end %d", hw, end)
 	}
-	eventually(t, "the follower to learn the high watermark", func() bool { return f.HighWatermark() == end })
+	poll.True(t, "the follower to learn the high watermark", func() bool { return f.HighWatermark() == end })
 	identical(t, leader, follower)
 
 	stop()
 	if err := <-errc; !errors.Is(err, context.Canceled) {
 		t.Fatalf("Follow after cancel: %v", err)
 	}
-	eventually(t, "the follower out of sync", func() bool { return !ld.Followers()[0].InSync })
+	poll.True(t, "the follower out of sync", func() bool { return !ld.Followers()[0].InSync })
 	leader.append(t, 1, 10, 3)
 	if err := ld.WaitReplicated(ctx, leader.log.WriteOffset()); !errors.Is(err, ErrNotEnoughReplicas) {
 		t.Fatalf("WaitReplicated after the follower left: %v", err)
@@ -188,7 +177,7 @@ func TestDurableAcks(t *testing.T) {
 	leader.append(t, 100, 700, 1)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	eventually(t, "the follower in sync", func() bool { return len(ld.Followers()) == 1 && ld.Followers()[0].InSync })
+	poll.True(t, "the follower in sync", func() bool { return len(ld.Followers()) == 1 && ld.Followers()[0].InSync })
 	end := leader.log.WriteOffset()
 	if err := ld.WaitReplicated(ctx, end); err != nil {
 		t.Fatal(err)
@@ -205,7 +194,7 @@ func TestDivergentTailTruncated(t *testing.T) {
 	ldA, addrA := a.lead(t, 1, LeaderConfig{})
 	_, stopB, errB := b.follow(t, addrA, 1, false)
 	a.append(t, 120, 1000, 1)
-	eventually(t, "b to catch up", func() bool { return b.log.WriteOffset() == a.log.WriteOffset() })
+	poll.True(t, "b to catch up", func() bool { return b.log.WriteOffset() == a.log.WriteOffset() })
 	stopB()
 	<-errB
 	ldA.Close()
@@ -214,7 +203,7 @@ func TestDivergentTailTruncated(t *testing.T) {
 	_, addrB := b.lead(t, 2, LeaderConfig{})
 	b.append(t, 40, 3000, 2)
 	_, _, errA := a.follow(t, addrB, 2, false)
-	eventually(t, "a to match b", func() bool { return a.log.WriteOffset() == b.log.WriteOffset() })
+	poll.True(t, "a to match b", func() bool { return a.log.WriteOffset() == b.log.WriteOffset() })
 	identical(t, a, b)
 	select {
 	case err := <-errA:
@@ -233,7 +222,7 @@ func TestFencing(t *testing.T) {
 	if err := <-errc; !errors.Is(err, ErrStaleLeader) && !errors.Is(err, io.EOF) {
 		t.Fatalf("following a stale leader: %v", err)
 	}
-	eventually(t, "the old leader fenced", func() bool { return fencedBy.Load() == 3 })
+	poll.True(t, "the old leader fenced", func() bool { return fencedBy.Load() == 3 })
 	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 	defer cancel()
 	if err := ld.WaitReplicated(ctx, 1); !errors.Is(err, ErrFenced) {
@@ -255,7 +244,7 @@ func TestFollowerRestartsAtLeaderMin(t *testing.T) {
 	_, addr := leader.lead(t, 1, LeaderConfig{})
 	leader.append(t, 30, 1500, 2)
 	follower.follow(t, addr, 1, false)
-	eventually(t, "the follower to catch up", func() bool { return follower.log.WriteOffset() == leader.log.WriteOffset() })
+	poll.True(t, "the follower to catch up", func() bool { return follower.log.WriteOffset() == leader.log.WriteOffset() })
 	if follower.log.MinOffset() != leader.log.MinOffset() {
 		t.Fatalf("follower starts at %d, leader at %d", follower.log.MinOffset(), leader.log.MinOffset())
 	}
@@ -316,6 +305,6 @@ func TestMutualTLS(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	go f.Follow(ctx, addr, 1)
-	eventually(t, "the TLS follower to catch up", func() bool { return n.log.WriteOffset() == leader.log.WriteOffset() })
+	poll.True(t, "the TLS follower to catch up", func() bool { return n.log.WriteOffset() == leader.log.WriteOffset() })
 	identical(t, leader, n)
 }

@@ -6,6 +6,7 @@
 package poll
 
 import (
+	"errors"
 	"testing"
 	"time"
 )
@@ -31,4 +32,18 @@ func Until(t testing.TB, what string, cond func() error) {
 			t.Fatalf("after %v waiting for %s: %v", Limit, what, err)
 		}
 	}
+}
+
+// errNotYet is what True's condition reports while it does not hold.
+var errNotYet = errors.New("not yet")
+
+// True is Until for a condition that has nothing to say while it fails.
+func True(t testing.TB, what string, cond func() bool) {
+	t.Helper()
+	Until(t, what, func() error {
+		if cond() {
+			return nil
+		}
+		return errNotYet
+	})
 }

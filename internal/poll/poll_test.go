@@ -18,3 +18,14 @@ func TestUntilReturnsOnceTheConditionHolds(t *testing.T) {
 		t.Fatalf("cond called %d times, want 3", calls)
 	}
 }
+
+func TestTrueReturnsOnceTheConditionHolds(t *testing.T) {
+	calls := 0
+	True(t, "the second call", func() bool {
+		calls++
+		return calls == 2
+	})
+	if calls != 2 {
+		t.Fatalf("cond called %d times, want 2", calls)
+	}
+}
