@@ -8,6 +8,7 @@ import (
 	"path"
 	"strconv"
 	"strings"
+	"time"
 )
 
 // aclMagic and aclVersion open every ACL file (format in doc.go).
@@ -128,4 +129,33 @@ func LoadACL(file string) (*ACL, error) {
 		return nil, fmt.Errorf("auth: ACL %s: %w", file, err)
 	}
 	return a, nil
+}
+
+// ACLRecheck is how often an ACLFile looks at its file: authorization
+// runs on every request, a stat per request would not.
+const ACLRecheck = time.Second
+
+// ACLFile is an ACL over a file that rereads it when it changes (checked
+// at most every ACLRecheck), so a grant or revocation takes effect without
+// a restart. A file that stops parsing keeps the last good rules rather
+// than denying everything, and tells OnReloadError.
+type ACLFile struct {
+	w *fileWatch[ACL]
+	// OnReloadError, when set, hears of each failed reload.
+	OnReloadError func(error)
+}
+
+// OpenACLFile loads path, which must exist and parse.
+func OpenACLFile(path string) (*ACLFile, error) {
+	w, err := watchFile(path, ACLRecheck, LoadACL)
+	if err != nil {
+		return nil, err
+	}
+	return &ACLFile{w: w}, nil
+}
+
+// Allow reports whether principal may do op on the topic or group name
+// under the file's current rules.
+func (f *ACLFile) Allow(principal string, op Operation, name string) bool {
+	return f.w.current(f.OnReloadError).Allow(principal, op, name)
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/twmb/franz-go/pkg/sasl"
 	"github.com/twmb/franz-go/pkg/sasl/plain"
 	"github.com/twmb/franz-go/pkg/sasl/scram"
+	"github.com/unilog/unilog/internal/poll"
 )
 
 // testUsers holds alice (both SCRAM mechanisms) and bob (SHA-256 only).
@@ -303,5 +304,47 @@ app   group   app-?
 		if _, err := ParseACL([]byte(bad)); !errors.Is(err, ErrFormat) {
 			t.Errorf("%q: %v, want ErrFormat", bad, err)
 		}
+	}
+}
+
+func TestACLFileRereadsOnChange(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "acl")
+	write := func(body string) {
+		t.Helper()
+		if err := os.WriteFile(path, []byte("unilog-acl 1\n"+body), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write("alice produce orders\n")
+	f, err := OpenACLFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !f.Allow("alice", Produce, "orders") || f.Allow("alice", Produce, "payments") {
+		t.Fatal("rules of the file as opened not applied")
+	}
+	write("alice produce orders payments\n")
+	poll.True(t, "the grant to take effect", func() bool { return f.Allow("alice", Produce, "payments") })
+
+	reloadErr := make(chan error, 1)
+	f.OnReloadError = func(err error) {
+		select {
+		case reloadErr <- err:
+		default:
+		}
+	}
+	write("alice produce\n")
+	poll.True(t, "the broken file to be seen", func() bool { f.Allow("alice", Produce, "orders"); return len(reloadErr) > 0 })
+	if err := <-reloadErr; err == nil {
+		t.Fatal("a broken ACL file reported no error")
+	}
+	if !f.Allow("alice", Produce, "payments") {
+		t.Fatal("a broken ACL file dropped the last good rules")
+	}
+
+	write("bob produce orders\n")
+	poll.True(t, "the revocation to take effect", func() bool { return !f.Allow("alice", Produce, "orders") })
+	if !f.Allow("bob", Produce, "orders") {
+		t.Fatal("new rule not applied")
 	}
 }

@@ -32,13 +32,16 @@
 // STORED-KEY and SERVER-KEY are standard base64, the keys exactly one hash
 // long. The last line is the CRC-32C (Castagnoli), 8 lower-case hex digits,
 // of every byte before it; a file failing it, or of another version, is
-// refused whole. A broker rereads the file when its size or modification
-// time changes and keeps the last good content if a reread fails.
+// refused whole. A broker rereads the file when its modification time,
+// size or inode changes and keeps the last good content if a reread fails.
 //
 // # ACL file, version 1
 //
 // Written by hand, so it carries no checksum; everything it does not allow
-// is denied, and an unparsable file stops the broker from starting.
+// is denied, and an unparsable file stops the broker from starting. A
+// running broker (ACLFile) looks at the file at most every ACLRecheck and
+// rereads it when it changed; an edit that does not parse keeps the last
+// good rules and is reported, so a typo neither opens nor closes access.
 //
 //	unilog-acl 1
 //	# PRINCIPAL  OPERATION  PATTERN...

@@ -13,8 +13,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
-	"time"
 	"unicode"
 	"unicode/utf8"
 
@@ -219,41 +217,22 @@ func SaveUsers(path string, u *Users) error {
 // that stops parsing keeps the last good set rather than locking everyone
 // out, and tells OnReloadError.
 type UserFile struct {
-	path string
+	w *fileWatch[Users]
 	// OnReloadError, when set, hears of each failed reload.
 	OnReloadError func(error)
-
-	mu      sync.Mutex
-	users   *Users
-	modTime time.Time
-	size    int64
 }
 
 // OpenUserFile loads path, which must exist and parse.
 func OpenUserFile(path string) (*UserFile, error) {
-	st, err := os.Stat(path)
-	if err != nil {
-		return nil, fmt.Errorf("auth: users file: %w", err)
-	}
-	u, err := LoadUsers(path)
+	w, err := watchFile(path, 0, LoadUsers)
 	if err != nil {
 		return nil, err
 	}
-	return &UserFile{path: path, users: u, modTime: st.ModTime(), size: st.Size()}, nil
+	return &UserFile{w: w}, nil
 }
 
-// Credential implements CredentialLookup; it is called once per login.
+// Credential implements CredentialLookup; it is called once per login,
+// and checks the file each time.
 func (f *UserFile) Credential(user, mechanism string) (Credential, bool) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if st, err := os.Stat(f.path); err == nil && (!st.ModTime().Equal(f.modTime) || st.Size() != f.size) {
-		if u, err := LoadUsers(f.path); err != nil {
-			if f.OnReloadError != nil {
-				f.OnReloadError(err)
-			}
-		} else {
-			f.users, f.modTime, f.size = u, st.ModTime(), st.Size()
-		}
-	}
-	return f.users.Credential(user, mechanism)
+	return f.w.current(f.OnReloadError).Credential(user, mechanism)
 }

@@ -88,9 +88,12 @@ func applyBrokerSecurity(c *cli.Context, cfg *broker.Config, log logrus.FieldLog
 		}
 	}
 	if aclFile != "" {
-		acl, err := auth.LoadACL(aclFile)
+		acl, err := auth.OpenACLFile(aclFile)
 		if err != nil {
 			return fmt.Errorf("--acl: %w", err)
+		}
+		acl.OnReloadError = func(err error) {
+			log.WithError(err).Error("ACL file changed but does not load; keeping the previous rules")
 		}
 		sec.ACL = acl
 	}
