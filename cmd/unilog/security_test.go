@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/unilog/unilog/auth"
+	"github.com/unilog/unilog/internal/poll"
 	"github.com/unilog/unilog/internal/tlsconf/tlstest"
 )
 
@@ -106,6 +107,11 @@ func TestSecuredBrokerCommands(t *testing.T) {
 			t.Errorf("%s: succeeded\n%s", tc.name, r.stdout)
 		}
 	}
+	// A grant written to the ACL file reaches the running broker.
+	writeFile(t, acl, "unilog-acl 1\nadmin admin *\nadmin produce *\nadmin consume *\nreader consume events\nreader group readers\nreader produce events\n")
+	poll.Until(t, "the reader's produce grant to take effect", func() error {
+		return runCLI(t, "d\n", append([]string{"produce", "--topic", "events"}, as("reader")...)...).err
+	})
 	t.Setenv("UNILOG_TLS_CA", ca.File)
 	t.Setenv("UNILOG_SASL_MECHANISM", "PLAIN")
 	t.Setenv("UNILOG_SASL_USER", "reader")
