@@ -21,6 +21,10 @@ type Cluster interface {
 	// PartitionLeader returns the node leading a partition and its leader
 	// epoch; false while none does.
 	PartitionLeader(topic string, partition int32) (node int32, epoch int32, ok bool)
+	// Replicas lists the nodes that hold what leader leads (its replica
+	// group, leader included) and those of them in sync with it, as
+	// Metadata reports them.
+	Replicas(leader int32) (replicas, isr []int32)
 	// Status is this node's part in its replica group.
 	Status() NodeStatus
 }

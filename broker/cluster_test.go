@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
+	"slices"
 	"strings"
 	"testing"
 
@@ -27,6 +28,10 @@ func (fakeCluster) PartitionLeader(_ string, p int32) (int32, int32, bool) {
 		return 2, 8, true
 	}
 	return 0, 0, false
+}
+
+func (fakeCluster) Replicas(leader int32) ([]int32, []int32) {
+	return []int32{1, 2}, []int32{leader}
 }
 
 func (fakeCluster) Status() NodeStatus {
@@ -59,9 +64,12 @@ func TestBrokerAnswersWithTheClusterLeaders(t *testing.T) {
 	for i, want := range []struct {
 		leader, epoch int32
 		code          int16
-	}{{1, 7, 0}, {2, 8, 0}, {-1, -1, kerr.LeaderNotAvailable.Code}} {
-		if p := parts[i]; p.Leader != want.leader || p.LeaderEpoch != want.epoch || p.ErrorCode != want.code {
-			t.Errorf("partition %d: leader %d epoch %d error %d, want %+v", i, p.Leader, p.LeaderEpoch, p.ErrorCode, want)
+		replicas, isr []int32
+	}{{1, 7, 0, []int32{1, 2}, []int32{1}}, {2, 8, 0, []int32{1, 2}, []int32{2}}, {-1, -1, kerr.LeaderNotAvailable.Code, nil, nil}} {
+		p := parts[i]
+		if p.Leader != want.leader || p.LeaderEpoch != want.epoch || p.ErrorCode != want.code ||
+			!slices.Equal(p.Replicas, want.replicas) || !slices.Equal(p.ISR, want.isr) {
+			t.Errorf("partition %d: leader %d epoch %d error %d replicas %v isr %v, want %+v", i, p.Leader, p.LeaderEpoch, p.ErrorCode, p.Replicas, p.ISR, want)
 		}
 	}
 

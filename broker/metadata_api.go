@@ -86,6 +86,10 @@ func (b *Broker) topicMetadata(t TopicMeta) kmsg.MetadataResponseTopic {
 	mt.Topic = kmsg.StringPtr(t.Name)
 	mt.TopicID = t.ID
 	mt.IsInternal = isInternalTopic(t.Name)
+	// Every partition a node leads has the same replicas: asked once per
+	// leader, shared by its partitions (a topic may have 100,000).
+	type set struct{ replicas, isr []int32 }
+	sets := map[int32]set{}
 	for p := int32(0); p < t.Partitions; p++ {
 		mp := kmsg.NewMetadataResponseTopicPartition()
 		mp.Partition = p
@@ -100,8 +104,15 @@ func (b *Broker) topicMetadata(t TopicMeta) kmsg.MetadataResponseTopic {
 			}
 		}
 		if mp.Leader >= 0 {
-			mp.Replicas = []int32{mp.Leader}
-			mp.ISR = []int32{mp.Leader}
+			s, ok := sets[mp.Leader]
+			if !ok {
+				s = set{[]int32{mp.Leader}, []int32{mp.Leader}}
+				if b.cfg.Cluster != nil {
+					s.replicas, s.isr = b.cfg.Cluster.Replicas(mp.Leader)
+				}
+				sets[mp.Leader] = s
+			}
+			mp.Replicas, mp.ISR = s.replicas, s.isr
 		}
 		mt.Partitions = append(mt.Partitions, mp)
 	}

@@ -6,6 +6,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -304,6 +305,37 @@ func (c haCluster) PartitionLeader(topic string, partition int32) (int32, int32,
 		return 0, 0, false
 	}
 	return m.NodeID, broker.ClampEpoch(epoch), ok
+}
+
+// Replicas are the live members of the leader's replica group, and in
+// sync the leader with the followers its member record names in sync
+// (the set it publishes before its high watermark passes a dropped one).
+func (c haCluster) Replicas(leader int32) (replicas, isr []int32) {
+	lm, ok := ha.Member{}, false
+	if self := c.n.Self(); self.NodeID == leader {
+		lm, ok = self, true
+	}
+	members := c.n.Members()
+	for _, m := range members {
+		if !ok && m.NodeID == leader {
+			lm, ok = m, true
+		}
+	}
+	if !ok {
+		return []int32{leader}, []int32{leader}
+	}
+	for _, m := range members {
+		if m.ReplicaGroup == lm.ReplicaGroup {
+			replicas = append(replicas, m.NodeID)
+		}
+	}
+	if !slices.Contains(replicas, leader) {
+		replicas = append(replicas, leader)
+	}
+	isr = append([]int32{leader}, lm.InSync...)
+	slices.Sort(replicas)
+	slices.Sort(isr)
+	return replicas, slices.Compact(isr)
 }
 
 func (c haCluster) Status() broker.NodeStatus {

@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -149,6 +150,7 @@ func TestReplicaGroupFailover(t *testing.T) {
 	if _, err := adm.CreateTopic(ctx, 3, 1, nil, "ha"); err != nil {
 		t.Fatal(err)
 	}
+	replicasAre(t, ctx, adm, []int32{1, 2, 3}, []int32{1, 2, 3})
 
 	// A producer that keeps going through the failover.
 	var (
@@ -217,6 +219,8 @@ func TestReplicaGroupFailover(t *testing.T) {
 	poll.True(t, "300 records acknowledged by the new leader", func() bool { return ackedCount() >= before+300 })
 	close(stop)
 	<-produced
+	alive := slices.DeleteFunc([]int32{1, 2, 3}, func(id int32) bool { return id == int32(leader.id) })
+	replicasAre(t, ctx, adm, alive, alive)
 
 	// The killed node comes back, truncates what the new leader lacks and
 	// follows it.
@@ -273,6 +277,24 @@ func TestReplicaGroupFailover(t *testing.T) {
 			t.Errorf("node %d: epoch file differs from the leader's (%v)", p.id, err)
 		}
 	}
+}
+
+// replicasAre waits until Metadata names replicas and isr for every
+// partition of topic "ha".
+func replicasAre(t *testing.T, ctx context.Context, adm *kadm.Client, replicas, isr []int32) {
+	t.Helper()
+	poll.Until(t, fmt.Sprintf("Metadata to show replicas %v, in sync %v", replicas, isr), func() error {
+		md, err := adm.Metadata(ctx, "ha")
+		if err != nil {
+			return err
+		}
+		for _, p := range md.Topics["ha"].Partitions {
+			if !slices.Equal(p.Replicas, replicas) || !slices.Equal(p.ISR, isr) {
+				return fmt.Errorf("partition %d: replicas %v, in sync %v", p.Partition, p.Replicas, p.ISR)
+			}
+		}
+		return nil
+	})
 }
 
 func firstErr(errs []error) error {
