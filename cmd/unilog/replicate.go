@@ -325,6 +325,7 @@ func (r *replicator) lead(epoch uint64) error {
 		Epochs:    r.epochs,
 		Epoch:     int64(epoch),
 		FileSize:  r.d.Log().Options().FileSize,
+		Offsets:   r.d.OffsetsAt,
 		MinInSync: r.cfg.minInSync,
 		Durable:   r.durable,
 		OnFenced:  r.fenced,
