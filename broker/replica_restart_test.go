@@ -166,7 +166,7 @@ func TestFollowerRestartKeepsOffsets(t *testing.T) {
 	fcfg.FileSize = replicaFileSize
 	f := startBroker(t, fcfg)
 	f.Demote()
-	replicate(t, b, f)
+	replicate(t, b, f, 1)
 	if err := f.Promote(ctx); err != nil {
 		t.Fatalf("Promote: %v", err)
 	}
@@ -207,16 +207,16 @@ func TestFollowerRestartKeepsOffsets(t *testing.T) {
 }
 
 // replicate streams leader's log into follower (a broker that Demote made
-// a follower) until both end at the same place and the follower has
-// dispatched it, then stops.
-func replicate(t *testing.T, leader, follower *Broker) {
+// a follower) under epoch, which must be above any used before, until both
+// end at the same place and the follower has dispatched it, then stops.
+func replicate(t *testing.T, leader, follower *Broker, epoch int64) {
 	t.Helper()
 	llog, flog := leader.Dispatcher().Log(), follower.Dispatcher().Log()
 	lepochs, err := commitlog.OpenEpochs(llog.Dir())
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := lepochs.Assign(1, llog.WriteOffset()); err != nil {
+	if err := lepochs.Assign(epoch, llog.WriteOffset()); err != nil {
 		t.Fatal(err)
 	}
 	fepochs, err := commitlog.OpenEpochs(flog.Dir())
@@ -224,7 +224,7 @@ func replicate(t *testing.T, leader, follower *Broker) {
 		t.Fatal(err)
 	}
 	ld := replication.NewLeader(replication.LeaderConfig{
-		Log: llog, Epochs: lepochs, Epoch: 1, FileSize: replicaFileSize, Offsets: leader.Dispatcher().OffsetsAt,
+		Log: llog, Epochs: lepochs, Epoch: epoch, FileSize: replicaFileSize, Offsets: leader.Dispatcher().OffsetsAt,
 		Heartbeat: 20 * time.Millisecond, Logger: testLogger(t),
 	})
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
@@ -236,11 +236,11 @@ func replicate(t *testing.T, leader, follower *Broker) {
 	fd := follower.Dispatcher()
 	fl := replication.NewFollower(replication.FollowerConfig{
 		Node: "follower", Log: flog, Epochs: fepochs, FileSize: replicaFileSize,
-		Truncate: fd.Truncate, Restart: fd.Restart, Logger: testLogger(t),
+		Truncate: follower.TruncateLog, Restart: follower.RestartLog, Logger: testLogger(t),
 	})
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
-	go func() { done <- fl.Follow(ctx, ln.Addr().String(), 1) }()
+	go func() { done <- fl.Follow(ctx, ln.Addr().String(), epoch) }()
 	end := llog.WriteOffset()
 	eventually(t, "the follower caught up and dispatched", func() (bool, string) {
 		return flog.WriteOffset() == end && fd.Dispatched() == end, fmt.Sprint(flog.WriteOffset(), " of ", end)
