@@ -12,6 +12,7 @@ import (
 	"github.com/sirupsen/logrus"
 
 	"github.com/unilog/unilog/commitlog"
+	"github.com/unilog/unilog/dispatcher"
 )
 
 // A follower keeps the idempotent-producer state of the log it replicates
@@ -134,26 +135,20 @@ func (b *Broker) replicaLoop() {
 // leader never had the tail) and takes back the producer state of the
 // records cut.
 func (b *Broker) TruncateLog(to int64) error {
-	d := b.Dispatcher()
-	if d == nil {
-		return errors.New("broker: truncate: the storage is not a data directory")
-	}
-	b.snapMu.Lock()
-	defer b.snapMu.Unlock()
-	b.replica.mu.Lock()
-	defer b.replica.mu.Unlock()
-	if err := d.Truncate(to); err != nil {
-		return err
-	}
-	if err := b.dropSnapshotPast(to); err != nil {
-		return err
-	}
-	if to < b.replica.replayed {
-		parts, at := b.readProducerSnapshot()
-		b.replica.parts, b.replica.replayed = parts, at
-		b.log.WithFields(logrus.Fields{"to": to, "replay_from": at}).Info("log truncated: follower producer state reloaded")
-	}
-	return nil
+	return b.changeLog("truncate", func(d *dispatcher.Dispatcher) error {
+		if err := d.Truncate(to); err != nil {
+			return err
+		}
+		if err := b.dropSnapshotPast(to); err != nil {
+			return err
+		}
+		if to < b.replica.replayed {
+			parts, at := b.readProducerSnapshot()
+			b.replica.parts, b.replica.replayed = parts, at
+			b.log.WithFields(logrus.Fields{"to": to, "replay_from": at}).Info("log truncated: follower producer state reloaded")
+		}
+		return nil
+	})
 }
 
 // RestartLog empties the log and starts it again at at with the
@@ -161,22 +156,30 @@ func (b *Broker) TruncateLog(to int64) error {
 // follower its leader's retention left behind); the producer state starts
 // empty there.
 func (b *Broker) RestartLog(at int64, next []commitlog.PartitionOffset) error {
+	return b.changeLog("restart", func(d *dispatcher.Dispatcher) error {
+		if err := d.Restart(at, next); err != nil {
+			return err
+		}
+		if err := b.dropSnapshotPast(-1); err != nil {
+			return err
+		}
+		b.replica.parts, b.replica.replayed = make(map[topicPartition]*partitionState), at
+		return nil
+	})
+}
+
+// changeLog runs change, a follower's change to its data directory, with
+// snapMu and replica.mu held.
+func (b *Broker) changeLog(op string, change func(d *dispatcher.Dispatcher) error) error {
 	d := b.Dispatcher()
 	if d == nil {
-		return errors.New("broker: restart: the storage is not a data directory")
+		return fmt.Errorf("broker: %s: the storage is not a data directory", op)
 	}
 	b.snapMu.Lock()
 	defer b.snapMu.Unlock()
 	b.replica.mu.Lock()
 	defer b.replica.mu.Unlock()
-	if err := d.Restart(at, next); err != nil {
-		return err
-	}
-	if err := b.dropSnapshotPast(-1); err != nil {
-		return err
-	}
-	b.replica.parts, b.replica.replayed = make(map[topicPartition]*partitionState), at
-	return nil
+	return change(d)
 }
 
 // dropSnapshotPast deletes the producer-state snapshot if it was taken

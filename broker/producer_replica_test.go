@@ -40,13 +40,7 @@ func TestPromoteCatchesUpProducerState(t *testing.T) {
 			cfg.FileSize = replicaFileSize
 			b, cl, pid, epoch := startIdempotent(t, cfg)
 			t.Cleanup(func() { b.Close() })
-			meta, err := os.ReadFile(filepath.Join(leaderDir, MetadataFileName))
-			if err != nil {
-				t.Fatal(err)
-			}
-			if err := os.WriteFile(filepath.Join(followerDir, MetadataFileName), meta, 0o644); err != nil {
-				t.Fatal(err)
-			}
+			shareMetadata(t, leaderDir, followerDir)
 			log, hook := test.NewNullLogger()
 			log.SetLevel(logrus.InfoLevel)
 			fcfg := testConfig(t, followerDir)

@@ -153,15 +153,7 @@ func TestFollowerRestartKeepsOffsets(t *testing.T) {
 		t.Fatalf("the leader after retention: gone %v..%v committed %v, kept %v..%v", goneStart, goneEnd, goneCommitted, keptStart, keptEnd)
 	}
 
-	// The follower shares the cluster metadata (the control plane's in a
-	// cluster): the same topics, the same incarnations.
-	meta, err := os.ReadFile(filepath.Join(leaderDir, MetadataFileName))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(followerDir, MetadataFileName), meta, 0o644); err != nil {
-		t.Fatal(err)
-	}
+	shareMetadata(t, leaderDir, followerDir)
 	fcfg := groupConfig(t, followerDir)
 	fcfg.FileSize = replicaFileSize
 	f := startBroker(t, fcfg)
@@ -203,6 +195,20 @@ func TestFollowerRestartKeepsOffsets(t *testing.T) {
 	}
 	if got[0].Offset != goneCommitted[0] || string(got[0].Value) != "after" {
 		t.Fatalf("resumed at %d: read offset %d %q", goneCommitted[0], got[0].Offset, got[0].Value)
+	}
+}
+
+// shareMetadata gives the follower's data directory the leader's metadata,
+// as the control plane gives every node of a cluster the same: the same
+// topics, the same incarnations.
+func shareMetadata(t *testing.T, leaderDir, followerDir string) {
+	t.Helper()
+	meta, err := os.ReadFile(filepath.Join(leaderDir, MetadataFileName))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(followerDir, MetadataFileName), meta, 0o644); err != nil {
+		t.Fatal(err)
 	}
 }
 
