@@ -149,6 +149,10 @@ func TestFollowerRestartKeepsOffsets(t *testing.T) {
 	produce(cl, "filler", 0, 3, 10)
 	goneStart, goneEnd, goneCommitted := listOffsets(t, b.Addr(), "gone", "app")
 	keptStart, keptEnd, _ := listOffsets(t, b.Addr(), "kept", "app")
+	fillerStart, fillerEnd, _ := listOffsets(t, b.Addr(), "filler", "app")
+	if fillerStart[0] == 0 || fillerEnd[0] != 203 {
+		t.Fatalf("filler/0 on the leader after retention: [%d, %d), want records deleted and 203 produced", fillerStart[0], fillerEnd[0])
+	}
 	if goneStart[0] != 7 || goneEnd[0] != 7 || goneStart[1] != 3 || goneEnd[1] != 3 || keptEnd[0] != 5 || keptStart[0] != 5 || goneCommitted[0] != 7 || goneCommitted[1] != 2 {
 		t.Fatalf("the leader after retention: gone %v..%v committed %v, kept %v..%v", goneStart, goneEnd, goneCommitted, keptStart, keptEnd)
 	}
@@ -172,6 +176,9 @@ func TestFollowerRestartKeepsOffsets(t *testing.T) {
 	}
 	if start, end, _ := listOffsets(t, f.Addr(), "kept", "app"); start[0] != keptStart[0] || end[0] != keptEnd[0] {
 		t.Fatalf("kept/0 on the promoted follower: [%d, %d); the old leader [%d, %d)", start[0], end[0], keptStart[0], keptEnd[0])
+	}
+	if start, end, _ := listOffsets(t, f.Addr(), "filler", "app"); start[0] != fillerStart[0] || end[0] != fillerEnd[0] {
+		t.Fatalf("filler/0, whose newest records remain, on the promoted follower: [%d, %d); the old leader [%d, %d)", start[0], end[0], fillerStart[0], fillerEnd[0])
 	}
 	fcl := newClient(t, f.Addr())
 	for p := range int32(2) {
