@@ -50,6 +50,8 @@ type Broker struct {
 	// snapshot is rewritten only when it would differ.
 	producerChanges atomic.Int64
 	snapMu          sync.Mutex
+	// replica is the producer state a follower rebuilds from its log.
+	replica replicaProducers
 
 	// closing is closed when Close starts: long polls return early and
 	// connections stop reading new requests.
@@ -155,9 +157,10 @@ func start(cfg Config, wrap func(Storage) Storage) (*Broker, error) {
 			}
 		}()
 	}
-	b.loopWG.Add(2)
+	b.loopWG.Add(3)
 	go b.acceptLoop()
 	go b.snapshotLoop()
+	go b.replicaLoop()
 	b.log.WithFields(logrus.Fields{"listen": b.Addr(), "admin": b.AdminAddr(), "data_dir": cfg.DataDir}).Info("broker started")
 	return b, nil
 }

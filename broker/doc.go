@@ -146,8 +146,10 @@
 //	end uint32 CRC32C      Castagnoli, over every byte before it
 //
 // LogOffset is read before the partitions are copied, so batches appended
-// while copying may be in the snapshot too; replay skips a batch whose
-// producer already holds a batch at or after its offset. A snapshot that
+// while copying may be in the snapshot too; loading drops the batches that
+// end past LogOffset and replay adds back those the log still holds. A
+// follower writes the snapshot of the state it rebuilds from the log it
+// replicates, at the position it reached. A snapshot that
 // fails a check, or that names log data the recovered log does not hold (a
 // crash lost the unflushed tail it was taken over), is not used: a warning
 // is logged and the whole log is replayed instead, slower but never wrong.
@@ -269,9 +271,15 @@
 // NOT_LEADER_OR_FOLLOWER once deposed. A follower answers Produce, Fetch
 // and ListOffsets with NOT_LEADER_OR_FOLLOWER and FindCoordinator names
 // the leader of the group's offsets partition. Demote, on becoming a
-// follower, stops local appends and drops state derived from the log,
-// which truncation may invalidate (producer state, both snapshots);
-// Promote, before taking writes again, replays both from the log.
+// follower, stops local appends and drops the offsets snapshot, which a
+// truncation may invalidate; the producer state is rebuilt from the log as
+// it is replicated (from the producer-state snapshot on, every 500 ms),
+// and the log changes a follower's replication makes go through
+// TruncateLog and RestartLog, which take back the state of what they cut
+// (see producer_replica.go). Promote, before taking writes again, catches
+// the producer state up over the last records and replays the committed
+// offsets from the offsets topic, so failover time does not grow with the
+// log.
 //
 // # Security
 //

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"hash/crc32"
 	"io/fs"
+	"maps"
 	"os"
 	"path/filepath"
 	"time"
@@ -152,28 +153,37 @@ func decodeProducerSnapshot(b []byte) (producerSnapshot, error) {
 	return s, nil
 }
 
-// snapshotProducers writes the producer state of every partition. The log
-// offset is read before any partition is copied, so every batch stored below
-// it is in the copy; batches appended while copying may be too, which
-// replay tolerates. topicMu is held shared while copying so that no topic is
-// deleted and created again between reading a partition's state and the
-// incarnation it is filed under.
+// snapshotProducers writes the producer state of every partition. A
+// leader's is its live state: the log offset is read before any partition
+// is copied, so every batch stored below it is in the copy; batches
+// appended while copying may be too, which loading drops (through). A
+// follower's is the state it rebuilt from the log it replicates, caught up
+// first, at the offset it reached (producer_replica.go).
 func (b *Broker) snapshotProducers() error {
 	b.snapMu.Lock() // one writer of producer-state.tmp
 	defer b.snapMu.Unlock()
-	if b.following.Load() {
-		// A follower's log changes under it (Demote): nothing to keep.
-		return nil
+	s, following, err := b.copyReplicaProducers()
+	if err != nil {
+		return err
 	}
-	s := producerSnapshot{version: producerSnapshotVersion, logOffset: b.st.WriteOffset()}
+	if !following {
+		logOffset := b.st.WriteOffset()
+		b.partsMu.Lock()
+		parts := maps.Clone(b.parts)
+		b.partsMu.Unlock()
+		s = b.copyProducers(logOffset, parts)
+	}
+	return fsutil.ReplaceFile(filepath.Join(b.cfg.DataDir, producerSnapshotFile), encodeProducerSnapshot(s), 0o644)
+}
+
+// copyProducers copies the state of parts as a snapshot at logOffset.
+// topicMu is held shared while copying so that no topic is deleted and
+// created again between reading a partition's state and the incarnation
+// it is filed under.
+func (b *Broker) copyProducers(logOffset int64, parts map[topicPartition]*partitionState) producerSnapshot {
+	s := producerSnapshot{version: producerSnapshotVersion, logOffset: logOffset}
 	b.topicMu.RLock()
 	defer b.topicMu.RUnlock()
-	b.partsMu.Lock()
-	parts := make(map[topicPartition]*partitionState, len(b.parts))
-	for tp, p := range b.parts {
-		parts[tp] = p
-	}
-	b.partsMu.Unlock()
 	for tp, p := range parts {
 		m, live := b.meta.Topic(tp.topic)
 		p.mu.Lock()
@@ -186,7 +196,7 @@ func (b *Broker) snapshotProducers() error {
 		}
 		p.mu.Unlock()
 	}
-	return fsutil.ReplaceFile(filepath.Join(b.cfg.DataDir, producerSnapshotFile), encodeProducerSnapshot(s), 0o644)
+	return s
 }
 
 // snapshotLoop rewrites the snapshot while idempotent appends change the
@@ -215,63 +225,100 @@ func (b *Broker) snapshotLoop() {
 }
 
 // loadProducers rebuilds idempotent-producer state at start: the snapshot,
-// then every idempotent batch stored after its log offset. Only the live
-// incarnation of each topic counts: snapshot entries and records of a topic
-// deleted since (another TopicID under the same name) are skipped, so a
-// re-created topic starts with no producers. A missing, corrupt or stale
-// snapshot (one that names data the recovered log no longer holds, after a
-// crash lost an unflushed tail), or a version 1 snapshot, which cannot tell
-// incarnations apart, is not trusted: the whole log is replayed instead,
-// which is slower but exact.
+// then every idempotent batch stored after its log offset.
 func (b *Broker) loadProducers() error {
 	start := time.Now()
+	parts, from := b.readProducerSnapshot()
+	batches, _, err := b.replayProducers(parts, from)
+	if err != nil {
+		return fmt.Errorf("broker: rebuild producer state from log offset %d: %w", from, err)
+	}
+	b.partsMu.Lock()
+	b.parts = parts
+	b.partsMu.Unlock()
+	b.log.WithFields(logrus.Fields{"from": from, "to": b.st.WriteOffset(), "idempotent_batches": batches, "elapsed": time.Since(start)}).Info("producer state loaded")
+	return nil
+}
+
+// readProducerSnapshot returns the state the snapshot file holds and the
+// log offset it is the state at, or no state and 0. Only the live
+// incarnation of each topic counts: snapshot entries of a topic deleted
+// since (another TopicID under the same name) are skipped, so a re-created
+// topic starts with no producers. A missing, corrupt or stale snapshot
+// (one that names data the log no longer holds, after a crash lost an
+// unflushed tail), or a version 1 snapshot, which cannot tell incarnations
+// apart, is not trusted: the whole log is replayed instead, which is
+// slower but exact.
+func (b *Broker) readProducerSnapshot() (map[topicPartition]*partitionState, int64) {
+	parts := make(map[topicPartition]*partitionState)
 	path := filepath.Join(b.cfg.DataDir, producerSnapshotFile)
-	from := int64(0)
-	wo := b.st.WriteOffset()
 	raw, err := os.ReadFile(path)
 	var s producerSnapshot
 	if err == nil {
 		s, err = decodeProducerSnapshot(raw)
 	}
 	if err == nil {
-		err = s.within(wo)
+		err = s.within(b.st.WriteOffset())
 	}
 	if err == nil {
 		err = s.tellsIncarnations(b.meta)
 	}
 	switch {
 	case err == nil:
-		for _, p := range s.parts {
-			if b.liveIncarnation(p.tp.topic, p.id) {
-				b.partition(p.tp.topic, p.tp.partition).producers = p.producers
-			}
-		}
-		from = s.logOffset
 	case errors.Is(err, fs.ErrNotExist):
+		return parts, 0
 	default:
 		b.log.WithFields(logrus.Fields{"file": path, "error": err}).Warn("producer-state snapshot not used; rebuilding idempotence from the whole log")
+		return parts, 0
 	}
-	batches, err := b.replayProducers(from)
-	if err != nil {
-		return fmt.Errorf("broker: rebuild producer state from %s: %w", path, err)
+	for _, p := range s.parts {
+		if !b.liveIncarnation(p.tp.topic, p.id) {
+			continue
+		}
+		if producers := through(p.producers, s.logOffset); len(producers) > 0 {
+			parts[p.tp] = &partitionState{producers: producers}
+		}
 	}
-	b.log.WithFields(logrus.Fields{"from": from, "to": wo, "idempotent_batches": batches, "elapsed": time.Since(start)}).Info("producer state loaded")
-	return nil
+	return parts, s.logOffset
+}
+
+// through drops the batches stored past logOffset (a leader's snapshot
+// may hold some appended while it was copied): replaying from logOffset
+// adds them back if the log still holds them, and only then.
+func through(producers map[int64]*producerSeq, logOffset int64) map[int64]*producerSeq {
+	for id, ps := range producers {
+		n := len(ps.batches)
+		for n > 0 && ps.batches[n-1].end > logOffset {
+			n--
+		}
+		if ps.batches = ps.batches[:n]; n == 0 {
+			delete(producers, id)
+		}
+	}
+	return producers
 }
 
 // replayProducers applies every idempotent batch stored from the log
-// offset from on to the producer state and returns how many it read.
-func (b *Broker) replayProducers(from int64) (int, error) {
-	var batches int
-	err := b.st.ScanRecords(from, func(topic string, id commitlog.TopicID, partition int32, base, end int64, batch []byte) {
+// offset from on to parts and returns how many it read and the end of the
+// last record it scanned (from if none).
+func (b *Broker) replayProducers(parts map[topicPartition]*partitionState, from int64) (batches int, end int64, err error) {
+	end = from
+	err = b.st.ScanRecords(from, func(topic string, id commitlog.TopicID, partition int32, base, recEnd int64, batch []byte) {
+		end = recEnd
 		bi, ok := storedBatchProducer(batch)
 		if !ok || bi.producerID < 0 || !b.liveIncarnation(topic, id) {
 			return
 		}
-		b.partition(topic, partition).replay(bi, base, end)
+		tp := topicPartition{topic, partition}
+		p := parts[tp]
+		if p == nil {
+			p = &partitionState{}
+			parts[tp] = p
+		}
+		p.replay(bi, base, recEnd)
 		batches++
 	})
-	return batches, err
+	return batches, end, err
 }
 
 // liveIncarnation reports whether id is the incarnation of topic in metadata.

@@ -129,9 +129,11 @@ func (b *Broker) Dispatcher() *dispatcher.Dispatcher {
 
 // Demote stops every local append (offset commits and their compaction;
 // produces are refused by the Cluster's leadership): this node now
-// replicates another's log, byte for byte, and may truncate it. So the
-// state derived from the log is dropped, in memory and on disk (producer
-// state, offsets snapshot): it could name records a truncation removes.
+// replicates another's log, byte for byte, and may truncate it. The
+// producer state of its own appends is dropped and rebuilt from the log as
+// it replicates it, starting from the producer-state snapshot
+// (producer_replica.go); the offsets snapshot is removed, as it could name
+// records a truncation removes.
 func (b *Broker) Demote() {
 	if b.following.Swap(true) {
 		return
@@ -141,18 +143,18 @@ func (b *Broker) Demote() {
 	b.partsMu.Lock()
 	clear(b.parts)
 	b.partsMu.Unlock()
-	for _, name := range []string{producerSnapshotFile, offsetsSnapshotName} {
-		if err := os.Remove(filepath.Join(b.cfg.DataDir, name)); err != nil && !errors.Is(err, fs.ErrNotExist) {
-			b.log.WithError(err).WithField("file", name).Error("snapshot of leader state not removed on becoming a follower")
-		}
+	if err := os.Remove(filepath.Join(b.cfg.DataDir, offsetsSnapshotName)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		b.log.WithError(err).WithField("file", offsetsSnapshotName).Error("snapshot of leader state not removed on becoming a follower")
 	}
+	b.followProducers()
 }
 
-// Promote rebuilds, from the log, the state a follower did not keep
+// Promote completes, from the log, the state a follower did not keep
 // current, before this node takes writes as leader: the producers'
-// idempotence state and the group coordinator's committed offsets, both
-// replayed from the start of the log, as a snapshot may hold what a
-// truncation removed.
+// idempotence state, caught up from where the follower's own catch-up
+// reached (so failover reads the last moments of the log, not all of it),
+// and the group coordinator's committed offsets, replayed from the offsets
+// topic.
 func (b *Broker) Promote(ctx context.Context) error {
 	if !b.following.Load() {
 		return nil
@@ -161,10 +163,7 @@ func (b *Broker) Promote(ctx context.Context) error {
 		return fmt.Errorf("broker: promote: %w", err)
 	}
 	began := time.Now()
-	b.partsMu.Lock()
-	clear(b.parts)
-	b.partsMu.Unlock()
-	batches, err := b.replayProducers(0)
+	from, to, err := b.takeReplicaProducers()
 	if err != nil {
 		return fmt.Errorf("broker: promote: rebuild producer state: %w", err)
 	}
@@ -178,6 +177,6 @@ func (b *Broker) Promote(ctx context.Context) error {
 		}
 	}
 	b.following.Store(false)
-	b.log.WithFields(logrus.Fields{"idempotent_batches": batches, "elapsed": time.Since(began).String()}).Info("promoted: producer state and group offsets rebuilt from the log")
+	b.log.WithFields(logrus.Fields{"producer_state_from": from, "to": to, "elapsed": time.Since(began).String()}).Info("promoted: producer state caught up, group offsets rebuilt from the log")
 	return nil
 }

@@ -154,10 +154,13 @@
 // go back to to, a checkpoint saying so is written, and only then is the
 // log cut (commitlog.Log.Truncate, which also rewinds the partitions'
 // offset counters), so a crash at any step recovers to a consistent
-// directory. Restart(at) does the same for a follower its leader's retention
-// left behind: every queue is emptied (keeping its MaxOffset), the log
-// restarts empty at at, and each queue starts again at the first offset
-// the leader's records bring.
+// directory. Restart(at, next) does the same for a follower its leader's
+// retention left behind: every queue is reset, durably, to its partition's
+// next offset at at as the leader sent it (the leader's OffsetsAt; 0 for a
+// queue the leader has none of), only then the log restarts empty at at,
+// and its counters take the same offsets. A partition none of whose
+// records the leader still holds thus keeps its offsets: promoted, the
+// follower appends after them and answers ListOffsets as the leader did.
 //
 // # Inspection
 //

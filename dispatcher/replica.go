@@ -3,7 +3,12 @@ package dispatcher
 import (
 	"context"
 	"fmt"
+	"slices"
+	"sort"
 	"time"
+
+	"github.com/unilog/unilog/commitlog"
+	"github.com/unilog/unilog/consumequeue"
 )
 
 // Truncate cuts the commit log and its consume queues back to the record
@@ -15,19 +20,86 @@ func (d *Dispatcher) Truncate(to int64) error {
 	})
 }
 
-// Restart empties the commit log and every consume queue and starts the
-// log again at at: the hook of a follower whose leader no longer holds
-// where this log ends. The queues keep their MaxOffset, and an empty queue
-// takes the leader's next offset as its start.
-func (d *Dispatcher) Restart(at int64) error {
+// Restart empties the commit log and starts it again at at: the hook of a
+// follower whose leader no longer holds where this log ends. Every consume
+// queue is reset to its partition's offset in next, the leader's next
+// offsets as of at (OffsetsAt), and a queue next does not name to 0, as
+// are the log's counters; so a partition none of whose records the leader
+// still holds goes on at the leader's offset rather than at 0. The queues
+// are reset and durable before the log is touched: a crash in between
+// leaves the old log indexed at offsets no record reaches, and the
+// follower, still behind its leader, restarts again.
+func (d *Dispatcher) Restart(at int64, next []commitlog.PartitionOffset) error {
 	return d.onRun(context.Background(), "restart", func() error {
+		counters, err := d.restartQueues(next)
+		if err != nil {
+			return err
+		}
 		if err := d.cut(0, func() error { return d.log.Restart(at) }); err != nil {
 			return err
+		}
+		for _, p := range counters {
+			d.log.SetQueueOffset(p.Topic, p.TopicID, p.Partition, p.Next)
 		}
 		d.cursor.Reset(at)
 		d.publish(at)
 		return nil
 	})
+}
+
+// restartQueues resets every queue as Restart describes and returns the
+// offsets the log's counters must take.
+func (d *Dispatcher) restartQueues(next []commitlog.PartitionOffset) ([]commitlog.PartitionOffset, error) {
+	named := make(map[consumequeue.ID]bool, len(next))
+	for _, p := range next {
+		named[consumequeue.ID{Topic: QueueName(p.Topic, p.TopicID), Partition: p.Partition}] = true
+	}
+	all := slices.Clone(next)
+	for _, id := range d.queues.Queues() {
+		if !named[id] {
+			topic, tid := ParseQueueName(id.Topic)
+			all = append(all, commitlog.PartitionOffset{Topic: topic, TopicID: tid, Partition: id.Partition})
+		}
+	}
+	for _, p := range all {
+		q, err := d.queues.Queue(QueueName(p.Topic, p.TopicID), p.Partition)
+		if err != nil {
+			return nil, fmt.Errorf("dispatcher: restart: %w", err)
+		}
+		if err := q.Reset(p.Next); err != nil {
+			return nil, fmt.Errorf("dispatcher: restart: %w", err)
+		}
+	}
+	if err := d.queues.Flush(); err != nil {
+		return nil, fmt.Errorf("dispatcher: restart: flush consume queues: %w", err)
+	}
+	return all, nil
+}
+
+// OffsetsAt returns, for every consume queue, its partition's next offset
+// at the physical position at: the offset of its first entry pointing at
+// or past at, or MaxOffset when there is none. A replication leader sends
+// them, at its log's MinOffset, to a follower that restarts there. It runs
+// beside dispatching: entries appended meanwhile point past at and do not
+// change the answer, and entries retention deletes meanwhile make it
+// wrong only for an at the log no longer holds, which the follower cannot
+// replicate from anyway.
+func (d *Dispatcher) OffsetsAt(at int64) []commitlog.PartitionOffset {
+	var out []commitlog.PartitionOffset
+	for _, id := range d.queues.Queues() {
+		q, ok := d.queues.Lookup(id.Topic, id.Partition)
+		if !ok {
+			continue
+		}
+		lo, hi := q.MinOffset(), q.MaxOffset()
+		next := lo + int64(sort.Search(int(hi-lo), func(i int) bool {
+			e, err := q.Get(lo + int64(i))
+			return err != nil || e.PhysOffset >= at
+		}))
+		topic, tid := ParseQueueName(id.Topic)
+		out = append(out, commitlog.PartitionOffset{Topic: topic, TopicID: tid, Partition: id.Partition, Next: next})
+	}
+	return out
 }
 
 // cut drops the queue entries at or past from, moves the dispatched offset

@@ -2,6 +2,8 @@ package dispatcher
 
 import (
 	"testing"
+
+	"github.com/unilog/unilog/commitlog"
 )
 
 // partitionKey names one partition of one topic in the tests below.
@@ -125,9 +127,38 @@ func TestTruncateRefusesNonBoundary(t *testing.T) {
 	}
 }
 
-// TestRestart empties the log and the queues and starts again at a later
-// file base, as a follower does when its leader's retention passed it:
-// records written from there are indexed at the offsets they carry.
+// TestOffsetsAt: a partition's next offset at a position is the offset of
+// its first record at or past it, or its end when none is.
+func TestOffsetsAt(t *testing.T) {
+	d := mustOpen(t, testOptions(t.TempDir()))
+	defer d.Close()
+	recs := appendN(t, d, 13, 0, 200)
+	waitDispatched(t, d)
+	for _, at := range []int64{0, recs[1].pos.PhysOffset, recs[99].pos.PhysOffset, recs[99].pos.PhysOffset + 1, d.Log().WriteOffset()} {
+		want := nextOffsets(recs)
+		for i := len(recs) - 1; i >= 0; i-- {
+			if a := recs[i]; a.pos.PhysOffset >= at {
+				want[partitionKey{a.msg.Topic, a.msg.Partition}] = a.pos.QueueOffset
+			}
+		}
+		got := d.OffsetsAt(at)
+		if len(got) != len(want) {
+			t.Fatalf("at %d: %d partitions, want %d", at, len(got), len(want))
+		}
+		for _, p := range got {
+			if k := (partitionKey{p.Topic, p.Partition}); p.TopicID != (commitlog.TopicID{}) || p.Next != want[k] {
+				t.Fatalf("at %d: %v (id %x) next %d, want %d", at, k, p.TopicID, p.Next, want[k])
+			}
+		}
+	}
+}
+
+// TestRestart empties the log and starts it again at a later file base,
+// as a follower does when its leader's retention passed it: every queue
+// and log counter takes the leader's next offset there (0 for a queue the
+// leader has none of), a partition the follower never saw included, and
+// keeps it across a reopen; records written from there are indexed at the
+// offsets they carry.
 func TestRestart(t *testing.T) {
 	dir := t.TempDir()
 	opts := testOptions(dir)
@@ -136,20 +167,51 @@ func TestRestart(t *testing.T) {
 	recs := appendN(t, d, 11, 0, 200)
 	waitDispatched(t, d)
 	at := 10 * opts.CommitLog.FileSize
-	if err := d.Restart(at); err != nil {
+
+	want := nextOffsets(recs)
+	var leader []commitlog.PartitionOffset
+	var unnamed partitionKey
+	for p := range want {
+		unnamed = p
+	}
+	for p, n := range want {
+		if p == unnamed {
+			want[p] = 0
+			continue
+		}
+		want[p] = n + 5 + int64(opts.ConsumeQueue.EntriesPerFile) // past records the follower never saw
+		leader = append(leader, commitlog.PartitionOffset{Topic: p.topic, Partition: p.partition, Next: want[p]})
+	}
+	gone := partitionKey{"gone", 2}
+	want[gone] = 99
+	leader = append(leader, commitlog.PartitionOffset{Topic: gone.topic, Partition: gone.partition, Next: 99})
+
+	if err := d.Restart(at, leader); err != nil {
 		t.Fatalf("Restart(%d): %v", at, err)
 	}
 	if lo, hi := d.Log().MinOffset(), d.Log().WriteOffset(); lo != at || hi != at || d.Dispatched() != at {
 		t.Fatalf("after Restart(%d): log [%d, %d), dispatched %d", at, lo, hi, d.Dispatched())
 	}
-	next := nextOffsets(recs)
-	for p, n := range next {
-		q, ok := d.Queues().Lookup(p.topic, p.partition)
-		if !ok || q.MinOffset() != q.MaxOffset() || q.MaxOffset() > n {
-			t.Fatalf("%v: queue not emptied (ok %v)", p, ok)
+	started := func(d *Dispatcher, when string) {
+		t.Helper()
+		for p, n := range want {
+			q, ok := d.Queues().Lookup(p.topic, p.partition)
+			if !ok || q.MinOffset() != n || q.MaxOffset() != n {
+				t.Fatalf("%s: %v: queue found %v, want empty at %d", when, p, ok, n)
+			}
+			if got := d.Log().NextQueueOffset(p.topic, commitlog.TopicID{}, p.partition); got != n {
+				t.Fatalf("%s: %v: log counter %d, want %d", when, p, got, n)
+			}
 		}
 	}
-	more := appendAt(t, d, 12, next)
+	started(d, "after Restart")
+	if err := d.Close(); err != nil {
+		t.Fatal(err)
+	}
+	d = mustOpen(t, opts)
+	started(d, "reopened")
+
+	more := appendAt(t, d, 12, want)
 	for _, a := range more {
 		checkReadable(t, d, a)
 	}

@@ -198,6 +198,12 @@ func TestReplicaGroupFailover(t *testing.T) {
 		t.Fatalf("commit offset: %v", err)
 	}
 
+	// A batch the old leader acknowledged, retried against the new one:
+	// the new leader must answer with its original offset, not store it
+	// again (its producer state is the one it kept as a follower).
+	retry := newIdempotentRetry(t, ctx, cl, "ha", 0, "exactly-once")
+	retryBase := retry.send(t, ctx, cl)
+
 	oldEpoch := mustStatus(t, leader).Epoch
 	killedAt := time.Now()
 	if err := leader.cmd.Process.Kill(); err != nil {
@@ -215,6 +221,9 @@ func TestReplicaGroupFailover(t *testing.T) {
 		return false
 	})
 	t.Logf("failover: node %d leads after %s (lease 2s)", next.id, time.Since(killedAt).Round(time.Millisecond))
+	if got := retry.send(t, ctx, cl); got != retryBase {
+		t.Fatalf("an acknowledged idempotent batch retried on the new leader: offset %d, the old leader's %d", got, retryBase)
+	}
 	before := ackedCount()
 	poll.True(t, "300 records acknowledged by the new leader", func() bool { return ackedCount() >= before+300 })
 	close(stop)
@@ -245,6 +254,9 @@ func TestReplicaGroupFailover(t *testing.T) {
 	}
 
 	seen := consumeAll(t, ctx, seeds, "ha")
+	if n := seen["exactly-once"]; n != 1 {
+		t.Errorf("the retried idempotent batch consumed %d times", n)
+	}
 	mu.Lock()
 	defer mu.Unlock()
 	for v := range acked {

@@ -46,9 +46,11 @@ type FollowerConfig struct {
 	FileSize int64
 	// Truncate cuts the log (and whatever indexes it) back to a record
 	// boundary; Restart empties it and starts it again at a leader's
-	// MinOffset, for a follower too far behind to catch up.
+	// MinOffset, for a follower too far behind to catch up, with every
+	// partition's next offset there as the leader sent it
+	// (LeaderConfig.Offsets).
 	Truncate func(to int64) error
-	Restart  func(at int64) error
+	Restart  func(at int64, next []commitlog.PartitionOffset) error
 	// Durable acknowledges only what is flushed (with --flush sync).
 	Durable bool
 	// Timeout is how long the leader may stay silent (default 5s; it
@@ -136,7 +138,11 @@ func (f *Follower) session(ctx context.Context, c net.Conn, epoch int64) error {
 	if fileSize != f.cfg.FileSize {
 		return fmt.Errorf("replication: leader files of %d bytes, ours %d: %w", fileSize, f.cfg.FileSize, ErrFileSize)
 	}
-	if err := f.align(truncateTo, leaderMin); err != nil {
+	parts, err := f.readOffsets(c, fr, leaderMin)
+	if err != nil {
+		return err
+	}
+	if err := f.align(truncateTo, leaderMin, parts); err != nil {
 		return err
 	}
 	end := f.cfg.Log.WriteOffset()
@@ -181,10 +187,38 @@ func (f *Follower) session(ctx context.Context, c net.Conn, epoch int64) error {
 	}
 }
 
+// readOffsets reads the Offsets frames that follow Start: the leader's
+// next offsets at leaderMin.
+func (f *Follower) readOffsets(c net.Conn, fr *frameReader, leaderMin int64) ([]commitlog.PartitionOffset, error) {
+	var parts []commitlog.PartitionOffset
+	for {
+		c.SetReadDeadline(time.Now().Add(f.cfg.Timeout))
+		fm, err := fr.next()
+		if err != nil {
+			return nil, fmt.Errorf("replication: read offsets: %w", err)
+		}
+		if fm.typ != frameOffsets {
+			return nil, fmt.Errorf("%w: frame of type %d instead of offsets", ErrProtocol, fm.typ)
+		}
+		o, err := decodeOffsets(fm.payload)
+		if err != nil {
+			return nil, err
+		}
+		if o.at != leaderMin {
+			return nil, fmt.Errorf("%w: offsets at %d, the leader's log starts at %d", ErrProtocol, o.at, leaderMin)
+		}
+		parts = append(parts, o.parts...)
+		if o.last {
+			return parts, nil
+		}
+	}
+}
+
 // align cuts the log to what it shares with the leader: nothing after the
 // end of its own latest epoch on the leader, and nothing at all if the
-// leader no longer holds where it ends.
-func (f *Follower) align(truncateTo, leaderMin int64) error {
+// leader no longer holds where it ends; then it starts again at leaderMin
+// with the partitions' offsets there.
+func (f *Follower) align(truncateTo, leaderMin int64, parts []commitlog.PartitionOffset) error {
 	lg := f.cfg.Log
 	end := lg.WriteOffset()
 	target := end
@@ -207,7 +241,7 @@ func (f *Follower) align(truncateTo, leaderMin int64) error {
 	}
 	if lg.WriteOffset() < leaderMin || lg.WriteOffset() == lg.MinOffset() && lg.MinOffset() != leaderMin {
 		f.log.WithFields(logrus.Fields{"end": lg.WriteOffset(), "leader_min": leaderMin}).Warn("starting the log again at the leader's first offset")
-		if err := f.cfg.Restart(leaderMin); err != nil {
+		if err := f.cfg.Restart(leaderMin, parts); err != nil {
 			return fmt.Errorf("replication: restart at %d: %w", leaderMin, err)
 		}
 		if err := f.cfg.Epochs.TruncateFrom(0); err != nil {

@@ -6,16 +6,19 @@ import (
 	"fmt"
 	"hash/crc32"
 	"io"
+
+	"github.com/unilog/unilog/commitlog"
 )
 
 const (
-	frameHello  = 1
-	frameStart  = 2
-	frameData   = 3
-	frameAck    = 4
-	frameFenced = 5
+	frameHello   = 1
+	frameStart   = 2
+	frameData    = 3
+	frameAck     = 4
+	frameFenced  = 5
+	frameOffsets = 6
 
-	frameVersion = 1
+	frameVersion = 2
 	headerSize   = 14 // Length, Type, Version, Epoch
 	dataHeader   = 24 // RecordEpoch, HighWatermark, Phys
 
@@ -29,7 +32,7 @@ var (
 	castagnoli = crc32.MakeTable(crc32.Castagnoli)
 )
 
-// ErrProtocol marks a frame that is not valid version 1 replication.
+// ErrProtocol marks a frame that is not valid version 2 replication.
 var ErrProtocol = errors.New("replication: protocol error")
 
 // frame is one decoded frame; payload aliases the reader's buffer.
@@ -128,4 +131,97 @@ func decodeHello(p []byte) (hello, error) {
 	}
 	h.node = string(p[18:])
 	return h, nil
+}
+
+// offsets is one Offsets frame: next offsets of partitions as of the
+// leader's log position at; last marks the handshake's final one.
+type offsets struct {
+	at    int64
+	last  bool
+	parts []commitlog.PartitionOffset
+}
+
+const (
+	offsetsHeader = 13 // At, Last, Count
+	// offsetsFixed is an entry's size without its topic name: TopicLen,
+	// TopicID, Partition, Next.
+	offsetsFixed = 2 + commitlog.TopicIDSize + 4 + 8
+)
+
+// appendOffsets appends the Offsets frames describing parts at at, each
+// holding at most MaxChunk bytes of entries (always at least one frame).
+func appendOffsets(dst []byte, epoch, at int64, parts []commitlog.PartitionOffset) []byte {
+	for {
+		n, size := 0, 0
+		for n < len(parts) && (n == 0 || size+offsetsFixed+len(parts[n].Topic) <= MaxChunk) {
+			size += offsetsFixed + len(parts[n].Topic)
+			n++
+		}
+		dst = appendOffsetsFrame(dst, epoch, offsets{at: at, last: n == len(parts), parts: parts[:n]})
+		if parts = parts[n:]; len(parts) == 0 {
+			return dst
+		}
+	}
+}
+
+func appendOffsetsFrame(dst []byte, epoch int64, o offsets) []byte {
+	p := be.AppendUint64(nil, uint64(o.at))
+	last := byte(0)
+	if o.last {
+		last = 1
+	}
+	p = append(p, last)
+	p = be.AppendUint32(p, uint32(len(o.parts)))
+	for _, e := range o.parts {
+		p = be.AppendUint16(p, uint16(len(e.Topic)))
+		p = append(p, e.Topic...)
+		p = append(p, e.TopicID[:]...)
+		p = be.AppendUint32(p, uint32(e.Partition))
+		p = be.AppendUint64(p, uint64(e.Next))
+	}
+	return appendFrame(dst, frameOffsets, epoch, p)
+}
+
+func decodeOffsets(p []byte) (offsets, error) {
+	bad := func(format string, args ...any) (offsets, error) {
+		return offsets{}, fmt.Errorf("%w: offsets: %s", ErrProtocol, fmt.Sprintf(format, args...))
+	}
+	if len(p) < offsetsHeader {
+		return bad("%d bytes", len(p))
+	}
+	o := offsets{at: int64(be.Uint64(p))}
+	switch p[8] {
+	case 0:
+	case 1:
+		o.last = true
+	default:
+		return bad("last flag %d", p[8])
+	}
+	count := int(be.Uint32(p[9:]))
+	p = p[offsetsHeader:]
+	if o.at < 0 || count > len(p)/offsetsFixed {
+		return bad("at %d, %d entries in %d bytes", o.at, count, len(p))
+	}
+	o.parts = make([]commitlog.PartitionOffset, count)
+	for i := range o.parts {
+		if len(p) < 2 || len(p) < offsetsFixed+int(be.Uint16(p)) {
+			return bad("entry %d of %d cut short", i, count)
+		}
+		e := &o.parts[i]
+		n := int(be.Uint16(p))
+		e.Topic = string(p[2 : 2+n])
+		p = p[2+n:]
+		copy(e.TopicID[:], p)
+		p = p[commitlog.TopicIDSize:]
+		e.Partition = int32(be.Uint32(p))
+		e.Next = int64(be.Uint64(p[4:]))
+		p = p[12:]
+		if e.Partition < 0 || e.Next < 0 {
+			return bad("%s/%d at offset %d", e.Topic, e.Partition, e.Next)
+		}
+	}
+	if len(p) != 0 {
+		return bad("%d bytes after %d entries", len(p), count)
+	}
+	return o, nil
 }

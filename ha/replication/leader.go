@@ -46,6 +46,12 @@ type LeaderConfig struct {
 	Epoch int64
 	// FileSize is the commit log's file size; followers must use the same.
 	FileSize int64
+	// Offsets returns every partition's next offset at a position of the
+	// log (dispatcher OffsetsAt). A follower that restarts its log at the
+	// leader's MinOffset starts its partitions there, so one none of whose
+	// records remain does not count from 0 again. Nil sends none (a log
+	// without consume queues).
+	Offsets func(at int64) []commitlog.PartitionOffset
 	// MinInSync is how many followers must be in sync for WaitReplicated.
 	MinInSync int
 	// Durable counts a follower's flushed end instead of its write end.
@@ -369,8 +375,9 @@ func (l *Leader) session(c net.Conn) error {
 	if h.lastEpoch >= 0 {
 		_, truncateTo = l.cfg.Epochs.EndOffset(h.lastEpoch, l.cfg.Log.WriteOffset())
 	}
-	start := appendFrame(nil, frameStart, l.cfg.Epoch, int64s(truncateTo, l.cfg.Log.MinOffset(), l.cfg.FileSize))
-	if err := l.write(c, start); err != nil {
+	leaderMin, parts := l.offsetsAtMin()
+	start := appendFrame(nil, frameStart, l.cfg.Epoch, int64s(truncateTo, leaderMin, l.cfg.FileSize))
+	if err := l.write(c, appendOffsets(start, l.cfg.Epoch, leaderMin, parts)); err != nil {
 		return err
 	}
 	// The follower cuts its log and says where it now ends.
@@ -400,6 +407,21 @@ func (l *Leader) session(c net.Conn) error {
 		serr = rerr
 	}
 	return serr
+}
+
+// offsetsAtMin returns the log's MinOffset and the partitions' next
+// offsets there, taken again if retention moved the minimum meanwhile.
+func (l *Leader) offsetsAtMin() (int64, []commitlog.PartitionOffset) {
+	for {
+		at := l.cfg.Log.MinOffset()
+		if l.cfg.Offsets == nil {
+			return at, nil
+		}
+		parts := l.cfg.Offsets(at)
+		if l.cfg.Log.MinOffset() == at {
+			return at, parts
+		}
+	}
 }
 
 func (l *Leader) join(node string, c net.Conn, end, flushed int64) bool {

@@ -65,6 +65,18 @@ func (n *node) append(t *testing.T, count, size int, fill byte) {
 	}
 }
 
+// restart is the follower's Restart hook for a log without consume
+// queues: the log's counters take the leader's offsets.
+func (n *node) restart(at int64, next []commitlog.PartitionOffset) error {
+	if err := n.log.Restart(at); err != nil {
+		return err
+	}
+	for _, p := range next {
+		n.log.SetQueueOffset(p.Topic, p.TopicID, p.Partition, p.Next)
+	}
+	return nil
+}
+
 // lead makes n the leader of epoch from its log's end and serves it on a
 // loopback port.
 func (n *node) lead(t testing.TB, epoch int64, cfg LeaderConfig) (*Leader, string) {
@@ -92,7 +104,7 @@ func (n *node) follow(t testing.TB, addr string, epoch int64, durable bool) (*Fo
 	t.Helper()
 	f := NewFollower(FollowerConfig{
 		Node: n.dir, Log: n.log, Epochs: n.epochs, FileSize: n.log.Options().FileSize,
-		Truncate: n.log.Truncate, Restart: n.log.Restart, Durable: durable, Logger: quiet(),
+		Truncate: n.log.Truncate, Restart: n.restart, Durable: durable, Logger: quiet(),
 	})
 	ctx, cancel := context.WithCancel(context.Background())
 	errc := make(chan error, 1)
@@ -234,21 +246,40 @@ func TestFencing(t *testing.T) {
 }
 
 // An empty follower of a leader whose oldest files are gone starts at the
-// leader's first offset.
+// leader's first offset, with the leader's next offsets there: those of
+// the partitions whose records follow, and of one whose records are all
+// gone.
 func TestFollowerRestartsAtLeaderMin(t *testing.T) {
 	leader, follower := newNode(t), newNode(t)
 	leader.append(t, 200, 1500, 1)
-	if err := leader.log.Restart(leader.log.WriteOffset() / fileSize * fileSize); err != nil {
+	gone := commitlog.PartitionOffset{Topic: "gone", TopicID: commitlog.TopicID{7}, Partition: 3, Next: 42}
+	var atMin []commitlog.PartitionOffset
+	for p := range int32(7) {
+		atMin = append(atMin, commitlog.PartitionOffset{Topic: "t", Partition: p, Next: leader.log.NextQueueOffset("t", commitlog.TopicID{}, p)})
+	}
+	atMin = append(atMin, gone)
+	if err := leader.restart(leader.log.WriteOffset()/fileSize*fileSize, atMin); err != nil {
 		t.Fatal(err)
 	}
-	_, addr := leader.lead(t, 1, LeaderConfig{})
+	first := leader.log.MinOffset()
+	var asked atomic.Int64
+	_, addr := leader.lead(t, 1, LeaderConfig{Offsets: func(at int64) []commitlog.PartitionOffset {
+		asked.Store(at)
+		return atMin
+	}})
 	leader.append(t, 30, 1500, 2)
 	follower.follow(t, addr, 1, false)
 	poll.True(t, "the follower to catch up", func() bool { return follower.log.WriteOffset() == leader.log.WriteOffset() })
-	if follower.log.MinOffset() != leader.log.MinOffset() {
-		t.Fatalf("follower starts at %d, leader at %d", follower.log.MinOffset(), leader.log.MinOffset())
+	if follower.log.MinOffset() != first || asked.Load() != first {
+		t.Fatalf("follower starts at %d, leader at %d, offsets asked at %d", follower.log.MinOffset(), first, asked.Load())
 	}
 	identical(t, leader, follower)
+	for _, p := range atMin {
+		want := leader.log.NextQueueOffset(p.Topic, p.TopicID, p.Partition)
+		if got := follower.log.NextQueueOffset(p.Topic, p.TopicID, p.Partition); got != want {
+			t.Fatalf("%s/%d: follower's next offset %d, leader's %d", p.Topic, p.Partition, got, want)
+		}
+	}
 }
 
 func TestFollowerRefusesOtherFileSize(t *testing.T) {
@@ -293,7 +324,7 @@ func TestMutualTLS(t *testing.T) {
 	} {
 		n := newNode(t)
 		f := NewFollower(FollowerConfig{Node: bad.name, Log: n.log, Epochs: n.epochs, FileSize: fileSize,
-			Truncate: n.log.Truncate, Restart: n.log.Restart, TLS: bad.tls, Logger: quiet()})
+			Truncate: n.log.Truncate, Restart: n.restart, TLS: bad.tls, Logger: quiet()})
 		if err := f.Follow(context.Background(), addr, 1); err == nil || n.log.WriteOffset() != 0 {
 			t.Fatalf("%s: Follow %v, replicated %d bytes", bad.name, err, n.log.WriteOffset())
 		}
@@ -301,7 +332,7 @@ func TestMutualTLS(t *testing.T) {
 
 	n := newNode(t)
 	f := NewFollower(FollowerConfig{Node: "node-2", Log: n.log, Epochs: n.epochs, FileSize: fileSize,
-		Truncate: n.log.Truncate, Restart: n.log.Restart, TLS: client(followerCert, followerKey), Logger: quiet()})
+		Truncate: n.log.Truncate, Restart: n.restart, TLS: client(followerCert, followerKey), Logger: quiet()})
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	go f.Follow(ctx, addr, 1)
