@@ -222,3 +222,48 @@ func TestKcatProduceConsume(t *testing.T) {
 func partitionOfKey(key string, n int) int32 {
 	return int32(keyOrRoundRobinPartitioner{}.ForTopic("").Partition(&kgo.Record{Key: []byte(key)}, n))
 }
+
+// TestKcatConsumesWideTopic reads a topic of thousands of partitions with
+// kcat: librdkafka 2.0.2 lists every partition in every Fetch (it has no
+// fetch sessions) and asks for each partition's start with its own
+// ListOffsets, the pattern that a wide topic stresses. Every keyed record
+// must come back exactly once, in its key's partition, at consecutive
+// offsets from 0.
+func TestKcatConsumesWideTopic(t *testing.T) {
+	kcatBinary(t)
+	eachBroker(t, func(t *testing.T, addr string) {
+		const partitions, records = 2000, 8000
+		createTopic(t, addr, "wide", partitions)
+		var in strings.Builder
+		for i := range records {
+			fmt.Fprintf(&in, "k%d\tv%d\n", i, i)
+		}
+		mustRun(t, in.String(), "produce", "--brokers", addr, "--topic", "wide", "--parse-key")
+
+		got := parseKcatLines(t, runKcat(t, "", "-b", addr, "-C", "-t", "wide", "-e", "-o", "beginning", "-q", "-f", `%p %o %k %s\n`))
+		seen := make(map[string]bool, records)
+		next := make(map[int32]int64)
+		for _, l := range got {
+			if l.value != "v"+strings.TrimPrefix(l.key, "k") {
+				t.Fatalf("record %+v: value does not match its key", l)
+			}
+			if seen[l.key] {
+				t.Errorf("key %q read twice", l.key)
+			}
+			seen[l.key] = true
+			if want := partitionOfKey(l.key, partitions); l.partition != want {
+				t.Errorf("key %q in partition %d, want %d", l.key, l.partition, want)
+			}
+			if l.offset != next[l.partition] {
+				t.Errorf("partition %d: offset %d, want %d (gap or reorder)", l.partition, l.offset, next[l.partition])
+			}
+			next[l.partition] = l.offset + 1
+		}
+		if len(seen) != records {
+			t.Errorf("kcat read %d distinct keys of %d (%d records)", len(seen), records, len(got))
+		}
+		if len(next) < partitions*9/10 {
+			t.Errorf("records in %d partitions; %d keys should hit nearly all %d", len(next), records, partitions)
+		}
+	})
+}
