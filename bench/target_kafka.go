@@ -27,8 +27,10 @@ type KafkaClient struct {
 	MaxInFlight int
 }
 
-// DefaultMaxInFlight is franz-go's own default buffer of 50,000 records.
-const DefaultMaxInFlight = 50_000
+// DefaultMaxInFlight is what JetStream's senders always had: with
+// franz-go's own default of 50,000 per producer, four senders make
+// nats-server refuse publishes (429 too many requests).
+const DefaultMaxInFlight = 4096
 
 func (c KafkaClient) validate() error {
 	switch {
