@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -20,10 +21,16 @@ type CompareConfig struct {
 	Partitions []int
 	// Load is the produce workload of every run (its Partitions is set per
 	// run); its Duration also bounds the catch-up read.
-	Load       Load
-	Acks       int // Kafka acks; JetStream acknowledges every publish
-	Linger     time.Duration
-	BatchBytes int
+	Load        Load
+	Acks        int // Kafka acks; JetStream acknowledges every publish
+	Linger      time.Duration
+	BatchBytes  int
+	MaxInFlight int // unacknowledged records per producer, every system (KafkaClient.MaxInFlight)
+	// Warm writes one record to every partition before each measured run,
+	// unreported, so that the run does not pay for creating per-partition
+	// files and state (consume queues, Kafka-layout segments, JetStream
+	// subjects): a broker's first minute is not its steady state.
+	Warm bool
 	// HalfPeak reruns every configuration at half the rate its full-speed
 	// run reached, for latency at a load the system can sustain.
 	HalfPeak bool
@@ -50,6 +57,7 @@ type CompareRun struct {
 	Producers   int     `json:"producers"`
 	Acks        int     `json:"acks"`
 	Load        string  `json:"load"` // "peak" or "half-peak"
+	Warm        bool    `json:"warm,omitempty"`
 	Rate        float64 `json:"rate,omitempty"`
 	ProduceResult
 	Consume                 *ConsumeResult `json:"consume,omitempty"`
@@ -89,7 +97,7 @@ func (c *CompareConfig) validate() error {
 	if err := l.validate(); err != nil {
 		return err
 	}
-	return KafkaClient{Brokers: []string{"-"}, Topic: benchTopic, Acks: c.Acks, Linger: c.Linger, BatchBytes: c.BatchBytes}.validate()
+	return c.kafkaClient("-").validate()
 }
 
 // Compare runs the sweep: for each partition count, every system and flush
@@ -130,7 +138,11 @@ func Compare(ctx context.Context, cfg CompareConfig) ([]CompareRun, error) {
 }
 
 func (r *CompareRun) summary() string {
-	s := fmt.Sprintf("%-9s %-5s %6d partitions %-9s: %.0f records/s, %.1f MB/s, p99 %.2f ms", r.System, r.Flush, r.Partitions, r.Load, r.RecordsPerS, r.MBPerS, r.P99Ms)
+	load := r.Load
+	if r.Warm {
+		load += ", warm"
+	}
+	s := fmt.Sprintf("%-9s %-5s %6d partitions %-9s: %.0f records/s, %.1f MB/s, p99 %.2f ms", r.System, r.Flush, r.Partitions, load, r.RecordsPerS, r.MBPerS, r.P99Ms)
 	if r.Consume != nil {
 		s += fmt.Sprintf("; read %.0f records/s", r.Consume.RecordsPerS)
 	}
@@ -148,7 +160,7 @@ func compareOne(ctx context.Context, cfg *CompareConfig, sys, flush string, part
 	load := cfg.Load
 	load.Partitions, load.Rate = parts, rate
 	r = CompareRun{System: sys, Flush: flush, Partitions: parts, MessageSize: load.MessageSize, Producers: load.Producers,
-		Acks: cfg.Acks, Load: LoadPeak, Rate: rate}
+		Acks: cfg.Acks, Load: LoadPeak, Rate: rate, Warm: cfg.Warm}
 	if rate > 0 {
 		r.Load = LoadHalfPeak
 	}
@@ -203,6 +215,14 @@ func compareOne(ctx context.Context, cfg *CompareConfig, sys, flush string, part
 		fail("creating the topic", err)
 		return r
 	}
+	if cfg.Warm {
+		// Round robin from partition 0: one record each.
+		warm := Load{Partitions: parts, MessageSize: load.MessageSize, Records: int64(parts), Producers: 1}
+		if w, err := produce(ctx, t, warm); err != nil || w.FirstError != "" {
+			fail("warming up", cmp.Or(err, errors.New(w.FirstError)))
+			return r
+		}
+	}
 	cpu := func() (time.Duration, bool) {
 		d, err := srv.CPU()
 		if err != nil {
@@ -256,7 +276,11 @@ func perGB(seconds float64, bytes int64) float64 {
 
 func newTarget(sys, addr string, cfg *CompareConfig) (target, error) {
 	if sys == SystemJetStream {
-		return newJetStreamTarget(addr, benchTopic)
+		return newJetStreamTarget(addr, benchTopic, cfg.MaxInFlight)
 	}
-	return newKafkaTarget(KafkaClient{Brokers: []string{addr}, Topic: benchTopic, Acks: cfg.Acks, Linger: cfg.Linger, BatchBytes: cfg.BatchBytes})
+	return newKafkaTarget(cfg.kafkaClient(addr))
+}
+
+func (c *CompareConfig) kafkaClient(addr string) KafkaClient {
+	return KafkaClient{Brokers: []string{addr}, Topic: benchTopic, Acks: c.Acks, Linger: c.Linger, BatchBytes: c.BatchBytes, MaxInFlight: c.MaxInFlight}
 }

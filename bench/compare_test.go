@@ -74,10 +74,14 @@ func TestKafkaLayoutStorageRange(t *testing.T) {
 	if _, _, _, err := st.ReadBatch("t", 0, 0, nil); !errors.Is(err, broker.ErrStorageRange) {
 		t.Errorf("unknown partition: %v", err)
 	}
-	for i := range 3 {
-		base, _, err := st.Append("t", 0, 5, 0, batch)
-		if err != nil || base != int64(5*i) {
-			t.Fatalf("append %d: base %d, %v", i, base, err)
+	five := broker.StorageBatch{Topic: "t", Count: 5, Records: batch}
+	out, err := st.Append(nil, []broker.StorageBatch{five, five, five})
+	if err != nil || len(out) != 3 {
+		t.Fatalf("append 3 batches: %v, %v", out, err)
+	}
+	for i, a := range out {
+		if a.Base != int64(5*i) {
+			t.Errorf("batch %d: base %d, want %d", i, a.Base, 5*i)
 		}
 	}
 	got, base, next, err := st.ReadBatch("t", 0, 7, nil)
@@ -96,7 +100,7 @@ func TestKafkaLayoutStorageRange(t *testing.T) {
 	}
 	w.Release()
 	w.Watch("t", 0, 15)
-	if _, _, err := st.Append("t", 0, 1, 0, batch); err != nil {
+	if _, err := st.Append(nil, []broker.StorageBatch{{Topic: "t", Count: 1, Records: batch}}); err != nil {
 		t.Fatal(err)
 	}
 	<-w.C()

@@ -24,7 +24,11 @@
 // for every system. Compare starts each system itself (StartChild runs
 // `unilog bench serve`, so the broker's CPU is read from /proc/PID/stat;
 // StartServer runs it in this process, whose rusage then also counts the
-// load generator, and every run says which in cpu_source).
+// load generator, and every run says which in cpu_source). Every system
+// gets the same bound of unacknowledged records per producer
+// (KafkaClient.MaxInFlight, JetStream's pending publishes), and Warm writes
+// one record per partition before the measured run, so that per-partition
+// files created on first use are not counted as the steady state.
 //
 // Record value format: every end-to-end value is MessageSize bytes whose
 // first 8 are the time the record was due to be sent, unix nanoseconds,

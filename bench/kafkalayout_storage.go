@@ -39,22 +39,31 @@ func newKafkaLayoutStorage(log *kafkalayout.Log) *kafkaLayoutStorage {
 	return &kafkaLayoutStorage{log: log, waiters: map[topicPart][]*layoutWaiter{}}
 }
 
-func (s *kafkaLayoutStorage) Append(topic string, partition int32, count int32, maxTimestamp int64, batch []byte) (int64, int64, error) {
-	m := commitlog.Message{Topic: topic, Partition: partition, Count: count, Flags: commitlog.FlagStampOffset,
-		ProducerTimestamp: maxTimestamp, Body: batch}
-	base, err := s.log.Append(topic, partition, []commitlog.Message{m})
-	if err != nil {
-		return 0, 0, err
+// Append stores the batches one partition after another, as Kafka's
+// broker appends a produce request's partitions, each fsynced under sync
+// flushing.
+func (s *kafkaLayoutStorage) Append(dst []broker.Appended, batches []broker.StorageBatch) ([]broker.Appended, error) {
+	var err error
+	n0 := len(dst)
+	for _, b := range batches {
+		m := [1]commitlog.Message{{Topic: b.Topic, Partition: b.Partition, Count: b.Count, Flags: commitlog.FlagStampOffset,
+			ProducerTimestamp: b.MaxTimestamp, Body: b.Records}}
+		var base int64
+		if base, err = s.log.Append(b.Topic, b.Partition, m[:]); err != nil {
+			break
+		}
+		dst = append(dst, broker.Appended{Base: base, End: s.written.Add(int64(commitlog.EncodedSize(&m[0])))})
 	}
-	end := s.written.Add(int64(commitlog.EncodedSize(&m)))
-	k := topicPart{topic, partition}
 	s.mu.Lock()
-	for _, w := range s.waiters[k] {
-		w.signal()
+	for _, b := range batches[:len(dst)-n0] {
+		k := topicPart{b.Topic, b.Partition}
+		for _, w := range s.waiters[k] {
+			w.signal()
+		}
+		delete(s.waiters, k)
 	}
-	delete(s.waiters, k)
 	s.mu.Unlock()
-	return base, end, nil
+	return dst, err
 }
 
 // WaitDurable has nothing to wait for: under sync flushing the layout

@@ -122,6 +122,7 @@ func produce(ctx context.Context, t target, load Load) (ProduceResult, error) {
 		go func() {
 			defer wg.Done()
 			defer s.Close()
+		send:
 			for sendCtx.Err() == nil {
 				n := claimed.Add(1) - 1
 				if load.Records > 0 && n >= load.Records {
@@ -134,7 +135,9 @@ func produce(ctx context.Context, t target, load Load) (ProduceResult, error) {
 						select {
 						case <-time.After(wait):
 						case <-sendCtx.Done():
-							return
+							// Still wait for the records sent: closing
+							// the client would fail them.
+							break send
 						}
 					}
 				}

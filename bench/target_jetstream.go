@@ -20,13 +20,16 @@ type jetStreamTarget struct {
 	stream string
 	nc     *nats.Conn
 	js     jetstream.JetStream
+	// inFlight bounds the unacknowledged publishes of one sender, as
+	// KafkaClient.MaxInFlight bounds a Kafka producer's buffer: Send
+	// blocks beyond it instead of failing.
+	inFlight int
 }
 
-// jsInFlight bounds the unacknowledged publishes of one sender, like a
-// Kafka producer's buffer: Send blocks beyond it instead of failing.
-const jsInFlight = 4096
-
-func newJetStreamTarget(url, topic string) (*jetStreamTarget, error) {
+func newJetStreamTarget(url, topic string, inFlight int) (*jetStreamTarget, error) {
+	if inFlight <= 0 {
+		inFlight = DefaultMaxInFlight
+	}
 	nc, err := nats.Connect(url)
 	if err != nil {
 		return nil, fmt.Errorf("bench: nats connect %s: %w", url, err)
@@ -36,7 +39,7 @@ func newJetStreamTarget(url, topic string) (*jetStreamTarget, error) {
 		nc.Close()
 		return nil, fmt.Errorf("bench: jetstream: %w", err)
 	}
-	return &jetStreamTarget{url: url, stream: topic, nc: nc, js: js}, nil
+	return &jetStreamTarget{url: url, stream: topic, nc: nc, js: js, inFlight: inFlight}, nil
 }
 
 func (j *jetStreamTarget) subject(partition int32) string {
@@ -57,14 +60,14 @@ func (j *jetStreamTarget) Prepare(ctx context.Context, partitions int) error {
 }
 
 func (j *jetStreamTarget) NewSender() (sender, error) {
-	s := &jsSender{slots: make(chan struct{}, jsInFlight), done: map[*nats.Msg]func(error){}}
+	s := &jsSender{slots: make(chan struct{}, j.inFlight), done: map[*nats.Msg]func(error){}}
 	nc, err := nats.Connect(j.url)
 	if err != nil {
 		return nil, fmt.Errorf("bench: nats connect %s: %w", j.url, err)
 	}
 	s.nc, s.subject = nc, j.subject
 	js, err := jetstream.New(nc,
-		jetstream.WithPublishAsyncMaxPending(2*jsInFlight),
+		jetstream.WithPublishAsyncMaxPending(2*j.inFlight),
 		jetstream.WithPublishAsyncAckHandler(func(_ jetstream.JetStream, m *nats.Msg, _ *jetstream.PubAck) { s.finish(m, nil) }),
 		jetstream.WithPublishAsyncErrHandler(func(_ jetstream.JetStream, m *nats.Msg, err error) {
 			s.finish(m, fmt.Errorf("%w: %s: %w", errProduce, m.Subject, err))

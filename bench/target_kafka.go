@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -19,7 +20,17 @@ type KafkaClient struct {
 	Acks       int           // 0, 1 or -1 (all)
 	Linger     time.Duration // producer linger
 	BatchBytes int           // producer batch.max.bytes; 0: franz-go's default
+	// MaxInFlight bounds the unacknowledged records of one producer
+	// (franz-go's MaxBufferedRecords), the bound JetStream's senders get
+	// too, so that no system wins by holding more in flight; 0:
+	// DefaultMaxInFlight.
+	MaxInFlight int
 }
+
+// DefaultMaxInFlight is what JetStream's senders always had: with
+// franz-go's own default of 50,000 per producer, four senders make
+// nats-server refuse publishes (429 too many requests).
+const DefaultMaxInFlight = 4096
 
 func (c KafkaClient) validate() error {
 	switch {
@@ -29,8 +40,8 @@ func (c KafkaClient) validate() error {
 		return errors.New("bench: no topic")
 	case c.Acks != 0 && c.Acks != 1 && c.Acks != -1:
 		return fmt.Errorf("bench: acks %d: want 0, 1 or -1", c.Acks)
-	case c.Linger < 0 || c.BatchBytes < 0:
-		return errors.New("bench: negative linger or batch bytes")
+	case c.Linger < 0 || c.BatchBytes < 0 || c.MaxInFlight < 0:
+		return errors.New("bench: negative linger, batch bytes or records in flight")
 	}
 	return nil
 }
@@ -76,6 +87,7 @@ func (k *kafkaTarget) NewSender() (sender, error) {
 		kgo.RecordPartitioner(kgo.ManualPartitioner()),
 		kgo.ProducerLinger(k.cfg.Linger),
 		kgo.ProducerBatchCompression(kgo.NoCompression()),
+		kgo.MaxBufferedRecords(cmp.Or(k.cfg.MaxInFlight, DefaultMaxInFlight)),
 	}
 	switch k.cfg.Acks {
 	case -1:

@@ -44,8 +44,12 @@ type Broker struct {
 	// with an append to the topic it removes.
 	topicMu sync.RWMutex
 
-	partsMu sync.Mutex
-	parts   map[topicPartition]*partitionState
+	// appendMu is held while a produce request's batches are checked and
+	// appended: the commit log serializes appends anyway, and one holder
+	// may then lock all the request's partitions without lock ordering.
+	appendMu sync.Mutex
+	partsMu  sync.Mutex
+	parts    map[topicPartition]*partitionState
 	// producerChanges counts changes of idempotent-producer state, so the
 	// snapshot is rewritten only when it would differ.
 	producerChanges atomic.Int64

@@ -102,7 +102,11 @@
 // ProducerTimestamp: batch max timestamp, Body: batch bytes as sent}. The log
 // assigns the partition's next offsets and stamps the base offset into the
 // batch's first 8 bytes, which the CRC does not cover. Compressed batches are
-// never decompressed: they are stored and served as sent.
+// never decompressed: they are stored and served as sent. All the batches of
+// one request are validated first, then appended with one Storage.Append
+// (one commit-log lock, one dispatcher wake-up), because a client writing
+// over thousands of partitions sends thousands of one-record batches per
+// request; a batch the log refuses is answered alone.
 //
 // acks=0 gets no answer (a failure closes the connection, as Kafka), acks=1
 // is answered after the append, acks=-1 after commitlog.WaitDurable when the

@@ -38,8 +38,11 @@ func (l offsetsLog) Append(partition int32, recs []group.Record) (int64, int64, 
 	for i, r := range recs {
 		krecs[i] = kmsg.Record{Key: r.Key, Value: r.Value}
 	}
-	base, end, err := l.st.Append(offsetsTopic, partition, int32(len(recs)), now, newBatch(krecs, now, now))
-	return end, base + int64(len(recs)), err
+	out, err := l.st.Append(nil, []StorageBatch{{Topic: offsetsTopic, Partition: partition, Count: int32(len(recs)), MaxTimestamp: now, Records: newBatch(krecs, now, now)}})
+	if err != nil {
+		return 0, 0, err
+	}
+	return out[0].End, out[0].Base + int64(len(recs)), nil
 }
 
 // WaitDurable waits until the log is on disk through end and, with sync

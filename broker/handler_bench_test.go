@@ -43,36 +43,50 @@ func serveFrame(tb testing.TB, c *conn, frame, scratch []byte) {
 	c.releaseResponse()
 }
 
+// BenchmarkProduceHandler sends one request of partitions batches of
+// records/partitions records each: one large batch, and the shape a
+// client produces round-robin over thousands of partitions, one small
+// batch per partition, where the per-batch cost is the whole cost.
 func BenchmarkProduceHandler(b *testing.B) {
-	cfg := testConfig(b, b.TempDir())
-	cfg.FileSize = 256 << 20
-	br := startBroker(b, cfg)
-	createTopic(b, newClient(b, br.Addr()), "bench", 1)
-	values := make([]string, benchBatchRecords)
-	for i := range values {
-		values[i] = fmt.Sprintf("%0100d", i)
+	for _, partitions := range []int32{1, 1000} {
+		b.Run(fmt.Sprintf("partitions=%d", partitions), func(b *testing.B) {
+			cfg := testConfig(b, b.TempDir())
+			cfg.FileSize = 256 << 20
+			br := startBroker(b, cfg)
+			createTopic(b, newClient(b, br.Addr()), "bench", partitions)
+			per := max(benchBatchRecords/int(partitions), 1)
+			values := make([]string, per)
+			for i := range values {
+				values[i] = fmt.Sprintf("%0100d", i)
+			}
+			req := kmsg.NewPtrProduceRequest()
+			req.SetVersion(9)
+			req.Acks = 1
+			req.TimeoutMillis = 30_000
+			rt := kmsg.NewProduceRequestTopic()
+			rt.Topic = "bench"
+			var size int
+			for p := range partitions {
+				rp := kmsg.NewProduceRequestTopicPartition()
+				rp.Partition = p
+				rp.Records = rawBatch(-1, -1, -1, values...)
+				size += len(rp.Records)
+				rt.Partitions = append(rt.Partitions, rp)
+			}
+			req.Topics = append(req.Topics, rt)
+			frame := benchFrame(req)
+			scratch := make([]byte, len(frame))
+			c := benchConn(br)
+			serveFrame(b, c, frame, scratch)
+			b.ReportAllocs()
+			b.SetBytes(int64(size))
+			b.ResetTimer()
+			for range b.N {
+				serveFrame(b, c, frame, scratch)
+			}
+			b.ReportMetric(float64(per*int(partitions)), "records/op")
+		})
 	}
-	req := kmsg.NewPtrProduceRequest()
-	req.SetVersion(9)
-	req.Acks = 1
-	req.TimeoutMillis = 30_000
-	rt := kmsg.NewProduceRequestTopic()
-	rt.Topic = "bench"
-	rp := kmsg.NewProduceRequestTopicPartition()
-	rp.Records = rawBatch(-1, -1, -1, values...)
-	rt.Partitions = append(rt.Partitions, rp)
-	req.Topics = append(req.Topics, rt)
-	frame := benchFrame(req)
-	scratch := make([]byte, len(frame))
-	c := benchConn(br)
-	serveFrame(b, c, frame, scratch)
-	b.ReportAllocs()
-	b.SetBytes(int64(len(rp.Records)))
-	b.ResetTimer()
-	for range b.N {
-		serveFrame(b, c, frame, scratch)
-	}
-	b.ReportMetric(benchBatchRecords, "records/op")
 }
 
 func BenchmarkFetchHandler(b *testing.B) {

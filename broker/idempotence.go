@@ -17,6 +17,9 @@ const dedupWindow = 5
 type partitionState struct {
 	mu        sync.Mutex
 	producers map[int64]*producerSeq
+	// inRequest marks the partition in the produce group being appended;
+	// guarded by Broker.appendMu.
+	inRequest bool
 }
 
 type seqBatch struct {

@@ -3,6 +3,7 @@ package broker
 import (
 	"context"
 	"errors"
+	"sync"
 	"time"
 
 	"github.com/sirupsen/logrus"
@@ -16,11 +17,15 @@ import (
 // timeout.
 const defaultProduceTimeout = 30 * time.Second
 
-// handleProduce validates and appends each partition's batch, then waits
-// for what the acks level promises: acks=0 and 1 return after the append,
-// acks=-1 after the flush covering it when the log flushes synchronously.
-// Every answered append is also indexed before the answer, so a consumer
-// sees a record as soon as its producer does.
+// handleProduce validates each partition's batch, appends the valid ones
+// with one Storage.Append, then waits for what the acks level promises:
+// acks=0 and 1 return after the append, acks=-1 after the flush covering it
+// when the log flushes synchronously. Every answered append is also indexed
+// before the answer, so a consumer sees a record as soon as its producer
+// does. A client spreading records over thousands of partitions sends
+// thousands of small batches per request, so everything here that is not
+// inherently per batch (locks, the log's lock and wake-ups, allocations)
+// is paid once per request.
 func (b *Broker) handleProduce(ctx context.Context, c *conn, kreq kmsg.Request) (kmsg.Response, error) {
 	req := kreq.(*kmsg.ProduceRequest)
 	resp := req.ResponseKind().(*kmsg.ProduceResponse)
@@ -46,21 +51,24 @@ func (b *Broker) handleProduce(ctx context.Context, c *conn, kreq kmsg.Request) 
 		}
 	}
 
-	var (
-		end      int64 = -1
-		failed   bool
-		appended []*kmsg.ProduceResponseTopicPartition
-		nbytes   int
-	)
+	sc := produceScratchPool.Get().(*produceScratch)
+	defer sc.release()
 	// The topic lock covers the appends only, never a wait: CreateTopics
 	// queued for it exclusively would otherwise hold up every produce.
 	b.topicMu.RLock()
-	for _, t := range req.Topics {
-		rt := kmsg.NewProduceResponseTopic()
+	resp.Topics = make([]kmsg.ProduceResponseTopic, len(req.Topics))
+	for i := range req.Topics {
+		t := &req.Topics[i]
+		rt := &resp.Topics[i]
+		*rt = kmsg.NewProduceResponseTopic()
 		rt.Topic = t.Topic
+		// Allocated whole so that the pending batches can point into it.
+		rt.Partitions = make([]kmsg.ProduceResponseTopicPartition, len(t.Partitions))
 		meta, known := b.meta.Topic(t.Topic)
-		for _, p := range t.Partitions {
-			rp := kmsg.NewProduceResponseTopicPartition()
+		for j := range t.Partitions {
+			p := &t.Partitions[j]
+			rp := &rt.Partitions[j]
+			*rp = kmsg.NewProduceResponseTopicPartition()
 			rp.Partition = p.Partition
 			rp.BaseOffset = -1
 			rp.LogAppendTime = -1
@@ -75,35 +83,19 @@ func (b *Broker) handleProduce(ctx context.Context, c *conn, kreq kmsg.Request) 
 			case !b.leads(t.Topic, p.Partition):
 				rp.ErrorCode = kerr.NotLeaderForPartition.Code
 			default:
-				res := b.producePartition(t.Topic, p.Partition, p.Records)
-				if res.err != nil {
-					rp.ErrorCode = res.err.Code
-					if res.msg != "" {
-						rp.ErrorMessage = &res.msg
-					}
-					break
-				}
-				rp.BaseOffset = res.base
-				rp.LogStartOffset, _ = b.st.Bounds(t.Topic, p.Partition)
-				if res.end > end {
-					end = res.end
-				}
-				nbytes += len(p.Records)
+				b.prepareBatch(sc, t.Topic, p, rp)
 			}
-			rt.Partitions = append(rt.Partitions, rp)
 		}
-		resp.Topics = append(resp.Topics, rt)
 	}
+	end, nbytes := b.appendProduced(sc)
 	b.topicMu.RUnlock()
 	b.metrics.producedBytes.Add(float64(nbytes))
 
+	failed := false
 	for i := range resp.Topics {
 		for j := range resp.Topics[i].Partitions {
-			rp := &resp.Topics[i].Partitions[j]
-			if rp.ErrorCode != 0 {
+			if resp.Topics[i].Partitions[j].ErrorCode != 0 {
 				failed = true
-			} else {
-				appended = append(appended, rp)
 			}
 		}
 	}
@@ -117,9 +109,11 @@ func (b *Broker) handleProduce(ctx context.Context, c *conn, kreq kmsg.Request) 
 	}
 	if end >= 0 {
 		if code := b.waitProduced(ctx, req.Acks, end); code != 0 {
-			for _, rp := range appended {
-				rp.ErrorCode = code
-				rp.BaseOffset = -1
+			for _, pb := range sc.pending {
+				if pb.rp.ErrorCode == 0 {
+					pb.rp.ErrorCode = code
+					pb.rp.BaseOffset = -1
+				}
 			}
 		}
 	}
@@ -153,61 +147,174 @@ func (b *Broker) waitError(what string, err error) int16 {
 	return kerr.KafkaStorageError.Code
 }
 
-type produceResult struct {
-	base, end int64
-	err       *kerr.Error
-	msg       string
+// pendingBatch is one partition's validated batch of a produce request,
+// waiting for the request's append; rp is its answer.
+type pendingBatch struct {
+	rp *kmsg.ProduceResponseTopicPartition
+	p  *partitionState
+	bi batchInfo
+	sb StorageBatch
 }
 
-// producePartition up-converts a legacy message set, validates the batch,
-// applies the idempotence checks and appends it as one commit log record,
-// all under the partition's lock so sequence checks and offset assignment
-// cannot interleave. It never waits: a duplicate returns its original's
-// offsets, and the caller waits on them as on a fresh append, so a retry is
-// acknowledged only on the same terms as the original.
-func (b *Broker) producePartition(topic string, partition int32, records []byte) produceResult {
+// produceScratch holds one request's batches between validation and
+// append; pooled, so that a request allocates nothing per partition here.
+type produceScratch struct {
+	pending []pendingBatch
+	batches []StorageBatch  // the group's batches to append
+	refs    []*pendingBatch // the pending batch of each of batches
+	out     []Appended
+}
+
+var produceScratchPool = sync.Pool{New: func() any { return new(produceScratch) }}
+
+func (sc *produceScratch) release() {
+	// Drop the request's bytes and answers before the next request.
+	clear(sc.pending)
+	clear(sc.batches)
+	clear(sc.refs)
+	sc.pending, sc.batches, sc.refs, sc.out = sc.pending[:0], sc.batches[:0], sc.refs[:0], sc.out[:0]
+	produceScratchPool.Put(sc)
+}
+
+// prepareBatch up-converts a legacy message set and validates the batch,
+// answering rp on failure and queueing it for appendProduced otherwise.
+// This is the part of a partition's produce that needs no lock.
+func (b *Broker) prepareBatch(sc *produceScratch, topic string, p *kmsg.ProduceRequestTopicPartition, rp *kmsg.ProduceResponseTopicPartition) {
+	records := p.Records
 	if isLegacyMessageSet(records) {
 		converted, berr := upConvertMessageSet(records, b.cfg.MaxMessageBytes)
 		if berr != nil {
-			return produceResult{err: berr.err, msg: berr.msg}
+			rp.ErrorCode, rp.ErrorMessage = berr.err.Code, &berr.msg
+			return
 		}
 		records = converted
 	}
 	bi, berr := validateBatch(records, b.cfg.MaxMessageBytes)
 	if berr != nil {
-		return produceResult{err: berr.err, msg: berr.msg}
+		rp.ErrorCode, rp.ErrorMessage = berr.err.Code, &berr.msg
+		return
 	}
-	p := b.partition(topic, partition)
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if bi.producerID >= 0 {
-		switch res := p.check(bi); {
-		case res.err != nil:
-			return produceResult{err: res.err}
-		case res.duplicate:
-			return produceResult{base: res.original.baseOffset, end: res.original.end}
+	sc.pending = append(sc.pending, pendingBatch{
+		rp: rp,
+		p:  b.partition(topic, p.Partition),
+		bi: bi,
+		sb: StorageBatch{Topic: topic, Partition: p.Partition, Count: bi.numRecords, MaxTimestamp: bi.maxTimestamp, Records: records},
+	})
+}
+
+// appendProduced applies the idempotence checks of the request's pending
+// batches, appends the accepted ones with one Storage.Append and records
+// them in the producer state, all under appendMu and every partition's
+// lock, so that sequence checks and offset assignment cannot interleave
+// with another request's. It never waits: a duplicate is answered with its
+// original's offsets and the caller waits on them as on a fresh append, so
+// a retry is acknowledged only on the same terms as the original. It
+// returns the physical end to wait for (-1: nothing) and the bytes stored.
+func (b *Broker) appendProduced(sc *produceScratch) (end int64, nbytes int) {
+	end = -1
+	if len(sc.pending) == 0 {
+		return end, 0
+	}
+	b.appendMu.Lock()
+	defer b.appendMu.Unlock()
+	for start := 0; start < len(sc.pending); {
+		// A partition named twice in one request (no client does it) ends
+		// the group before its second batch, which is then checked
+		// against the first.
+		n := start
+		for ; n < len(sc.pending) && !sc.pending[n].p.inRequest; n++ {
+			sc.pending[n].p.inRequest = true
+			sc.pending[n].p.mu.Lock()
+		}
+		e, nb := b.appendGroup(sc, sc.pending[start:n])
+		for i := start; i < n; i++ {
+			sc.pending[i].p.inRequest = false
+			sc.pending[i].p.mu.Unlock()
+		}
+		end, nbytes = max(end, e), nbytes+nb
+		start = n
+	}
+	return end, nbytes
+}
+
+// appendGroup is appendProduced for batches of distinct partitions whose
+// locks are held.
+func (b *Broker) appendGroup(sc *produceScratch, group []pendingBatch) (end int64, nbytes int) {
+	end = -1
+	sc.batches, sc.refs = sc.batches[:0], sc.refs[:0]
+	for i := range group {
+		pb := &group[i]
+		if pb.bi.producerID >= 0 {
+			switch res := pb.p.check(pb.bi); {
+			case res.err != nil:
+				pb.rp.ErrorCode = res.err.Code
+				continue
+			case res.duplicate:
+				pb.rp.BaseOffset = res.original.baseOffset
+				pb.rp.LogStartOffset, _ = b.st.Bounds(pb.sb.Topic, pb.sb.Partition)
+				end = max(end, res.original.end)
+				nbytes += len(pb.sb.Records)
+				continue
+			}
+		}
+		sc.batches = append(sc.batches, pb.sb)
+		sc.refs = append(sc.refs, pb)
+	}
+	if len(sc.batches) == 0 {
+		return end, nbytes
+	}
+	out := sc.out[:0]
+	for j := 0; j < len(sc.batches); {
+		n0 := len(out)
+		var err error
+		out, err = b.st.Append(out, sc.batches[j:])
+		full := b.noteAppend(err)
+		if j += len(out) - n0; err == nil {
+			break
+		}
+		// The batch at j failed alone; on a full disk so would the rest.
+		last := j + 1
+		if full {
+			last = len(sc.batches)
+		}
+		for ; j < last; j++ {
+			b.answerAppendError(sc.refs[j], err)
+			out = append(out, Appended{Base: -1})
 		}
 	}
-	base, end, err := b.st.Append(topic, partition, bi.numRecords, bi.maxTimestamp, records)
-	if b.noteAppend(err) {
-		return errReadOnlyResult()
-	}
-	if err != nil {
-		if errors.Is(err, ErrStorageTooLarge) {
-			return produceResult{err: kerr.MessageTooLarge, msg: err.Error()}
+	sc.out = out
+	var records int
+	for j, a := range out {
+		if a.Base < 0 {
+			continue
 		}
-		if errors.Is(err, errStorageReadOnly) {
-			// Retriable, and not logged per request: the log says so once
-			// and a failed flush shows in unilog_log_write_failed.
-			return produceResult{err: kerr.KafkaStorageError, msg: err.Error()}
+		pb := sc.refs[j]
+		pb.rp.BaseOffset, pb.rp.LogStartOffset = a.Base, a.LogStart
+		if pb.bi.producerID >= 0 {
+			pb.p.record(pb.bi, a.Base, a.End)
+			b.producerChanges.Add(1)
 		}
-		b.log.WithFields(logrus.Fields{"api": "Produce", "topic": topic, "partition": partition, "error": err}).Error("append failed")
-		return produceResult{err: kerr.KafkaStorageError, msg: err.Error()}
+		records += int(pb.bi.numRecords)
+		end = max(end, a.End)
+		nbytes += len(pb.sb.Records)
 	}
-	if bi.producerID >= 0 {
-		p.record(bi, base, end)
-		b.producerChanges.Add(1)
+	b.metrics.producedRecords.Add(float64(records))
+	return end, nbytes
+}
+
+// answerAppendError answers a batch the storage refused.
+func (b *Broker) answerAppendError(pb *pendingBatch, err error) {
+	code, msg := kerr.KafkaStorageError, err.Error()
+	switch {
+	case errors.Is(err, commitlog.ErrDiskFull):
+		msg = errReadOnly // noteAppend logged it
+	case errors.Is(err, ErrStorageTooLarge):
+		code = kerr.MessageTooLarge
+	case errors.Is(err, errStorageReadOnly):
+		// Retriable, and not logged per request: the log says so once
+		// and a failed flush shows in unilog_log_write_failed.
+	default:
+		b.log.WithFields(logrus.Fields{"api": "Produce", "topic": pb.sb.Topic, "partition": pb.sb.Partition, "error": err}).Error("append failed")
 	}
-	b.metrics.producedRecords.Add(float64(bi.numRecords))
-	return produceResult{base: base, end: end}
+	pb.rp.ErrorCode, pb.rp.ErrorMessage = code.Code, &msg
 }

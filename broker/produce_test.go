@@ -32,12 +32,15 @@ func newGatedStorage() *gatedStorage {
 	return &gatedStorage{entered: make(chan int64, 1), release: make(chan error), exited: make(chan error, 1)}
 }
 
-func (g *gatedStorage) Append(topic string, partition int32, count int32, maxTimestamp int64, batch []byte) (int64, int64, error) {
-	base, end, err := g.Storage.Append(topic, partition, count, maxTimestamp, batch)
-	g.mu.Lock()
-	g.lastEnd = end
-	g.mu.Unlock()
-	return base, end, err
+func (g *gatedStorage) Append(dst []Appended, batches []StorageBatch) ([]Appended, error) {
+	n0 := len(dst)
+	dst, err := g.Storage.Append(dst, batches)
+	if len(dst) > n0 {
+		g.mu.Lock()
+		g.lastEnd = dst[len(dst)-1].End
+		g.mu.Unlock()
+	}
+	return dst, err
 }
 
 func (g *gatedStorage) arm(durable, dispatch bool) {
@@ -254,5 +257,70 @@ func TestStalledWaitTimesOut(t *testing.T) {
 	}
 	if err := <-g.exited; !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("stalled wait ended with %v", err)
+	}
+}
+
+// TestProduceRequestBatches covers the request-wide append: every
+// partition's batch is answered as if sent alone when the log refuses one
+// of them, and a partition named twice in a request (no client does it,
+// the protocol allows it) has its batches checked and stored in order.
+func TestProduceRequestBatches(t *testing.T) {
+	cfg := testConfig(t, t.TempDir())
+	cfg.FileSize = 64 << 10 // the log's largest record is 32 KiB, below max.message.bytes
+	b := startBroker(t, cfg)
+	cl := newClient(t, b.Addr())
+	createTopic(t, cl, "many", 3)
+	pid, epoch := initProducerID(t, cl)
+	big := string(make([]byte, 40<<10))
+
+	type part struct {
+		partition int32
+		batch     []byte
+		code      int16
+		base      int64
+	}
+	for _, tc := range []struct {
+		name  string
+		parts []part
+	}{
+		{"one batch too large for the log", []part{
+			{0, rawBatch(-1, -1, -1, "a"), 0, 0},
+			{1, rawBatch(-1, -1, -1, big), kerr.MessageTooLarge.Code, -1},
+			{2, rawBatch(-1, -1, -1, "c"), 0, 0},
+		}},
+		{"a partition twice", []part{
+			{1, rawBatch(pid, epoch, 0, "x", "y"), 0, 0},
+			{2, rawBatch(-1, -1, -1, "d"), 0, 1},
+			{1, rawBatch(pid, epoch, 2, "z"), 0, 2},
+			{1, rawBatch(pid, epoch, 2, "z"), 0, 2}, // a retry: the same offsets
+			{1, rawBatch(pid, epoch, 7, "gap"), kerr.OutOfOrderSequenceNumber.Code, -1},
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			req := produceReq("many", 0, -1, 10*time.Second, nil)
+			rt := &req.Topics[0]
+			rt.Partitions = rt.Partitions[:0]
+			for _, p := range tc.parts {
+				rp := kmsg.NewProduceRequestTopicPartition()
+				rp.Partition, rp.Records = p.partition, p.batch
+				rt.Partitions = append(rt.Partitions, rp)
+			}
+			resp, err := req.RequestWith(testCtx(t), cl)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for i, got := range resp.Topics[0].Partitions {
+				want := tc.parts[i]
+				if got.Partition != want.partition || got.ErrorCode != want.code || got.BaseOffset != want.base {
+					t.Errorf("batch %d: partition %d %v base %d, want partition %d %v base %d", i,
+						got.Partition, kerr.ErrorForCode(got.ErrorCode), got.BaseOffset, want.partition, kerr.ErrorForCode(want.code), want.base)
+				}
+			}
+		})
+	}
+	for p, want := range []int64{1, 3, 2} {
+		if _, end := b.st.Bounds("many", int32(p)); end != want {
+			t.Errorf("partition %d holds offsets [0, %d), want [0, %d)", p, end, want)
+		}
 	}
 }

@@ -60,7 +60,7 @@ func fillIdempotent(tb testing.TB, br *Broker, topic string, partitions int32, s
 		k := [2]int64{pid, int64(part)}
 		batch := idempotentBatch(pid, seq[k], 10, 100)
 		seq[k] += 10
-		if _, _, err := br.st.Append(topic, part, 10, 0, batch); err != nil {
+		if _, err := br.st.Append(nil, []StorageBatch{{Topic: topic, Partition: part, Count: 10, Records: batch}}); err != nil {
 			tb.Fatal(err)
 		}
 	}

@@ -5,7 +5,6 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/sirupsen/logrus"
-	"github.com/twmb/franz-go/pkg/kerr"
 
 	"github.com/unilog/unilog/commitlog"
 )
@@ -24,7 +23,8 @@ const errReadOnly = "disk full: broker is read-only until space is freed"
 
 // noteAppend tracks the read-only state from the result of one append and
 // reports whether err was a full disk (the produce answer is then
-// errReadOnlyResult, and the error needs no further logging).
+// KAFKA_STORAGE_ERROR with errReadOnly, and the error needs no further
+// logging).
 func (b *Broker) noteAppend(err error) bool {
 	full := errors.Is(err, commitlog.ErrDiskFull)
 	switch {
@@ -34,11 +34,6 @@ func (b *Broker) noteAppend(err error) bool {
 		b.log.WithField("data_dir", b.cfg.DataDir).Warn("disk space available again: broker accepts produce")
 	}
 	return full
-}
-
-// errReadOnlyResult is the produce answer on a full disk.
-func errReadOnlyResult() produceResult {
-	return produceResult{err: kerr.KafkaStorageError, msg: errReadOnly}
 }
 
 func (b *Broker) readOnlyGauge() prometheus.Collector {

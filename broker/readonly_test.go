@@ -19,8 +19,8 @@ type readOnlyStorage struct {
 	cause error
 }
 
-func (s readOnlyStorage) Append(string, int32, int32, int64, []byte) (int64, int64, error) {
-	return 0, 0, fmt.Errorf("%w: %w", errStorageReadOnly, s.cause)
+func (s readOnlyStorage) Append(dst []Appended, _ []StorageBatch) ([]Appended, error) {
+	return dst, fmt.Errorf("%w: %w", errStorageReadOnly, s.cause)
 }
 
 func (s readOnlyStorage) Stats() StorageStats {

@@ -14,10 +14,14 @@ import (
 // exported so that Config.Storage can serve another one (bench serves the
 // Kafka layout through it, to compare layouts end to end).
 type Storage interface {
-	// Append stores one record batch for topic/partition as one commit log
-	// record spanning count offsets, with the base offset stamped into the
-	// batch. It returns the base offset and the physical end of the record.
-	Append(topic string, partition int32, count int32, maxTimestamp int64, batch []byte) (base, end int64, err error)
+	// Append stores each batch as one commit log record spanning its Count
+	// offsets, with the base offset stamped into it, in order, and appends
+	// one Appended per stored batch to dst. On an error the batches before
+	// the one it is about are stored (and in dst) and none after it. A
+	// produce request's batches go in one call, so that the log's lock,
+	// the dispatcher's wake-up and a sync flush's kick are paid once per
+	// request, not once per partition.
+	Append(dst []Appended, batches []StorageBatch) ([]Appended, error)
 	// WaitDurable blocks until the log is flushed through end.
 	WaitDurable(ctx context.Context, end int64) error
 	// WaitDispatched blocks until the consume queues index the log through end.
@@ -50,6 +54,22 @@ type Storage interface {
 	Stats() StorageStats
 	// Close flushes and closes the storage with a clean checkpoint.
 	Close() error
+}
+
+// StorageBatch is one partition's record batch for Storage.Append.
+type StorageBatch struct {
+	Topic        string
+	Partition    int32
+	Count        int32 // records in the batch, the offsets it takes
+	MaxTimestamp int64
+	Records      []byte
+}
+
+// Appended is where Storage.Append stored a batch: its base offset, the
+// physical end of its record (what WaitDurable and WaitDispatched take),
+// and the partition's log start offset for the produce answer.
+type Appended struct {
+	Base, End, LogStart int64
 }
 
 // Waiter is one long poll over any number of partitions with a single

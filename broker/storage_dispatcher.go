@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 
 	"github.com/unilog/unilog/commitlog"
 	"github.com/unilog/unilog/consumequeue"
@@ -43,30 +44,83 @@ func openDispatcherStorage(cfg Config, live func(topic string) (commitlog.TopicI
 	return &dispatcherStorage{d: d, log: d.Log(), live: live}, nil
 }
 
-func (s *dispatcherStorage) Append(topic string, partition int32, count int32, maxTimestamp int64, batch []byte) (int64, int64, error) {
-	id, ok := s.live(topic)
-	if !ok {
-		return 0, 0, fmt.Errorf("broker: append to %s: %w", topic, ErrUnknownTopic)
-	}
-	pos, err := s.log.Append(&commitlog.Message{
-		Topic:             topic,
-		TopicID:           id,
-		Partition:         partition,
-		Count:             count,
-		Flags:             commitlog.FlagStampOffset,
-		ProducerTimestamp: maxTimestamp,
-		Body:              batch,
-	})
-	if err != nil {
-		if errors.Is(err, commitlog.ErrTooLarge) {
-			return 0, 0, fmt.Errorf("%w: %w", ErrStorageTooLarge, err)
+// appendScratch is the commit log's view of one Append call, pooled so
+// that a produce request's append allocates nothing per partition.
+type appendScratch struct {
+	msgs []commitlog.Message
+	pos  []commitlog.Position
+}
+
+var appendScratchPool = sync.Pool{New: func() any { return new(appendScratch) }}
+
+func (s *dispatcherStorage) Append(dst []Appended, batches []StorageBatch) ([]Appended, error) {
+	sc := appendScratchPool.Get().(*appendScratch)
+	defer func() {
+		clear(sc.msgs) // drop the request's bytes
+		sc.msgs, sc.pos = sc.msgs[:0], sc.pos[:0]
+		appendScratchPool.Put(sc)
+	}()
+	// A request's batches come topic by topic: look each topic up once.
+	var (
+		topic   string
+		id      commitlog.TopicID
+		unknown error
+	)
+	for i := range batches {
+		b := &batches[i]
+		if i == 0 || b.Topic != topic {
+			var ok bool
+			if id, ok = s.live(b.Topic); !ok {
+				unknown = fmt.Errorf("broker: append to %s: %w", b.Topic, ErrUnknownTopic)
+				break
+			}
+			topic = b.Topic
 		}
-		if errors.Is(err, commitlog.ErrFlushFailed) || errors.Is(err, commitlog.ErrDiskFull) {
-			return 0, 0, fmt.Errorf("%w: %w", errStorageReadOnly, err)
-		}
-		return 0, 0, err
+		sc.msgs = append(sc.msgs, commitlog.Message{
+			Topic:             b.Topic,
+			TopicID:           id,
+			Partition:         b.Partition,
+			Count:             b.Count,
+			Flags:             commitlog.FlagStampOffset,
+			ProducerTimestamp: b.MaxTimestamp,
+			Body:              b.Records,
+		})
 	}
-	return pos.QueueOffset, pos.End(), nil
+	var err error
+	sc.pos, err = s.log.AppendBatchTo(sc.pos, sc.msgs)
+	if err != nil && len(sc.msgs) > 1 {
+		// The log's batch is all or nothing: store the batches before the
+		// one at fault one by one, so that it fails alone.
+		sc.pos = sc.pos[:0]
+		for i := range sc.msgs {
+			if sc.pos, err = s.log.AppendBatchTo(sc.pos, sc.msgs[i:i+1]); err != nil {
+				break
+			}
+		}
+	}
+	var name string
+	for i, p := range sc.pos {
+		m := &sc.msgs[i]
+		if i == 0 || m.Topic != sc.msgs[i-1].Topic {
+			name = dispatcher.QueueName(m.Topic, m.TopicID)
+		}
+		a := Appended{Base: p.QueueOffset, End: p.End()}
+		// Not queued yet (the dispatcher runs behind): [0, 0), as Bounds.
+		if q, ok := s.d.Queues().Lookup(name, m.Partition); ok {
+			a.LogStart = q.MinOffset()
+		}
+		dst = append(dst, a)
+	}
+	switch {
+	case err == nil:
+		return dst, unknown
+	case errors.Is(err, commitlog.ErrTooLarge):
+		return dst, fmt.Errorf("%w: %w", ErrStorageTooLarge, err)
+	case errors.Is(err, commitlog.ErrFlushFailed) || errors.Is(err, commitlog.ErrDiskFull):
+		return dst, fmt.Errorf("%w: %w", errStorageReadOnly, err)
+	default:
+		return dst, err
+	}
 }
 
 func (s *dispatcherStorage) WaitDurable(ctx context.Context, end int64) error {

@@ -57,6 +57,7 @@ type Dispatcher struct {
 	progress   chan struct{} // closed and replaced when dispatched grows
 
 	watches *watches
+	names   sync.Map // topicIncarnation -> its QueueName (queueName)
 
 	cpMu   sync.Mutex
 	cp     Checkpoint    // last checkpoint written

@@ -87,7 +87,26 @@ func (d *Dispatcher) Queue(topic string, partition int32) (*consumequeue.Queue, 
 	if !ok {
 		return nil, false
 	}
-	return d.queues.Lookup(QueueName(topic, id), partition)
+	return d.queues.Lookup(d.queueName(topic, id), partition)
+}
+
+// topicIncarnation names one incarnation of a topic, all its partitions.
+type topicIncarnation struct {
+	topic string
+	id    commitlog.TopicID
+}
+
+// queueName is QueueName, remembered: Queue serves every partition of
+// every produce answer and fetch, and building the name each time was an
+// allocation per partition per request.
+func (d *Dispatcher) queueName(topic string, id commitlog.TopicID) string {
+	k := topicIncarnation{topic, id}
+	if name, ok := d.names.Load(k); ok {
+		return name.(string)
+	}
+	name := QueueName(topic, id)
+	d.names.Store(k, name)
+	return name
 }
 
 // deleteIncarnations removes the consume queues and offset counters of
@@ -105,6 +124,7 @@ func (d *Dispatcher) deleteIncarnations(dead func(topic string, id commitlog.Top
 			continue
 		}
 		d.log.DeleteQueue(topic, id)
+		d.names.Delete(topicIncarnation{topic, id})
 		for k := range d.cache {
 			if k.topic == topic && k.id == id {
 				delete(d.cache, k)

@@ -30,6 +30,7 @@ func loadFlags(partitions cli.Flag) []cli.Flag {
 		&cli.IntFlag{Name: "acks", Value: -1, Usage: "0, 1 or -1 (all: under --flush sync waits for the fsync)"},
 		&cli.DurationFlag{Name: "linger", Value: 5 * time.Millisecond, Usage: "producer linger"},
 		&cli.StringFlag{Name: "batch-bytes", Value: "1MB", Usage: "producer batch.max.bytes"},
+		&cli.IntFlag{Name: "max-in-flight", Value: bench.DefaultMaxInFlight, Usage: "unacknowledged records per producer connection, the same bound for every system (franz-go's buffer, JetStream's pending publishes)"},
 		&cli.Float64Flag{Name: "rate", Usage: "records/s over all producers (0: as fast as acknowledged); latency counts from when each record was due"},
 		&cli.StringFlag{Name: "json", Usage: "write the result(s) as JSON to this `FILE`"},
 		&cli.StringFlag{Name: "plot", Usage: "draw to this .svg or .png `FILE`"},
@@ -61,7 +62,7 @@ func producerOf(c *cli.Context, kc *bench.KafkaClient) error {
 	if err != nil {
 		return fmt.Errorf("--batch-bytes: %w", err)
 	}
-	kc.Acks, kc.Linger, kc.BatchBytes = c.Int("acks"), c.Duration("linger"), int(n)
+	kc.Acks, kc.Linger, kc.BatchBytes, kc.MaxInFlight = c.Int("acks"), c.Duration("linger"), int(n), c.Int("max-in-flight")
 	return nil
 }
 
@@ -161,6 +162,7 @@ func benchCompareCommand() *cli.Command {
 			&cli.StringFlag{Name: "systems", Value: "unilog,unilog-kafka-layout,jetstream", Usage: "systems, comma separated: " + strings.Join(bench.Systems, ", ")},
 			&cli.StringFlag{Name: "flush", Value: "async,sync", Usage: "flush settings, comma separated: async, sync"},
 			&cli.BoolFlag{Name: "half-peak", Usage: "rerun each configuration at half the rate it reached, for latency at a sustainable load"},
+			&cli.BoolFlag{Name: "warm", Usage: "write one record to every partition before each measured run, so that it does not pay for creating per-partition files"},
 			&cli.StringFlag{Name: "dir", Value: "bench-data", Usage: "directory for the systems' data (each run's is deleted after it)"},
 			&cli.StringFlag{Name: "file-size", Value: "1GiB", Usage: "unilog commit-log file size"},
 			&cli.BoolFlag{Name: "in-process", Usage: "run the systems in this process instead of child processes"},
@@ -191,8 +193,8 @@ func runBenchCompare(c *cli.Context) error {
 	}
 	cfg := bench.CompareConfig{
 		Systems: splitList(c.String("systems")), Flushes: splitList(c.String("flush")), Partitions: parts,
-		Load: load, Acks: kc.Acks, Linger: kc.Linger, BatchBytes: kc.BatchBytes,
-		HalfPeak: c.Bool("half-peak"), Dir: c.String("dir"), FileSize: fileSize,
+		Load: load, Acks: kc.Acks, Linger: kc.Linger, BatchBytes: kc.BatchBytes, MaxInFlight: kc.MaxInFlight,
+		Warm: c.Bool("warm"), HalfPeak: c.Bool("half-peak"), Dir: c.String("dir"), FileSize: fileSize,
 	}
 	if c.String("json") == "" {
 		cfg.Notes = c.App.ErrWriter
