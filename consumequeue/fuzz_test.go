@@ -67,7 +67,7 @@ func FuzzOpenQueue(f *testing.F) {
 		if err := os.WriteFile(filepath.Join(dir, "t", "0", fileName(8)), data, 0o644); err != nil {
 			t.Fatal(err)
 		}
-		s, err := Open(Options{Dir: dir, EntriesPerFile: epf, MaxMapped: 2, Logger: quietLogger()})
+		s, err := Open(Options{Dir: dir, EntriesPerFile: epf, MaxMapped: 2, SmallEntries: -1, Logger: quietLogger()})
 		if err != nil {
 			t.Fatal(err)
 		}

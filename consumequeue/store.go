@@ -1,11 +1,12 @@
 package consumequeue
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
-	"sort"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -21,6 +22,8 @@ type Store struct {
 	opts Options
 	log  logrus.FieldLogger
 	lru  *lru
+
+	journal *journal
 
 	mu     sync.RWMutex
 	queues map[ID]*Queue
@@ -42,18 +45,56 @@ func Open(opts Options) (*Store, error) {
 		return nil, fmt.Errorf("consumequeue: open %s: %w", opts.Dir, err)
 	}
 	log := opts.Logger.WithField("component", "consumequeue")
-	return &Store{
+	s := &Store{
 		opts:   opts,
 		log:    log,
 		lru:    newLRU(opts.MaxMapped, log),
 		queues: make(map[ID]*Queue),
 		dirs:   make(map[string]struct{}),
-	}, nil
+	}
+	j, r, err := openJournal(s)
+	if err != nil {
+		return nil, err
+	}
+	s.journal = j
+	for _, sq := range r.queues {
+		q := s.newQueue(sq.id)
+		q.sq = sq
+		q.small.Store(true)
+		lo, hi := sq.bounds()
+		q.min.Store(lo)
+		q.max.Store(hi)
+		s.queues[sq.id] = q
+	}
+	// A directory of a queue the journal still holds is a promotion that
+	// no Flush confirmed: its files may not be durable, the journal is.
+	for _, id := range s.dirQueues() {
+		if s.queues[id] == nil {
+			continue
+		}
+		dir := s.queueDir(id)
+		s.log.WithField("dir", dir).Warn("removing the files of an unconfirmed consume queue promotion; the journal holds the queue")
+		if err := os.RemoveAll(dir); err != nil {
+			_ = j.close()
+			return nil, fmt.Errorf("consumequeue: open: %w", err)
+		}
+		s.dirChanged(filepath.Dir(dir))
+	}
+	return s, nil
+}
+
+// promoteAt is the number of entries at which a small queue gets files.
+func (s *Store) promoteAt() int { return max(s.opts.SmallEntries, 0) }
+
+func (s *Store) newQueue(id ID) *Queue {
+	q := &Queue{s: s, id: id, dir: s.queueDir(id), epf: int64(s.opts.EntriesPerFile)}
+	q.setFiles(nil)
+	return q
 }
 
 // validTopic keeps a topic name usable as one directory name.
 func validTopic(topic string) bool {
-	return topic != "" && topic != "." && topic != ".." && len(topic) <= 255 &&
+	return topic != "" && topic != "." && topic != ".." && topic != journalDirName && len(topic) <= 255 &&
 		!strings.ContainsAny(topic, "/\x00")
 }
 
@@ -118,6 +159,16 @@ func (s *Store) get(id ID, create bool) (*Queue, error) {
 		return q, nil
 	}
 	dir := s.queueDir(id)
+	if create && s.promoteAt() > 0 {
+		if _, err := os.Stat(dir); errors.Is(err, os.ErrNotExist) {
+			// A new queue starts in the journal: no directory, no file.
+			q := s.newQueue(id)
+			q.sq = s.journal.declare(id)
+			q.small.Store(true)
+			s.queues[id] = q
+			return q, nil
+		}
+	}
 	fresh := false
 	if create {
 		var err error
@@ -154,9 +205,33 @@ func (s *Store) mkdir(dir string) (bool, error) {
 	}
 }
 
-// Queues lists every queue on disk, sorted by topic then partition. It
-// reads directories only; no queue is opened.
+// Queues lists every queue, sorted by topic then partition: those in the
+// journal and those with directories. It reads directories only; no queue
+// is opened.
 func (s *Store) Queues() []ID {
+	ids := s.dirQueues()
+	seen := make(map[ID]bool, len(ids))
+	for _, id := range ids {
+		seen[id] = true
+	}
+	for _, id := range s.journal.ids() {
+		if !seen[id] {
+			ids = append(ids, id)
+		}
+	}
+	slices.SortFunc(ids, compareIDs)
+	return ids
+}
+
+func compareIDs(a, b ID) int {
+	if c := strings.Compare(a.Topic, b.Topic); c != 0 {
+		return c
+	}
+	return cmp.Compare(a.Partition, b.Partition)
+}
+
+// dirQueues lists the queue directories, in no particular order.
+func (s *Store) dirQueues() []ID {
 	topics, err := os.ReadDir(s.opts.Dir)
 	if err != nil {
 		return nil
@@ -178,12 +253,6 @@ func (s *Store) Queues() []ID {
 			ids = append(ids, ID{Topic: t.Name(), Partition: int32(n)})
 		}
 	}
-	sort.Slice(ids, func(i, j int) bool {
-		if ids[i].Topic != ids[j].Topic {
-			return ids[i].Topic < ids[j].Topic
-		}
-		return ids[i].Partition < ids[j].Partition
-	})
 	return ids
 }
 
@@ -207,6 +276,20 @@ func (s *Store) Flush() error {
 	if err := s.failure(); err != nil {
 		return err
 	}
+	// Promotions made from here on wait for the next Flush: their files
+	// may miss the syncs below.
+	promos := s.journal.takePending()
+	if err := s.flushFiles(); err != nil {
+		return s.fail(err)
+	}
+	if err := s.journal.commit(promos); err != nil {
+		return s.fail(err)
+	}
+	return nil
+}
+
+// flushFiles makes the queue files and directories durable.
+func (s *Store) flushFiles() error {
 	dirty := s.lru.takeDirty()
 	s.dirsMu.Lock()
 	dirs := s.dirs
@@ -219,7 +302,7 @@ func (s *Store) Flush() error {
 			f.dirty.Store(false)
 		}
 		if err := s.opts.fs.Syncfs(s.opts.Dir); err != nil {
-			return s.fail(fmt.Errorf("consumequeue: syncfs %s: %w", s.opts.Dir, err))
+			return fmt.Errorf("consumequeue: syncfs %s: %w", s.opts.Dir, err)
 		}
 		return nil
 	}
@@ -234,10 +317,7 @@ func (s *Store) Flush() error {
 			errs = append(errs, fmt.Errorf("consumequeue: fsync %s: %w", dir, err))
 		}
 	}
-	if len(errs) > 0 {
-		return s.fail(errors.Join(errs...))
-	}
-	return nil
+	return errors.Join(errs...)
 }
 
 // fail makes a Flush failure sticky. A failed msync or fsync may have
@@ -348,6 +428,9 @@ func (s *Store) DeleteTopic(topic string) error {
 		q.mu.Lock()
 		q.closed.Store(true)
 		errs = append(errs, q.closeFiles(false))
+		if q.sq != nil {
+			s.journal.remove(q.sq)
+		}
 		q.mu.Unlock()
 		delete(s.queues, id)
 	}
@@ -382,5 +465,6 @@ func (s *Store) Close() error {
 		q.mu.Unlock()
 	}
 	s.queues = nil
+	errs = append(errs, s.journal.close())
 	return errors.Join(errs...)
 }
