@@ -365,20 +365,10 @@ func (j *journal) writeBuffered() error {
 // and records buffered after it belong to the new file.
 func (j *journal) compactLocked() error {
 	seq := j.seq + 1
-	qids := make([]uint32, 0, len(j.live))
-	for qid := range j.live {
-		qids = append(qids, qid)
-	}
-	// Replay requires queue ids in increasing order of declaration.
-	slices.Sort(qids)
-	data := make([]byte, JournalHeaderSize, JournalHeaderSize+j.liveBytes)
-	for _, qid := range qids {
-		data = j.live[qid].appendState(data)
-	}
+	data := journalOf(j.live, seq, j.liveBytes)
 	j.buf = j.buf[:0]
 	j.mu.Unlock()
 
-	encodeJournalHeader(data, seq, int64(len(data)))
 	path := journalPath(j.dir, seq)
 	tmp := path + ".tmp"
 	if err := j.create(tmp, data); err != nil {
@@ -403,6 +393,22 @@ func (j *journal) compactLocked() error {
 		return fmt.Errorf("consumequeue: remove %s: %w", old, err)
 	}
 	return nil
+}
+
+// journalOf is a complete journal file holding queues: each one's
+// declaration and entries, in increasing queue id as replay requires.
+func journalOf(queues map[uint32]*smallQueue, seq uint64, sizeHint int64) []byte {
+	qids := make([]uint32, 0, len(queues))
+	for qid := range queues {
+		qids = append(qids, qid)
+	}
+	slices.Sort(qids)
+	data := make([]byte, JournalHeaderSize, JournalHeaderSize+sizeHint)
+	for _, qid := range qids {
+		data = queues[qid].appendState(data)
+	}
+	encodeJournalHeader(data, seq, int64(len(data)))
+	return data
 }
 
 func (j *journal) close() error {
