@@ -58,26 +58,30 @@ func (sq *smallQueue) add(off int64, e Entry) error {
 
 // truncate drops the entries from k on; k lies in [MinOffset, MaxOffset].
 func (sq *smallQueue) truncate(k int64) error {
-	sq.mu.Lock()
-	defer sq.mu.Unlock()
-	if k < sq.start || k > sq.start+int64(len(sq.ents)) {
-		return fmt.Errorf("truncate at %d outside [%d, %d]: %w", k, sq.start, sq.start+int64(len(sq.ents)), ErrCorrupt)
-	}
-	clear(sq.ents[k-sq.start:])
-	sq.ents = sq.ents[:k-sq.start]
-	return nil
+	return sq.cut("truncate", k, func(i int64) {
+		clear(sq.ents[i:])
+		sq.ents = sq.ents[:i]
+	})
 }
 
 // setMin drops the entries before k; k lies in [MinOffset, MaxOffset]. The
 // survivors move to a new slice so the dropped ones do not pin memory.
 func (sq *smallQueue) setMin(k int64) error {
+	return sq.cut("set-min", k, func(i int64) {
+		sq.ents = append([]Entry(nil), sq.ents[i:]...)
+		sq.start = k
+	})
+}
+
+// cut checks k against [MinOffset, MaxOffset] and runs apply with k's
+// index in ents, under the write lock.
+func (sq *smallQueue) cut(what string, k int64, apply func(i int64)) error {
 	sq.mu.Lock()
 	defer sq.mu.Unlock()
-	if k < sq.start || k > sq.start+int64(len(sq.ents)) {
-		return fmt.Errorf("set-min to %d outside [%d, %d]: %w", k, sq.start, sq.start+int64(len(sq.ents)), ErrCorrupt)
+	if hi := sq.start + int64(len(sq.ents)); k < sq.start || k > hi {
+		return fmt.Errorf("%s at %d outside [%d, %d]: %w", what, k, sq.start, hi, ErrCorrupt)
 	}
-	sq.ents = append([]Entry(nil), sq.ents[k-sq.start:]...)
-	sq.start = k
+	apply(k - sq.start)
 	return nil
 }
 
