@@ -24,6 +24,10 @@ type Store struct {
 	lru  *lru
 
 	journal *journal
+	// topicDirs holds the topics that may have a directory, so that the
+	// first use of a queue of any other topic (every new partition, and
+	// every produce's lookup before its first dispatch) costs no stat.
+	topicDirs sync.Map // string -> struct{}
 
 	mu     sync.RWMutex
 	queues map[ID]*Queue
@@ -51,6 +55,15 @@ func Open(opts Options) (*Store, error) {
 		lru:    newLRU(opts.MaxMapped, log),
 		queues: make(map[ID]*Queue),
 		dirs:   make(map[string]struct{}),
+	}
+	topics, err := os.ReadDir(opts.Dir)
+	if err != nil {
+		return nil, fmt.Errorf("consumequeue: open %s: %w", opts.Dir, err)
+	}
+	for _, t := range topics {
+		if t.IsDir() {
+			s.topicDirs.Store(t.Name(), struct{}{})
+		}
 	}
 	j, r, err := openJournal(s)
 	if err != nil {
@@ -98,6 +111,16 @@ func validTopic(topic string) bool {
 		!strings.ContainsAny(topic, "/\x00")
 }
 
+// hasDir reports whether the queue has a directory (or its stat fails
+// otherwise, which opening the queue reports).
+func (s *Store) hasDir(id ID) bool {
+	if _, ok := s.topicDirs.Load(id.Topic); !ok {
+		return false
+	}
+	_, err := os.Stat(s.queueDir(id))
+	return !errors.Is(err, os.ErrNotExist)
+}
+
 func (s *Store) queueDir(id ID) string {
 	return filepath.Join(s.opts.Dir, id.Topic, strconv.FormatInt(int64(id.Partition), 10))
 }
@@ -123,7 +146,7 @@ func (s *Store) Lookup(topic string, partition int32) (*Queue, bool) {
 	if ok || closed {
 		return q, ok
 	}
-	if _, err := os.Stat(s.queueDir(id)); err != nil {
+	if !s.hasDir(id) {
 		return nil, false
 	}
 	q, err := s.get(id, false)
@@ -159,15 +182,13 @@ func (s *Store) get(id ID, create bool) (*Queue, error) {
 		return q, nil
 	}
 	dir := s.queueDir(id)
-	if create && s.promoteAt() > 0 {
-		if _, err := os.Stat(dir); errors.Is(err, os.ErrNotExist) {
-			// A new queue starts in the journal: no directory, no file.
-			q := s.newQueue(id)
-			q.sq = s.journal.declare(id)
-			q.small.Store(true)
-			s.queues[id] = q
-			return q, nil
-		}
+	if create && s.promoteAt() > 0 && !s.hasDir(id) {
+		// A new queue starts in the journal: no directory, no file.
+		q := s.newQueue(id)
+		q.sq = s.journal.declare(id)
+		q.small.Store(true)
+		s.queues[id] = q
+		return q, nil
 	}
 	fresh := false
 	if create {
@@ -187,6 +208,7 @@ func (s *Store) get(id ID, create bool) (*Queue, error) {
 // mkdir creates a queue directory (and its topic directory) and reports
 // whether it was new.
 func (s *Store) mkdir(dir string) (bool, error) {
+	s.topicDirs.Store(filepath.Base(filepath.Dir(dir)), struct{}{})
 	err := os.Mkdir(dir, 0o755)
 	if errors.Is(err, os.ErrNotExist) {
 		if err = os.Mkdir(filepath.Dir(dir), 0o755); err == nil || errors.Is(err, os.ErrExist) {
@@ -437,6 +459,8 @@ func (s *Store) DeleteTopic(topic string) error {
 	dir := filepath.Join(s.opts.Dir, topic)
 	if err := os.RemoveAll(dir); err != nil {
 		errs = append(errs, fmt.Errorf("consumequeue: delete topic %s: %w", dir, err))
+	} else {
+		s.topicDirs.Delete(topic)
 	}
 	s.dirChanged(s.opts.Dir)
 	return errors.Join(errs...)
