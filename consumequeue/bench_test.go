@@ -93,7 +93,7 @@ func BenchmarkOffsetForTime(b *testing.B) {
 func BenchmarkOpen10000(b *testing.B) {
 	const parts = 10_000
 	dir := b.TempDir()
-	s, err := Open(Options{Dir: dir, Logger: quietLogger()})
+	s, err := Open(Options{Dir: dir, SmallEntries: -1, Logger: quietLogger()})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -108,7 +108,7 @@ func BenchmarkOpen10000(b *testing.B) {
 	b.ResetTimer()
 	for b.Loop() {
 		t0 := time.Now()
-		s, err := Open(Options{Dir: dir, Logger: quietLogger()})
+		s, err := Open(Options{Dir: dir, SmallEntries: -1, Logger: quietLogger()})
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -134,4 +134,45 @@ func BenchmarkOpen10000(b *testing.B) {
 	b.ReportMetric(float64(open.Microseconds())/float64(b.N), "open-µs")
 	b.ReportMetric(float64(list.Milliseconds())/float64(b.N), "list-ms")
 	b.ReportMetric(float64(all.Milliseconds())/float64(b.N), "open-all-ms")
+}
+
+// BenchmarkCreate50000 creates 50,000 queues and appends one entry to each,
+// then flushes: the first run of a producer that keys records over a topic
+// of 50,000 partitions. "files" gives every queue its directory and file
+// from the start (a directory, a file, its allocation and header, a
+// mapping each); "journal" keeps them small, in memory and the journal.
+func BenchmarkCreate50000(b *testing.B) {
+	const parts = 50_000
+	for _, bc := range []struct {
+		name  string
+		small int
+	}{{"files", -1}, {"journal", 0}} {
+		b.Run(bc.name, func(b *testing.B) {
+			for b.Loop() {
+				b.StopTimer()
+				s, err := Open(Options{Dir: b.TempDir(), SmallEntries: bc.small, Logger: quietLogger()})
+				if err != nil {
+					b.Fatal(err)
+				}
+				b.StartTimer()
+				for p := range int32(parts) {
+					q, err := s.Queue("wide", p)
+					if err != nil {
+						b.Fatal(err)
+					}
+					if err := q.Append(0, entryAt(0)); err != nil {
+						b.Fatal(err)
+					}
+				}
+				if err := s.Flush(); err != nil {
+					b.Fatal(err)
+				}
+				b.StopTimer()
+				if err := s.Close(); err != nil {
+					b.Fatal(err)
+				}
+				b.StartTimer()
+			}
+		})
+	}
 }

@@ -11,4 +11,5 @@ type fileOps interface {
 	Fdatasync(f *os.File) error
 	SyncDir(dir string) error
 	Syncfs(dir string) error
+	Rename(oldpath, newpath string) error
 }

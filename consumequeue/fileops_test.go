@@ -18,7 +18,7 @@ func faultyStore(t *testing.T, dir string, epf, maxMapped int) (*Store, Options,
 	t.Helper()
 	logger, hook := logtest.NewNullLogger()
 	faults := fileopstest.NewFaults(fileops.OS{})
-	opts := Options{Dir: dir, EntriesPerFile: epf, MaxMapped: maxMapped, Logger: logger, fs: faults}
+	opts := Options{Dir: dir, EntriesPerFile: epf, MaxMapped: maxMapped, SmallEntries: -1, Logger: logger, fs: faults}
 	s, err := Open(opts)
 	if err != nil {
 		t.Fatal(err)

@@ -19,7 +19,7 @@ func quietLogger() logrus.FieldLogger {
 
 func openStore(t testing.TB, dir string, epf, maxMapped int) *Store {
 	t.Helper()
-	s, err := Open(Options{Dir: dir, EntriesPerFile: epf, MaxMapped: maxMapped, Logger: quietLogger()})
+	s, err := Open(Options{Dir: dir, EntriesPerFile: epf, MaxMapped: maxMapped, SmallEntries: -1, Logger: quietLogger()})
 	if err != nil {
 		t.Fatal(err)
 	}

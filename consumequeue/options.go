@@ -16,6 +16,11 @@ const (
 	// (65,530) for the consume queues, leaving the rest to the commit log,
 	// the Go runtime and everything else in the process.
 	DefaultMaxMapped = 16384
+	// DefaultSmallEntries bounds the memory of small queues at 64 entries
+	// of 24 bytes: 100,000 partitions that never reach it hold at most
+	// 154 MB, and a partition that does gets its files, which a partition
+	// written that often amortises.
+	DefaultSmallEntries = 64
 	// maxEntriesPerFile keeps a full file's size within an int32, so that
 	// sizes and slot numbers fit the header fields on every platform.
 	maxEntriesPerFile = (1<<31 - HeaderSize) / EntrySize
@@ -33,10 +38,18 @@ type Options struct {
 	// MaxMapped caps the number of files mapped at once (default
 	// DefaultMaxMapped). Files beyond it are unmapped least recently used first.
 	MaxMapped int
+	// SmallEntries is the number of entries a new queue holds in memory
+	// and in the shared journal before it gets files of its own (see
+	// "Small queues" in the package doc); default DefaultSmallEntries.
+	// Negative: every new queue gets its files at its first entry.
+	SmallEntries int
 	// Logger receives rare, structural events (damaged files removed, files
 	// deleted). Default: logrus.StandardLogger().
 	Logger logrus.FieldLogger
 
+	// compactAt is the journal size a compaction needs (default
+	// defaultCompactAt); tests lower it.
+	compactAt int64
 	// fs makes the calls that decide durability; tests of this package
 	// set it to inject failures (default fileops.OS).
 	fs fileOps
@@ -57,6 +70,12 @@ func (o Options) withDefaults() (Options, error) {
 	}
 	if o.MaxMapped < 1 {
 		return o, fmt.Errorf("consumequeue: options: MaxMapped %d must be positive", o.MaxMapped)
+	}
+	if o.SmallEntries == 0 {
+		o.SmallEntries = DefaultSmallEntries
+	}
+	if o.compactAt == 0 {
+		o.compactAt = defaultCompactAt
 	}
 	if o.Logger == nil {
 		o.Logger = logrus.StandardLogger()

@@ -91,3 +91,81 @@ func TestPowerCut(t *testing.T) {
 		})
 	}
 }
+
+// TestPowerCutJournal is TestPowerCut over small queues and promoted ones:
+// queue i gets an entry every i+1 rounds, so the busy ones are promoted
+// (some between Flushes, some across one) and the quiet ones stay in the
+// journal, while a topic of short-lived queues is created and deleted
+// again and again, so the journal is mostly dead and compacts in the
+// middle. The store rebuilt from what was made durable holds every entry
+// appended before the last successful Flush.
+func TestPowerCutJournal(t *testing.T) {
+	const queues, rounds, flushEvery = 30, 400, 37
+	src := t.TempDir()
+	rec := fileopstest.NewRecorder(fileops.OS{}, src)
+	opts := Options{Dir: src, EntriesPerFile: 16, MaxMapped: 8, SmallEntries: 24, Logger: quietLogger(), fs: rec, compactAt: 8 << 10}
+	s := mustOpen(t, opts)
+	qs := make([]*Queue, queues)
+	for i := range qs {
+		qs[i] = mustQueue(t, s, "t", int32(i))
+	}
+	acked := make([]int64, queues)
+	for r := range rounds {
+		for i, q := range qs {
+			if r%(i+1) == 0 {
+				appendRange(t, q, q.MaxOffset(), q.MaxOffset()+1)
+			}
+		}
+		if r%50 == 25 {
+			for p := range int32(20) {
+				appendRange(t, mustQueue(t, s, "churn", p), 0, 3)
+			}
+			if err := s.DeleteTopic("churn"); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if r%flushEvery == flushEvery-1 {
+			ends := make([]int64, queues)
+			for i, q := range qs {
+				ends[i] = q.MaxOffset()
+			}
+			if err := s.Flush(); err != nil {
+				t.Fatal(err)
+			}
+			acked = ends
+		}
+	}
+	if s.journal.seq < 2 {
+		t.Fatal("the journal was never compacted")
+	}
+	promoted := 0
+	for _, q := range qs {
+		if !q.small.Load() {
+			promoted++
+		}
+	}
+	if promoted == 0 || promoted == queues {
+		t.Fatalf("%d of %d queues promoted, want a mix", promoted, queues)
+	}
+	img := t.TempDir()
+	if err := rec.Image(img, true, 7); err != nil {
+		t.Fatal(err)
+	}
+	cut := mustOpen(t, Options{Dir: img, EntriesPerFile: 16, MaxMapped: 8, SmallEntries: 24, Logger: quietLogger()})
+	for i, q := range qs {
+		c := mustQueue(t, cut, q.id.Topic, q.id.Partition)
+		if c.MaxOffset() < acked[i] {
+			t.Fatalf("queue %v: max offset %d after the cut, %d were flushed", q.id, c.MaxOffset(), acked[i])
+		}
+		for off := int64(0); off < acked[i]; off++ {
+			if e, err := c.Get(off); err != nil || e != entryAt(off) {
+				t.Fatalf("queue %v offset %d after the cut: %+v, %v; want %+v", q.id, off, e, err, entryAt(off))
+			}
+		}
+	}
+	for p := range int32(20) {
+		if _, ok := cut.Lookup("churn", p); ok {
+			t.Fatalf("deleted queue churn/%d is back after the cut", p)
+		}
+	}
+}

@@ -36,6 +36,12 @@ type Queue struct {
 	min    atomic.Int64
 	max    atomic.Int64
 	closed atomic.Bool
+
+	// sq is the queue's state in the journal, nil for a queue that had
+	// files when it was opened. small is true while sq holds the entries;
+	// promotion to files clears it once the files hold them all.
+	sq    *smallQueue
+	small atomic.Bool
 }
 
 // ID returns the queue's topic and partition.
@@ -75,6 +81,12 @@ func (q *Queue) Get(offset int64) (Entry, error) {
 		return Entry{}, fmt.Errorf("consumequeue: %s/%d: %w", q.id.Topic, q.id.Partition, ErrClosed)
 	}
 	if offset >= q.max.Load() || offset < q.min.Load() {
+		return Entry{}, q.outOfRange(offset)
+	}
+	if q.small.Load() {
+		if e, ok := q.sq.get(offset); ok {
+			return e, nil
+		}
 		return Entry{}, q.outOfRange(offset)
 	}
 	f := fileFor(q.snapshot(), offset, q.epf)
@@ -140,6 +152,36 @@ func (q *Queue) Append(offset int64, e Entry) error {
 		return fmt.Errorf("consumequeue: append %s/%d at %d, next is %d: %w",
 			q.id.Topic, q.id.Partition, offset, hi, ErrOffsetGap)
 	}
+	if q.small.Load() {
+		if hi-lo < int64(q.s.promoteAt()) {
+			if err := q.s.journal.add(q.sq, offset, e); err != nil {
+				return fmt.Errorf("consumequeue: append %s/%d: %w", q.id.Topic, q.id.Partition, err)
+			}
+			q.publish(offset, empty)
+			return nil
+		}
+		if err := q.promote(); err != nil {
+			return err
+		}
+	}
+	if err := q.appendFile(offset, e, empty); err != nil {
+		return err
+	}
+	q.publish(offset, empty)
+	return nil
+}
+
+// publish makes the entry just appended at offset visible to readers.
+func (q *Queue) publish(offset int64, empty bool) {
+	if empty {
+		q.min.Store(offset)
+	}
+	q.max.Store(offset + 1)
+}
+
+// appendFile writes e at offset into the queue's files; empty says the
+// queue holds no entry (so offset may start it anew). Caller holds mu.
+func (q *Queue) appendFile(offset int64, e Entry, empty bool) error {
 	fs := q.snapshot()
 	if empty && len(fs) > 0 {
 		// The files hold no entries, only the old MaxOffset; the new first
@@ -178,10 +220,6 @@ func (q *Queue) Append(offset int64, e Entry) error {
 	}
 	f.markDirty()
 	f.unlock()
-	if empty {
-		q.min.Store(offset)
-	}
-	q.max.Store(offset + 1)
 	return nil
 }
 

@@ -1,11 +1,12 @@
 package consumequeue
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
-	"sort"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -21,6 +22,12 @@ type Store struct {
 	opts Options
 	log  logrus.FieldLogger
 	lru  *lru
+
+	journal *journal
+	// topicDirs holds the topics that may have a directory, so that the
+	// first use of a queue of any other topic (every new partition, and
+	// every produce's lookup before its first dispatch) costs no stat.
+	topicDirs sync.Map // string -> struct{}
 
 	mu     sync.RWMutex
 	queues map[ID]*Queue
@@ -42,19 +49,76 @@ func Open(opts Options) (*Store, error) {
 		return nil, fmt.Errorf("consumequeue: open %s: %w", opts.Dir, err)
 	}
 	log := opts.Logger.WithField("component", "consumequeue")
-	return &Store{
+	s := &Store{
 		opts:   opts,
 		log:    log,
 		lru:    newLRU(opts.MaxMapped, log),
 		queues: make(map[ID]*Queue),
 		dirs:   make(map[string]struct{}),
-	}, nil
+	}
+	topics, err := os.ReadDir(opts.Dir)
+	if err != nil {
+		return nil, fmt.Errorf("consumequeue: open %s: %w", opts.Dir, err)
+	}
+	for _, t := range topics {
+		if t.IsDir() {
+			s.topicDirs.Store(t.Name(), struct{}{})
+		}
+	}
+	j, r, err := openJournal(s)
+	if err != nil {
+		return nil, err
+	}
+	s.journal = j
+	for _, sq := range r.queues {
+		q := s.newQueue(sq.id)
+		q.sq = sq
+		q.small.Store(true)
+		lo, hi := sq.bounds()
+		q.min.Store(lo)
+		q.max.Store(hi)
+		s.queues[sq.id] = q
+	}
+	// A directory of a queue the journal still holds is a promotion that
+	// no Flush confirmed: its files may not be durable, the journal is.
+	for _, id := range s.dirQueues() {
+		if s.queues[id] == nil {
+			continue
+		}
+		dir := s.queueDir(id)
+		s.log.WithField("dir", dir).Warn("removing the files of an unconfirmed consume queue promotion; the journal holds the queue")
+		if err := os.RemoveAll(dir); err != nil {
+			_ = j.close()
+			return nil, fmt.Errorf("consumequeue: open: %w", err)
+		}
+		s.dirChanged(filepath.Dir(dir))
+	}
+	return s, nil
+}
+
+// promoteAt is the number of entries at which a small queue gets files.
+func (s *Store) promoteAt() int { return max(s.opts.SmallEntries, 0) }
+
+func (s *Store) newQueue(id ID) *Queue {
+	q := &Queue{s: s, id: id, dir: s.queueDir(id), epf: int64(s.opts.EntriesPerFile)}
+	q.setFiles(nil)
+	return q
 }
 
 // validTopic keeps a topic name usable as one directory name.
 func validTopic(topic string) bool {
-	return topic != "" && topic != "." && topic != ".." && len(topic) <= 255 &&
+	return topic != "" && topic != "." && topic != ".." && topic != journalDirName && len(topic) <= 255 &&
 		!strings.ContainsAny(topic, "/\x00")
+}
+
+// hasDir reports whether the queue has a directory (or its stat fails
+// otherwise, which opening the queue reports).
+func (s *Store) hasDir(id ID) bool {
+	if _, ok := s.topicDirs.Load(id.Topic); !ok {
+		return false
+	}
+	_, err := os.Stat(s.queueDir(id))
+	return !errors.Is(err, os.ErrNotExist)
 }
 
 func (s *Store) queueDir(id ID) string {
@@ -82,7 +146,7 @@ func (s *Store) Lookup(topic string, partition int32) (*Queue, bool) {
 	if ok || closed {
 		return q, ok
 	}
-	if _, err := os.Stat(s.queueDir(id)); err != nil {
+	if !s.hasDir(id) {
 		return nil, false
 	}
 	q, err := s.get(id, false)
@@ -118,6 +182,14 @@ func (s *Store) get(id ID, create bool) (*Queue, error) {
 		return q, nil
 	}
 	dir := s.queueDir(id)
+	if create && s.promoteAt() > 0 && !s.hasDir(id) {
+		// A new queue starts in the journal: no directory, no file.
+		q := s.newQueue(id)
+		q.sq = s.journal.declare(id)
+		q.small.Store(true)
+		s.queues[id] = q
+		return q, nil
+	}
 	fresh := false
 	if create {
 		var err error
@@ -136,6 +208,7 @@ func (s *Store) get(id ID, create bool) (*Queue, error) {
 // mkdir creates a queue directory (and its topic directory) and reports
 // whether it was new.
 func (s *Store) mkdir(dir string) (bool, error) {
+	s.topicDirs.Store(filepath.Base(filepath.Dir(dir)), struct{}{})
 	err := os.Mkdir(dir, 0o755)
 	if errors.Is(err, os.ErrNotExist) {
 		if err = os.Mkdir(filepath.Dir(dir), 0o755); err == nil || errors.Is(err, os.ErrExist) {
@@ -154,9 +227,33 @@ func (s *Store) mkdir(dir string) (bool, error) {
 	}
 }
 
-// Queues lists every queue on disk, sorted by topic then partition. It
-// reads directories only; no queue is opened.
+// Queues lists every queue, sorted by topic then partition: those in the
+// journal and those with directories. It reads directories only; no queue
+// is opened.
 func (s *Store) Queues() []ID {
+	ids := s.dirQueues()
+	seen := make(map[ID]bool, len(ids))
+	for _, id := range ids {
+		seen[id] = true
+	}
+	for _, id := range s.journal.ids() {
+		if !seen[id] {
+			ids = append(ids, id)
+		}
+	}
+	slices.SortFunc(ids, compareIDs)
+	return ids
+}
+
+func compareIDs(a, b ID) int {
+	if c := strings.Compare(a.Topic, b.Topic); c != 0 {
+		return c
+	}
+	return cmp.Compare(a.Partition, b.Partition)
+}
+
+// dirQueues lists the queue directories, in no particular order.
+func (s *Store) dirQueues() []ID {
 	topics, err := os.ReadDir(s.opts.Dir)
 	if err != nil {
 		return nil
@@ -178,12 +275,6 @@ func (s *Store) Queues() []ID {
 			ids = append(ids, ID{Topic: t.Name(), Partition: int32(n)})
 		}
 	}
-	sort.Slice(ids, func(i, j int) bool {
-		if ids[i].Topic != ids[j].Topic {
-			return ids[i].Topic < ids[j].Topic
-		}
-		return ids[i].Partition < ids[j].Partition
-	})
 	return ids
 }
 
@@ -207,6 +298,20 @@ func (s *Store) Flush() error {
 	if err := s.failure(); err != nil {
 		return err
 	}
+	// Promotions made from here on wait for the next Flush: their files
+	// may miss the syncs below.
+	promos := s.journal.takePending()
+	if err := s.flushFiles(); err != nil {
+		return s.fail(err)
+	}
+	if err := s.journal.commit(promos); err != nil {
+		return s.fail(err)
+	}
+	return nil
+}
+
+// flushFiles makes the queue files and directories durable.
+func (s *Store) flushFiles() error {
 	dirty := s.lru.takeDirty()
 	s.dirsMu.Lock()
 	dirs := s.dirs
@@ -219,7 +324,7 @@ func (s *Store) Flush() error {
 			f.dirty.Store(false)
 		}
 		if err := s.opts.fs.Syncfs(s.opts.Dir); err != nil {
-			return s.fail(fmt.Errorf("consumequeue: syncfs %s: %w", s.opts.Dir, err))
+			return fmt.Errorf("consumequeue: syncfs %s: %w", s.opts.Dir, err)
 		}
 		return nil
 	}
@@ -234,10 +339,7 @@ func (s *Store) Flush() error {
 			errs = append(errs, fmt.Errorf("consumequeue: fsync %s: %w", dir, err))
 		}
 	}
-	if len(errs) > 0 {
-		return s.fail(errors.Join(errs...))
-	}
-	return nil
+	return errors.Join(errs...)
 }
 
 // fail makes a Flush failure sticky. A failed msync or fsync may have
@@ -348,12 +450,17 @@ func (s *Store) DeleteTopic(topic string) error {
 		q.mu.Lock()
 		q.closed.Store(true)
 		errs = append(errs, q.closeFiles(false))
+		if q.sq != nil {
+			s.journal.remove(q.sq)
+		}
 		q.mu.Unlock()
 		delete(s.queues, id)
 	}
 	dir := filepath.Join(s.opts.Dir, topic)
 	if err := os.RemoveAll(dir); err != nil {
 		errs = append(errs, fmt.Errorf("consumequeue: delete topic %s: %w", dir, err))
+	} else {
+		s.topicDirs.Delete(topic)
 	}
 	s.dirChanged(s.opts.Dir)
 	return errors.Join(errs...)
@@ -382,5 +489,6 @@ func (s *Store) Close() error {
 		q.mu.Unlock()
 	}
 	s.queues = nil
+	errs = append(errs, s.journal.close())
 	return errors.Join(errs...)
 }

@@ -19,6 +19,19 @@ func (q *Queue) TruncateFrom(phys int64) error {
 	if q.closed.Load() {
 		return fmt.Errorf("consumequeue: truncate %s/%d: %w", q.id.Topic, q.id.Partition, ErrClosed)
 	}
+	if q.small.Load() {
+		// Entries in memory are all valid, so the cut is the first one
+		// pointing at or past phys.
+		k := q.sq.firstFrom(phys)
+		if k >= q.max.Load() {
+			return nil
+		}
+		q.max.Store(k)
+		if err := q.s.journal.truncate(q.sq, k); err != nil {
+			return fmt.Errorf("consumequeue: truncate %s/%d: %w", q.id.Topic, q.id.Partition, err)
+		}
+		return nil
+	}
 	fs := q.snapshot()
 	if len(fs) == 0 {
 		return nil
@@ -119,6 +132,17 @@ func (q *Queue) deleteBefore(minPhys int64) error {
 	}
 	lo, hi := q.min.Load(), q.max.Load()
 	if lo == hi {
+		return nil
+	}
+	if q.small.Load() {
+		k := q.sq.firstFrom(minPhys)
+		if k == lo {
+			return nil
+		}
+		q.min.Store(k)
+		if err := q.s.journal.setMin(q.sq, k); err != nil {
+			return fmt.Errorf("consumequeue: delete %s/%d before %d: %w", q.id.Topic, q.id.Partition, k, err)
+		}
 		return nil
 	}
 	below := func(off int64) bool {

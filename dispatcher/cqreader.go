@@ -10,9 +10,11 @@ import (
 	"github.com/unilog/unilog/consumequeue"
 )
 
-// inspect decodes consume-queue files with consumequeue.DecodeFile rather
-// than opening a consumequeue.Store, because opening repairs what it finds
-// (removes damaged files) and inspecting must change nothing.
+// inspect decodes consume-queue files with consumequeue.DecodeFile, and the
+// small queues with consumequeue.ReadJournal, rather than opening a
+// consumequeue.Store, because opening repairs what it finds (removes
+// damaged files, cuts a torn journal tail) and inspecting must change
+// nothing.
 
 // cqQueue is one partition's consume queue read from disk.
 type cqQueue struct {
@@ -22,6 +24,21 @@ type cqQueue struct {
 	Min     int64                    // first offset held (== Max when empty)
 	Max     int64                    // one past the last offset held
 	Damage  []string                 // problems found while reading
+}
+
+// journalQueues reads the small queues of the journal. A queue that also
+// has a directory is one whose promotion no flush confirmed: the journal
+// holds it, as consumequeue.Open decides.
+func journalQueues(dir string) (map[consumequeue.ID]*cqQueue, error) {
+	jqs, err := consumequeue.ReadJournal(dir)
+	if err != nil {
+		return nil, fmt.Errorf("dispatcher: inspect: %w", err)
+	}
+	out := make(map[consumequeue.ID]*cqQueue, len(jqs))
+	for _, jq := range jqs {
+		out[jq.ID] = &cqQueue{ID: jq.ID, Entries: jq.Entries, Min: jq.Min, Max: jq.Max}
+	}
+	return out, nil
 }
 
 // listQueues finds every <dir>/<topic>/<partition> directory.

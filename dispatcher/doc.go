@@ -3,7 +3,8 @@
 // from it, a checkpoint and an abort file.
 //
 //	<data>/commitlog/      commit-log files (package commitlog)
-//	<data>/consumequeue/   <QueueName(topic, id)>/<partition>/ index files (package consumequeue)
+//	<data>/consumequeue/   <QueueName(topic, id)>/<partition>/ index files and
+//	                       @journal/, the shared journal of small queues (package consumequeue)
 //	<data>/checkpoint      progress marker, below
 //	<data>/abort           lock file; present at open = the last run crashed
 //
@@ -98,7 +99,7 @@
 //     MinOffset when there is no valid checkpoint. If the log has files but
 //     the consume-queue directory holds no queue at all (deleted by an
 //     operator), start = MinOffset and the queues are rebuilt; the rebuilt
-//     files are byte-identical to the lost ones.
+//     queues hold the same entries (promoted files byte-identical).
 //  2. After a crash, every consume queue drops its entries with
 //     PhysOffset >= start (consumequeue.Store.TruncateFrom): they may point
 //     at records the crash tore, and they are re-derived below.
@@ -167,7 +168,8 @@
 // Inspect, Verify and Dump read a data directory without opening it: the
 // commit-log files are read through commitlog.OpenReader (mapped read-only,
 // scanned with the same code as recovery), the consume-queue files with
-// consumequeue.DecodeFile (consumequeue.Open repairs what it finds, and
+// consumequeue.DecodeFile and the small queues with consumequeue.ReadJournal
+// (consumequeue.Open repairs what it finds, and
 // inspection must change nothing). Verify checks every record's CRC, that
 // the log is one chain without holes, that it does not end before the
 // flushed mark (the larger of the checkpoint's and the log's own; the damage

@@ -29,7 +29,9 @@ func testOptions(dir string) Options {
 			FlushInterval: 10 * time.Millisecond,
 			RetentionAge:  -1,
 		},
-		ConsumeQueue:       consumequeue.Options{EntriesPerFile: 64},
+		// Queues past 16 entries leave the journal for files, so tests
+		// see both.
+		ConsumeQueue:       consumequeue.Options{EntriesPerFile: 64, SmallEntries: 16},
 		CheckpointInterval: 10 * time.Millisecond,
 		Logger:             l,
 	}

@@ -128,14 +128,34 @@ func Inspect(dir string, opts InspectOptions) (*Report, error) {
 		return nil, err
 	}
 
-	ids, err := listQueues(filepath.Join(dir, "consumequeue"))
+	cqDir := filepath.Join(dir, "consumequeue")
+	small, err := journalQueues(cqDir)
+	if errors.Is(err, consumequeue.ErrCorrupt) {
+		rep.problem("consume-queue journal: %v", err)
+	} else if err != nil {
+		return nil, err
+	}
+	ids, err := listQueues(cqDir)
 	if err != nil {
 		return nil, err
 	}
 	for _, id := range ids {
-		q, err := readQueue(filepath.Join(dir, "consumequeue"), id)
-		if err != nil {
-			return nil, err
+		if q := small[id]; q != nil {
+			// Its directory is an unconfirmed promotion (see journalQueues).
+			q.Files = []string{"(journal)"}
+		}
+	}
+	for id, q := range small {
+		if q.Files == nil {
+			ids = append(ids, id)
+		}
+	}
+	for _, id := range ids {
+		q := small[id]
+		if q == nil {
+			if q, err = readQueue(cqDir, id); err != nil {
+				return nil, err
+			}
 		}
 		p := part(id)
 		p.HasQueue, p.MinOffset, p.MaxOffset = true, q.Min, q.Max
@@ -319,17 +339,24 @@ func verifyQueue(lr *commitlog.Reader, rep *Report, q *cqQueue) {
 // A record that spans several offsets (a Kafka batch) is passed once. The
 // record's slices alias the mapped file and are valid only during the call.
 func Dump(dir, topic string, partition int32, from int64, limit int, fn func(r *commitlog.Record) error) error {
-	name, err := dumpQueueName(filepath.Join(dir, "consumequeue"), topic)
+	cqDir := filepath.Join(dir, "consumequeue")
+	small, err := journalQueues(cqDir)
+	if err != nil {
+		return err
+	}
+	name, err := dumpQueueName(cqDir, topic, small)
 	if err != nil {
 		return fmt.Errorf("dispatcher: dump %s/%d: %w", topic, partition, err)
 	}
 	id := consumequeue.ID{Topic: name, Partition: partition}
-	if _, err := os.Stat(filepath.Join(dir, "consumequeue", name, fmt.Sprint(partition))); err != nil {
-		return fmt.Errorf("dispatcher: dump %s/%d: no consume queue: %w", topic, partition, err)
-	}
-	q, err := readQueue(filepath.Join(dir, "consumequeue"), id)
-	if err != nil {
-		return err
+	q := small[id]
+	if q == nil {
+		if _, err := os.Stat(filepath.Join(cqDir, name, fmt.Sprint(partition))); err != nil {
+			return fmt.Errorf("dispatcher: dump %s/%d: no consume queue: %w", topic, partition, err)
+		}
+		if q, err = readQueue(cqDir, id); err != nil {
+			return err
+		}
 	}
 	lr, err := openLogReader(dir)
 	if err != nil {
@@ -356,9 +383,10 @@ func Dump(dir, topic string, partition int32, from int64, limit int, fn func(r *
 	return nil
 }
 
-// dumpQueueName resolves a topic to the one queue directory of its
-// incarnations; a name that is a directory itself is taken as it is.
-func dumpQueueName(cqDir, topic string) (string, error) {
+// dumpQueueName resolves a topic to the one queue name of its
+// incarnations, among the queue directories and the small queues; a name
+// that is a queue name itself is taken as it is.
+func dumpQueueName(cqDir, topic string, small map[consumequeue.ID]*cqQueue) (string, error) {
 	if _, err := os.Stat(filepath.Join(cqDir, topic)); err == nil {
 		return topic, nil
 	}
@@ -366,12 +394,25 @@ func dumpQueueName(cqDir, topic string) (string, error) {
 	if err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return "", err
 	}
-	var names []string
+	all := make(map[string]bool)
 	for _, e := range ents {
-		if t, _ := ParseQueueName(e.Name()); t == topic && e.IsDir() {
-			names = append(names, e.Name())
+		if e.IsDir() {
+			all[e.Name()] = true
 		}
 	}
+	for id := range small {
+		all[id.Topic] = true
+	}
+	if all[topic] {
+		return topic, nil
+	}
+	var names []string
+	for name := range all {
+		if t, _ := ParseQueueName(name); t == topic {
+			names = append(names, name)
+		}
+	}
+	sort.Strings(names)
 	switch len(names) {
 	case 0:
 		return topic, nil // reported as no consume queue

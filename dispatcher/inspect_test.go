@@ -69,45 +69,91 @@ func TestInspectReport(t *testing.T) {
 }
 
 // TestVerifyCatchesMisplacedEntry rewrites one consume-queue entry with a
-// valid CRC but the position of another record.
+// valid CRC but the position of another record, in a queue file and in the
+// journal of small queues; then tears it.
 func TestVerifyCatchesMisplacedEntry(t *testing.T) {
-	dir := t.TempDir()
-	d := mustOpen(t, testOptions(dir))
-	for range 3 {
-		if _, err := d.Log().Append(&commitlog.Message{Topic: "v", Body: []byte("body")}); err != nil {
-			t.Fatal(err)
-		}
+	for _, tc := range []struct {
+		name  string
+		small int
+		// entries returns the file and the bytes of offsets 0 and 1's
+		// entries (position, size, timestamp) and a function that fixes
+		// the CRC over entry 1.
+		entries func(t *testing.T, dir string) (path string, b, e0, e1 []byte, seal func())
+		torn    string
+	}{
+		{"file", -1, func(t *testing.T, dir string) (string, []byte, []byte, []byte, func()) {
+			path := filepath.Join(dir, "consumequeue", "v", "0", "00000000000000000000")
+			b := readFile(t, path)
+			slot0 := b[consumequeue.HeaderSize : consumequeue.HeaderSize+consumequeue.EntrySize]
+			slot1 := b[consumequeue.HeaderSize+consumequeue.EntrySize : consumequeue.HeaderSize+2*consumequeue.EntrySize]
+			return path, b, slot0[8:28], slot1[8:28], func() { binary.BigEndian.PutUint32(slot1[28:], crc32c(slot1[:28])) }
+		}, "after an unwritten or damaged slot"},
+		{"journal", 0, func(t *testing.T, dir string) (string, []byte, []byte, []byte, func()) {
+			path := filepath.Join(dir, "consumequeue", "@journal", "00000000000000000001")
+			b := readFile(t, path)
+			// Records: length, CRC32C of the body, body; an entry's body
+			// is type 2, queue id, offset, then the 20 bytes compared.
+			var recs []int // positions of the entry records
+			for pos := consumequeue.JournalHeaderSize; pos < len(b); {
+				n := int(binary.BigEndian.Uint32(b[pos:]))
+				if b[pos+8] == 2 {
+					recs = append(recs, pos)
+				}
+				pos += 8 + n
+			}
+			if len(recs) != 3 {
+				t.Fatalf("%d entry records in the journal, want 3", len(recs))
+			}
+			r0, r1 := b[recs[0]:recs[0]+41], b[recs[1]:recs[1]+41]
+			return path, b, r0[21:41], r1[21:41], func() { binary.BigEndian.PutUint32(r1[4:], crc32c(r1[8:])) }
+		}, "damaged before its synced mark"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			opts := testOptions(dir)
+			opts.ConsumeQueue.SmallEntries = tc.small
+			d := mustOpen(t, opts)
+			for range 3 {
+				if _, err := d.Log().Append(&commitlog.Message{Topic: "v", Body: []byte("body")}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if err := d.Close(); err != nil {
+				t.Fatal(err)
+			}
+			if err := Verify(dir); err != nil {
+				t.Fatal(err)
+			}
+			path, b, e0, e1, seal := tc.entries(t, dir)
+			copy(e1, e0) // offset 1 now points at offset 0's record
+			seal()
+			if err := os.WriteFile(path, b, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			err := Verify(dir)
+			if err == nil || !strings.Contains(err.Error(), "offset 1 points at the record of offsets [0, 1)") {
+				t.Fatalf("Verify of a misplaced entry: %v", err)
+			}
+			// A torn entry in the middle reads as a hole in a file, as
+			// damage before the synced mark in the journal.
+			e1[0] ^= 1
+			if err := os.WriteFile(path, b, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			if err := Verify(dir); err == nil || !strings.Contains(err.Error(), tc.torn) {
+				t.Fatalf("Verify of a torn entry: %v", err)
+			}
+		})
 	}
-	if err := d.Close(); err != nil {
-		t.Fatal(err)
-	}
-	if err := Verify(dir); err != nil {
-		t.Fatal(err)
-	}
-	path := filepath.Join(dir, "consumequeue", "v", "0", "00000000000000000000")
+}
+
+func readFile(t *testing.T, path string) []byte {
+	t.Helper()
 	b, err := os.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)
 	}
-	slot0 := b[consumequeue.HeaderSize : consumequeue.HeaderSize+consumequeue.EntrySize]
-	slot1 := b[consumequeue.HeaderSize+consumequeue.EntrySize : consumequeue.HeaderSize+2*consumequeue.EntrySize]
-	copy(slot1[8:28], slot0[8:28]) // offset 1 now points at offset 0's record
-	binary.BigEndian.PutUint32(slot1[28:], crc32c(slot1[:28]))
-	if err := os.WriteFile(path, b, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	err = Verify(dir)
-	if err == nil || !strings.Contains(err.Error(), "offset 1 points at the record of offsets [0, 1)") {
-		t.Fatalf("Verify of a misplaced entry: %v", err)
-	}
-	// A torn entry in the middle reads as a hole.
-	slot1[3] ^= 1
-	if err := os.WriteFile(path, b, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	if err := Verify(dir); err == nil || !strings.Contains(err.Error(), "after an unwritten or damaged slot") {
-		t.Fatalf("Verify of a torn entry: %v", err)
-	}
+	return b
 }
 
 func TestInspectChangesNothing(t *testing.T) {

@@ -3,11 +3,18 @@ package dispatcher
 import (
 	"os"
 	"path/filepath"
+	"reflect"
+	"strings"
 	"testing"
+
+	"github.com/unilog/unilog/commitlog"
+	"github.com/unilog/unilog/consumequeue"
 )
 
 // TestRebuildConsumeQueues deletes the consume queues and checks that a
-// restart rebuilds every file byte for byte.
+// restart rebuilds every queue file byte for byte and the small queues of
+// the journal with the same entries (the journal's bytes depend on when
+// flushes and promotions happened).
 func TestRebuildConsumeQueues(t *testing.T) {
 	for _, tc := range []struct {
 		name   string
@@ -28,12 +35,17 @@ func TestRebuildConsumeQueues(t *testing.T) {
 			dir := t.TempDir()
 			d := mustOpen(t, testOptions(dir))
 			recs := appendN(t, d, 21, 0, 600)
+			for p := range int32(5) { // quiet partitions stay in the journal
+				if _, err := d.Log().Append(&commitlog.Message{Topic: "quiet", Partition: p, Body: []byte("q")}); err != nil {
+					t.Fatal(err)
+				}
+			}
 			if err := d.Close(); err != nil {
 				t.Fatal(err)
 			}
 			cqDir := filepath.Join(dir, "consumequeue")
-			want := readDir(t, cqDir)
-			if len(want) < 20 {
+			want, wantSmall := queueState(t, cqDir)
+			if len(want) < 20 || len(wantSmall) == 0 {
 				t.Fatalf("only %d consume-queue files; the test wants several per partition", len(want))
 			}
 			if err := tc.remove(cqDir); err != nil {
@@ -46,9 +58,30 @@ func TestRebuildConsumeQueues(t *testing.T) {
 			if err := d.Close(); err != nil {
 				t.Fatal(err)
 			}
-			if err := equalFiles(want, readDir(t, cqDir)); err != nil {
+			got, gotSmall := queueState(t, cqDir)
+			if err := equalFiles(want, got); err != nil {
 				t.Fatalf("rebuilt consume queues differ: %v", err)
+			}
+			if !reflect.DeepEqual(gotSmall, wantSmall) {
+				t.Fatalf("rebuilt small queues differ:\n%+v\nwant\n%+v", gotSmall, wantSmall)
 			}
 		})
 	}
+}
+
+// queueState reads the queue files of a consume-queue directory and the
+// small queues of its journal.
+func queueState(t *testing.T, cqDir string) (map[string][]byte, []consumequeue.JournalQueue) {
+	t.Helper()
+	files := readDir(t, cqDir)
+	for name := range files {
+		if strings.HasPrefix(name, "@journal") {
+			delete(files, name)
+		}
+	}
+	small, err := consumequeue.ReadJournal(cqDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return files, small
 }

@@ -1,0 +1,204 @@
+package consumequeue
+
+import (
+	"encoding/binary"
+	"fmt"
+	"hash/crc32"
+)
+
+// JournalHeaderSize is the size of a journal file's header in bytes.
+const JournalHeaderSize = 32
+
+const (
+	journalMagic   uint32 = 0x5543514A // "UCQJ"
+	journalVersion uint16 = 1
+
+	// recordHeaderSize is a record's length and CRC before its body.
+	recordHeaderSize = 8
+	// maxRecordBody bounds a body: the largest is a declare with a
+	// 255-byte topic. A larger length is damage, not a record to allocate.
+	maxRecordBody = 512
+)
+
+// Record types; the numbers are part of the format.
+const (
+	recDeclare  byte = 1
+	recEntry    byte = 2
+	recTruncate byte = 3
+	recSetMin   byte = 4
+	recPromoted byte = 5
+	recRemoved  byte = 6
+)
+
+const (
+	declareBody = 1 + 4 + 4 + 8 // + topic
+	entryBody   = 1 + 4 + 8 + 8 + 8 + 4
+	offsetBody  = 1 + 4 + 8
+	qidBody     = 1 + 4
+
+	// entryRecordSize is what one small-queue entry costs in the journal.
+	entryRecordSize = recordHeaderSize + entryBody
+)
+
+// journalHeader is the decoded form of a journal file's header.
+type journalHeader struct {
+	Seq    uint64
+	Synced int64 // bytes of the file durable when the mark was written; 0 if unknown
+}
+
+func encodeJournalHeader(b []byte, seq uint64, synced int64) {
+	_ = b[JournalHeaderSize-1]
+	binary.BigEndian.PutUint32(b[0:], journalMagic)
+	binary.BigEndian.PutUint16(b[4:], journalVersion)
+	binary.BigEndian.PutUint16(b[6:], 0)
+	binary.BigEndian.PutUint64(b[8:], seq)
+	binary.BigEndian.PutUint32(b[16:], crc32.Checksum(b[:16], castagnoli))
+	encodeSyncedMark(b[20:JournalHeaderSize], synced)
+}
+
+// encodeSyncedMark fills the 12 bytes at header offset 20: the mark is
+// rewritten alone after every fsync, so it carries its own CRC.
+func encodeSyncedMark(b []byte, synced int64) {
+	binary.BigEndian.PutUint64(b[0:], uint64(synced))
+	binary.BigEndian.PutUint32(b[8:], crc32.Checksum(b[:8], castagnoli))
+}
+
+// decodeJournalHeader checks the fixed part of a header. A mark that fails
+// its CRC (a torn rewrite) reads as 0: nothing is known to be synced, and
+// every bad record counts as a torn tail.
+func decodeJournalHeader(b []byte) (journalHeader, error) {
+	if len(b) < JournalHeaderSize {
+		return journalHeader{}, fmt.Errorf("journal header: %d bytes, need %d: %w", len(b), JournalHeaderSize, ErrCorrupt)
+	}
+	if got, want := binary.BigEndian.Uint32(b[16:]), crc32.Checksum(b[:16], castagnoli); got != want {
+		return journalHeader{}, fmt.Errorf("journal header: crc %08x, computed %08x: %w", got, want, ErrCorrupt)
+	}
+	if m := binary.BigEndian.Uint32(b[0:]); m != journalMagic {
+		return journalHeader{}, fmt.Errorf("journal header: magic %08x: %w", m, ErrCorrupt)
+	}
+	if v := binary.BigEndian.Uint16(b[4:]); v != journalVersion {
+		return journalHeader{}, fmt.Errorf("journal header: version %d, this build reads %d: %w", v, journalVersion, ErrCorrupt)
+	}
+	h := journalHeader{Seq: binary.BigEndian.Uint64(b[8:])}
+	if binary.BigEndian.Uint32(b[28:]) == crc32.Checksum(b[20:28], castagnoli) {
+		h.Synced = int64(binary.BigEndian.Uint64(b[20:]))
+	}
+	return h, nil
+}
+
+// appendRecord appends one record with the given body to b.
+func appendRecord(b []byte, body []byte) []byte {
+	b = binary.BigEndian.AppendUint32(b, uint32(len(body)))
+	b = binary.BigEndian.AppendUint32(b, crc32.Checksum(body, castagnoli))
+	return append(b, body...)
+}
+
+// The append* helpers build bodies in a stack buffer and append the record.
+
+func appendDeclare(b []byte, qid uint32, id ID, start int64) []byte {
+	var body [declareBody + 255]byte
+	body[0] = recDeclare
+	binary.BigEndian.PutUint32(body[1:], qid)
+	binary.BigEndian.PutUint32(body[5:], uint32(id.Partition))
+	binary.BigEndian.PutUint64(body[9:], uint64(start))
+	n := copy(body[declareBody:], id.Topic)
+	return appendRecord(b, body[:declareBody+n])
+}
+
+func appendEntry(b []byte, qid uint32, off int64, e Entry) []byte {
+	var body [entryBody]byte
+	body[0] = recEntry
+	binary.BigEndian.PutUint32(body[1:], qid)
+	binary.BigEndian.PutUint64(body[5:], uint64(off))
+	binary.BigEndian.PutUint64(body[13:], uint64(e.PhysOffset))
+	binary.BigEndian.PutUint64(body[21:], uint64(e.StoreTimestamp))
+	binary.BigEndian.PutUint32(body[29:], uint32(e.Size))
+	return appendRecord(b, body[:])
+}
+
+// appendOffset appends a truncate or set-min record.
+func appendOffset(b []byte, typ byte, qid uint32, off int64) []byte {
+	var body [offsetBody]byte
+	body[0] = typ
+	binary.BigEndian.PutUint32(body[1:], qid)
+	binary.BigEndian.PutUint64(body[5:], uint64(off))
+	return appendRecord(b, body[:])
+}
+
+// appendQID appends a promoted or removed record.
+func appendQID(b []byte, typ byte, qid uint32) []byte {
+	var body [qidBody]byte
+	body[0] = typ
+	binary.BigEndian.PutUint32(body[1:], qid)
+	return appendRecord(b, body[:])
+}
+
+// journalRecord is one decoded record; which fields mean something
+// depends on Type.
+type journalRecord struct {
+	Type   byte
+	QID    uint32
+	ID     ID    // declare
+	Offset int64 // declare (start), entry, truncate, set-min
+	Entry  Entry // entry
+}
+
+// decodeRecord decodes the record at the start of b and returns its size.
+// Anything short, over-long, failing its CRC or malformed is an error
+// wrapping ErrCorrupt: zeros (an unwritten tail) fail the length check.
+func decodeRecord(b []byte) (journalRecord, int, error) {
+	if len(b) < recordHeaderSize {
+		return journalRecord{}, 0, fmt.Errorf("%d bytes left, short of a record header: %w", len(b), ErrCorrupt)
+	}
+	n := int(binary.BigEndian.Uint32(b[0:]))
+	if n < qidBody || n > maxRecordBody {
+		return journalRecord{}, 0, fmt.Errorf("record length %d: %w", n, ErrCorrupt)
+	}
+	if len(b) < recordHeaderSize+n {
+		return journalRecord{}, 0, fmt.Errorf("record of %d bytes, %d left: %w", n, len(b)-recordHeaderSize, ErrCorrupt)
+	}
+	body := b[recordHeaderSize : recordHeaderSize+n]
+	if got, want := binary.BigEndian.Uint32(b[4:]), crc32.Checksum(body, castagnoli); got != want {
+		return journalRecord{}, 0, fmt.Errorf("record crc %08x, computed %08x: %w", got, want, ErrCorrupt)
+	}
+	r := journalRecord{Type: body[0], QID: binary.BigEndian.Uint32(body[1:])}
+	want := 0
+	switch r.Type {
+	case recDeclare:
+		if n <= declareBody || n > declareBody+255 {
+			return journalRecord{}, 0, fmt.Errorf("declare record of %d bytes: %w", n, ErrCorrupt)
+		}
+		r.ID = ID{Topic: string(body[declareBody:]), Partition: int32(binary.BigEndian.Uint32(body[5:]))}
+		r.Offset = int64(binary.BigEndian.Uint64(body[9:]))
+		if !validTopic(r.ID.Topic) || r.ID.Partition < 0 || r.Offset < 0 {
+			return journalRecord{}, 0, fmt.Errorf("declare record for %q/%d at %d: %w", r.ID.Topic, r.ID.Partition, r.Offset, ErrCorrupt)
+		}
+		want = n
+	case recEntry:
+		want = entryBody
+		if n == want {
+			r.Offset = int64(binary.BigEndian.Uint64(body[5:]))
+			r.Entry = Entry{
+				PhysOffset:     int64(binary.BigEndian.Uint64(body[13:])),
+				StoreTimestamp: int64(binary.BigEndian.Uint64(body[21:])),
+				Size:           int32(binary.BigEndian.Uint32(body[29:])),
+			}
+			if r.Entry.Size <= 0 || r.Entry.PhysOffset < 0 {
+				return journalRecord{}, 0, fmt.Errorf("entry record with size %d phys %d: %w", r.Entry.Size, r.Entry.PhysOffset, ErrCorrupt)
+			}
+		}
+	case recTruncate, recSetMin:
+		want = offsetBody
+		if n == want {
+			r.Offset = int64(binary.BigEndian.Uint64(body[5:]))
+		}
+	case recPromoted, recRemoved:
+		want = qidBody
+	default:
+		return journalRecord{}, 0, fmt.Errorf("record type %d: %w", r.Type, ErrCorrupt)
+	}
+	if n != want {
+		return journalRecord{}, 0, fmt.Errorf("record type %d of %d bytes, want %d: %w", r.Type, n, want, ErrCorrupt)
+	}
+	return r, recordHeaderSize + n, nil
+}

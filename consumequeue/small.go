@@ -1,0 +1,239 @@
+package consumequeue
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"sort"
+	"sync"
+)
+
+// smallQueue is the in-memory state of a queue that lives in the journal:
+// its entries from MinOffset on. The journal's writer changes it under the
+// journal's lock, so a compaction sees every queue as its records left it;
+// mu only keeps readers from copying an entry while its slot is rewritten,
+// and is held for a slice access at a time.
+type smallQueue struct {
+	id  ID
+	qid uint32
+
+	mu    sync.RWMutex
+	start int64   // MinOffset; also MaxOffset while ents is empty
+	ents  []Entry // offsets start, start+1, ...
+}
+
+func (sq *smallQueue) bounds() (lo, hi int64) {
+	sq.mu.RLock()
+	defer sq.mu.RUnlock()
+	return sq.start, sq.start + int64(len(sq.ents))
+}
+
+// get copies out the entry at off.
+func (sq *smallQueue) get(off int64) (Entry, bool) {
+	sq.mu.RLock()
+	defer sq.mu.RUnlock()
+	i := off - sq.start
+	if i < 0 || i >= int64(len(sq.ents)) {
+		return Entry{}, false
+	}
+	return sq.ents[i], true
+}
+
+// add appends e at off, which must be the next offset, or any later one
+// while the queue is empty (as Queue.Append allows).
+func (sq *smallQueue) add(off int64, e Entry) error {
+	sq.mu.Lock()
+	defer sq.mu.Unlock()
+	next := sq.start + int64(len(sq.ents))
+	switch {
+	case off == next:
+	case len(sq.ents) == 0 && off > next:
+		sq.start = off
+	default:
+		return fmt.Errorf("entry at %d, next is %d: %w", off, next, ErrOffsetGap)
+	}
+	sq.ents = append(sq.ents, e)
+	return nil
+}
+
+// truncate drops the entries from k on; k lies in [MinOffset, MaxOffset].
+func (sq *smallQueue) truncate(k int64) error {
+	return sq.cut("truncate", k, func(i int64) {
+		clear(sq.ents[i:])
+		sq.ents = sq.ents[:i]
+	})
+}
+
+// setMin drops the entries before k; k lies in [MinOffset, MaxOffset]. The
+// survivors move to a new slice so the dropped ones do not pin memory.
+func (sq *smallQueue) setMin(k int64) error {
+	return sq.cut("set-min", k, func(i int64) {
+		sq.ents = append([]Entry(nil), sq.ents[i:]...)
+		sq.start = k
+	})
+}
+
+// cut checks k against [MinOffset, MaxOffset] and runs apply with k's
+// index in ents, under the write lock.
+func (sq *smallQueue) cut(what string, k int64, apply func(i int64)) error {
+	sq.mu.Lock()
+	defer sq.mu.Unlock()
+	if hi := sq.start + int64(len(sq.ents)); k < sq.start || k > hi {
+		return fmt.Errorf("%s at %d outside [%d, %d]: %w", what, k, sq.start, hi, ErrCorrupt)
+	}
+	apply(k - sq.start)
+	return nil
+}
+
+// firstFrom is the first offset whose entry has PhysOffset >= phys
+// (MaxOffset if none); PhysOffset grows along a queue.
+func (sq *smallQueue) firstFrom(phys int64) int64 {
+	sq.mu.RLock()
+	defer sq.mu.RUnlock()
+	return sq.start + int64(sort.Search(len(sq.ents), func(i int) bool { return sq.ents[i].PhysOffset >= phys }))
+}
+
+// snapshot copies the entries out as FileEntries.
+func (sq *smallQueue) snapshot() []FileEntry {
+	sq.mu.RLock()
+	defer sq.mu.RUnlock()
+	out := make([]FileEntry, len(sq.ents))
+	for i, e := range sq.ents {
+		out[i] = FileEntry{Offset: sq.start + int64(i), Entry: e}
+	}
+	return out
+}
+
+// appendState appends the records that recreate sq: its declaration at
+// MinOffset and one entry record per entry. Caller holds the journal lock.
+func (sq *smallQueue) appendState(b []byte) []byte {
+	sq.mu.RLock()
+	defer sq.mu.RUnlock()
+	b = appendDeclare(b, sq.qid, sq.id, sq.start)
+	for i, e := range sq.ents {
+		b = appendEntry(b, sq.qid, sq.start+int64(i), e)
+	}
+	return b
+}
+
+// stateSize is what appendState writes for sq.
+func (sq *smallQueue) stateSize() int64 {
+	sq.mu.RLock()
+	defer sq.mu.RUnlock()
+	return declareSize(sq.id) + int64(len(sq.ents))*entryRecordSize
+}
+
+func declareSize(id ID) int64 { return recordHeaderSize + declareBody + int64(len(id.Topic)) }
+
+// replayed is what a journal's records leave: the queues still small.
+type replayed struct {
+	queues  map[uint32]*smallQueue // declared, neither promoted nor removed
+	maxQID  uint32
+	live    int64 // bytes appendState would write for queues
+	end     int64 // end of the last good record
+	stopped error // why replay stopped before the end of the bytes, or nil
+}
+
+// replay applies the records of a journal file's bytes after its header.
+// It stops at the first record that fails to decode or does not apply to
+// the state so far (a queue never declared, an offset out of sequence):
+// written records are always valid, so whatever stops it is a torn tail or
+// damage, and the caller tells the two apart by the synced mark.
+func replay(b []byte) *replayed {
+	r := &replayed{queues: make(map[uint32]*smallQueue), end: JournalHeaderSize}
+	byID := make(map[ID]uint32)
+	for pos := int64(JournalHeaderSize); pos < int64(len(b)); {
+		rec, n, err := decodeRecord(b[pos:])
+		if err == nil {
+			err = r.apply(rec, byID)
+		}
+		if err != nil {
+			r.stopped = fmt.Errorf("record at %d: %w", pos, err)
+			return r
+		}
+		pos += int64(n)
+		r.end = pos
+	}
+	return r
+}
+
+func (r *replayed) apply(rec journalRecord, byID map[ID]uint32) error {
+	if rec.Type == recDeclare {
+		if rec.QID == 0 || rec.QID <= r.maxQID {
+			return fmt.Errorf("declare of queue id %d after %d: %w", rec.QID, r.maxQID, ErrCorrupt)
+		}
+		if old, ok := byID[rec.ID]; ok {
+			return fmt.Errorf("declare of %s/%d as %d while %d holds it: %w", rec.ID.Topic, rec.ID.Partition, rec.QID, old, ErrCorrupt)
+		}
+		sq := &smallQueue{id: rec.ID, qid: rec.QID, start: rec.Offset}
+		r.queues[rec.QID] = sq
+		byID[rec.ID] = rec.QID
+		r.maxQID = rec.QID
+		r.live += declareSize(rec.ID)
+		return nil
+	}
+	sq := r.queues[rec.QID]
+	if sq == nil {
+		return fmt.Errorf("record type %d for undeclared queue id %d: %w", rec.Type, rec.QID, ErrCorrupt)
+	}
+	before := sq.stateSize()
+	var err error
+	switch rec.Type {
+	case recEntry:
+		if err = sq.add(rec.Offset, rec.Entry); err != nil {
+			err = fmt.Errorf("%w (%w)", ErrCorrupt, err)
+		}
+	case recTruncate:
+		err = sq.truncate(rec.Offset)
+	case recSetMin:
+		err = sq.setMin(rec.Offset)
+	case recPromoted, recRemoved:
+		delete(r.queues, rec.QID)
+		delete(byID, sq.id)
+		r.live -= before
+		return nil
+	}
+	r.live += sq.stateSize() - before
+	return err
+}
+
+// JournalQueue is one queue held in a journal, as ReadJournal finds it.
+type JournalQueue struct {
+	ID      ID
+	Min     int64       // MinOffset
+	Max     int64       // MaxOffset
+	Entries []FileEntry // in offset order
+}
+
+// promote moves the queue's entries from the journal into files of its
+// own, through the appends a file queue makes, so the files are exactly
+// what a queue that always had files would hold. Readers go on reading sq
+// until small is cleared, once the files hold every entry. The journal
+// records the promotion only after a Flush has made the files durable;
+// until then a crash brings the queue back small (Open removes the
+// unconfirmed directory). Caller holds mu.
+func (q *Queue) promote() error {
+	fresh, err := q.s.mkdir(q.dir)
+	if err != nil {
+		return err
+	}
+	if !fresh {
+		// Left behind by a topic deletion that failed halfway.
+		if err := os.RemoveAll(q.dir); err != nil {
+			return fmt.Errorf("consumequeue: promote %s/%d: %w", q.id.Topic, q.id.Partition, err)
+		}
+		if _, err := q.s.mkdir(q.dir); err != nil {
+			return err
+		}
+	}
+	for i, fe := range q.sq.snapshot() {
+		if err := q.appendFile(fe.Offset, fe.Entry, i == 0); err != nil {
+			fs := q.snapshot()
+			q.setFiles(nil)
+			return errors.Join(fmt.Errorf("consumequeue: promote %s/%d: %w", q.id.Topic, q.id.Partition, err), q.removeFiles(fs))
+		}
+	}
+	q.small.Store(false)
+	q.s.journal.promoted(q.sq)
+	return nil
+}
