@@ -13,7 +13,10 @@ import "fmt"
 // next, as DeleteBefore leaves a queue whose every entry is deleted, so
 // the start survives a restart once Flush has made the file durable.
 // Readers see the queue empty throughout: MinOffset is never below
-// MaxOffset while the files change.
+// MaxOffset while the files change. A small queue is promoted first: the
+// journal has no record for "empty, starting at next", and a follower's
+// restart is rare enough to pay a file per queue; until Flush confirms the
+// promotion a crash brings the queue back as it was, before the reset.
 func (q *Queue) Reset(next int64) error {
 	q.mu.Lock()
 	defer q.mu.Unlock()
@@ -22,6 +25,11 @@ func (q *Queue) Reset(next int64) error {
 	}
 	if next < 0 {
 		return fmt.Errorf("consumequeue: reset %s/%d to %d: %w", q.id.Topic, q.id.Partition, next, ErrOutOfRange)
+	}
+	if q.small.Load() {
+		if err := q.promote(); err != nil {
+			return err
+		}
 	}
 	// Empty for readers first (MaxOffset <= MinOffset), then the files go.
 	q.max.Store(min(q.max.Load(), q.min.Load()))

@@ -2,6 +2,7 @@ package consumequeue
 
 import (
 	"errors"
+	"fmt"
 	"testing"
 )
 
@@ -24,46 +25,57 @@ func TestReset(t *testing.T) {
 		{"empty queue starts later still", 0, 5, 9, 12, 1},
 		{"to zero", 0, 40, 0, 0, 1},
 	} {
-		t.Run(tc.name, func(t *testing.T) {
-			dir := t.TempDir()
-			s := openStore(t, dir, epf, 0)
-			q := mustQueue(t, s, "t", 0)
-			if tc.to > tc.from {
-				if err := q.Append(tc.from, entryAt(tc.from)); err != nil {
+		// Small: the queue lives in the journal until the reset promotes it.
+		for _, small := range []int{-1, 64} {
+			t.Run(fmt.Sprintf("%s/small=%d", tc.name, small), func(t *testing.T) {
+				dir := t.TempDir()
+				open := func() *Store {
+					s, err := Open(Options{Dir: dir, EntriesPerFile: epf, SmallEntries: small, Logger: quietLogger()})
+					if err != nil {
+						t.Fatal(err)
+					}
+					t.Cleanup(func() { _ = s.Close() })
+					return s
+				}
+				s := open()
+				q := mustQueue(t, s, "t", 0)
+				if tc.to > tc.from {
+					if err := q.Append(tc.from, entryAt(tc.from)); err != nil {
+						t.Fatal(err)
+					}
+					appendRange(t, q, tc.from+1, tc.to)
+				}
+				if err := q.Reset(tc.next); err != nil {
+					t.Fatalf("Reset(%d): %v", tc.next, err)
+				}
+				checkRange(t, q, tc.next, tc.next)
+				if _, err := q.Get(tc.next); !errors.Is(err, ErrOutOfRange) {
+					t.Fatalf("Get(%d) of an empty queue: %v", tc.next, err)
+				}
+				if n := len(q.snapshot()); n != tc.wantFiles {
+					t.Fatalf("%d files after the reset, want %d", n, tc.wantFiles)
+				}
+				if err := s.Flush(); err != nil {
 					t.Fatal(err)
 				}
-				appendRange(t, q, tc.from+1, tc.to)
-			}
-			if err := q.Reset(tc.next); err != nil {
-				t.Fatalf("Reset(%d): %v", tc.next, err)
-			}
-			checkRange(t, q, tc.next, tc.next)
-			if _, err := q.Get(tc.next); !errors.Is(err, ErrOutOfRange) {
-				t.Fatalf("Get(%d) of an empty queue: %v", tc.next, err)
-			}
-			if n := len(q.snapshot()); n != tc.wantFiles {
-				t.Fatalf("%d files after the reset, want %d", n, tc.wantFiles)
-			}
-			if err := s.Flush(); err != nil {
-				t.Fatal(err)
-			}
-			if err := s.Close(); err != nil {
-				t.Fatal(err)
-			}
-			s = openStore(t, dir, epf, 0)
-			q = mustQueue(t, s, "t", 0)
-			checkRange(t, q, tc.next, tc.next)
-			if tc.next > 0 {
-				if err := q.Append(tc.next-1, entryAt(tc.next-1)); !errors.Is(err, ErrOffsetGap) {
-					t.Fatalf("Append below the reset offset: %v", err)
+				if err := s.Close(); err != nil {
+					t.Fatal(err)
 				}
-			}
-			if err := q.Append(tc.appendAt, entryAt(tc.appendAt)); err != nil {
-				t.Fatalf("Append(%d) after Reset(%d): %v", tc.appendAt, tc.next, err)
-			}
-			appendRange(t, q, tc.appendAt+1, tc.appendAt+epf)
-			checkRange(t, q, tc.appendAt, tc.appendAt+epf)
-		})
+				s = open()
+				q = mustQueue(t, s, "t", 0)
+				checkRange(t, q, tc.next, tc.next)
+				if tc.next > 0 {
+					if err := q.Append(tc.next-1, entryAt(tc.next-1)); !errors.Is(err, ErrOffsetGap) {
+						t.Fatalf("Append below the reset offset: %v", err)
+					}
+				}
+				if err := q.Append(tc.appendAt, entryAt(tc.appendAt)); err != nil {
+					t.Fatalf("Append(%d) after Reset(%d): %v", tc.appendAt, tc.next, err)
+				}
+				appendRange(t, q, tc.appendAt+1, tc.appendAt+epf)
+				checkRange(t, q, tc.appendAt, tc.appendAt+epf)
+			})
+		}
 	}
 }
 
