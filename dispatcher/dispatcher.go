@@ -138,6 +138,10 @@ func Open(opts Options) (*Dispatcher, error) {
 		return nil, err
 	}
 	d.log.OnRetention(d.onRetention)
+	// Retention started with the log, before the hook was in: a pass in
+	// between would leave the queues' minimums behind the log's until the
+	// next one.
+	d.onRetention(d.log.MinOffset())
 	go d.run()
 	go d.checkpointer()
 	return d, nil
