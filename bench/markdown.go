@@ -66,16 +66,15 @@ func WriteMarkdown(path string, rep *Report, m Machine, info MarkdownInfo) error
 		"so no configuration always runs first or always follows the same one. %s The table shows the median of the trials with their range "+
 		"(min–max); the JSON (`--json`) keeps every trial. Limit runs run once.\n\n", c.Trials, warm)
 	if len(c.SustainedPartitions) > 0 && len(c.Flushes) > 0 {
-		total := "the size in the run column"
-		for _, r := range rep.Rows {
-			if r.Kind == KindSustained {
-				total = FormatBytes(r.Median.Bytes)
-				break
-			}
+		total := sustainedTotal(&c, rep.Dirty)
+		atDisk := "unknown (no disk probe)"
+		if rep.Disk.MBPerS > 0 {
+			atDisk = time.Duration(float64(total) / (rep.Disk.MBPerS * 1e6) * float64(time.Second)).Round(100 * time.Millisecond).String()
 		}
 		fmt.Fprintf(&b, "Sustained rows (%v partitions, `%s`) write %s each (by default %d times the dirty-page limit, here %s), "+
-			"so that their figure is the disk's write-back and not the page cache's.\n\n",
-			c.SustainedPartitions, c.Flushes[0], total, SustainedFactor, rep.Dirty)
+			"so that their figure is the disk's write-back and not the page cache's; at the raw bandwidth above that takes %s, "+
+			"against a cap of %s per run (a row that reached it says so). They run in the first %d of the trials.\n\n",
+			c.SustainedPartitions, c.Flushes[0], FormatBytes(total), SustainedFactor, rep.Dirty, atDisk, cmp.Or(c.SustainedMaxRun, c.MaxRun), cmp.Or(c.SustainedTrials, c.Trials))
 	}
 	if c.Read {
 		fmt.Fprintf(&b, "With reads: the layout is closed, the page cache dropped (`echo 3 > /proc/sys/vm/drop_caches`), the layout reopened, "+
