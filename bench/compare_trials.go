@@ -61,13 +61,7 @@ func AggregateCompare(runs []CompareRun) []CompareRow {
 }
 
 func compareRowOf(rs []CompareRun) CompareRow {
-	pick := func(f func(*CompareRun) float64) Spread {
-		vs := make([]float64, len(rs))
-		for i := range rs {
-			vs[i] = f(&rs[i])
-		}
-		return spreadOf(vs)
-	}
+	pick := func(f func(*CompareRun) float64) Spread { return spreadBy(rs, f) }
 	row := CompareRow{
 		System: rs[0].System, Flush: rs[0].Flush, Partitions: rs[0].Partitions, Load: rs[0].Load, Trials: len(rs),
 		RecordsPerS:             pick(func(r *CompareRun) float64 { return r.RecordsPerS }),

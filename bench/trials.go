@@ -73,6 +73,15 @@ func spreadOf(vs []float64) Spread {
 	return Spread{Median: m, Min: s[0], Max: s[len(s)-1]}
 }
 
+// spreadBy is the Spread of f over the trials rs.
+func spreadBy[T any](rs []T, f func(*T) float64) Spread {
+	vs := make([]float64, len(rs))
+	for i := range rs {
+		vs[i] = f(&rs[i])
+	}
+	return spreadOf(vs)
+}
+
 // String prints "median (min–max)", or the one value of a single trial.
 func (s Spread) String() string { return s.format(0) }
 
@@ -131,13 +140,7 @@ func aggregate(plans []plan, results []Result) []Row {
 }
 
 func rowOf(rs []Result) Row {
-	pick := func(f func(*Result) float64) Spread {
-		vs := make([]float64, len(rs))
-		for i := range rs {
-			vs[i] = f(&rs[i])
-		}
-		return spreadOf(vs)
-	}
+	pick := func(f func(*Result) float64) Spread { return spreadBy(rs, f) }
 	sorted := slices.Clone(rs)
 	slices.SortStableFunc(sorted, func(a, b Result) int { return cmp.Compare(a.MBPerS, b.MBPerS) })
 	row := Row{
