@@ -62,7 +62,7 @@ func WriteMarkdown(path string, rep *Report, m Machine, info MarkdownInfo) error
 	if c.WarmUp {
 		warm = "Before the trials, the first configuration runs once as a warm-up and is not reported (the first run on an idle machine is slow whatever it measures)."
 	}
-	fmt.Fprintf(&b, "Every sweep and sustained configuration runs %d times, interleaved: trial t starts t configurations further into the list, "+
+	fmt.Fprintf(&b, "Every sweep configuration runs %d times, interleaved: trial t starts t configurations further into the list, "+
 		"so no configuration always runs first or always follows the same one. %s The table shows the median of the trials with their range "+
 		"(min–max); the JSON (`--json`) keeps every trial. Limit runs run once.\n\n", c.Trials, warm)
 	if len(c.SustainedPartitions) > 0 && len(c.Flushes) > 0 {
@@ -73,7 +73,7 @@ func WriteMarkdown(path string, rep *Report, m Machine, info MarkdownInfo) error
 		}
 		fmt.Fprintf(&b, "Sustained rows (%v partitions, `%s`) write %s each (by default %d times the dirty-page limit, here %s), "+
 			"so that their figure is the disk's write-back and not the page cache's; at the raw bandwidth above that takes %s, "+
-			"against a cap of %s per run (a row that reached it says so). They run in the first %d of the trials.\n\n",
+			"against a cap of %s per run (a row that reached it says so). They run in the first %d of the trials, interleaved with the sweep.\n\n",
 			c.SustainedPartitions, c.Flushes[0], FormatBytes(total), SustainedFactor, rep.Dirty, atDisk, cmp.Or(c.SustainedMaxRun, c.MaxRun), cmp.Or(c.SustainedTrials, c.Trials))
 	}
 	if c.Read {

@@ -124,7 +124,7 @@ func (o benchOutputs) write(c *cli.Context) error {
 	}
 	command := c.String("command")
 	if command == "" {
-		command = strings.Join(os.Args, " ")
+		command = shellLine(os.Args)
 	}
 	if plot != "" {
 		if rel, err := filepath.Rel(filepath.Dir(path), plot); err == nil {
@@ -221,4 +221,17 @@ func splitList(s string) []string {
 		}
 	}
 	return out
+}
+
+// shellLine joins args into a line a shell reads back as the same
+// arguments, so that the quoted command can be rerun as it is.
+func shellLine(args []string) string {
+	quoted := make([]string, len(args))
+	for i, a := range args {
+		quoted[i] = a
+		if a == "" || strings.ContainsAny(a, " \t\n'\"\\$`|&;<>()*?[]{}~#!") {
+			quoted[i] = "'" + strings.ReplaceAll(a, "'", `'\''`) + "'"
+		}
+	}
+	return strings.Join(quoted, " ")
 }
