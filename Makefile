@@ -81,22 +81,26 @@ bench:
 ## 16 s sync, kafka 41 s and 46 s sync, kafka-madv 53 s). Sustained rows
 ## (BENCH_SUSTAINED_PARTITIONS, first flush) write 3x the dirty-page limit read
 ## from /proc (~14.7 GiB, 11 s at the probed disk rate), capped at
-## BENCH_SUSTAINED_MAX_RUN (a capped row says so), in the first
-## BENCH_SUSTAINED_TRIALS trial only: ~5 min. Flush `sync` is Kafka's
-## flush.messages=1 (an fsync per partition batch) against the unified log's one
-## shared flush. BENCH_LIMIT_PARTITIONS run once each with BENCH_LIMIT_TOTAL to find
-## where each layout stops on ulimit -n (20,000 here) and vm.max_map_count (~2.5
-## min; empty skips them). BENCH_FLAGS=--read adds the cold-cache read-back (root).
+## BENCH_SUSTAINED_MAX_RUN (a capped row says so: unified at 10,000 and the Kafka
+## layouts there write slower than the disk), in the first BENCH_SUSTAINED_TRIALS
+## trial only: ~4.5 min. Flush `sync` is Kafka's flush.messages=1 (an fsync per
+## partition batch) against the unified log's one shared flush.
+## BENCH_LIMIT_PARTITIONS (none by default) run once each with BENCH_LIMIT_TOTAL to
+## find where each layout stops on ulimit -n (20,000 here) and vm.max_map_count:
+## BENCH_LIMIT_PARTITIONS=20000 adds ~2 min (timed: kafka stops at partition
+## 19,990 on too many open files after 43 s). BENCH_FLAGS=--read adds the
+## cold-cache read-back (root). BENCH_MARKDOWN names the file to regenerate; the
+## plots go beside it.
 ##
 ## Part 2, end to end (`bench compare`), BENCH_EST_E2E minutes: each system a child
 ## on loopback, BENCH_E2E_RECORDS 1 KiB records per run (produce and read-back each
 ## bounded by BENCH_E2E_DURATION), over BENCH_E2E_PARTITIONS, BENCH_E2E_TRIALS
 ## interleaved trials after a warm-up, each peak run followed by one at half of its
-## rate. A trial is ~7.5 min, 5 of them at 10,000 partitions (timed with 20 s
-## runs: 342 s), where the Kafka layout reaches ~550 records/s async and ~250 sync:
-## each of its runs lasts the duration, drains its in-flight records and takes a
-## minute to stop (and, failing to stop, has no half-peak rerun); JetStream sync
-## reaches ~2,000 records/s.
+## rate. A trial is ~9 min, 6 of them at 10,000 partitions (timed with 20 s runs:
+## 342 s), where the Kafka layout reaches ~550 records/s async and ~250 sync: each
+## of its runs lasts the duration, drains the 16,384 records in flight (30-60 s)
+## and does not stop within BENCH_E2E_STOP_WAIT (its shutdown flushes 10,000
+## partitions; the row says it was killed); JetStream sync reaches ~2,000 records/s.
 ##
 ## Part 3, end to end at high partition counts (`bench compare --section`),
 ## BENCH_EST_WIDE minutes: BENCH_WIDE_RECORDS 100-byte records produced into a new
@@ -110,25 +114,26 @@ BENCH_PARTITIONS           ?= 1,1000,10000
 BENCH_FLUSH                ?= interval:100ms,sync
 BENCH_TRIALS               ?= 3
 BENCH_SUSTAINED_PARTITIONS ?= 1,10000
-BENCH_SUSTAINED_MAX_RUN    ?= 40s
+BENCH_SUSTAINED_MAX_RUN    ?= 30s
 BENCH_SUSTAINED_TRIALS     ?= 1
 BENCH_MAX_RUN              ?= 10s
-BENCH_LIMIT_PARTITIONS     ?= 20000
+BENCH_LIMIT_PARTITIONS     ?=
 BENCH_LIMIT_TOTAL          ?= 512MiB
 BENCH_FLAGS                ?=
 BENCH_E2E_SYSTEMS          ?= unilog,unilog-kafka-layout,jetstream,kfake
 BENCH_E2E_PARTITIONS       ?= 1,100,1000,10000
 BENCH_E2E_RECORDS          ?= 100000
-BENCH_E2E_DURATION         ?= 10s
+BENCH_E2E_DURATION         ?= 5s
+BENCH_E2E_STOP_WAIT        ?= 10s
 BENCH_E2E_TRIALS           ?= 3
 BENCH_E2E_FLAGS            ?= --half-peak
 BENCH_WIDE_PARTITIONS      ?= 50000,100000
 BENCH_WIDE_RECORDS         ?= 200000
 BENCH_WIDE_DURATION        ?= 60s
 BENCH_WIDE_FLAGS           ?= --trials 3
-BENCH_EST_STORAGE          ?= 22
-BENCH_EST_E2E              ?= 23
-BENCH_EST_WIDE             ?= 5
+BENCH_EST_STORAGE          ?= 20
+BENCH_EST_E2E              ?= 27
+BENCH_EST_WIDE             ?= 4
 
 bench-report: build
 	@set -e; trap 'rm -rf $(BENCH_DIR)' EXIT; \
@@ -146,7 +151,7 @@ bench-report: build
 	./$(BIN) bench compare --systems $(BENCH_E2E_SYSTEMS) --flush async,sync \
 		--partitions $(BENCH_E2E_PARTITIONS) --message-size 1KiB --records $(BENCH_E2E_RECORDS) \
 		--duration $(BENCH_E2E_DURATION) --producers 4 --acks -1 --trials $(BENCH_E2E_TRIALS) \
-		--dir $(BENCH_DIR) $(BENCH_E2E_FLAGS) --plot $(dir $(BENCH_MARKDOWN))bench-e2e.svg --markdown $(BENCH_MARKDOWN); \
+		--stop-wait $(BENCH_E2E_STOP_WAIT) --dir $(BENCH_DIR) $(BENCH_E2E_FLAGS) --plot $(dir $(BENCH_MARKDOWN))bench-e2e.svg --markdown $(BENCH_MARKDOWN); \
 	part 3 "end to end, wide" $(BENCH_EST_WIDE); \
 	./$(BIN) bench compare --systems unilog,kfake --flush async --partitions $(BENCH_WIDE_PARTITIONS) \
 		--message-size 100 --records $(BENCH_WIDE_RECORDS) --duration $(BENCH_WIDE_DURATION) --producers 4 \

@@ -50,6 +50,8 @@ type CompareConfig struct {
 	// in this process (CPU then includes the load generator, and says so).
 	Exec     string
 	FileSize int64 // unilog commit-log file size; 0: the broker's default
+	// StopWait bounds each child's graceful shutdown (ServerConfig.StopWait).
+	StopWait time.Duration
 	Notes    io.Writer
 }
 
@@ -251,7 +253,7 @@ func compareOne(ctx context.Context, cfg *CompareConfig, c compareCase, rate flo
 			fail("removing the run directory", err)
 		}
 	}()
-	scfg := ServerConfig{System: sys, Flush: flush, Dir: dir, FileSize: cfg.FileSize}
+	scfg := ServerConfig{System: sys, Flush: flush, Dir: dir, FileSize: cfg.FileSize, StopWait: cfg.StopWait}
 	var (
 		srv Server
 		err error

@@ -168,6 +168,7 @@ func benchCompareCommand() *cli.Command {
 			&cli.StringFlag{Name: "dir", Value: "bench-data", Usage: "directory for the systems' data (each run's is deleted after it)"},
 			&cli.StringFlag{Name: "file-size", Value: "1GiB", Usage: "unilog commit-log file size"},
 			&cli.BoolFlag{Name: "in-process", Usage: "run the systems in this process instead of child processes"},
+			&cli.DurationFlag{Name: "stop-wait", Value: time.Minute, Usage: "how long a system may take to stop gracefully (SIGTERM) before it is killed; the run then says so"},
 			&cli.StringFlag{Name: "markdown", Usage: "replace (or append) the end-to-end section of this Markdown `FILE`"},
 			&cli.StringFlag{Name: "section", Value: bench.DefaultCompareSection, Usage: "`TITLE` of the section --markdown replaces, so that several compares keep their own sections of one file"},
 			&cli.StringFlag{Name: "command", Usage: "the command line to quote in the Markdown section (default: this one)"},
@@ -198,7 +199,7 @@ func runBenchCompare(c *cli.Context) error {
 		Systems: splitList(c.String("systems")), Flushes: splitList(c.String("flush")), Partitions: parts,
 		Load: load, Acks: kc.Acks, Linger: kc.Linger, BatchBytes: kc.BatchBytes, MaxInFlight: kc.MaxInFlight,
 		Warm: c.Bool("warm"), HalfPeak: c.Bool("half-peak"), Trials: c.Int("trials"), WarmUp: c.Bool("warm-up"),
-		Dir: c.String("dir"), FileSize: fileSize,
+		Dir: c.String("dir"), FileSize: fileSize, StopWait: c.Duration("stop-wait"),
 	}
 	if cfg.Trials < 1 {
 		return fmt.Errorf("bench compare: --trials %d: want at least 1", cfg.Trials)
