@@ -61,7 +61,7 @@ bench:
 ## bench-report: regenerate the generated sections of BENCH_MARKDOWN
 ## (docs/BENCHMARKS.md; the hand-written sections are kept) and the plots beside
 ## it: the storage sweep, the end-to-end comparison and the end-to-end runs at
-## 50,000 and 100,000 partitions. About 50 minutes on the 2-core, 24 GiB machine
+## 50,000 and 100,000 partitions. About 47 minutes on the 2-core, 24 GiB machine
 ## with nothing else running (the sum of the estimates below, each from timed
 ## runs of its slowest configurations at these sizes); it prints "part k of 3"
 ## with the time so far and the estimate left, and every run "run k of n" with
@@ -85,22 +85,22 @@ bench:
 ## layouts there write slower than the disk), in the first BENCH_SUSTAINED_TRIALS
 ## trial only: ~4.5 min. Flush `sync` is Kafka's flush.messages=1 (an fsync per
 ## partition batch) against the unified log's one shared flush.
-## BENCH_LIMIT_PARTITIONS (none by default) run once each with BENCH_LIMIT_TOTAL to
-## find where each layout stops on ulimit -n (20,000 here) and vm.max_map_count:
-## BENCH_LIMIT_PARTITIONS=20000 adds ~2 min (timed: kafka stops at partition
-## 19,990 on too many open files after 43 s). BENCH_FLAGS=--read adds the
-## cold-cache read-back (root). BENCH_MARKDOWN names the file to regenerate; the
-## plots go beside it.
+## BENCH_LIMIT_PARTITIONS run once each with BENCH_LIMIT_TOTAL to find where each
+## layout stops on ulimit -n (20,000 here) and vm.max_map_count: ~2 min (timed:
+## kafka stops at partition 19,990 on too many open files after 43 s; empty skips
+## them). BENCH_FLAGS=--read adds the cold-cache read-back (root). BENCH_MARKDOWN
+## names the file to regenerate; the plots go beside it.
 ##
 ## Part 2, end to end (`bench compare`), BENCH_EST_E2E minutes: each system a child
 ## on loopback, BENCH_E2E_RECORDS 1 KiB records per run (produce and read-back each
 ## bounded by BENCH_E2E_DURATION), over BENCH_E2E_PARTITIONS, BENCH_E2E_TRIALS
 ## interleaved trials after a warm-up, each peak run followed by one at half of its
-## rate. A trial is ~9 min, 6 of them at 10,000 partitions (timed with 20 s runs:
-## 342 s), where the Kafka layout reaches ~550 records/s async and ~250 sync: each
-## of its runs lasts the duration, drains the 16,384 records in flight (30-60 s)
-## and does not stop within BENCH_E2E_STOP_WAIT (its shutdown flushes 10,000
-## partitions; the row says it was killed); JetStream sync reaches ~2,000 records/s.
+## rate. A trial is ~6.5 min, 3 of them at 10,000 partitions (timed: the Kafka
+## layout's four runs 2 min, JetStream's four 35 s), where the Kafka layout reaches
+## ~1,200 records/s async and ~450 sync: each of its runs lasts the duration,
+## drains the records in flight and does not stop within BENCH_E2E_STOP_WAIT (its
+## shutdown flushes 10,000 partitions; the row says it was killed); JetStream sync
+## reaches ~2,000 records/s.
 ##
 ## Part 3, end to end at high partition counts (`bench compare --section`),
 ## BENCH_EST_WIDE minutes: BENCH_WIDE_RECORDS 100-byte records produced into a new
@@ -117,7 +117,7 @@ BENCH_SUSTAINED_PARTITIONS ?= 1,10000
 BENCH_SUSTAINED_MAX_RUN    ?= 30s
 BENCH_SUSTAINED_TRIALS     ?= 1
 BENCH_MAX_RUN              ?= 10s
-BENCH_LIMIT_PARTITIONS     ?=
+BENCH_LIMIT_PARTITIONS     ?= 20000
 BENCH_LIMIT_TOTAL          ?= 512MiB
 BENCH_FLAGS                ?=
 BENCH_E2E_SYSTEMS          ?= unilog,unilog-kafka-layout,jetstream,kfake
@@ -131,8 +131,8 @@ BENCH_WIDE_PARTITIONS      ?= 50000,100000
 BENCH_WIDE_RECORDS         ?= 200000
 BENCH_WIDE_DURATION        ?= 60s
 BENCH_WIDE_FLAGS           ?= --trials 3
-BENCH_EST_STORAGE          ?= 20
-BENCH_EST_E2E              ?= 27
+BENCH_EST_STORAGE          ?= 22
+BENCH_EST_E2E              ?= 21
 BENCH_EST_WIDE             ?= 4
 
 bench-report: build
