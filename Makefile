@@ -61,7 +61,7 @@ bench:
 ## bench-report: regenerate the generated sections of BENCH_MARKDOWN
 ## (docs/BENCHMARKS.md; the hand-written sections are kept) and the plots beside
 ## it: the storage sweep, the end-to-end comparison and the end-to-end runs at
-## 50,000 and 100,000 partitions. About 47 minutes on the 2-core, 24 GiB machine
+## 50,000 and 100,000 partitions. About 49 minutes on the 2-core, 24 GiB machine
 ## with nothing else running (the sum of the estimates below, each from timed
 ## runs of its slowest configurations at these sizes); it prints "part k of 3"
 ## with the time so far and the estimate left, and every run "run k of n" with
@@ -83,7 +83,8 @@ bench:
 ## from /proc (~14.7 GiB, 11 s at the probed disk rate), capped at
 ## BENCH_SUSTAINED_MAX_RUN (a capped row says so: unified at 10,000 and the Kafka
 ## layouts there write slower than the disk), in the first BENCH_SUSTAINED_TRIALS
-## trial only: ~4.5 min. Flush `sync` is Kafka's flush.messages=1 (an fsync per
+## trial only: ~7 min (timed at 10,000: unified 57 s, 5.7 GiB by the cap;
+## kafka-madv 146 s, 6.7 GiB by the cap, the rest creating and syncing). Flush `sync` is Kafka's flush.messages=1 (an fsync per
 ## partition batch) against the unified log's one shared flush.
 ## BENCH_LIMIT_PARTITIONS run once each with BENCH_LIMIT_TOTAL to find where each
 ## layout stops on ulimit -n (20,000 here) and vm.max_map_count: ~2 min (timed:
@@ -131,7 +132,7 @@ BENCH_WIDE_PARTITIONS      ?= 50000,100000
 BENCH_WIDE_RECORDS         ?= 200000
 BENCH_WIDE_DURATION        ?= 60s
 BENCH_WIDE_FLAGS           ?= --trials 3
-BENCH_EST_STORAGE          ?= 22
+BENCH_EST_STORAGE          ?= 24
 BENCH_EST_E2E              ?= 21
 BENCH_EST_WIDE             ?= 4
 
