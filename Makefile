@@ -58,57 +58,107 @@ lint:
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem ./...
 
-## bench-report: regenerate docs/BENCHMARKS.md: the storage sweep, then the
-## end-to-end section. Needs ~16 GiB free under BENCH_DIR; a long run (hours
-## on the 2-core, 24 GiB machine: the lead decides when).
+## bench-report: regenerate the generated sections of BENCH_MARKDOWN
+## (docs/BENCHMARKS.md; the hand-written sections are kept) and the plots beside
+## it: the storage sweep, the end-to-end comparison and the end-to-end runs at
+## 50,000 and 100,000 partitions. About 49 minutes on the 2-core, 24 GiB machine
+## with nothing else running (the sum of the estimates below, each from timed
+## runs of its slowest configurations at these sizes); it prints "part k of 3"
+## with the time so far and the estimate left, and every run "run k of n" with
+## the time left at its pace so far. At most ~16 GiB under BENCH_DIR at any
+## moment (one sustained run; every run deletes its directory), and BENCH_DIR
+## is removed when it ends, failed or not. Every BENCH_* setting can be
+## overridden; the estimates hold for the defaults.
 ##
-## Storage (`bench storage`): every configuration runs BENCH_TRIALS times,
-## interleaved, after an unreported warm-up; the table shows the median and
-## min-max. Every run writes BENCH_TOTAL, above vm.dirty_ratio (20% of ~23 GiB
-## available, about 4.6 GiB), and the sustained rows (BENCH_SUSTAINED_PARTITIONS,
-## first flush policy) write 3x the dirty-page limit read from /proc, so that
-## write-back to the disk is the figure. Flush `sync` is Kafka's
-## flush.messages=1 (an fsync per partition batch) against the unified log's one
-## shared flush. BENCH_MAX_RUN caps each run (BENCH_SUSTAINED_MAX_RUN each
-## sustained one: at 30 s none passed the limit in a trial); a capped run says so.
-## BENCH_LIMIT_PARTITIONS then find where each layout stops on ulimit -n and
-## vm.max_map_count. BENCH_FLAGS=--read adds the cold-cache read-back
-## (drop_caches needs root).
+## Part 1, storage (`bench storage`), BENCH_EST_STORAGE minutes: the disk probe
+## (1 GiB O_DIRECT: 1,298 MB/s when this was sized), then every layout x flush x
+## partition count BENCH_TRIALS times, interleaved, after an unreported warm-up;
+## the table shows the median and min-max. A sweep run writes BENCH_TOTAL or stops
+## at BENCH_MAX_RUN. One trial is ~4.8 min: 1 partition ~5 s a run, 1,000 ~9-15 s,
+## 10,000 ~13 s unified and 35-45 s for the Kafka layouts, which create, sync and
+## delete 20,000 mapped index files around each run (timed: kafka-madv 1,000
+## interval 9 s, kafka 1,000 sync 15 s; at 10,000 with 2 GiB/15 s: unified 20 s and
+## 16 s sync, kafka 41 s and 46 s sync, kafka-madv 53 s). Sustained rows
+## (BENCH_SUSTAINED_PARTITIONS, first flush) write 3x the dirty-page limit read
+## from /proc (~14.7 GiB, 11 s at the probed disk rate), capped at
+## BENCH_SUSTAINED_MAX_RUN (a capped row says so: unified at 10,000 and the Kafka
+## layouts there write slower than the disk), in the first BENCH_SUSTAINED_TRIALS
+## trial only: ~7 min (timed at 10,000: unified 57 s, 5.7 GiB by the cap;
+## kafka-madv 146 s, 6.7 GiB by the cap, the rest creating and syncing). Flush `sync` is Kafka's flush.messages=1 (an fsync per
+## partition batch) against the unified log's one shared flush.
+## BENCH_LIMIT_PARTITIONS run once each with BENCH_LIMIT_TOTAL to find where each
+## layout stops on ulimit -n (20,000 here) and vm.max_map_count: ~2 min (timed:
+## kafka stops at partition 19,990 on too many open files after 43 s; empty skips
+## them). BENCH_FLAGS=--read adds the cold-cache read-back (root). BENCH_MARKDOWN
+## names the file to regenerate; the plots go beside it.
 ##
-## End to end (`bench compare`): each system started as a child on loopback,
-## BENCH_E2E_RECORDS per run (bounded by BENCH_E2E_DURATION), swept over
-## BENCH_E2E_PARTITIONS, each rerun at half its peak rate for latency.
+## Part 2, end to end (`bench compare`), BENCH_EST_E2E minutes: each system a child
+## on loopback, BENCH_E2E_RECORDS 1 KiB records per run (produce and read-back each
+## bounded by BENCH_E2E_DURATION), over BENCH_E2E_PARTITIONS, BENCH_E2E_TRIALS
+## interleaved trials after a warm-up, each peak run followed by one at half of its
+## rate. A trial is ~6.5 min, 3 of them at 10,000 partitions (timed: the Kafka
+## layout's four runs 2 min, JetStream's four 35 s), where the Kafka layout reaches
+## ~1,200 records/s async and ~450 sync: each of its runs lasts the duration,
+## drains the records in flight and does not stop within BENCH_E2E_STOP_WAIT (its
+## shutdown flushes 10,000 partitions; the row says it was killed); JetStream sync
+## reaches ~2,000 records/s.
+##
+## Part 3, end to end at high partition counts (`bench compare --section`),
+## BENCH_EST_WIDE minutes: BENCH_WIDE_RECORDS 100-byte records produced into a new
+## topic of each of BENCH_WIDE_PARTITIONS partitions, then read back, for unilog and
+## kfake (the in-memory floor), in its own section (timed: unilog at 50,000, 8 s).
 BENCH_DIR                  ?= ./bench-data
+BENCH_MARKDOWN             ?= docs/BENCHMARKS.md
 BENCH_LAYOUTS              ?= unified,kafka,kafka-madv
-BENCH_TOTAL                ?= 6GiB
-BENCH_PARTITIONS           ?= 1,16,256,1024,4096,10000
-BENCH_FLUSH                ?= none,interval:100ms,sync
+BENCH_TOTAL                ?= 1GiB
+BENCH_PARTITIONS           ?= 1,1000,10000
+BENCH_FLUSH                ?= interval:100ms,sync
 BENCH_TRIALS               ?= 3
 BENCH_SUSTAINED_PARTITIONS ?= 1,10000
-BENCH_SUSTAINED_MAX_RUN    ?= 3m
-BENCH_MAX_RUN              ?= 20s
-BENCH_LIMIT_PARTITIONS     ?= 20000,50000,100000
-BENCH_LIMIT_TOTAL          ?= 1GiB
+BENCH_SUSTAINED_MAX_RUN    ?= 30s
+BENCH_SUSTAINED_TRIALS     ?= 1
+BENCH_MAX_RUN              ?= 10s
+BENCH_LIMIT_PARTITIONS     ?= 20000
+BENCH_LIMIT_TOTAL          ?= 512MiB
 BENCH_FLAGS                ?=
 BENCH_E2E_SYSTEMS          ?= unilog,unilog-kafka-layout,jetstream,kfake
 BENCH_E2E_PARTITIONS       ?= 1,100,1000,10000
-BENCH_E2E_RECORDS          ?= 1000000
-BENCH_E2E_DURATION         ?= 60s
+BENCH_E2E_RECORDS          ?= 100000
+BENCH_E2E_DURATION         ?= 5s
+BENCH_E2E_STOP_WAIT        ?= 10s
+BENCH_E2E_TRIALS           ?= 3
 BENCH_E2E_FLAGS            ?= --half-peak
+BENCH_WIDE_PARTITIONS      ?= 50000,100000
+BENCH_WIDE_RECORDS         ?= 200000
+BENCH_WIDE_DURATION        ?= 60s
+BENCH_WIDE_FLAGS           ?= --trials 3
+BENCH_EST_STORAGE          ?= 24
+BENCH_EST_E2E              ?= 21
+BENCH_EST_WIDE             ?= 4
 
 bench-report: build
+	@set -e; trap 'rm -rf $(BENCH_DIR)' EXIT; \
+	t0=$$(date +%s); left=$$(( $(BENCH_EST_STORAGE) + $(BENCH_EST_E2E) + $(BENCH_EST_WIDE) )); \
+	part() { echo "bench-report: part $$1 of 3 ($$2): $$(( ($$(date +%s) - t0) / 60 )) min elapsed, about $$left min left by the Makefile's estimates" >&2; left=$$(( left - $$3 )); }; \
+	part 1 storage $(BENCH_EST_STORAGE); \
 	./$(BIN) bench storage --layouts $(BENCH_LAYOUTS) --partitions $(BENCH_PARTITIONS) \
 		--flush $(BENCH_FLUSH) --message-size 1KiB --total $(BENCH_TOTAL) --producers 4 \
 		--trials $(BENCH_TRIALS) --sustained-partitions $(BENCH_SUSTAINED_PARTITIONS) \
-		--sustained-max-run $(BENCH_SUSTAINED_MAX_RUN) \
-		--max-run $(BENCH_MAX_RUN) --limit-partitions $(BENCH_LIMIT_PARTITIONS) \
+		--sustained-max-run $(BENCH_SUSTAINED_MAX_RUN) --sustained-trials $(BENCH_SUSTAINED_TRIALS) \
+		--max-run $(BENCH_MAX_RUN) --limit-partitions "$(BENCH_LIMIT_PARTITIONS)" \
 		--limit-total $(BENCH_LIMIT_TOTAL) --disk-probe 1GiB --dir $(BENCH_DIR) $(BENCH_FLAGS) \
-		--plot docs/bench-storage.svg --markdown docs/BENCHMARKS.md
+		--plot $(dir $(BENCH_MARKDOWN))bench-storage.svg --markdown $(BENCH_MARKDOWN); \
+	part 2 "end to end" $(BENCH_EST_E2E); \
 	./$(BIN) bench compare --systems $(BENCH_E2E_SYSTEMS) --flush async,sync \
 		--partitions $(BENCH_E2E_PARTITIONS) --message-size 1KiB --records $(BENCH_E2E_RECORDS) \
-		--duration $(BENCH_E2E_DURATION) --producers 4 --acks -1 --dir $(BENCH_DIR) $(BENCH_E2E_FLAGS) \
-		--plot docs/bench-e2e.svg --markdown docs/BENCHMARKS.md
-	rm -rf $(BENCH_DIR)
+		--duration $(BENCH_E2E_DURATION) --producers 4 --acks -1 --trials $(BENCH_E2E_TRIALS) \
+		--stop-wait $(BENCH_E2E_STOP_WAIT) --dir $(BENCH_DIR) $(BENCH_E2E_FLAGS) --plot $(dir $(BENCH_MARKDOWN))bench-e2e.svg --markdown $(BENCH_MARKDOWN); \
+	part 3 "end to end, wide" $(BENCH_EST_WIDE); \
+	./$(BIN) bench compare --systems unilog,kfake --flush async --partitions $(BENCH_WIDE_PARTITIONS) \
+		--message-size 100 --records $(BENCH_WIDE_RECORDS) --duration $(BENCH_WIDE_DURATION) --producers 4 \
+		--acks -1 --dir $(BENCH_DIR) $(BENCH_WIDE_FLAGS) --section "End to end at high partition counts" \
+		--plot $(dir $(BENCH_MARKDOWN))bench-e2e-wide.svg --markdown $(BENCH_MARKDOWN); \
+	echo "bench-report: done in $$(( ($$(date +%s) - t0) / 60 )) min" >&2
 
 ## soak: SOAK_DURATION of acks=all produce, consume and idle long polls with
 ## random client disconnects and a broker SIGKILL + restart every minute

@@ -32,14 +32,26 @@ type CompareConfig struct {
 	// subjects): a broker's first minute is not its steady state.
 	Warm bool
 	// HalfPeak reruns every configuration at half the rate its full-speed
-	// run reached, for latency at a load the system can sustain.
+	// run reached in the same trial, for latency at a load the system can
+	// sustain. Half of the trial's own peak rather than of the median
+	// peak: the rerun follows its peak run at once, on the machine in the
+	// state that peak was measured in, and a trial needs no earlier one.
 	HalfPeak bool
-	Dir      string
+	// Trials is how often every configuration runs (0 is once), in the
+	// interleaved order of interleave; the rows show median and min-max.
+	Trials int
+	// WarmUp runs the first configuration once before the trials and
+	// reports nothing of it: the first run on an idle machine is slow
+	// whatever it measures.
+	WarmUp bool
+	Dir    string
 	// Exec is the unilog executable to start each system with `bench
 	// serve` as a child, so that its CPU is its own; empty starts systems
 	// in this process (CPU then includes the load generator, and says so).
 	Exec     string
 	FileSize int64 // unilog commit-log file size; 0: the broker's default
+	// StopWait bounds each child's graceful shutdown (ServerConfig.StopWait).
+	StopWait time.Duration
 	Notes    io.Writer
 }
 
@@ -56,7 +68,8 @@ type CompareRun struct {
 	MessageSize int     `json:"message_size"`
 	Producers   int     `json:"producers"`
 	Acks        int     `json:"acks"`
-	Load        string  `json:"load"` // "peak" or "half-peak"
+	Load        string  `json:"load"`  // "peak" or "half-peak"
+	Trial       int     `json:"trial"` // 1..Trials; the warm-up run is not kept
 	Warm        bool    `json:"warm,omitempty"`
 	Rate        float64 `json:"rate,omitempty"`
 	ProduceResult
@@ -67,6 +80,11 @@ type CompareRun struct {
 	BrokerCPUSPerGBConsumed float64        `json:"broker_cpu_s_per_gb_consumed"`
 	CPUSource               string         `json:"cpu_source"`
 	Error                   string         `json:"error,omitempty"`
+	// produced is set when every record was acknowledged: the run has a
+	// peak to pace a half-peak rerun by even if reading back or stopping
+	// failed afterwards (the Kafka layout at 10,000 partitions does not
+	// stop within childStop).
+	produced bool
 }
 
 // Load kinds of a CompareRun.
@@ -100,9 +118,33 @@ func (c *CompareConfig) validate() error {
 	return c.kafkaClient("-").validate()
 }
 
-// Compare runs the sweep: for each partition count, every system and flush
-// in turn, so that the systems meet the machine in the same state. A run
-// that fails is kept with Error set; Compare fails only on configuration.
+// compareCase is one configuration of a compare.
+type compareCase struct {
+	system, flush string
+	parts         int
+}
+
+// compareCases lists every configuration: for each partition count, every
+// system and flush in turn, so that the systems meet the machine in the
+// same state. kfake has no flush and runs once per partition count.
+func compareCases(cfg *CompareConfig) []compareCase {
+	var cases []compareCase
+	for _, parts := range cfg.Partitions {
+		for _, sys := range cfg.Systems {
+			for i, flush := range cfg.Flushes {
+				if sys == SystemKfake && i > 0 {
+					break
+				}
+				cases = append(cases, compareCase{sys, flush, parts})
+			}
+		}
+	}
+	return cases
+}
+
+// Compare runs every configuration Trials times, interleaved, after an
+// unreported warm-up run when WarmUp is set. A run that fails is kept with
+// Error set; Compare fails only on configuration.
 func Compare(ctx context.Context, cfg CompareConfig) ([]CompareRun, error) {
 	if err := cfg.validate(); err != nil {
 		return nil, err
@@ -113,28 +155,53 @@ func Compare(ctx context.Context, cfg CompareConfig) ([]CompareRun, error) {
 	if err := os.MkdirAll(cfg.Dir, 0o755); err != nil {
 		return nil, fmt.Errorf("bench: compare: %w", err)
 	}
+	cases := compareCases(&cfg)
+	trials := max(cfg.Trials, 1)
+	if cfg.WarmUp {
+		r := compareOne(ctx, &cfg, cases[0], 0)
+		fmt.Fprintf(cfg.Notes, "warm-up, not reported: %s\n", r.summary())
+	}
+	p := runCounter{total: len(cases) * trials, started: time.Now()}
+	if cfg.HalfPeak {
+		p.total *= 2
+	}
 	var runs []CompareRun
-	for _, parts := range cfg.Partitions {
-		for _, sys := range cfg.Systems {
-			for i, flush := range cfg.Flushes {
-				if sys == SystemKfake && i > 0 {
-					break
+	report := func(r CompareRun, t int) {
+		r.Trial = t
+		runs = append(runs, r)
+		fmt.Fprintf(cfg.Notes, "trial %d/%d, %s: %s\n", t, trials, p.step(), r.summary())
+	}
+	for t, order := range interleave(cases, trials) {
+		for _, c := range order {
+			r := compareOne(ctx, &cfg, c, 0)
+			report(r, t+1)
+			if cfg.HalfPeak {
+				if r.produced && r.RecordsPerS > 0 {
+					report(compareOne(ctx, &cfg, c, r.RecordsPerS/2), t+1)
+				} else {
+					p.total--
 				}
-				r := compareOne(ctx, &cfg, sys, flush, parts, 0)
-				fmt.Fprintln(cfg.Notes, r.summary())
-				runs = append(runs, r)
-				if cfg.HalfPeak && r.Error == "" && r.RecordsPerS > 0 {
-					h := compareOne(ctx, &cfg, sys, flush, parts, r.RecordsPerS/2)
-					fmt.Fprintln(cfg.Notes, h.summary())
-					runs = append(runs, h)
-				}
-				if err := ctx.Err(); err != nil {
-					return runs, err
-				}
+			}
+			if err := ctx.Err(); err != nil {
+				return runs, err
 			}
 		}
 	}
 	return runs, nil
+}
+
+// runCounter counts runs for the notes: run k of n, the time so far and the
+// time left at the mean pace so far.
+type runCounter struct {
+	done, total int
+	started     time.Time
+}
+
+func (p *runCounter) step() string {
+	p.done++
+	elapsed := time.Since(p.started)
+	left := time.Duration(float64(elapsed) / float64(p.done) * float64(p.total-p.done))
+	return fmt.Sprintf("run %d of %d, %v elapsed, about %v left", p.done, p.total, elapsed.Round(time.Second), left.Round(time.Second))
 }
 
 func (r *CompareRun) summary() string {
@@ -156,7 +223,8 @@ func (r *CompareRun) summary() string {
 // compareOne starts the system in a fresh directory, creates the topic,
 // produces the load (at rate when it is not 0), reads everything back, and
 // stops the system.
-func compareOne(ctx context.Context, cfg *CompareConfig, sys, flush string, parts int, rate float64) (r CompareRun) {
+func compareOne(ctx context.Context, cfg *CompareConfig, c compareCase, rate float64) (r CompareRun) {
+	sys, flush, parts := c.system, c.flush, c.parts
 	load := cfg.Load
 	load.Partitions, load.Rate = parts, rate
 	r = CompareRun{System: sys, Flush: flush, Partitions: parts, MessageSize: load.MessageSize, Producers: load.Producers,
@@ -185,7 +253,7 @@ func compareOne(ctx context.Context, cfg *CompareConfig, sys, flush string, part
 			fail("removing the run directory", err)
 		}
 	}()
-	scfg := ServerConfig{System: sys, Flush: flush, Dir: dir, FileSize: cfg.FileSize}
+	scfg := ServerConfig{System: sys, Flush: flush, Dir: dir, FileSize: cfg.FileSize, StopWait: cfg.StopWait}
 	var (
 		srv Server
 		err error
@@ -242,6 +310,7 @@ func compareOne(ctx context.Context, cfg *CompareConfig, sys, flush string, part
 	if r.FirstError != "" {
 		fail("producing", errors.New(r.FirstError))
 	}
+	r.produced = r.Error == ""
 	cpu1, ok := cpu()
 	if !ok {
 		return r

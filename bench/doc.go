@@ -28,7 +28,13 @@
 // gets the same bound of unacknowledged records per producer
 // (KafkaClient.MaxInFlight, JetStream's pending publishes), and Warm writes
 // one record per partition before the measured run, so that per-partition
-// files created on first use are not counted as the steady state.
+// files created on first use are not counted as the steady state. Compare
+// repeats every configuration in trials ordered like the storage ones,
+// after one unreported warm-up run; AggregateCompare makes the CompareRows
+// (median and min-max) the table and plot show, while the JSON keeps every
+// CompareRun with its trial. A half-peak rerun is paced at half of its own
+// trial's peak, run right after it. A CompareInfo.Section title lets
+// several compares keep their own sections of one Markdown file.
 //
 // Record value format: every end-to-end value is MessageSize bytes whose
 // first 8 are the time the record was due to be sent, unix nanoseconds,

@@ -7,20 +7,25 @@ import (
 	"testing"
 )
 
-// TestWriteCompareMarkdownReplacesSection writes the end-to-end section
-// twice after a storage report and a hand-written section: both stay, the
-// section is there once and holds the second runs.
-func TestWriteCompareMarkdownReplacesSection(t *testing.T) {
+// TestWriteCompareMarkdownSections writes the end-to-end section and a
+// second, titled one twice each after a storage report and between
+// hand-written sections: every section stays, each generated one is there
+// once and holds its second runs, and neither overwrites the other.
+func TestWriteCompareMarkdownSections(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "BENCHMARKS.md")
 	head := "# Storage benchmark\n\n| table |\n"
 	hand := "# Soak\n\nwritten by hand\n"
-	if err := os.WriteFile(path, []byte(head+"\n"+hand), 0o644); err != nil {
+	tail := "# Failover\n\nalso by hand\n"
+	if err := os.WriteFile(path, []byte(head+"\n"+hand+"\n"+tail), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	for _, system := range []string{"first-system", "second-system"} {
-		runs := []CompareRun{{System: system, Flush: "async", Partitions: 1000, Load: LoadPeak}}
-		if err := WriteCompareMarkdown(path, runs, CompareInfo{Command: "unilog bench compare"}); err != nil {
-			t.Fatal(err)
+	const wide = "End to end: 50,000 and 100,000 partitions"
+	for _, pass := range []string{"first", "second"} {
+		for _, section := range []string{"", wide} {
+			runs := []CompareRun{{System: pass + "-" + section, Flush: "async", Partitions: 1000, Load: LoadPeak, Trial: 1}}
+			if err := WriteCompareMarkdown(path, runs, CompareInfo{Section: section, Command: "unilog bench compare"}); err != nil {
+				t.Fatal(err)
+			}
 		}
 	}
 	b, err := os.ReadFile(path)
@@ -28,8 +33,13 @@ func TestWriteCompareMarkdownReplacesSection(t *testing.T) {
 		t.Fatal(err)
 	}
 	s := string(b)
-	if !strings.HasPrefix(s, head+"\n"+hand+"\n"+e2eHeading+"\n") || strings.Count(s, e2eHeading) != 1 ||
-		strings.Contains(s, "first-system") || !strings.Contains(s, "| second-system | async | 1,000 |") {
+	for _, want := range []string{head + "\n" + hand + "\n" + tail + "\n# " + DefaultCompareSection + "\n", "| second- | async | 1,000 | peak | 1 |",
+		"\n# " + wide + "\n", "| second-" + wide + " | async | 1,000 |"} {
+		if !strings.Contains(s, want) {
+			t.Errorf("missing %q", want)
+		}
+	}
+	if strings.Count(s, "# "+DefaultCompareSection+"\n") != 1 || strings.Count(s, "# "+wide+"\n") != 1 || strings.Contains(s, "first-") {
 		t.Errorf("markdown:\n%s", s)
 	}
 }

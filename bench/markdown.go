@@ -62,20 +62,19 @@ func WriteMarkdown(path string, rep *Report, m Machine, info MarkdownInfo) error
 	if c.WarmUp {
 		warm = "Before the trials, the first configuration runs once as a warm-up and is not reported (the first run on an idle machine is slow whatever it measures)."
 	}
-	fmt.Fprintf(&b, "Every sweep and sustained configuration runs %d times, interleaved: trial t starts t configurations further into the list, "+
+	fmt.Fprintf(&b, "Every sweep configuration runs %d times, interleaved: trial t starts t configurations further into the list, "+
 		"so no configuration always runs first or always follows the same one. %s The table shows the median of the trials with their range "+
 		"(min–max); the JSON (`--json`) keeps every trial. Limit runs run once.\n\n", c.Trials, warm)
 	if len(c.SustainedPartitions) > 0 && len(c.Flushes) > 0 {
-		total := "the size in the run column"
-		for _, r := range rep.Rows {
-			if r.Kind == KindSustained {
-				total = FormatBytes(r.Median.Bytes)
-				break
-			}
+		total := sustainedTotal(&c, rep.Dirty)
+		atDisk := "unknown (no disk probe)"
+		if rep.Disk.MBPerS > 0 {
+			atDisk = time.Duration(float64(total) / (rep.Disk.MBPerS * 1e6) * float64(time.Second)).Round(100 * time.Millisecond).String()
 		}
 		fmt.Fprintf(&b, "Sustained rows (%v partitions, `%s`) write %s each (by default %d times the dirty-page limit, here %s), "+
-			"so that their figure is the disk's write-back and not the page cache's.\n\n",
-			c.SustainedPartitions, c.Flushes[0], total, SustainedFactor, rep.Dirty)
+			"so that their figure is the disk's write-back and not the page cache's; at the raw bandwidth above that takes %s, "+
+			"against a cap of %s per run (a row that reached it says so). They run in the first %d of the trials, interleaved with the sweep.\n\n",
+			c.SustainedPartitions, c.Flushes[0], FormatBytes(total), SustainedFactor, rep.Dirty, atDisk, cmp.Or(c.SustainedMaxRun, c.MaxRun), cmp.Or(c.SustainedTrials, c.Trials))
 	}
 	if c.Read {
 		fmt.Fprintf(&b, "With reads: the layout is closed, the page cache dropped (`echo 3 > /proc/sys/vm/drop_caches`), the layout reopened, "+
@@ -86,7 +85,7 @@ func WriteMarkdown(path string, rep *Report, m Machine, info MarkdownInfo) error
 	for _, line := range findings(rep) {
 		fmt.Fprintf(&b, "- %s\n", line)
 	}
-	fmt.Fprintf(&b, "\n## How to read it\n\n%s\n", readingNotes(m))
+	fmt.Fprintf(&b, "\n## How to read it\n\n%s\n", readingNotes(m, c.Total > rep.Dirty.Bytes))
 	fmt.Fprintf(&b, "\n## Results\n\n")
 	WriteMarkdownTable(&b, rep)
 	if info.Plot != "" {
@@ -158,7 +157,13 @@ func findings(rep *Report) []string {
 
 // readingNotes explains the mechanisms behind the numbers, with this
 // machine's parameters filled in.
-func readingNotes(m Machine) string {
+func readingNotes(m Machine, pastDirty bool) string {
+	writeBack := "- Each run writes more than the dirty-page limit above so that write-back to the disk, not just copying into the " +
+		"page cache, is part of the figure."
+	if !pastDirty {
+		writeBack = "- A sweep run writes less than the dirty-page limit above, so its figure is the page cache's: the layout's CPU, " +
+			"file and mapping costs, not the disk's; the sustained rows are the disk's figure."
+	}
 	return "- The unified layout appends every partition's records to one memory-mapped file chain, so the disk sees one " +
 		"sequential stream whatever the partition count; what grows with partitions is only the consume-queue index " +
 		"(one 32-byte entry per record, in small files mapped lazily and at most MaxMapped at once). Its price shows on reads: one partition's records " +
@@ -175,8 +180,7 @@ func readingNotes(m Machine) string {
 		"- `kafka-madv` is the same Kafka layout with MADV_RANDOM on the index mappings, which Kafka does not do: it " +
 		"removes the read-around, standing in for a machine whose read_ahead_kb is the common 128 KiB, so that the " +
 		"comparison does not rest on this machine's unusual 8 MiB read-around alone.\n" +
-		"- Each run writes more than the dirty-page limit above so that write-back to the disk, not just copying into the " +
-		"page cache, is part of the figure. A run that reached the per-run time limit says so in the last column; its " +
+		writeBack + " A run that reached the per-run time limit says so in the last column; its " +
 		"rates cover what it wrote.\n" +
 		"- Open files and map areas are process-wide counts; ulimit -n and vm.max_map_count are where a layout stops.\n"
 }

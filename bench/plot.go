@@ -18,6 +18,9 @@ type series struct {
 	name   string
 	dashed bool
 	xys    plotter.XYs
+	// spans are optional error bars, one per point of xys: how far the
+	// range of the trials reaches below and above the point.
+	spans plotter.YErrors
 }
 
 // chart is a line plot with a logarithmic X axis.
@@ -36,6 +39,19 @@ type collect struct {
 }
 
 func (c *collect) add(name string, dashed bool, x, y float64) {
+	l := c.series(name, dashed)
+	l.xys = append(l.xys, plotter.XY{X: x, Y: y})
+}
+
+// addSpread adds the median of s as the point and its min–max as the
+// point's error bar.
+func (c *collect) addSpread(name string, dashed bool, x float64, s Spread) {
+	l := c.series(name, dashed)
+	l.xys = append(l.xys, plotter.XY{X: x, Y: s.Median})
+	l.spans = append(l.spans, struct{ Low, High float64 }{s.Median - s.Min, s.Max - s.Median})
+}
+
+func (c *collect) series(name string, dashed bool) *series {
 	if c.by == nil {
 		c.by = map[string]*series{}
 	}
@@ -45,7 +61,7 @@ func (c *collect) add(name string, dashed bool, x, y float64) {
 		c.by[name] = s
 		c.order = append(c.order, name)
 	}
-	s.xys = append(s.xys, plotter.XY{X: x, Y: y})
+	return s
 }
 
 func (c *collect) lines() []series {
@@ -85,8 +101,15 @@ func (c chart) save(path string) error {
 	p.Legend.Top = true
 	p.Add(plotter.NewGrid())
 	for i, s := range c.lines {
-		xys := slices.Clone(s.xys)
-		slices.SortFunc(xys, func(a, b plotter.XY) int { return cmp.Compare(a.X, b.X) })
+		idx := make([]int, len(s.xys))
+		for j := range idx {
+			idx[j] = j
+		}
+		slices.SortStableFunc(idx, func(a, b int) int { return cmp.Compare(s.xys[a].X, s.xys[b].X) })
+		xys := make(plotter.XYs, len(idx))
+		for j, k := range idx {
+			xys[j] = s.xys[k]
+		}
 		line, points, err := plotter.NewLinePoints(xys)
 		if err != nil {
 			return fmt.Errorf("bench: plot: %w", err)
@@ -98,6 +121,18 @@ func (c chart) save(path string) error {
 		}
 		p.Add(line, points)
 		p.Legend.Add(s.name, line, points)
+		if len(s.spans) == len(s.xys) {
+			spans := make(plotter.YErrors, len(idx))
+			for j, k := range idx {
+				spans[j] = s.spans[k]
+			}
+			bars, err := plotter.NewYErrorBars(errorPoints{xys, spans})
+			if err != nil {
+				return fmt.Errorf("bench: plot: %w", err)
+			}
+			bars.Color = plotutil.Color(i)
+			p.Add(bars)
+		}
 	}
 	if c.ref > 0 {
 		ref, err := plotter.NewLine(plotter.XYs{{X: p.X.Min, Y: c.ref}, {X: p.X.Max, Y: c.ref}})
@@ -133,17 +168,25 @@ func WritePlot(path string, rep *Report) error {
 	return ch.save(path)
 }
 
+// errorPoints are points with their error bars, as plotter.NewYErrorBars
+// takes them.
+type errorPoints struct {
+	plotter.XYs
+	plotter.YErrors
+}
+
 // WriteComparePlot draws end-to-end produce throughput against partition
-// count, one line per system and flush, from the full-speed runs.
+// count, one line per system and flush, from the full-speed runs: the
+// median of the trials, with their min–max as error bars.
 func WriteComparePlot(path string, runs []CompareRun) error {
 	var c collect
-	for _, r := range runs {
-		if r.Load != LoadPeak || r.Records == 0 {
+	for _, r := range AggregateCompare(runs) {
+		if r.Load != LoadPeak || r.MBPerS.Max == 0 {
 			continue
 		}
-		c.add(r.System+" "+r.Flush, r.System != SystemUnilog, float64(r.Partitions), r.MBPerS)
+		c.addSpread(r.System+" "+r.Flush, r.System != SystemUnilog, float64(r.Partitions), r.MBPerS)
 	}
-	return chart{title: "End-to-end produce throughput vs partition count", x: "partitions (log scale)", y: "MB/s (payload)", lines: c.lines()}.save(path)
+	return chart{title: "End-to-end produce throughput vs partition count (median of trials, min–max bars)", x: "partitions (log scale)", y: "MB/s (payload)", lines: c.lines()}.save(path)
 }
 
 // latencyPercentiles are the points of a latency plot.

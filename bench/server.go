@@ -2,6 +2,7 @@ package bench
 
 import (
 	"bufio"
+	"cmp"
 	"errors"
 	"fmt"
 	"io"
@@ -44,6 +45,10 @@ type ServerConfig struct {
 	Flush    string
 	Dir      string
 	FileSize int64 // unilog commit-log file size; 0: the broker's default
+	// StopWait bounds a child's graceful shutdown before it is killed (0:
+	// childStop). A benchmark that throws the data away may not want to
+	// wait a minute for a layout's shutdown flush.
+	StopWait time.Duration
 }
 
 func (c ServerConfig) validate() error {
@@ -101,8 +106,9 @@ const ServeReady = "serving "
 const childStop = time.Minute
 
 type childServer struct {
-	cmd  *exec.Cmd
-	addr string
+	cmd      *exec.Cmd
+	addr     string
+	stopWait time.Duration
 }
 
 // StartChild starts a system as a child process, exe with cfg.ServeArgs(),
@@ -130,7 +136,7 @@ func StartChild(exe string, cfg ServerConfig) (Server, error) {
 		return nil, fmt.Errorf("bench: %s did not start (first line %q): %v", cfg.System, line, err)
 	}
 	go io.Copy(io.Discard, out)
-	return &childServer{cmd: cmd, addr: addr}, nil
+	return &childServer{cmd: cmd, addr: addr, stopWait: cmp.Or(cfg.StopWait, childStop)}, nil
 }
 
 func (c *childServer) Addr() string                { return c.addr }
@@ -138,7 +144,7 @@ func (c *childServer) CPU() (time.Duration, error) { return procCPU(c.cmd.Proces
 func (c *childServer) CPUSource() string           { return CPUChild }
 
 // Close asks the child to stop as an operator would (SIGTERM: flush, clean
-// checkpoint) and kills it if that takes longer than childStop.
+// checkpoint) and kills it if that takes longer than its stop wait.
 func (c *childServer) Close() error {
 	if err := c.cmd.Process.Signal(syscall.SIGTERM); err != nil {
 		return fmt.Errorf("bench: stop child: %w", err)
@@ -151,9 +157,9 @@ func (c *childServer) Close() error {
 			return fmt.Errorf("bench: child: %w", err)
 		}
 		return nil
-	case <-time.After(childStop):
+	case <-time.After(c.stopWait):
 		c.cmd.Process.Kill()
 		<-done
-		return fmt.Errorf("bench: child did not stop within %v; killed", childStop)
+		return fmt.Errorf("bench: child did not stop within %v; killed", c.stopWait)
 	}
 }

@@ -49,6 +49,10 @@ type Config struct {
 	// so that the figure is the disk's and not the page cache's.
 	SustainedPartitions []int
 	SustainedTotal      int64
+	// SustainedTrials is how many of the trials include the sustained
+	// rows (0: all of them): each writes several times the dirty-page
+	// limit, so they are what makes a report long.
+	SustainedTrials int
 	// SustainedMaxRun caps a sustained run instead of MaxRun (0: MaxRun):
 	// a run stopped before it wrote past the dirty-page limit measures the
 	// page cache again.
@@ -93,6 +97,8 @@ func (c *Config) validate() error {
 		return errors.New("bench: negative time limit")
 	case c.Trials < 1:
 		return fmt.Errorf("bench: trials %d: want at least 1", c.Trials)
+	case c.SustainedTrials < 0 || c.SustainedTrials > c.Trials:
+		return fmt.Errorf("bench: sustained trials %d: want 0 to the %d trials", c.SustainedTrials, c.Trials)
 	case c.SustainedTotal < 0 || c.SustainedTotal > 0 && c.SustainedTotal < int64(c.MessageSize):
 		return fmt.Errorf("bench: sustained total %d below one message", c.SustainedTotal)
 	case c.Producers < 1 || c.Batch < 1:
@@ -163,20 +169,37 @@ func Run(cfg Config) (*Report, error) {
 		res := measure(repeated[0], 0)
 		fmt.Fprintf(cfg.Notes, "warm-up, not reported: %s\n", summary(&res))
 	}
+	sustainedTrials := cmp.Or(cfg.SustainedTrials, cfg.Trials)
+	count := runCounter{total: len(once), started: time.Now()}
+	for _, p := range repeated {
+		if p.kind == KindSustained {
+			count.total += sustainedTrials
+		} else {
+			count.total += cfg.Trials
+		}
+	}
 	for t, order := range interleave(repeated, cfg.Trials) {
 		for _, p := range order {
+			if p.kind == KindSustained && t >= sustainedTrials {
+				continue
+			}
 			res := measure(p, t+1)
-			fmt.Fprintf(cfg.Notes, "trial %d/%d %s\n", t+1, cfg.Trials, summary(&res))
+			fmt.Fprintf(cfg.Notes, "trial %d/%d, %s: %s\n", t+1, cfg.Trials, count.step(), summary(&res))
 			rep.Results = append(rep.Results, res)
 		}
 	}
 	for _, p := range once {
 		res := measure(p, 1)
-		fmt.Fprintln(cfg.Notes, summary(&res))
+		fmt.Fprintf(cfg.Notes, "%s: %s\n", count.step(), summary(&res))
 		rep.Results = append(rep.Results, res)
 	}
 	rep.Rows = aggregate(plans, rep.Results)
 	return rep, nil
+}
+
+// sustainedTotal is the payload a sustained run writes.
+func sustainedTotal(cfg *Config, dirty DirtyLimit) int64 {
+	return cmp.Or(cfg.SustainedTotal, max(SustainedFactor*dirty.Bytes, cfg.Total))
 }
 
 // planRuns lists every configuration: the sweep (flush x layout x
@@ -196,10 +219,7 @@ func planRuns(cfg *Config, dirty DirtyLimit) []plan {
 	}
 	add(KindSweep, cfg.Flushes, cfg.Partitions, cfg.Total, cfg.MaxRun)
 	if len(cfg.SustainedPartitions) > 0 {
-		total := cfg.SustainedTotal
-		if total == 0 {
-			total = max(SustainedFactor*dirty.Bytes, cfg.Total)
-		}
+		total := sustainedTotal(cfg, dirty)
 		fmt.Fprintf(cfg.Notes, "dirty-page limit %s; each sustained run writes %s\n", dirty, FormatBytes(total))
 		add(KindSustained, cfg.Flushes[:1], cfg.SustainedPartitions, total, cmp.Or(cfg.SustainedMaxRun, cfg.MaxRun))
 	}

@@ -37,16 +37,18 @@ type rowKey struct {
 }
 
 // interleave returns the order of every trial's runs: trial t runs every
-// plan once, starting t places further into the list. The same
+// configuration once, starting t places further into the list. The same
 // configuration therefore never holds the same position twice in a row,
 // and a position effect (the first run after an idle disk, the page cache
 // of the previous run still being written back) spreads over all
 // configurations instead of landing on one of them.
-func interleave(plans []plan, trials int) [][]plan {
-	out := make([][]plan, trials)
+// Both bench storage (plans) and bench compare (compareCases) order their
+// trials with it.
+func interleave[T any](configs []T, trials int) [][]T {
+	out := make([][]T, trials)
 	for t := range trials {
-		s := t % max(len(plans), 1)
-		out[t] = append(slices.Clone(plans[s:]), plans[:s]...)
+		s := t % max(len(configs), 1)
+		out[t] = append(slices.Clone(configs[s:]), configs[:s]...)
 	}
 	return out
 }
@@ -71,12 +73,24 @@ func spreadOf(vs []float64) Spread {
 	return Spread{Median: m, Min: s[0], Max: s[len(s)-1]}
 }
 
-// String prints "median (min–max)", or the one value of a single trial.
-func (s Spread) String() string {
-	if s.Min == s.Max {
-		return fmt.Sprintf("%.0f", s.Median)
+// spreadBy is the Spread of f over the trials rs.
+func spreadBy[T any](rs []T, f func(*T) float64) Spread {
+	vs := make([]float64, len(rs))
+	for i := range rs {
+		vs[i] = f(&rs[i])
 	}
-	return fmt.Sprintf("%.0f (%.0f–%.0f)", s.Median, s.Min, s.Max)
+	return spreadOf(vs)
+}
+
+// String prints "median (min–max)", or the one value of a single trial.
+func (s Spread) String() string { return s.format(0) }
+
+// format is String with prec digits after the decimal point.
+func (s Spread) format(prec int) string {
+	if s.Min == s.Max {
+		return fmt.Sprintf("%.*f", prec, s.Median)
+	}
+	return fmt.Sprintf("%.*f (%.*f–%.*f)", prec, s.Median, prec, s.Min, prec, s.Max)
 }
 
 // Row is one configuration over all its trials: the table's line.
@@ -126,13 +140,7 @@ func aggregate(plans []plan, results []Result) []Row {
 }
 
 func rowOf(rs []Result) Row {
-	pick := func(f func(*Result) float64) Spread {
-		vs := make([]float64, len(rs))
-		for i := range rs {
-			vs[i] = f(&rs[i])
-		}
-		return spreadOf(vs)
-	}
+	pick := func(f func(*Result) float64) Spread { return spreadBy(rs, f) }
 	sorted := slices.Clone(rs)
 	slices.SortStableFunc(sorted, func(a, b Result) int { return cmp.Compare(a.MBPerS, b.MBPerS) })
 	row := Row{

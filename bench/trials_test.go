@@ -85,3 +85,28 @@ func TestPlanRuns(t *testing.T) {
 		}
 	}
 }
+
+// TestSustainedTrials runs a tiny storage report: the sweep row runs in
+// every trial, the sustained row only in the first SustainedTrials of them
+// (all when 0).
+func TestSustainedTrials(t *testing.T) {
+	for _, c := range []struct {
+		sustainedTrials int
+		want            string // trial numbers of the sustained runs
+	}{{1, "[1]"}, {0, "[1 2 3]"}} {
+		cfg := Config{Layouts: []string{"unified"}, Partitions: []int{1}, Flushes: []Flush{{Mode: "none"}}, MessageSize: 64,
+			Total: 64 << 10, Producers: 1, Batch: 16, Keys: "uniform", Dir: t.TempDir(), Trials: 3, SegmentBytes: 1 << 20,
+			SustainedPartitions: []int{2}, SustainedTotal: 64 << 10, SustainedTrials: c.sustainedTrials, Notes: io.Discard}
+		rep, err := Run(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		trials := map[string][]int{}
+		for _, r := range rep.Results {
+			trials[r.Kind] = append(trials[r.Kind], r.Trial)
+		}
+		if got := fmt.Sprint(trials[KindSustained]); got != c.want || fmt.Sprint(trials[KindSweep]) != "[1 2 3]" {
+			t.Errorf("sustained trials %d: sustained runs in trials %s (want %s), sweep runs in %v", c.sustainedTrials, got, c.want, trials[KindSweep])
+		}
+	}
+}

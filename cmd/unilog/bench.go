@@ -58,6 +58,7 @@ func benchStorageCommand() *cli.Command {
 			&cli.BoolFlag{Name: "warm-up", Value: true, Usage: "run the first configuration once before the trials and report nothing of it (--warm-up=false to see the first-run bias)"},
 			&cli.StringFlag{Name: "sustained-partitions", Usage: "partition counts of sustained runs (first --flush only), each writing --sustained-total, e.g. 1,10000"},
 			&cli.StringFlag{Name: "sustained-total", Usage: "payload bytes per sustained run (default: 3x the dirty-page limit read from /proc/sys/vm/dirty_* and MemAvailable)"},
+			&cli.IntFlag{Name: "sustained-trials", Usage: "how many of the --trials include the sustained runs (default: all)"},
 			&cli.DurationFlag{Name: "sustained-max-run", Usage: "cap the writing time of each sustained run instead of --max-run (a capped sustained run may not pass the dirty-page limit)"},
 			&cli.DurationFlag{Name: "max-run", Usage: "cap the writing time of each run; a capped run says so and reports what it wrote (0: no cap)"},
 			&cli.BoolFlag{Name: "read", Usage: "also read back one partition and then all partitions from a cold page cache"},
@@ -123,7 +124,7 @@ func (o benchOutputs) write(c *cli.Context) error {
 	}
 	command := c.String("command")
 	if command == "" {
-		command = strings.Join(os.Args, " ")
+		command = shellLine(os.Args)
 	}
 	if plot != "" {
 		if rel, err := filepath.Rel(filepath.Dir(path), plot); err == nil {
@@ -146,6 +147,7 @@ func benchConfig(c *cli.Context) (bench.Config, error) {
 		// Sustained runs must write past the dirty-page limit to mean
 		// anything, so they have their own cap.
 		SustainedMaxRun: c.Duration("sustained-max-run"),
+		SustainedTrials: c.Int("sustained-trials"),
 		Trials:          c.Int("trials"),
 		WarmUp:          c.Bool("warm-up"),
 		Progress:        !quiet && bench.StderrIsTerminal(),
@@ -219,4 +221,17 @@ func splitList(s string) []string {
 		}
 	}
 	return out
+}
+
+// shellLine joins args into a line a shell reads back as the same
+// arguments, so that the quoted command can be rerun as it is.
+func shellLine(args []string) string {
+	quoted := make([]string, len(args))
+	for i, a := range args {
+		quoted[i] = a
+		if a == "" || strings.ContainsAny(a, " \t\n'\"\\$`|&;<>()*?[]{}~#!") {
+			quoted[i] = "'" + strings.ReplaceAll(a, "'", `'\''`) + "'"
+		}
+	}
+	return strings.Join(quoted, " ")
 }

@@ -161,12 +161,16 @@ func benchCompareCommand() *cli.Command {
 		Flags: append([]cli.Flag{
 			&cli.StringFlag{Name: "systems", Value: "unilog,unilog-kafka-layout,jetstream", Usage: "systems, comma separated: " + strings.Join(bench.Systems, ", ")},
 			&cli.StringFlag{Name: "flush", Value: "async,sync", Usage: "flush settings, comma separated: async, sync"},
-			&cli.BoolFlag{Name: "half-peak", Usage: "rerun each configuration at half the rate it reached, for latency at a sustainable load"},
+			&cli.BoolFlag{Name: "half-peak", Usage: "rerun each configuration at half the rate it reached in the same trial, for latency at a sustainable load"},
+			&cli.IntFlag{Name: "trials", Value: 3, Usage: "runs of every configuration, interleaved; the table shows the median and min–max, --json every trial"},
+			&cli.BoolFlag{Name: "warm-up", Value: true, Usage: "run the first configuration once before the trials and report nothing of it (--warm-up=false to see the first-run bias)"},
 			&cli.BoolFlag{Name: "warm", Usage: "write one record to every partition before each measured run, so that it does not pay for creating per-partition files"},
 			&cli.StringFlag{Name: "dir", Value: "bench-data", Usage: "directory for the systems' data (each run's is deleted after it)"},
 			&cli.StringFlag{Name: "file-size", Value: "1GiB", Usage: "unilog commit-log file size"},
 			&cli.BoolFlag{Name: "in-process", Usage: "run the systems in this process instead of child processes"},
+			&cli.DurationFlag{Name: "stop-wait", Value: time.Minute, Usage: "how long a system may take to stop gracefully (SIGTERM) before it is killed; the run then says so"},
 			&cli.StringFlag{Name: "markdown", Usage: "replace (or append) the end-to-end section of this Markdown `FILE`"},
+			&cli.StringFlag{Name: "section", Value: bench.DefaultCompareSection, Usage: "`TITLE` of the section --markdown replaces, so that several compares keep their own sections of one file"},
 			&cli.StringFlag{Name: "command", Usage: "the command line to quote in the Markdown section (default: this one)"},
 		}, loadFlags(&cli.StringFlag{Name: "partitions", Value: "1,100,1000,10000", Usage: "partition counts, comma separated"})...),
 		Action: runBenchCompare,
@@ -194,7 +198,11 @@ func runBenchCompare(c *cli.Context) error {
 	cfg := bench.CompareConfig{
 		Systems: splitList(c.String("systems")), Flushes: splitList(c.String("flush")), Partitions: parts,
 		Load: load, Acks: kc.Acks, Linger: kc.Linger, BatchBytes: kc.BatchBytes, MaxInFlight: kc.MaxInFlight,
-		Warm: c.Bool("warm"), HalfPeak: c.Bool("half-peak"), Dir: c.String("dir"), FileSize: fileSize,
+		Warm: c.Bool("warm"), HalfPeak: c.Bool("half-peak"), Trials: c.Int("trials"), WarmUp: c.Bool("warm-up"),
+		Dir: c.String("dir"), FileSize: fileSize, StopWait: c.Duration("stop-wait"),
+	}
+	if cfg.Trials < 1 {
+		return fmt.Errorf("bench compare: --trials %d: want at least 1", cfg.Trials)
 	}
 	if c.String("json") == "" {
 		cfg.Notes = c.App.ErrWriter
@@ -214,7 +222,7 @@ func runBenchCompare(c *cli.Context) error {
 		json:  func(path string) error { return bench.WriteCompareJSON(path, runs) },
 		plot:  func(path string) error { return bench.WriteComparePlot(path, runs) },
 		markdown: func(path, command, plot string) error {
-			info := bench.CompareInfo{Command: command, Plot: plot, Config: cfg, Started: started, Duration: time.Since(started)}
+			info := bench.CompareInfo{Section: c.String("section"), Command: command, Plot: plot, Config: cfg, Started: started, Duration: time.Since(started)}
 			return bench.WriteCompareMarkdown(path, runs, info)
 		},
 	}.write(c)

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -87,7 +88,7 @@ func TestBenchCompareSmoke(t *testing.T) {
 	js, svg, md := filepath.Join(dir, "c.json"), filepath.Join(dir, "c.svg"), filepath.Join(dir, "c.md")
 	writeFile(t, md, "# Storage\n\nkept\n")
 	runBenchApp(t, "compare", "--systems", "unilog,jetstream,unilog-kafka-layout,kfake", "--flush", "async,sync", "--partitions", "3",
-		"--records", "300", "--message-size", "64", "--producers", "2", "--linger", "1ms",
+		"--trials", "1", "--warm-up=false", "--records", "300", "--message-size", "64", "--producers", "2", "--linger", "1ms",
 		"--file-size", "8MiB", "--dir", filepath.Join(dir, "data"), "--json", js, "--plot", svg, "--markdown", md)
 	var runs []map[string]any
 	readJSON(t, js, &runs)
@@ -137,5 +138,58 @@ func TestBenchCompareSmoke(t *testing.T) {
 	}
 	if ents, _ := os.ReadDir(filepath.Join(dir, "data")); len(ents) != 0 {
 		t.Errorf("run directories left behind: %v", ents)
+	}
+}
+
+// TestBenchCompareTrials runs a tiny compare of unilog and kfake (child
+// processes) with two trials, a warm-up and half-peak reruns, then a second
+// compare into its own section of the same file: the JSON keeps every
+// trial and no warm-up, the first section shows one row per configuration
+// and load over both trials, and the second section leaves the first and
+// the hand-written one in place.
+func TestBenchCompareTrials(t *testing.T) {
+	t.Setenv(runMainEnv, "1")
+	dir := t.TempDir()
+	js, md := filepath.Join(dir, "c.json"), filepath.Join(dir, "c.md")
+	const hand = "# Soak\n\nwritten by hand\n"
+	writeFile(t, md, hand)
+	common := []string{"--flush", "async", "--records", "200", "--message-size", "64", "--producers", "2", "--linger", "1ms",
+		"--file-size", "8MiB", "--dir", filepath.Join(dir, "data")}
+	runBenchApp(t, append([]string{"compare", "--systems", "unilog,kfake", "--partitions", "2", "--trials", "2", "--half-peak",
+		"--json", js, "--markdown", md}, common...)...)
+	runBenchApp(t, append([]string{"compare", "--systems", "kfake", "--partitions", "5", "--trials", "1", "--warm-up=false",
+		"--section", "End to end: wide", "--markdown", md}, common...)...)
+
+	var runs []map[string]any
+	readJSON(t, js, &runs)
+	trials := map[string][]float64{}
+	for _, r := range runs {
+		key := r["system"].(string) + "/" + r["load"].(string)
+		trials[key] = append(trials[key], r["trial"].(float64))
+		if e, ok := r["error"]; ok {
+			t.Errorf("%s trial %v failed: %v", key, r["trial"], e)
+		}
+	}
+	for _, k := range []string{"unilog/peak", "unilog/half-peak", "kfake/peak", "kfake/half-peak"} {
+		if got := fmt.Sprint(trials[k]); got != "[1 2]" {
+			t.Errorf("%s: trials %s, want [1 2] (no warm-up)", k, got)
+		}
+	}
+	if len(runs) != 8 {
+		t.Errorf("%d runs in the JSON, want 8", len(runs))
+	}
+	text, err := os.ReadFile(md)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := string(text)
+	for _, want := range []string{hand + "\n# End to end\n", "| unilog | async | 2 | peak | 2 | ", "| unilog | async | 2 | half-peak | 2 | ",
+		"| kfake | memory | 2 | peak | 2 | ", "runs 2 times, interleaved", "\n# End to end: wide\n", "| kfake | memory | 5 | peak | 1 | "} {
+		if !strings.Contains(s, want) {
+			t.Errorf("markdown lacks %q:\n%s", want, s)
+		}
+	}
+	if strings.Count(s, "# End to end\n") != 1 || strings.Index(s, "# End to end\n") > strings.Index(s, "# End to end: wide\n") {
+		t.Errorf("sections out of place:\n%s", s)
 	}
 }

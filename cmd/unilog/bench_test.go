@@ -123,3 +123,19 @@ func TestBenchStorageSmoke(t *testing.T) {
 		t.Errorf("no table on stdout:\n%s", stdout.String())
 	}
 }
+
+func TestShellLine(t *testing.T) {
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"unilog", "bench", "--flush", "async,sync"}, "unilog bench --flush async,sync"},
+		{[]string{"unilog", "--section", "End to end at high partition counts"}, "unilog --section 'End to end at high partition counts'"},
+		{[]string{"unilog", "--limit-partitions", ""}, "unilog --limit-partitions ''"},
+		{[]string{"it's"}, `'it'\''s'`},
+	} {
+		if got := shellLine(c.args); got != c.want {
+			t.Errorf("shellLine(%q) = %s, want %s", c.args, got, c.want)
+		}
+	}
+}

@@ -1,0 +1,114 @@
+package bench
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+)
+
+// CompareRow is one configuration and load of a compare over its trials:
+// a line of the end-to-end table. Every figure is a Spread of the trials.
+type CompareRow struct {
+	System     string `json:"system"`
+	Flush      string `json:"flush"`
+	Partitions int    `json:"partitions"`
+	Load       string `json:"load"`
+	Trials     int    `json:"trials"`
+
+	RecordsPerS             Spread `json:"records_per_s"`
+	MBPerS                  Spread `json:"mb_per_s"`
+	P50Ms                   Spread `json:"p50_ms"`
+	P99Ms                   Spread `json:"p99_ms"`
+	P999Ms                  Spread `json:"p999_ms"`
+	BrokerCPUSPerGB         Spread `json:"broker_cpu_s_per_gb"`
+	BrokerCPUSPerGBConsumed Spread `json:"broker_cpu_s_per_gb_consumed"`
+	// ReadRecordsPerS is over the trials that read back; Reads counts
+	// them (0: the row has no read figure).
+	ReadRecordsPerS Spread `json:"read_records_per_s"`
+	Reads           int    `json:"reads"`
+	// Errors is the produce errors per trial.
+	Errors Spread `json:"errors"`
+	// Failed counts the trials that ended with an Error; Error joins their
+	// distinct messages.
+	Failed int    `json:"failed,omitempty"`
+	Error  string `json:"error,omitempty"`
+}
+
+type compareKey struct {
+	system, flush string
+	partitions    int
+	load          string
+}
+
+// AggregateCompare groups runs by system, flush, partition count and load,
+// in the order each group first appears (trial 1 runs the configurations
+// in their planned order, each peak run before its half-peak rerun).
+func AggregateCompare(runs []CompareRun) []CompareRow {
+	var order []compareKey
+	by := map[compareKey][]CompareRun{}
+	for _, r := range runs {
+		k := compareKey{r.System, r.Flush, r.Partitions, r.Load}
+		if _, ok := by[k]; !ok {
+			order = append(order, k)
+		}
+		by[k] = append(by[k], r)
+	}
+	rows := make([]CompareRow, 0, len(order))
+	for _, k := range order {
+		rows = append(rows, compareRowOf(by[k]))
+	}
+	return rows
+}
+
+func compareRowOf(rs []CompareRun) CompareRow {
+	pick := func(f func(*CompareRun) float64) Spread { return spreadBy(rs, f) }
+	row := CompareRow{
+		System: rs[0].System, Flush: rs[0].Flush, Partitions: rs[0].Partitions, Load: rs[0].Load, Trials: len(rs),
+		RecordsPerS:             pick(func(r *CompareRun) float64 { return r.RecordsPerS }),
+		MBPerS:                  pick(func(r *CompareRun) float64 { return r.MBPerS }),
+		P50Ms:                   pick(func(r *CompareRun) float64 { return r.P50Ms }),
+		P99Ms:                   pick(func(r *CompareRun) float64 { return r.P99Ms }),
+		P999Ms:                  pick(func(r *CompareRun) float64 { return r.P999Ms }),
+		BrokerCPUSPerGB:         pick(func(r *CompareRun) float64 { return r.BrokerCPUSPerGB }),
+		BrokerCPUSPerGBConsumed: pick(func(r *CompareRun) float64 { return r.BrokerCPUSPerGBConsumed }),
+		Errors:                  pick(func(r *CompareRun) float64 { return float64(r.Errors) }),
+	}
+	var reads []float64
+	var errs []string
+	for _, r := range rs {
+		if r.Consume != nil {
+			reads = append(reads, r.Consume.RecordsPerS)
+		}
+		if r.Error != "" {
+			row.Failed++
+			if !slices.Contains(errs, r.Error) {
+				errs = append(errs, r.Error)
+			}
+		}
+	}
+	row.ReadRecordsPerS, row.Reads = spreadOf(reads), len(reads)
+	if row.Failed > 0 {
+		row.Error = fmt.Sprintf("%d of %d trials: %s", row.Failed, len(rs), strings.Join(errs, "; "))
+	}
+	return row
+}
+
+// compareColumns heads the cells of compareCells.
+var compareColumns = []string{"system", "flush", "partitions", "load", "trials", "records/s", "MB/s", "p50 ms", "p99 ms", "p999 ms",
+	"read records/s", "CPU s/GB in", "CPU s/GB out", "errors", "failed"}
+
+// compareCells is a row as the text and Markdown tables print it: each
+// figure as its median (min–max).
+func compareCells(r *CompareRow) []string {
+	read := "-"
+	if r.Reads > 0 {
+		read = r.ReadRecordsPerS.format(0)
+	}
+	failed := "-"
+	if r.Error != "" {
+		failed = r.Error
+	}
+	return []string{r.System, r.Flush, commas(int64(r.Partitions)), r.Load, fmt.Sprint(r.Trials),
+		r.RecordsPerS.format(0), r.MBPerS.format(1), r.P50Ms.format(2), r.P99Ms.format(2), r.P999Ms.format(2),
+		read, r.BrokerCPUSPerGB.format(1), r.BrokerCPUSPerGBConsumed.format(1), r.Errors.format(0), failed}
+}
