@@ -93,7 +93,9 @@ bench:
 ## names the file to regenerate; the plots go beside it.
 ##
 ## Part 2, end to end (`bench compare`), BENCH_EST_E2E minutes: each system a child
-## on loopback, BENCH_E2E_RECORDS 1 KiB records per run (produce and read-back each
+## on loopback, BENCH_E2E_RECORDS 1 KiB records per run (300,000: at 1 partition
+## unilog takes ~1.5 s, long enough for a p999; the slow systems are bounded
+## by the duration either way; produce and read-back each
 ## bounded by BENCH_E2E_DURATION), over BENCH_E2E_PARTITIONS, BENCH_E2E_TRIALS
 ## interleaved trials after a warm-up, each peak run followed by one at half of its
 ## rate. A trial is ~6.5 min, 3 of them at 10,000 partitions (timed: the Kafka
@@ -123,7 +125,7 @@ BENCH_LIMIT_TOTAL          ?= 512MiB
 BENCH_FLAGS                ?=
 BENCH_E2E_SYSTEMS          ?= unilog,unilog-kafka-layout,jetstream,kfake
 BENCH_E2E_PARTITIONS       ?= 1,100,1000,10000
-BENCH_E2E_RECORDS          ?= 100000
+BENCH_E2E_RECORDS          ?= 300000
 BENCH_E2E_DURATION         ?= 5s
 BENCH_E2E_STOP_WAIT        ?= 10s
 BENCH_E2E_TRIALS           ?= 3
