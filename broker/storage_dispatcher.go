@@ -34,6 +34,7 @@ func openDispatcherStorage(cfg Config, live func(topic string) (commitlog.TopicI
 		},
 		ConsumeQueue:       consumequeue.Options{Logger: cfg.Logger, MaxMapped: cfg.MaxMappedQueues},
 		CheckpointInterval: cfg.CheckpointInterval,
+		CheckpointBytes:    cfg.CheckpointBytes,
 		Live:               live,
 		RetentionFloor:     floor,
 		Logger:             cfg.Logger,

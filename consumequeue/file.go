@@ -28,8 +28,14 @@ type file struct {
 	lru  *lru
 	ops  fileOps
 
-	mu      sync.RWMutex
-	m       mmap.MMap // nil while unmapped
+	mu sync.RWMutex
+	// full maps the file's full size (header+epf slots) whatever its
+	// length, so growing it is a fallocate and nothing else: no munmap and
+	// mmap, and no fault on the pages already mapped. m is full cut to the
+	// file's length, the only bytes ever accessed (past the end of the
+	// file a mapping faults). Both are nil while unmapped.
+	full    mmap.MMap
+	m       []byte
 	removed bool
 
 	dirty atomic.Bool // written since the last msync
@@ -69,17 +75,24 @@ func (f *file) mapLocked() error {
 	if st.Size() < HeaderSize || st.Size() > f.fullSize() {
 		return fmt.Errorf("consumequeue: %s: size %d outside [%d, %d]: %w", f.path, st.Size(), HeaderSize, f.fullSize(), ErrCorrupt)
 	}
-	m, err := mmap.MapRegion(fd, int(st.Size()), mmap.RDWR, 0, 0)
+	full, err := mmap.MapRegion(fd, int(f.fullSize()), mmap.RDWR, 0, 0)
 	if err != nil {
 		return fmt.Errorf("consumequeue: mmap %s: %w", f.path, err)
 	}
-	if err := f.checkHeader(m); err != nil {
-		_ = m.Unmap()
+	if err := f.checkHeader(full[:st.Size()]); err != nil {
+		_ = full.Unmap()
 		return err
 	}
-	f.m = m
-	f.lru.mapped.Add(1)
+	f.setMapping(full, st.Size())
 	return nil
+}
+
+// setMapping installs a full-size mapping of a file size bytes long.
+// Caller holds mu for writing.
+func (f *file) setMapping(full mmap.MMap, size int64) {
+	f.full = full
+	f.m = full[:size:size]
+	f.lru.mapped.Add(1)
 }
 
 func (f *file) checkHeader(b []byte) error {
@@ -126,18 +139,19 @@ func (f *file) unmapLocked(sync bool) error {
 			err = fmt.Errorf("consumequeue: msync %s: %w", f.path, err)
 		}
 	}
-	if uerr := f.m.Unmap(); uerr != nil && err == nil {
+	if uerr := f.full.Unmap(); uerr != nil && err == nil {
 		err = fmt.Errorf("consumequeue: munmap %s: %w", f.path, uerr)
 	}
-	f.m = nil
+	f.full, f.m = nil, nil
 	f.lru.mapped.Add(-1)
 	return err
 }
 
-// resizeLocked changes the file's size to size and remaps it. Growth uses
-// fallocate so that the blocks exist: a write through a mapping of a hole
-// on a full disk is a SIGBUS, a failed fallocate is an error. Caller holds
-// mu for writing and the file is mapped.
+// resizeLocked changes the file's size to size; the mapping already covers
+// the full size, so only its view changes. Growth uses fallocate so that
+// the blocks exist: a write through a mapping of a hole on a full disk is
+// a SIGBUS, a failed fallocate is an error. Caller holds mu for writing
+// and the file is mapped.
 func (f *file) resizeLocked(size int64) error {
 	if int64(len(f.m)) == size {
 		return nil
@@ -147,28 +161,14 @@ func (f *file) resizeLocked(size int64) error {
 		return fmt.Errorf("consumequeue: open %s: %w", f.path, err)
 	}
 	defer fd.Close()
-	grow := size > int64(len(f.m))
-	if grow {
+	if size > int64(len(f.m)) {
 		if err := allocate(f.ops, fd, size); err != nil {
 			return fmt.Errorf("consumequeue: grow %s to %d: %w", f.path, size, err)
 		}
+	} else if err := fd.Truncate(size); err != nil {
+		return fmt.Errorf("consumequeue: truncate %s to %d: %w", f.path, size, err)
 	}
-	if err := f.m.Unmap(); err != nil {
-		return fmt.Errorf("consumequeue: munmap %s: %w", f.path, err)
-	}
-	f.m = nil
-	f.lru.mapped.Add(-1)
-	if !grow {
-		if err := fd.Truncate(size); err != nil {
-			return fmt.Errorf("consumequeue: truncate %s to %d: %w", f.path, size, err)
-		}
-	}
-	m, err := mmap.MapRegion(fd, int(size), mmap.RDWR, 0, 0)
-	if err != nil {
-		return fmt.Errorf("consumequeue: mmap %s: %w", f.path, err)
-	}
-	f.m = m
-	f.lru.mapped.Add(1)
+	f.m = f.full[:size:size]
 	return nil
 }
 

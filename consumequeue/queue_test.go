@@ -273,3 +273,22 @@ func TestFlush(t *testing.T) {
 		}
 	}
 }
+
+// TestGrowthKeepsMapping appends until a file has doubled several times and
+// checks that it stayed one mapping at the same address (growth is a
+// fallocate, not an unmap and remap) and that every entry reads back.
+func TestGrowthKeepsMapping(t *testing.T) {
+	s := openStore(t, t.TempDir(), 4096, 0)
+	q := mustQueue(t, s, "t", 0)
+	appendRange(t, q, 0, 1)
+	f := q.snapshot()[0]
+	addr := &f.full[0]
+	appendRange(t, q, 1, 1000)
+	if got := len(f.m); got != int(sizeFor(999, f.epf)) {
+		t.Fatalf("file view %d bytes after 1,000 entries, want %d", got, sizeFor(999, f.epf))
+	}
+	if &f.full[0] != addr || s.MappedFiles() != 1 {
+		t.Fatalf("growth remapped the file (%d mapped)", s.MappedFiles())
+	}
+	checkRange(t, q, 0, 1000)
+}

@@ -3,28 +3,67 @@ package dispatcher
 import (
 	"fmt"
 	"time"
+
+	"github.com/unilog/unilog/internal/clock"
 )
 
-// checkpointer takes a checkpoint every CheckpointInterval on its own
+const (
+	// DefaultCheckpointInterval is long because each checkpoint costs the
+	// appender a page fault per queue it wrote since the last one (see
+	// "Checkpoints" in the package doc), and a crash costs only a replay of
+	// what was dispatched after it.
+	DefaultCheckpointInterval = 10 * time.Second
+	// DefaultCheckpointBytes bounds that replay to about a second or two of
+	// recovery scanning at any produce rate.
+	DefaultCheckpointBytes = 1 << 30
+)
+
+// checkpointer takes a checkpoint every CheckpointInterval, or sooner when
+// the dispatcher has moved CheckpointBytes past the last one, on its own
 // goroutine, as RocketMQ flushes its consume queues on their own thread:
 // making hundreds of queue files durable (or a whole-filesystem syncfs)
 // takes milliseconds to tens of milliseconds, and on the dispatching
 // goroutine it would hold back every WaitDispatched, so every produce.
 // It runs concurrently with dispatching; see checkpoint for why that keeps
-// the checkpoint's promise.
-func (d *Dispatcher) checkpointer() {
+// the checkpoint's promise. Open arms the first round (armCheckpoint).
+func (d *Dispatcher) checkpointer(t clock.Timer, due <-chan struct{}) {
 	defer close(d.cpDone)
-	t := time.NewTicker(d.opts.CheckpointInterval)
-	defer t.Stop()
 	for {
 		select {
 		case <-d.stop:
+			t.Stop()
 			return
-		case <-t.C:
+		case <-due:
+		case <-d.cpKick:
+			t.Stop()
 		}
+		// The next round is armed before this one runs, so a test that
+		// sees the checkpoint taken can move its clock to the next.
+		t, due = d.armCheckpoint()
 		if err := d.checkpoint(); err != nil {
 			d.logger.WithError(err).Error("checkpoint failed")
 		}
+	}
+}
+
+// armCheckpoint starts the timer of the next checkpoint. Each round has a
+// channel of its own: a timer that fires while a kick stops it cannot cut
+// the next round short.
+func (d *Dispatcher) armCheckpoint() (clock.Timer, <-chan struct{}) {
+	due := make(chan struct{}, 1)
+	return d.opts.Clock.AfterFunc(d.opts.CheckpointInterval, func() { due <- struct{}{} }), due
+}
+
+// kickCheckpoint asks for an early checkpoint once CheckpointBytes have
+// been dispatched since the last one. It runs on the dispatching goroutine
+// after each pass and never blocks it.
+func (d *Dispatcher) kickCheckpoint() {
+	if d.opts.CheckpointBytes <= 0 || d.dispatched.Load()-d.cpFrom.Load() < d.opts.CheckpointBytes {
+		return
+	}
+	select {
+	case d.cpKick <- struct{}{}:
+	default:
 	}
 }
 
@@ -41,7 +80,11 @@ func (d *Dispatcher) checkpointer() {
 func (d *Dispatcher) checkpoint() error {
 	d.cpRun.Lock()
 	defer d.cpRun.Unlock()
-	dispatched := min(d.dispatched.Load(), d.log.FlushedOffset())
+	loaded := d.dispatched.Load()
+	// Counted from D, not from the Dispatched written: a log flush that
+	// lags must not make every pass ask for another checkpoint.
+	d.cpFrom.Store(loaded)
+	dispatched := min(loaded, d.log.FlushedOffset())
 	d.cpMu.Lock()
 	prev := d.cp
 	d.cpMu.Unlock()

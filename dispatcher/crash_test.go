@@ -23,12 +23,24 @@ const (
 	crashEnvDir   = "UNILOG_CRASH_DIR"
 	crashEnvSeed  = "UNILOG_CRASH_SEED"
 	crashEnvFirst = "UNILOG_CRASH_FIRST"
+	crashEnvRound = "UNILOG_CRASH_ROUND"
 	crashWriters  = 3
 )
 
-func crashOptions(dir string) Options {
+// crashOptions vary the checkpoints by round: every 10ms; never, so that
+// recovery re-dispatches the whole log; or only after CheckpointBytes,
+// taken while appends go on.
+func crashOptions(dir string, round int) Options {
 	opts := testOptions(dir)
 	opts.CommitLog.FlushMode = commitlog.FlushSync
+	switch round % 3 {
+	case 1:
+		opts.CheckpointInterval = time.Hour
+		opts.CheckpointBytes = -1
+	case 2:
+		opts.CheckpointInterval = time.Hour
+		opts.CheckpointBytes = 32 << 10
+	}
 	return opts
 }
 
@@ -42,10 +54,11 @@ func TestHelperProcess(t *testing.T) {
 	}
 	seed, err1 := strconv.ParseUint(os.Getenv(crashEnvSeed), 10, 64)
 	first, err2 := strconv.Atoi(os.Getenv(crashEnvFirst))
-	if err1 != nil || err2 != nil {
-		t.Fatalf("bad child environment: %v %v", err1, err2)
+	round, err3 := strconv.Atoi(os.Getenv(crashEnvRound))
+	if err1 != nil || err2 != nil || err3 != nil {
+		t.Fatalf("bad child environment: %v %v %v", err1, err2, err3)
 	}
-	d, err := Open(crashOptions(dir))
+	d, err := Open(crashOptions(dir, round))
 	if err != nil {
 		t.Fatalf("child Open: %v", err)
 	}
@@ -107,7 +120,10 @@ func parseAck(line string) (crashAck, error) {
 // TestCrashKill9 kills a child appending in sync mode with SIGKILL at
 // random moments, over and over on the same directory, and checks after
 // every kill that each acknowledged record survived, readable through its
-// consume queue with the same bytes, and that Verify passes.
+// consume queue with the same bytes, and that Verify passes. The rounds
+// take turns at checkpointing often, never and by dispatched bytes
+// (crashOptions), so recovery replays from a fresh checkpoint, from the
+// parent's last Close, and from one taken under load.
 func TestCrashKill9(t *testing.T) {
 	if testing.Short() {
 		t.Skip("crash test is long")
@@ -120,7 +136,7 @@ func TestCrashKill9(t *testing.T) {
 	kills, recoveries := 0, 0
 	began := time.Now()
 	for round := 0; kills < 20 || (round < 40 && time.Since(began) < 25*time.Second); round++ {
-		got := runCrashChild(t, dir, seed, round*1_000_000, rng)
+		got := runCrashChild(t, dir, seed, round, rng)
 		kills++
 		// A kill during the child's start-up may come before it took the lock.
 		if _, err := os.Stat(filepath.Join(dir, abortName)); err == nil {
@@ -134,7 +150,7 @@ func TestCrashKill9(t *testing.T) {
 		}
 		acks = append(acks, got...)
 
-		d := mustOpen(t, crashOptions(dir))
+		d := mustOpen(t, crashOptions(dir, round))
 		for _, a := range acks {
 			m := genMessage(seed, a.index)
 			for k := range int64(max(m.Count, 1)) {
@@ -157,12 +173,13 @@ func TestCrashKill9(t *testing.T) {
 	t.Logf("%d kills, %d crash recoveries, %d acknowledged messages, all survived", kills, recoveries, len(acks))
 }
 
-// runCrashChild starts a child, kills it at a random moment and returns
-// the complete ack lines it printed.
-func runCrashChild(t *testing.T, dir string, seed uint64, first int, rng *rand.Rand) []crashAck {
+// runCrashChild starts a child for round, kills it at a random moment and
+// returns the complete ack lines it printed.
+func runCrashChild(t *testing.T, dir string, seed uint64, round int, rng *rand.Rand) []crashAck {
 	t.Helper()
 	cmd := exec.Command(os.Args[0], "-test.run=^TestHelperProcess$", "-test.count=1")
-	cmd.Env = append(os.Environ(), crashEnvDir+"="+dir, crashEnvSeed+"="+strconv.FormatUint(seed, 10), crashEnvFirst+"="+strconv.Itoa(first))
+	cmd.Env = append(os.Environ(), crashEnvDir+"="+dir, crashEnvSeed+"="+strconv.FormatUint(seed, 10),
+		crashEnvFirst+"="+strconv.Itoa(round*1_000_000), crashEnvRound+"="+strconv.Itoa(round))
 	var stderr strings.Builder
 	cmd.Stderr = &stderr
 	stdout, err := cmd.StdoutPipe()

@@ -13,14 +13,25 @@ import (
 	"github.com/sirupsen/logrus"
 	"github.com/unilog/unilog/commitlog"
 	"github.com/unilog/unilog/consumequeue"
+	"github.com/unilog/unilog/internal/clock"
 )
 
 // Options configure a data directory.
 type Options struct {
-	Dir                string               // data directory; holds commitlog/, consumequeue/, checkpoint, abort
-	CommitLog          commitlog.Options    // Dir is filled in
-	ConsumeQueue       consumequeue.Options // Dir is filled in
-	CheckpointInterval time.Duration        // default 1s
+	Dir          string               // data directory; holds commitlog/, consumequeue/, checkpoint, abort
+	CommitLog    commitlog.Options    // Dir is filled in
+	ConsumeQueue consumequeue.Options // Dir is filled in
+	// CheckpointInterval is the longest time between checkpoints (default
+	// DefaultCheckpointInterval). See "Checkpoints" in the package doc for
+	// why it is not shorter.
+	CheckpointInterval time.Duration
+	// CheckpointBytes takes a checkpoint early once this many commit-log
+	// bytes were dispatched since the last one (default
+	// DefaultCheckpointBytes; negative: by CheckpointInterval only). It
+	// bounds what recovery re-dispatches after a crash at high throughput.
+	CheckpointBytes int64
+	// Clock times CheckpointInterval; default clock.System.
+	Clock clock.Clock
 	// Live returns the live incarnation of a topic: the TopicID its records
 	// carry (zero for records written before topic ids), and false for a
 	// topic that does not exist. Only records of live incarnations are
@@ -63,6 +74,8 @@ type Dispatcher struct {
 	cp     Checkpoint    // last checkpoint written
 	cpRun  sync.Mutex    // one checkpoint at a time: the checkpointer's and Close's
 	cpDone chan struct{} // closed when the checkpointer has stopped
+	cpKick chan struct{} // the dispatcher asks for an early checkpoint (CheckpointBytes)
+	cpFrom atomic.Int64  // dispatched offset loaded by the last checkpoint
 
 	retention atomic.Int64 // newest log minimum not yet applied to the queues; -1 if none
 	kick      chan struct{}
@@ -86,7 +99,13 @@ func Open(opts Options) (*Dispatcher, error) {
 		return nil, errors.New("dispatcher: Options.Dir is empty")
 	}
 	if opts.CheckpointInterval <= 0 {
-		opts.CheckpointInterval = time.Second
+		opts.CheckpointInterval = DefaultCheckpointInterval
+	}
+	if opts.CheckpointBytes == 0 {
+		opts.CheckpointBytes = DefaultCheckpointBytes
+	}
+	if opts.Clock == nil {
+		opts.Clock = clock.System{}
 	}
 	if opts.Logger == nil {
 		opts.Logger = logrus.StandardLogger()
@@ -116,6 +135,7 @@ func Open(opts Options) (*Dispatcher, error) {
 		stop:     make(chan struct{}),
 		done:     make(chan struct{}),
 		cpDone:   make(chan struct{}),
+		cpKick:   make(chan struct{}, 1),
 		cache:    make(map[incarnation]*consumequeue.Queue),
 		gaps:     make(map[consumequeue.ID]bool),
 		touched:  make(map[consumequeue.ID]int64),
@@ -143,7 +163,8 @@ func Open(opts Options) (*Dispatcher, error) {
 	// next one.
 	d.onRetention(d.log.MinOffset())
 	go d.run()
-	go d.checkpointer()
+	t, due := d.armCheckpoint()
+	go d.checkpointer(t, due)
 	return d, nil
 }
 

@@ -24,17 +24,33 @@
 // the partitions that grew; long-poll fetches sleep on those, one channel per
 // fetch, and unregister when they return.
 //
-// Every CheckpointInterval a goroutine of its own (not the dispatcher: the
-// flush takes up to tens of milliseconds and produce acks wait on
-// dispatching) takes D = dispatched offset and F = the log's flushed
-// offset, makes the consume queues durable while dispatching goes on,
-// and writes the checkpoint {CommitLogFlushed: F', Dispatched: min(D, F)},
-// F' being the flushed offset loaded again just before the write: every
-// entry for a record before Dispatched is on disk (it was written before D
-// was published, so the flush covers it), and so is the record, and the log
-// is durable before CommitLogFlushed, recovery's flushed mark. The write is
-// skipped when nothing moved. Close stops that goroutine and writes the
-// final checkpoint itself.
+// # Checkpoints
+//
+// Every CheckpointInterval (default 10 s), or as soon as CheckpointBytes
+// (default 1 GiB) of log were dispatched since the last one, a goroutine of
+// its own (not the dispatcher: the flush takes up to tens of milliseconds
+// and produce acks wait on dispatching) takes D = dispatched offset and
+// F = the log's flushed offset, makes the consume queues durable while
+// dispatching goes on, and writes the checkpoint {CommitLogFlushed: F',
+// Dispatched: min(D, F)}, F' being the flushed offset loaded again just
+// before the write: every entry for a record before Dispatched is on disk
+// (it was written before D was published, so the flush covers it), and so
+// is the record, and the log is durable before CommitLogFlushed, recovery's
+// flushed mark. The write is skipped when nothing moved. Close stops that
+// goroutine and writes the final checkpoint itself.
+//
+// Why so seldom: writing back a page of a shared mapping write-protects
+// it, so after each queue flush the next entry of every queue written
+// since takes a write fault (ext4's page_mkwrite) in the dispatcher. With a
+// checkpoint a second, 10,000 partitions cost 10,000 faults a second
+// however few records arrived, and the store into the mapping was the
+// broker's largest cost (docs/BENCHMARKS.md, "Consume-queue checkpoints at
+// 10,000 partitions"). What a checkpoint buys is only a shorter replay
+// after a crash (recovery re-dispatches the log after it, at the speed of
+// a CRC scan), which CheckpointBytes bounds; the commit log's own flushed
+// mark, written at every log flush, keeps recovery's damage check as fresh
+// as before. Neither setting changes what is durable when: produce acks
+// wait for the log, never for a checkpoint.
 //
 // # Topic incarnations
 //

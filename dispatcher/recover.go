@@ -94,6 +94,7 @@ func (d *Dispatcher) open(crashed bool) error {
 	d.publish(end)
 	d.cursor = d.log.Cursor(end)
 	d.cp = cp
+	d.cpFrom.Store(cp.Dispatched)
 	d.logger.WithFields(map[string]any{
 		"crashed": crashed, "rebuild": rebuild, "from": start, "end": end,
 		"records": records, "elapsed": time.Since(began).String(),

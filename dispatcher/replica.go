@@ -130,6 +130,7 @@ func (d *Dispatcher) cut(from int64, cutLog func() error) error {
 	d.cpMu.Lock()
 	d.cp = cp
 	d.cpMu.Unlock()
+	d.cpFrom.Store(cp.Dispatched)
 	if err := cutLog(); err != nil {
 		return fmt.Errorf("dispatcher: %w", err)
 	}

@@ -32,6 +32,7 @@ func (d *Dispatcher) run() {
 				retry = time.After(time.Second)
 			}
 			caughtUp = limit == wo
+			d.kickCheckpoint()
 		}
 		d.applyRetention()
 		if !caughtUp && retry == nil {

@@ -17,6 +17,7 @@ import (
 
 	"github.com/unilog/unilog/broker"
 	"github.com/unilog/unilog/commitlog"
+	"github.com/unilog/unilog/dispatcher"
 )
 
 func brokerCommand() *cli.Command {
@@ -40,6 +41,8 @@ a plain byte count or a unit: KiB, MiB, GiB, TiB (powers of 1024) or KB, MB, GB,
 			&cli.StringFlag{Name: "flush", Value: "async", Usage: "async (background flush every 500ms) or sync (acks=all waits for the flush)", EnvVars: env("FLUSH")},
 			&cli.StringFlag{Name: "file-size", Value: "1GiB", Usage: "`SIZE` of each commit log file", EnvVars: env("FILE_SIZE")},
 			&cli.IntFlag{Name: "max-mapped-queues", Usage: "consume-queue files mapped at once, `N` (0: 16384); above the partitions written, appends stop unmapping and remapping. Keep well below vm.max_map_count", EnvVars: env("MAX_MAPPED_QUEUES")},
+			&cli.DurationFlag{Name: "checkpoint-interval", Value: dispatcher.DefaultCheckpointInterval, Usage: "longest time between checkpoints of the consume queues; a crash re-dispatches the log after the last one. Shorter costs a page fault per queue written, per checkpoint", EnvVars: env("CHECKPOINT_INTERVAL")},
+			&cli.StringFlag{Name: "checkpoint-bytes", Value: "1GiB", Usage: "checkpoint sooner once `SIZE` of log was dispatched since the last one, bounding the replay after a crash", EnvVars: env("CHECKPOINT_BYTES")},
 			&cli.BoolFlag{Name: "auto-create-topics", Usage: "create unknown topics on first use", EnvVars: env("AUTO_CREATE_TOPICS")},
 			&cli.IntFlag{Name: "default-partitions", Value: 1, Usage: "partitions of auto-created topics", EnvVars: env("DEFAULT_PARTITIONS")},
 			&cli.StringFlag{Name: "max-message-bytes", Value: "1048588", Usage: "largest record batch accepted, `SIZE` (Kafka's max.message.bytes)", EnvVars: env("MAX_MESSAGE_BYTES")},
@@ -70,7 +73,13 @@ func brokerConfig(c *cli.Context, logOut io.Writer) (broker.Config, error) {
 	if cfg.MaxMappedQueues = c.Int("max-mapped-queues"); cfg.MaxMappedQueues < 0 {
 		return cfg, fmt.Errorf("--max-mapped-queues %d: must not be negative", cfg.MaxMappedQueues)
 	}
+	if cfg.CheckpointInterval = c.Duration("checkpoint-interval"); cfg.CheckpointInterval <= 0 {
+		return cfg, fmt.Errorf("--checkpoint-interval %s: must be positive", cfg.CheckpointInterval)
+	}
 	var err error
+	if cfg.CheckpointBytes, err = parseByteSize(c.String("checkpoint-bytes"), math.MaxInt64); err != nil {
+		return cfg, fmt.Errorf("--checkpoint-bytes: %w", err)
+	}
 	if cfg.Flush, err = commitlog.ParseFlushMode(c.String("flush")); err != nil {
 		return cfg, fmt.Errorf("--flush: %w", err)
 	}

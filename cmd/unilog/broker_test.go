@@ -82,6 +82,7 @@ func TestBrokerFlags(t *testing.T) {
 		FileSize: 1 << 30, DefaultPartitions: 1, MaxMessageBytes: 1<<20 + 12, MaxRequestBytes: 100 << 20,
 		MaxConnections: 4096, IdleTimeout: 10 * time.Minute, ReadTimeout: time.Minute, WriteTimeout: 30 * time.Second,
 		MaxInflightBytes: 512 << 20, MaxFetchBytes: 55 << 20,
+		CheckpointInterval: 10 * time.Second, CheckpointBytes: 1 << 30,
 	}
 	cfg.Logger = nil
 	if cfg != want {
@@ -94,7 +95,8 @@ func TestBrokerFlags(t *testing.T) {
 	cfg, logs, err = parsedBrokerConfig(t, "--data-dir", "/x", "--listen", "0.0.0.0:19092", "--admin", "", "--flush", "sync",
 		"--file-size", "64MiB", "--auto-create-topics", "--default-partitions", "12", "--max-message-bytes", "4MiB",
 		"--max-request-bytes", "8MiB", "--max-connections", "10", "--read-timeout", "1m", "--write-timeout", "5s",
-		"--node-id", "3", "--log-level", "warn", "--log-format", "json", "--recover-truncate", "--max-mapped-queues", "60000")
+		"--node-id", "3", "--log-level", "warn", "--log-format", "json", "--recover-truncate", "--max-mapped-queues", "60000",
+		"--checkpoint-interval", "2s", "--checkpoint-bytes", "64MiB")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -107,6 +109,7 @@ func TestBrokerFlags(t *testing.T) {
 		AutoCreateTopics: true, DefaultPartitions: 12, MaxMessageBytes: 4 << 20, MaxRequestBytes: 8 << 20,
 		MaxConnections: 10, IdleTimeout: 10 * time.Minute, ReadTimeout: time.Minute, WriteTimeout: 5 * time.Second, NodeID: 3, RecoverTruncate: true,
 		MaxInflightBytes: 512 << 20, MaxFetchBytes: 55 << 20, MaxMappedQueues: 60000,
+		CheckpointInterval: 2 * time.Second, CheckpointBytes: 64 << 20,
 	}
 	cfg.Logger = nil
 	if cfg != want {
@@ -124,6 +127,8 @@ func TestBrokerFlags(t *testing.T) {
 		{[]string{"--data-dir", "d", "--default-partitions", "0"}, "--default-partitions"},
 		{[]string{"--data-dir", "d", "--max-connections", "-1"}, "--max-connections"},
 		{[]string{"--data-dir", "d", "--max-mapped-queues", "-1"}, "--max-mapped-queues"},
+		{[]string{"--data-dir", "d", "--checkpoint-interval", "0s"}, "--checkpoint-interval"},
+		{[]string{"--data-dir", "d", "--checkpoint-bytes", "0"}, "--checkpoint-bytes"},
 		{[]string{"--data-dir", "d", "--log-level", "loud"}, "--log-level"},
 		{[]string{"--data-dir", "d", "--log-format", "xml"}, "--log-format"},
 	} {
@@ -140,6 +145,7 @@ func TestBrokerFlagsFromEnvironment(t *testing.T) {
 		"UNILOG_MAX_MESSAGE_BYTES": "2MiB", "UNILOG_MAX_REQUEST_BYTES": "3MiB", "UNILOG_MAX_CONNECTIONS": "5",
 		"UNILOG_READ_TIMEOUT": "2m", "UNILOG_WRITE_TIMEOUT": "3s", "UNILOG_NODE_ID": "9",
 		"UNILOG_LOG_LEVEL": "error", "UNILOG_LOG_FORMAT": "json", "UNILOG_RECOVER_TRUNCATE": "true",
+		"UNILOG_CHECKPOINT_INTERVAL": "30s", "UNILOG_CHECKPOINT_BYTES": "2GiB",
 	} {
 		t.Setenv(k, v)
 	}
@@ -157,7 +163,7 @@ func TestBrokerFlagsFromEnvironment(t *testing.T) {
 		DataDir: "/env", Listen: "127.0.0.1:1", Admin: "127.0.0.1:2", Flush: commitlog.FlushSync, FileSize: 16 << 20,
 		AutoCreateTopics: true, DefaultPartitions: 7, MaxMessageBytes: 2 << 20, MaxRequestBytes: 3 << 20,
 		MaxConnections: 5, IdleTimeout: 10 * time.Minute, ReadTimeout: 2 * time.Minute, WriteTimeout: 3 * time.Second, NodeID: 9, RecoverTruncate: true,
-		MaxInflightBytes: 512 << 20, MaxFetchBytes: 55 << 20,
+		MaxInflightBytes: 512 << 20, MaxFetchBytes: 55 << 20, CheckpointInterval: 30 * time.Second, CheckpointBytes: 2 << 30,
 	}
 	if cfg != want {
 		t.Errorf("from environment:\n got %+v\nwant %+v", cfg, want)
