@@ -27,6 +27,8 @@ type Broker struct {
 	pids    *producerIDs
 	// fetchSessions are the incremental fetch sessions (KIP-227).
 	fetchSessions *fetchSessions
+	// now is time.Now; tests move a fetch past its deadline with it.
+	now func() time.Time
 	guards
 	// groups is the group coordinator, set once the committed offsets are
 	// loaded (the commit log's retention floor reads it before).
@@ -111,6 +113,7 @@ func start(cfg Config, wrap func(Storage) Storage) (*Broker, error) {
 		conns:   make(map[*conn]struct{}),
 
 		fetchSessions: newFetchSessions(maxFetchSessions, maxSessionPartitions),
+		now:           time.Now,
 	}
 	b.pids = newProducerIDs(meta)
 	live := func(topic string) (commitlog.TopicID, bool) {

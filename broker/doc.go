@@ -304,7 +304,8 @@
 // Config.Admin serves GET /status (JSON: node_id, replica_group, role,
 // epoch, log_end_offset), /healthz ("ok", 503 while closing) and /metrics in
 // Prometheus text from the broker's own registry: unilog_requests_total and
-// unilog_request_duration_seconds by API, network and produced/fetched byte
+// unilog_request_duration_seconds by API (decoded to response encoded: the
+// long poll in, the socket write out), network and produced/fetched byte
 // counters, unilog_produced_records_total, unilog_connections,
 // unilog_commitlog_bytes, unilog_dispatcher_lag_bytes and _seconds,
 // unilog_read_only, unilog_sasl_authentications_total,

@@ -12,6 +12,11 @@ import (
 	"github.com/valyala/bytebufferpool"
 )
 
+// minFetchRead is the least time a fetch reads partitions before its
+// deadline can stop it, so that a fetch without a long poll (max wait 0)
+// still answers more than one partition.
+const minFetchRead = 100 * time.Millisecond
+
 // fetchArenas hold the record bytes of fetch responses until they are
 // encoded: one buffer a fetch, however many partitions, sized by the pool
 // from the fetches before it.
@@ -25,6 +30,13 @@ var fetchArenas bytebufferpool.Pool
 // reads; the connection closing or a broker Close ends the wait early.
 // Every return releases the waiter, so an idle consumer polling thousands
 // of partitions holds nothing between its fetches.
+//
+// max_wait_ms also bounds the reading: a fetch over tens of thousands of
+// partitions with records at each (a consumer catching up) took seconds to
+// read them all, so once the max wait has passed a fetch that holds records
+// stops reading and answers, as when max_bytes runs out. A session's next
+// fetch starts at the first partition left unread; a client without a
+// session reads the rest in its next fetch, as with max_bytes.
 //
 // Fetch v7+ may name an incremental fetch session (fetch_session.go): the
 // partitions read are then the session's, and the response carries only
@@ -50,7 +62,8 @@ func (b *Broker) handleFetch(ctx context.Context, c *conn, kreq kmsg.Request) (k
 
 	arena := fetchArenas.Get()
 	c.releaseAfterEncode(arena)
-	f := fetchState{b: b, req: req, parts: parts, arena: arena, results: make([]kmsg.FetchResponseTopicPartition, len(parts))}
+	f := fetchState{b: b, req: req, parts: parts, arena: arena, results: make([]kmsg.FetchResponseTopicPartition, len(parts)),
+		readBy: b.now().Add(max(time.Duration(req.MaxWaitMillis)*time.Millisecond, minFetchRead))}
 
 	var w Waiter
 	if req.MaxWaitMillis > 0 {
@@ -85,8 +98,20 @@ func (b *Broker) handleFetch(ctx context.Context, c *conn, kreq kmsg.Request) (k
 		case <-b.closing:
 		case <-ctx.Done():
 		}
+		// The last read stands unless a partition grew since: reading
+		// every partition again would double an idle poll's cost.
+		grew := false
+		select {
+		case <-w.C():
+			grew = true
+		case <-replicated:
+			grew = true
+		default:
+		}
 		w.Release()
-		f.read(nil)
+		if grew {
+			f.read(nil)
+		}
 		break
 	}
 	b.metrics.fetchedBytes.Add(float64(f.total))
@@ -103,8 +128,9 @@ type fetchState struct {
 	results []kmsg.FetchResponseTopicPartition
 	spans   []span
 	arena   *bytebufferpool.ByteBuffer
-	total   int // record bytes read
-	reached int // partitions read before the byte budget ran out
+	readBy  time.Time // past it, a fetch holding records reads no further
+	total   int       // record bytes read
+	reached int       // partitions read before the byte or time budget ran out
 }
 
 type span struct{ from, to int }
@@ -168,14 +194,14 @@ func (f *fetchState) read(w Waiter) (total int, failed, unreplicated bool) {
 			continue
 		}
 		left := maxBytes - f.total
-		if left <= 0 && f.reached == len(f.parts) {
+		if f.reached == len(f.parts) && (left <= 0 || f.total > 0 && p.fetchOffset < hi && !b.now().Before(f.readBy)) {
 			f.reached = i
 		}
 		budget := left
 		if p.maxBytes > 0 {
 			budget = min(int(p.maxBytes), left)
 		}
-		if budget > 0 || f.total == 0 {
+		if f.reached == len(f.parts) && (budget > 0 || f.total == 0) {
 			from := len(f.arena.B)
 			if err := f.readBatches(p, hi, budget, f.total == 0); err != nil {
 				rp.ErrorCode = err.Code

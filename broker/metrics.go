@@ -31,7 +31,7 @@ func newMetrics(b *Broker) *metrics {
 			Namespace: "unilog", Name: "requests_total", Help: "Kafka requests handled, by API.",
 		}, []string{"api"}),
 		latency: prometheus.NewHistogramVec(prometheus.HistogramOpts{
-			Namespace: "unilog", Name: "request_duration_seconds", Help: "Kafka request handling time, by API (Fetch includes its long poll).",
+			Namespace: "unilog", Name: "request_duration_seconds", Help: "Kafka request time from decoded to response encoded, by API (Fetch includes its long poll; the socket write is left out).",
 			Buckets: prometheus.ExponentialBuckets(0.0001, 4, 10),
 		}, []string{"api"}),
 		connections: prometheus.NewGauge(prometheus.GaugeOpts{
