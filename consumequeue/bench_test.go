@@ -233,3 +233,57 @@ func minorFaults(b *testing.B) int64 {
 	}
 	return ru.Minflt
 }
+
+// BenchmarkPromoteBurst appends round robin to 10,000 new queues, as a
+// producer spreading records over a new topic does, until every queue has
+// been promoted to files. The dispatcher makes these appends, and produce
+// acknowledgements wait on it, so the longest pass over the queues is the
+// stall a producer sees: max-pass-ms, with every queue promoted at
+// SmallEntries ("at-once") and with the default PromoteSpread ("spread").
+// One op is the whole run.
+func BenchmarkPromoteBurst(b *testing.B) {
+	const parts = 10_000
+	for _, bc := range []struct {
+		name   string
+		spread int
+	}{{"at-once", -1}, {"spread", 0}} {
+		b.Run(bc.name, func(b *testing.B) {
+			var worst, total time.Duration
+			for b.Loop() {
+				b.StopTimer()
+				s, err := Open(Options{Dir: b.TempDir(), PromoteSpread: bc.spread, Logger: quietLogger()})
+				if err != nil {
+					b.Fatal(err)
+				}
+				qs := make([]*Queue, parts)
+				for p := range qs {
+					qs[p] = mustQueue(b, s, "t", int32(p))
+				}
+				b.StartTimer()
+				for off := range int64(DefaultSmallEntries + 1) {
+					t0 := time.Now()
+					for _, q := range qs {
+						if err := q.Append(off, entryAt(off)); err != nil {
+							b.Fatal(err)
+						}
+					}
+					d := time.Since(t0)
+					worst = max(worst, d)
+					total += d
+				}
+				b.StopTimer()
+				for _, q := range qs {
+					if q.small.Load() {
+						b.Fatal("a queue was not promoted")
+					}
+				}
+				if err := s.Close(); err != nil {
+					b.Fatal(err)
+				}
+				b.StartTimer()
+			}
+			b.ReportMetric(float64(worst.Milliseconds()), "max-pass-ms")
+			b.ReportMetric(float64(total.Milliseconds())/float64(b.N), "total-ms")
+		})
+	}
+}

@@ -2,6 +2,7 @@ package consumequeue
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -13,9 +14,10 @@ import (
 )
 
 // smallOptions keep up to 8 entries in the journal and 4 per file, so a
-// promoted queue has several files.
+// promoted queue has several files; every queue promotes at 8 exactly, so
+// that a test knows which append promotes.
 func smallOptions(dir string) Options {
-	return Options{Dir: dir, EntriesPerFile: 4, MaxMapped: 16, SmallEntries: 8, Logger: quietLogger()}
+	return Options{Dir: dir, EntriesPerFile: 4, MaxMapped: 16, SmallEntries: 8, PromoteSpread: -1, Logger: quietLogger()}
 }
 
 func mustOpen(t testing.TB, opts Options) *Store {
@@ -426,5 +428,71 @@ func TestOldDataDir(t *testing.T) {
 	appendRange(t, q, 0, 1)
 	if q.sq == nil || exists(s.queueDir(q.id)) {
 		t.Fatal("a new queue beside old ones did not start in the journal")
+	}
+}
+
+// TestPromotionSpread fills 1,000 new queues round robin, as a producer
+// over a new topic does, and counts the promotions of each pass: they are
+// spread over many passes instead of all landing in one, every queue is
+// promoted by SmallEntries, none before SmallEntries-PromoteSpread, and a
+// queue's promotion point is the same after a restart.
+func TestPromotionSpread(t *testing.T) {
+	const parts, small = 1000, 16
+	for _, tc := range []struct {
+		spread     int
+		wantPasses int // passes that promote at least one queue
+	}{{-1, 1}, {0, small/2 + 1}, {4, 5}} {
+		t.Run(fmt.Sprint("spread=", tc.spread), func(t *testing.T) {
+			opts := Options{Dir: t.TempDir(), EntriesPerFile: 64, SmallEntries: small, PromoteSpread: tc.spread, Logger: quietLogger()}
+			s := mustOpen(t, opts)
+			qs := make([]*Queue, parts)
+			for p := range qs {
+				qs[p] = mustQueue(t, s, "t", int32(p))
+			}
+			promoted := map[int64]int{} // entries held when promoted -> queues
+			for off := range int64(small + 1) {
+				for _, q := range qs {
+					was := q.small.Load()
+					appendRange(t, q, off, off+1)
+					if was && !q.small.Load() {
+						promoted[off]++
+					}
+				}
+			}
+			lowest := int64(small - max(tc.spread, 0))
+			if tc.spread == 0 {
+				lowest = small / 2
+			}
+			for held := range promoted {
+				if held < lowest || held > small {
+					t.Errorf("promoted holding %d entries, want %d..%d", held, lowest, small)
+				}
+			}
+			if len(promoted) != tc.wantPasses {
+				t.Errorf("promotions in %d passes (%v), want %d", len(promoted), promoted, tc.wantPasses)
+			}
+			for held, n := range promoted {
+				if tc.wantPasses > 1 && n > parts/2 {
+					t.Errorf("%d of %d queues promoted in one pass (holding %d)", n, parts, held)
+				}
+			}
+			for p, q := range qs {
+				if q.small.Load() {
+					t.Fatalf("queue %d not promoted at %d entries", p, small+1)
+				}
+			}
+			if err := s.Close(); err != nil {
+				t.Fatal(err)
+			}
+			// A queue still in the journal at a restart keeps its point.
+			opts.Dir = t.TempDir()
+			s = mustOpen(t, opts)
+			want := s.promoteAt(ID{Topic: "t", Partition: 7})
+			appendRange(t, mustQueue(t, s, "t", 7), 0, 1)
+			s = reopen(t, s)
+			if got := mustQueue(t, s, "t", 7).promoteAt; got != want {
+				t.Fatalf("promotion point %d after a restart, %d before", got, want)
+			}
+		})
 	}
 }

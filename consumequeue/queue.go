@@ -39,9 +39,11 @@ type Queue struct {
 
 	// sq is the queue's state in the journal, nil for a queue that had
 	// files when it was opened. small is true while sq holds the entries;
-	// promotion to files clears it once the files hold them all.
-	sq    *smallQueue
-	small atomic.Bool
+	// promotion to files clears it once the files hold them all, which
+	// Append starts when sq holds promoteAt entries.
+	sq        *smallQueue
+	small     atomic.Bool
+	promoteAt int64
 }
 
 // ID returns the queue's topic and partition.
@@ -153,7 +155,7 @@ func (q *Queue) Append(offset int64, e Entry) error {
 			q.id.Topic, q.id.Partition, offset, hi, ErrOffsetGap)
 	}
 	if q.small.Load() {
-		if hi-lo < int64(q.s.promoteAt()) {
+		if hi-lo < q.promoteAt {
 			if err := q.s.journal.add(q.sq, offset, e); err != nil {
 				return fmt.Errorf("consumequeue: append %s/%d: %w", q.id.Topic, q.id.Partition, err)
 			}

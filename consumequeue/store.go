@@ -73,6 +73,7 @@ func Open(opts Options) (*Store, error) {
 	for _, sq := range r.queues {
 		q := s.newQueue(sq.id)
 		q.sq = sq
+		q.promoteAt = s.promoteAt(sq.id)
 		q.small.Store(true)
 		lo, hi := sq.bounds()
 		q.min.Store(lo)
@@ -96,8 +97,23 @@ func Open(opts Options) (*Store, error) {
 	return s, nil
 }
 
-// promoteAt is the number of entries at which a small queue gets files.
-func (s *Store) promoteAt() int { return max(s.opts.SmallEntries, 0) }
+// promoteAt is the number of entries at which the small queue id gets
+// files: SmallEntries less a share of PromoteSpread picked by an FNV-1a
+// hash of the id, the same in every run.
+func (s *Store) promoteAt(id ID) int64 {
+	if s.opts.PromoteSpread <= 0 {
+		return int64(s.opts.SmallEntries)
+	}
+	spread := uint32(s.opts.PromoteSpread)
+	h := uint32(2166136261)
+	for i := range len(id.Topic) {
+		h = (h ^ uint32(id.Topic[i])) * 16777619
+	}
+	for shift := 0; shift < 32; shift += 8 {
+		h = (h ^ uint32(id.Partition)>>shift&0xff) * 16777619
+	}
+	return int64(s.opts.SmallEntries) - int64(h%(spread+1))
+}
 
 func (s *Store) newQueue(id ID) *Queue {
 	q := &Queue{s: s, id: id, dir: s.queueDir(id), epf: int64(s.opts.EntriesPerFile)}
@@ -182,10 +198,11 @@ func (s *Store) get(id ID, create bool) (*Queue, error) {
 		return q, nil
 	}
 	dir := s.queueDir(id)
-	if create && s.promoteAt() > 0 && !s.hasDir(id) {
+	if create && s.opts.SmallEntries > 0 && !s.hasDir(id) {
 		// A new queue starts in the journal: no directory, no file.
 		q := s.newQueue(id)
 		q.sq = s.journal.declare(id)
+		q.promoteAt = s.promoteAt(id)
 		q.small.Store(true)
 		s.queues[id] = q
 		return q, nil
