@@ -87,7 +87,7 @@ func openJournal(s *Store) (*journal, *replayed, error) {
 	if len(seqs) == 0 {
 		j.seq = 1
 		j.path = journalPath(j.dir, j.seq)
-		if err := j.create(j.path, j.header(JournalHeaderSize)); err != nil {
+		if err := j.create(j.path, journalOf(nil, j.seq, 0)); err != nil {
 			return nil, nil, err
 		}
 		if j.f, err = os.OpenFile(j.path, os.O_RDWR, 0); err != nil {
@@ -154,12 +154,6 @@ func replayJournal(b []byte, seq uint64) (*replayed, error) {
 		return nil, fmt.Errorf("damaged before its synced mark %d: %w", h.Synced, why)
 	}
 	return r, nil
-}
-
-func (j *journal) header(synced int64) []byte {
-	b := make([]byte, JournalHeaderSize)
-	encodeJournalHeader(b, j.seq, synced)
-	return b
 }
 
 // create writes a complete journal file at path and makes it durable with
@@ -280,6 +274,11 @@ func (j *journal) drop(sq *smallQueue, typ byte) {
 	if j.recording() {
 		j.buf = appendQID(j.buf, typ, sq.qid)
 	}
+	// Its files (or nothing, for a removed queue) hold it now; keeping the
+	// entries would pin SmallEntries of them per partition for good.
+	sq.mu.Lock()
+	sq.ents = nil
+	sq.mu.Unlock()
 }
 
 // ids lists the queues in the journal.
@@ -345,13 +344,14 @@ func (j *journal) writeBuffered() error {
 	if len(b) == 0 {
 		return nil
 	}
-	n, err := j.f.WriteAt(b, j.size)
+	at := j.size
+	n, err := j.f.WriteAt(b, at)
 	j.size += int64(n)
 	j.mu.Lock()
 	j.spare = b[:0]
 	j.mu.Unlock()
 	if err != nil {
-		return fmt.Errorf("consumequeue: write %s at %d: %w", j.path, j.size, err)
+		return fmt.Errorf("consumequeue: write %s at %d: %w", j.path, at, err)
 	}
 	return nil
 }

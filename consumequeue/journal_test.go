@@ -496,3 +496,25 @@ func TestPromotionSpread(t *testing.T) {
 		})
 	}
 }
+
+// TestPromotedEntriesReleased checks that a promoted queue, once a Flush
+// has confirmed its files, no longer holds its entries in memory, and
+// that every entry is still read, from the files.
+func TestPromotedEntriesReleased(t *testing.T) {
+	s := mustOpen(t, smallOptions(t.TempDir()))
+	q := mustQueue(t, s, "t", 0)
+	appendRange(t, q, 0, 10)
+	if q.small.Load() {
+		t.Fatal("not promoted")
+	}
+	if err := s.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	q.sq.mu.RLock()
+	held := len(q.sq.ents)
+	q.sq.mu.RUnlock()
+	if held != 0 {
+		t.Fatalf("promoted queue still holds %d entries in memory", held)
+	}
+	checkRange(t, q, 0, 10)
+}

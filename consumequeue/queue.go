@@ -89,7 +89,11 @@ func (q *Queue) Get(offset int64) (Entry, error) {
 		if e, ok := q.sq.get(offset); ok {
 			return e, nil
 		}
-		return Entry{}, q.outOfRange(offset)
+		if q.small.Load() {
+			return Entry{}, q.outOfRange(offset)
+		}
+		// Promoted since the check, and its entries released: the files
+		// hold them.
 	}
 	f := fileFor(q.snapshot(), offset, q.epf)
 	if f == nil {

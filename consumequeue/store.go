@@ -71,14 +71,10 @@ func Open(opts Options) (*Store, error) {
 	}
 	s.journal = j
 	for _, sq := range r.queues {
-		q := s.newQueue(sq.id)
-		q.sq = sq
-		q.promoteAt = s.promoteAt(sq.id)
-		q.small.Store(true)
+		q := s.addSmall(sq)
 		lo, hi := sq.bounds()
 		q.min.Store(lo)
 		q.max.Store(hi)
-		s.queues[sq.id] = q
 	}
 	// A directory of a queue the journal still holds is a promotion that
 	// no Flush confirmed: its files may not be durable, the journal is.
@@ -113,6 +109,16 @@ func (s *Store) promoteAt(id ID) int64 {
 		h = (h ^ uint32(id.Partition)>>shift&0xff) * 16777619
 	}
 	return int64(s.opts.SmallEntries) - int64(h%(spread+1))
+}
+
+// addSmall registers the queue whose entries sq holds. Caller holds mu.
+func (s *Store) addSmall(sq *smallQueue) *Queue {
+	q := s.newQueue(sq.id)
+	q.sq = sq
+	q.promoteAt = s.promoteAt(sq.id)
+	q.small.Store(true)
+	s.queues[sq.id] = q
+	return q
 }
 
 func (s *Store) newQueue(id ID) *Queue {
@@ -200,12 +206,7 @@ func (s *Store) get(id ID, create bool) (*Queue, error) {
 	dir := s.queueDir(id)
 	if create && s.opts.SmallEntries > 0 && !s.hasDir(id) {
 		// A new queue starts in the journal: no directory, no file.
-		q := s.newQueue(id)
-		q.sq = s.journal.declare(id)
-		q.promoteAt = s.promoteAt(id)
-		q.small.Store(true)
-		s.queues[id] = q
-		return q, nil
+		return s.addSmall(s.journal.declare(id)), nil
 	}
 	fresh := false
 	if create {
