@@ -247,7 +247,8 @@ func TestUserFileRereadsOnChange(t *testing.T) {
 		t.Fatal("added user not seen")
 	}
 	var reloadErr error
-	f.OnReloadError = func(err error) { reloadErr = err }
+	reports := 0
+	f.OnReloadError = func(err error) { reloadErr = err; reports++ }
 	if err := os.WriteFile(path, []byte("garbage that is longer than before, and than the old file too .............................................................................................................................................................................................................................................................................................................................................................................................................................................................................................................................................................................................................................................................................................................................................................................................................................................\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
@@ -256,6 +257,13 @@ func TestUserFileRereadsOnChange(t *testing.T) {
 	}
 	if !errors.Is(reloadErr, ErrFormat) {
 		t.Fatalf("reload error %v, want ErrFormat", reloadErr)
+	}
+	// An unchanged broken file is not parsed, nor reported, at every login.
+	for range 3 {
+		f.Credential("alice", ScramSHA256)
+	}
+	if reports != 1 {
+		t.Fatalf("one broken change reported %d times", reports)
 	}
 }
 

@@ -66,11 +66,22 @@ func (w *fileWatch[T]) current(onErr func(error)) *T {
 	}
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	w.next.Store(time.Now().Add(w.every).UnixNano())
+	if w.every > 0 {
+		// Callers that queued on mu while one of them checked wait for
+		// the next period like the rest.
+		now := time.Now()
+		if now.UnixNano() < w.next.Load() {
+			return w.cur.Load()
+		}
+		w.next.Store(now.Add(w.every).UnixNano())
+	}
 	st, err := os.Stat(w.path)
 	if err != nil || stampOf(st) == w.seen {
 		return w.cur.Load()
 	}
+	// A change is loaded (or reported) once: a broken file is not parsed
+	// again until it changes once more.
+	w.seen = stampOf(st)
 	v, err := w.load(w.path)
 	if err != nil {
 		if onErr != nil {
@@ -79,6 +90,5 @@ func (w *fileWatch[T]) current(onErr func(error)) *T {
 		return w.cur.Load()
 	}
 	w.cur.Store(v)
-	w.seen = stampOf(st)
 	return v
 }
