@@ -157,11 +157,6 @@ func Open(opts Options) (*Dispatcher, error) {
 		abort.unlock()
 		return nil, err
 	}
-	d.log.OnRetention(d.onRetention)
-	// Retention started with the log, before the hook was in: a pass in
-	// between would leave the queues' minimums behind the log's until the
-	// next one.
-	d.onRetention(d.log.MinOffset())
 	go d.run()
 	t, due := d.armCheckpoint()
 	go d.checkpointer(t, due)

@@ -36,8 +36,10 @@ func (d *Dispatcher) open(crashed bool) error {
 		return fmt.Errorf("dispatcher: %w", err)
 	}
 	// Before Recover starts retention: until the first publish the floor
-	// is 0 and nothing can be deleted.
+	// is 0 and nothing can be deleted, and every pass after it reaches
+	// the queues through the hook.
 	d.log.AddRetentionFloor(d.dispatched.Load)
+	d.log.OnRetention(d.onRetention)
 	if extra := d.opts.RetentionFloor; extra != nil {
 		d.log.AddRetentionFloor(extra)
 	}
