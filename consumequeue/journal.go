@@ -458,6 +458,6 @@ func ReadJournal(dir string) ([]JournalQueue, error) {
 		lo, hi := sq.bounds()
 		out = append(out, JournalQueue{ID: sq.id, Min: lo, Max: hi, Entries: sq.snapshot()})
 	}
-	slices.SortFunc(out, func(a, b JournalQueue) int { return compareIDs(a.ID, b.ID) })
+	slices.SortFunc(out, func(a, b JournalQueue) int { return a.ID.Compare(b.ID) })
 	return out, nil
 }

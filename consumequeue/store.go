@@ -259,11 +259,12 @@ func (s *Store) Queues() []ID {
 			ids = append(ids, id)
 		}
 	}
-	slices.SortFunc(ids, compareIDs)
+	slices.SortFunc(ids, ID.Compare)
 	return ids
 }
 
-func compareIDs(a, b ID) int {
+// Compare orders ids by topic, then partition.
+func (a ID) Compare(b ID) int {
 	if c := strings.Compare(a.Topic, b.Topic); c != 0 {
 		return c
 	}

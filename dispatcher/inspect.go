@@ -6,6 +6,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 
 	"github.com/unilog/unilog/commitlog"
@@ -139,17 +140,18 @@ func Inspect(dir string, opts InspectOptions) (*Report, error) {
 	if err != nil {
 		return nil, err
 	}
+	// A small queue with a directory is an unconfirmed promotion (see
+	// journalQueues): listed once, from the journal.
+	have := make(map[consumequeue.ID]bool, len(ids))
 	for _, id := range ids {
-		if q := small[id]; q != nil {
-			// Its directory is an unconfirmed promotion (see journalQueues).
-			q.Files = []string{"(journal)"}
-		}
+		have[id] = true
 	}
-	for id, q := range small {
-		if q.Files == nil {
+	for id := range small {
+		if !have[id] {
 			ids = append(ids, id)
 		}
 	}
+	slices.SortFunc(ids, consumequeue.ID.Compare)
 	for _, id := range ids {
 		q := small[id]
 		if q == nil {
