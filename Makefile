@@ -80,7 +80,7 @@ bench:
 ## interval 9 s, kafka 1,000 sync 15 s; at 10,000 with 2 GiB/15 s: unified 20 s and
 ## 16 s sync, kafka 41 s and 46 s sync, kafka-madv 53 s). Sustained rows
 ## (BENCH_SUSTAINED_PARTITIONS, first flush) write 3x the dirty-page limit read
-## from /proc (~14.7 GiB, 11 s at the probed disk rate), capped at
+## from /proc (~13.8 GiB, ~11 s at the probed disk rate), capped at
 ## BENCH_SUSTAINED_MAX_RUN (a capped row says so: unified at 10,000 and the Kafka
 ## layouts there write slower than the disk), in the first BENCH_SUSTAINED_TRIALS
 ## trial only: ~7 min (timed at 10,000: unified 57 s, 5.7 GiB by the cap;

@@ -99,6 +99,8 @@ func (c *CompareConfig) validate() error {
 		return errors.New("bench: compare needs systems, flushes and partition counts")
 	case c.Dir == "":
 		return errors.New("bench: compare: no directory")
+	case c.Trials < 0:
+		return fmt.Errorf("bench: compare: trials %d: want at least 1 (0 is once)", c.Trials)
 	}
 	for _, s := range c.Systems {
 		if !slices.Contains(Systems, s) {
