@@ -20,9 +20,10 @@ const defaultProduceTimeout = 30 * time.Second
 // handleProduce validates each partition's batch, appends the valid ones
 // with one Storage.Append, then waits for what the acks level promises:
 // acks=0 and 1 return after the append, acks=-1 after the flush covering it
-// when the log flushes synchronously. Every answered append is also indexed
-// before the answer, so a consumer sees a record as soon as its producer
-// does. A client spreading records over thousands of partitions sends
+// when the log flushes synchronously (under sync replication it is not
+// appended at all while too few replicas are in sync). Every answered
+// append is also indexed before the answer, so a consumer sees a record as
+// soon as its producer does. A client spreading records over thousands of partitions sends
 // thousands of small batches per request, so everything here that is not
 // inherently per batch (locks, the log's lock and wake-ups, allocations)
 // is paid once per request.
@@ -85,6 +86,11 @@ func (b *Broker) handleProduce(ctx context.Context, c *conn, kreq kmsg.Request) 
 			default:
 				b.prepareBatch(sc, t.Topic, p, rp)
 			}
+		}
+	}
+	if req.Acks == -1 {
+		if code := b.checkInSync(); code != 0 {
+			sc.refuse(code)
 		}
 	}
 	end, nbytes := b.appendProduced(sc)
@@ -174,6 +180,15 @@ func (sc *produceScratch) release() {
 	clear(sc.refs)
 	sc.pending, sc.batches, sc.refs, sc.out = sc.pending[:0], sc.batches[:0], sc.refs[:0], sc.out[:0]
 	produceScratchPool.Put(sc)
+}
+
+// refuse answers every pending batch with code and appends none of them.
+func (sc *produceScratch) refuse(code int16) {
+	for _, pb := range sc.pending {
+		pb.rp.ErrorCode = code
+	}
+	clear(sc.pending)
+	sc.pending = sc.pending[:0]
 }
 
 // prepareBatch up-converts a legacy message set and validates the batch,

@@ -32,6 +32,10 @@ type Replication interface {
 	// with an error wrapping ErrNotEnoughReplicas when too few followers
 	// are in sync, ErrNotLeader once this node no longer leads.
 	WaitReplicated(ctx context.Context, end int64) error
+	// CheckInSync fails as WaitReplicated would at once, without waiting:
+	// an acks=-1 write asks it before its append, so that one refused for
+	// too few in-sync replicas is never stored.
+	CheckInSync() error
 	// Followers reports the followers the leader knows, for /status.
 	Followers() []ReplicaStatus
 }
@@ -54,19 +58,36 @@ var (
 	ErrNotLeader = errors.New("broker: not the leader")
 )
 
+// checkInSync refuses an acks=-1 write under sync replication before it is
+// appended while too few replicas are in sync: Kafka's NOT_ENOUGH_REPLICAS
+// means nothing was written, so a client may retry it without making a
+// duplicate. It returns a Kafka error code.
+func (b *Broker) checkInSync() int16 {
+	if b.cfg.Replication == nil || !b.cfg.SyncReplication {
+		return 0
+	}
+	return b.replicationCode(b.cfg.Replication.CheckInSync(), kerr.NotEnoughReplicas)
+}
+
 // waitReplicated waits, for an acks=-1 write under sync replication, until
 // the in-sync followers hold everything through end; it returns a Kafka
-// error code.
+// error code. The write is stored by now, so an in-sync set that shrank
+// below the minimum meanwhile is NOT_ENOUGH_REPLICAS_AFTER_APPEND.
 func (b *Broker) waitReplicated(ctx context.Context, end int64) int16 {
 	if b.cfg.Replication == nil || !b.cfg.SyncReplication {
 		return 0
 	}
-	err := b.cfg.Replication.WaitReplicated(ctx, end)
+	return b.replicationCode(b.cfg.Replication.WaitReplicated(ctx, end), kerr.NotEnoughReplicasAfterAppend)
+}
+
+// replicationCode is the Kafka error code of a Replication error;
+// notEnough answers ErrNotEnoughReplicas.
+func (b *Broker) replicationCode(err error, notEnough *kerr.Error) int16 {
 	switch {
 	case err == nil:
 		return 0
 	case errors.Is(err, ErrNotEnoughReplicas):
-		return kerr.NotEnoughReplicas.Code
+		return notEnough.Code
 	case errors.Is(err, ErrNotLeader):
 		return kerr.NotLeaderForPartition.Code
 	}

@@ -24,6 +24,8 @@ type fakeReplication struct {
 	hw      int64
 	changed chan struct{}
 	err     error // WaitReplicated's answer when set
+	// checkErr is CheckInSync's answer: the in-sync set before an append.
+	checkErr error
 }
 
 // countRecords counts the records of the record batches in b.
@@ -64,6 +66,18 @@ func (f *fakeReplication) set(hw int64, err error) {
 	f.hw, f.err = hw, err
 	close(f.changed)
 	f.changed = make(chan struct{})
+}
+
+func (f *fakeReplication) setCheck(err error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.checkErr = err
+}
+
+func (f *fakeReplication) CheckInSync() error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.checkErr
 }
 
 func (f *fakeReplication) WaitReplicated(ctx context.Context, end int64) error {
@@ -183,18 +197,24 @@ func TestHighWatermarkBoundsWhatConsumersSee(t *testing.T) {
 	}
 }
 
-// TestSyncReplicationAcks answers acks=-1 only once replicated, with
-// NOT_ENOUGH_REPLICAS when too few followers are in sync, while acks=1 does
-// not wait.
+// TestSyncReplicationAcks answers acks=-1 only once replicated, while
+// acks=1 does not wait. Too few followers in sync before the append is
+// NOT_ENOUGH_REPLICAS with nothing stored; after it (the record stored),
+// NOT_ENOUGH_REPLICAS_AFTER_APPEND.
 func TestSyncReplicationAcks(t *testing.T) {
+	notEnough := fmt.Errorf("2 in sync, 3 required: %w", ErrNotEnoughReplicas)
+	deposed := fmt.Errorf("fenced: %w", ErrNotLeader)
 	for _, tc := range []struct {
-		name string
-		err  error
-		want int16
+		name          string
+		before, after error // CheckInSync's and WaitReplicated's answers
+		want          int16
+		stored        bool
 	}{
-		{"not enough replicas", fmt.Errorf("2 in sync, 3 required: %w", ErrNotEnoughReplicas), kerr.NotEnoughReplicas.Code},
-		{"deposed", fmt.Errorf("fenced: %w", ErrNotLeader), kerr.NotLeaderForPartition.Code},
-		{"replicated", nil, 0},
+		{"not enough replicas", notEnough, notEnough, kerr.NotEnoughReplicas.Code, false},
+		{"not enough replicas after the append", nil, notEnough, kerr.NotEnoughReplicasAfterAppend.Code, true},
+		{"deposed", deposed, deposed, kerr.NotLeaderForPartition.Code, false},
+		{"deposed after the append", nil, deposed, kerr.NotLeaderForPartition.Code, true},
+		{"replicated", nil, nil, 0, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			repl := newFakeReplication()
@@ -202,7 +222,8 @@ func TestSyncReplicationAcks(t *testing.T) {
 			cfg.Replication = repl
 			cfg.SyncReplication = true
 			b := startBroker(t, cfg)
-			repl.set(0, tc.err)
+			repl.set(0, tc.after)
+			repl.setCheck(tc.before)
 			raw := dialRaw(t, b.Addr())
 			createTopic(t, newClient(t, b.Addr()), "acks", 1)
 			produce := func(acks int16) (*kmsg.ProduceResponse, chan struct{}) {
@@ -234,7 +255,7 @@ func TestSyncReplicationAcks(t *testing.T) {
 			}
 			before := b.LogEndOffset()
 			resp, done = produce(-1)
-			if tc.err == nil {
+			if tc.after == nil {
 				poll.True(t, "the log to grow", func() bool { return b.LogEndOffset() > before })
 				select {
 				case <-done:
@@ -246,6 +267,9 @@ func TestSyncReplicationAcks(t *testing.T) {
 			<-done
 			if code := resp.Topics[0].Partitions[0].ErrorCode; code != tc.want {
 				t.Fatalf("acks=-1: error %d, want %d", code, tc.want)
+			}
+			if stored := b.LogEndOffset() > before; stored != tc.stored {
+				t.Fatalf("acks=-1 answered %d: stored %v, want %v", tc.want, stored, tc.stored)
 			}
 		})
 	}

@@ -558,7 +558,20 @@ func (r *replicator) WaitReplicated(ctx context.Context, end int64) error {
 	if l == nil {
 		return fmt.Errorf("replicate to %d: %w", end, broker.ErrNotLeader)
 	}
-	err := l.WaitReplicated(ctx, end)
+	return replicationError(l.WaitReplicated(ctx, end))
+}
+
+// CheckInSync implements broker.Replication.
+func (r *replicator) CheckInSync() error {
+	l := r.current()
+	if l == nil {
+		return fmt.Errorf("check the in-sync set: %w", broker.ErrNotLeader)
+	}
+	return replicationError(l.CheckInSync())
+}
+
+// replicationError gives a replication.Leader's error the broker's meaning.
+func replicationError(err error) error {
 	switch {
 	case errors.Is(err, replication.ErrNotEnoughReplicas):
 		return fmt.Errorf("%w: %w", broker.ErrNotEnoughReplicas, err)

@@ -42,11 +42,12 @@
 // disconnects and rejoins once caught up. The high watermark is the lowest
 // end confirmed by the leader and every in-sync follower: records below it
 // are on every in-sync replica, so a failover to one of them keeps them,
-// and only those are served to consumers. WaitReplicated blocks an
-// acks=-1 produce until the high watermark covers it, after checking that
-// at least MinInSync followers are in sync (ErrNotEnoughReplicas
-// otherwise, never a silent downgrade). With Durable set, followers count
-// only what they have flushed.
+// and only those are served to consumers. An acks=-1 produce asks
+// CheckInSync before its append, so one refused for fewer than MinInSync
+// followers in sync (ErrNotEnoughReplicas, never a silent downgrade) is
+// never stored; WaitReplicated then blocks it until the high watermark
+// covers it, failing the same way should the set shrink meanwhile. With
+// Durable set, followers count only what they have flushed.
 //
 // # Shrinking the in-sync set
 //

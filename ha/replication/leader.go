@@ -234,19 +234,37 @@ func (l *Leader) Followers() []FollowerStatus {
 	return out
 }
 
+// CheckInSync is WaitReplicated's check without the wait: ErrFenced once
+// deposed, ErrNotEnoughReplicas when fewer than MinInSync followers are in
+// sync. A write that must not be stored unless it can be replicated (an
+// acks=-1 produce, Kafka's min.insync.replicas) asks before its append.
+func (l *Leader) CheckInSync() error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.checkLocked()
+}
+
+func (l *Leader) checkLocked() error {
+	if l.fenced {
+		return ErrFenced
+	}
+	if n := l.inSyncLocked(); n < l.cfg.MinInSync {
+		return fmt.Errorf("replication: %d in sync, %d required: %w", n, l.cfg.MinInSync, ErrNotEnoughReplicas)
+	}
+	return nil
+}
+
 // WaitReplicated blocks until the high watermark reaches end. It returns
 // ErrNotEnoughReplicas when fewer than MinInSync followers are in sync,
 // at the start or while it waits, and ErrFenced once deposed.
 func (l *Leader) WaitReplicated(ctx context.Context, end int64) error {
 	for {
 		l.mu.Lock()
-		ch, fenced, n, hw := l.changed, l.fenced, l.inSyncLocked(), l.hw
+		ch, err, hw := l.changed, l.checkLocked(), l.hw
 		l.mu.Unlock()
 		switch {
-		case fenced:
-			return ErrFenced
-		case n < l.cfg.MinInSync:
-			return fmt.Errorf("replication: %d in sync, %d required: %w", n, l.cfg.MinInSync, ErrNotEnoughReplicas)
+		case err != nil:
+			return err
 		case hw >= end:
 			return nil
 		}

@@ -154,10 +154,16 @@ func TestStreamAndHighWatermark(t *testing.T) {
 	if err := ld.WaitReplicated(ctx, 1); !errors.Is(err, ErrNotEnoughReplicas) {
 		t.Fatalf("WaitReplicated with no follower: %v", err)
 	}
+	if err := ld.CheckInSync(); !errors.Is(err, ErrNotEnoughReplicas) {
+		t.Fatalf("CheckInSync with no follower: %v", err)
+	}
 	f, stop, errc := follower.follow(t, addr, 1, false)
 	leader.append(t, 300, 1500, 2) // rolls several files while it streams
 	end := leader.log.WriteOffset()
 	poll.True(t, "the follower in sync", func() bool { return len(ld.Followers()) == 1 && ld.Followers()[0].InSync })
+	if err := ld.CheckInSync(); err != nil {
+		t.Fatalf("CheckInSync with the follower in sync: %v", err)
+	}
 	if err := ld.WaitReplicated(ctx, end); err != nil {
 		t.Fatalf("WaitReplicated: %v", err)
 	}
