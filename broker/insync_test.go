@@ -271,7 +271,7 @@ func consumeValues(t *testing.T, b *Broker, topic string) []string {
 // so the record is never delivered, not even once the follower is back
 // (Kafka's meaning: a client retrying it makes no duplicate).
 func TestNotEnoughReplicasStoresNothing(t *testing.T) {
-	p := startReplicaPair(t, "isr", 1)
+	p := startReplicaPair(t, "isr", 2)
 	cl := newClient(t, p.leader.Addr())
 	if code := produceAcksAll(t, cl, "isr", "before"); code != 0 {
 		t.Fatalf("acks=-1 with the follower in sync: error %d", code)
@@ -301,7 +301,7 @@ func TestNotEnoughReplicasStoresNothing(t *testing.T) {
 // minimum is answered NOT_ENOUGH_REPLICAS_AFTER_APPEND: it is stored, and
 // the client must not take it for refused.
 func TestNotEnoughReplicasAfterAppend(t *testing.T) {
-	p := startReplicaPair(t, "isr", 1)
+	p := startReplicaPair(t, "isr", 2)
 	cl := newClient(t, p.leader.Addr())
 	p.gate.hold()
 	before := p.leader.LogEndOffset()

@@ -131,7 +131,7 @@ func (c *brokerGroup) start(i int) {
 		"--data-dir", nd.dir, "--listen", nd.kafka, "--admin", nd.admin,
 		"--node-id", strconv.Itoa(nd.id), "--replica-group", "ha",
 		"--nats", nd.proxy.URL(), "--replication-listen", nd.repl,
-		"--replication", "sync", "--min-insync", "1",
+		"--replication", "sync", "--min-insync", "2",
 		"--lease-duration", haLease.String(), "--file-size", strconv.Itoa(haFileSize),
 	}, c.args...)
 	cmd := exec.Command(os.Args[0], args...)

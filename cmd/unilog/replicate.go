@@ -30,7 +30,7 @@ func replicationFlags() []cli.Flag {
 	return []cli.Flag{
 		&cli.StringFlag{Name: "replication-listen", Value: "127.0.0.1:0", Usage: "`HOST:PORT` followers of this node's replica group replicate from while it leads; advertised in its member record, so give a routable address across machines (port 0 picks a free one)", EnvVars: env("REPLICATION_LISTEN")},
 		&cli.StringFlag{Name: "replication", Value: "sync", Usage: "sync (acks=all and offset commits wait until the in-sync followers have the records, flushed with --flush sync) or async (they do not wait; consumers still see only replicated records)", EnvVars: env("REPLICATION")},
-		&cli.IntFlag{Name: "min-insync", Usage: "followers that must be in sync for an acks=all produce under sync replication; fewer answer NOT_ENOUGH_REPLICAS (0: none required, so a leader left alone keeps taking writes)", EnvVars: env("MIN_INSYNC")},
+		&cli.IntFlag{Name: "min-insync", Value: 1, Usage: "replicas, the leader counted, that must be in sync for an acks=all produce or an offset commit under sync replication, as Kafka's min.insync.replicas; fewer answer NOT_ENOUGH_REPLICAS and store nothing (1: the leader alone, so a leader left alone keeps taking writes; 2 on three nodes: the leader and one follower)", EnvVars: env("MIN_INSYNC")},
 		&cli.StringFlag{Name: "replication-tls-ca", Usage: "mutual TLS on the replication stream: both ends present --tls-cert/--tls-key and verify the other's against this PEM CA `FILE`", EnvVars: env("REPLICATION_TLS_CA")},
 		&cli.StringFlag{Name: "replication-peers", Usage: "with --replication-tls-ca, the certificate common `NAMES` (comma-separated) a leader accepts as followers (default: any the CA signed)", EnvVars: env("REPLICATION_PEERS")},
 	}
@@ -55,8 +55,8 @@ func parseReplicationFlags(c *cli.Context) (replicationConfig, error) {
 	default:
 		return rc, fmt.Errorf("--replication %q: want sync or async", mode)
 	}
-	if rc.minInSync < 0 {
-		return rc, fmt.Errorf("--min-insync %d: must be 0 or more", rc.minInSync)
+	if rc.minInSync < 1 {
+		return rc, fmt.Errorf("--min-insync %d: must be 1 or more (it counts the leader, as Kafka's min.insync.replicas)", rc.minInSync)
 	}
 	if _, _, err := net.SplitHostPort(rc.listen); err != nil {
 		return rc, fmt.Errorf("--replication-listen %q: %w", rc.listen, err)

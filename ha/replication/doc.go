@@ -44,8 +44,9 @@
 // are on every in-sync replica, so a failover to one of them keeps them,
 // and only those are served to consumers. An acks=-1 produce asks
 // CheckInSync before its append, so one refused for fewer than MinInSync
-// followers in sync (ErrNotEnoughReplicas, never a silent downgrade) is
-// never stored; WaitReplicated then blocks it until the high watermark
+// replicas in sync, the leader counted as Kafka's min.insync.replicas
+// counts it (ErrNotEnoughReplicas, never a silent downgrade), is never
+// stored; WaitReplicated then blocks it until the high watermark
 // covers it, failing the same way should the set shrink meanwhile. With
 // Durable set, followers count only what they have flushed.
 //

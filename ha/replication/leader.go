@@ -16,8 +16,8 @@ import (
 	"github.com/unilog/unilog/commitlog"
 )
 
-// ErrNotEnoughReplicas is returned by WaitReplicated when fewer followers
-// than MinInSync are in sync.
+// ErrNotEnoughReplicas is returned by CheckInSync and WaitReplicated when
+// fewer than MinInSync replicas are in sync.
 var ErrNotEnoughReplicas = errors.New("replication: not enough in-sync replicas")
 
 // ErrFenced is returned once the leader learned of a newer epoch.
@@ -52,7 +52,9 @@ type LeaderConfig struct {
 	// records remain does not count from 0 again. Nil sends none (a log
 	// without consume queues).
 	Offsets func(at int64) []commitlog.PartitionOffset
-	// MinInSync is how many followers must be in sync for WaitReplicated.
+	// MinInSync is how many replicas, the leader among them, must be in
+	// sync for CheckInSync and WaitReplicated: Kafka's
+	// min.insync.replicas. 0 and 1 both require the leader alone.
 	MinInSync int
 	// Durable counts a follower's flushed end instead of its write end.
 	Durable bool
@@ -235,8 +237,8 @@ func (l *Leader) Followers() []FollowerStatus {
 }
 
 // CheckInSync is WaitReplicated's check without the wait: ErrFenced once
-// deposed, ErrNotEnoughReplicas when fewer than MinInSync followers are in
-// sync. A write that must not be stored unless it can be replicated (an
+// deposed, ErrNotEnoughReplicas when fewer than MinInSync replicas (the
+// leader and its in-sync followers) are in sync. A write that must not be stored unless it can be replicated (an
 // acks=-1 produce, Kafka's min.insync.replicas) asks before its append.
 func (l *Leader) CheckInSync() error {
 	l.mu.Lock()
@@ -248,15 +250,15 @@ func (l *Leader) checkLocked() error {
 	if l.fenced {
 		return ErrFenced
 	}
-	if n := l.inSyncLocked(); n < l.cfg.MinInSync {
-		return fmt.Errorf("replication: %d in sync, %d required: %w", n, l.cfg.MinInSync, ErrNotEnoughReplicas)
+	if n := 1 + l.inSyncLocked(); n < l.cfg.MinInSync {
+		return fmt.Errorf("replication: %d replicas in sync (the leader and %d followers), %d required: %w", n, n-1, l.cfg.MinInSync, ErrNotEnoughReplicas)
 	}
 	return nil
 }
 
 // WaitReplicated blocks until the high watermark reaches end. It returns
-// ErrNotEnoughReplicas when fewer than MinInSync followers are in sync,
-// at the start or while it waits, and ErrFenced once deposed.
+// ErrNotEnoughReplicas when fewer than MinInSync replicas are in sync, at
+// the start or while it waits, and ErrFenced once deposed.
 func (l *Leader) WaitReplicated(ctx context.Context, end int64) error {
 	for {
 		l.mu.Lock()

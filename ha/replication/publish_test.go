@@ -54,7 +54,7 @@ func (p *publisher) answer(err error) { p.answers <- err }
 func TestShrinkHoldsHighWatermarkUntilPublished(t *testing.T) {
 	pub := newPublisher()
 	leader, follower := newNode(t), newNode(t)
-	ld, addr := leader.lead(t, 1, LeaderConfig{MinInSync: 1, PublishInSync: pub.publish})
+	ld, addr := leader.lead(t, 1, LeaderConfig{MinInSync: 2, PublishInSync: pub.publish})
 	_, stop, _ := follower.follow(t, addr, 1, false)
 	leader.append(t, 40, 800, 1)
 

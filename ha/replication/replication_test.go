@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/tls"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"os"
@@ -147,7 +148,7 @@ func identical(t *testing.T, a, b *node) {
 func TestStreamAndHighWatermark(t *testing.T) {
 	leader, follower := newNode(t), newNode(t)
 	leader.append(t, 50, 900, 1) // before the epoch: a log that had no leader yet
-	ld, addr := leader.lead(t, 1, LeaderConfig{MinInSync: 1})
+	ld, addr := leader.lead(t, 1, LeaderConfig{MinInSync: 2})
 
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
@@ -188,9 +189,36 @@ func TestStreamAndHighWatermark(t *testing.T) {
 	}
 }
 
+// TestMinInSyncCountsTheLeader: MinInSync is Kafka's min.insync.replicas,
+// the leader one of the replicas it counts.
+func TestMinInSyncCountsTheLeader(t *testing.T) {
+	for _, tc := range []struct {
+		min, followers int
+		ok             bool
+	}{
+		{0, 0, true},
+		{1, 0, true},
+		{2, 0, false},
+		{2, 1, true},
+		{3, 1, false},
+	} {
+		t.Run(fmt.Sprintf("%d of 1+%d", tc.min, tc.followers), func(t *testing.T) {
+			leader := newNode(t)
+			ld, addr := leader.lead(t, 1, LeaderConfig{MinInSync: tc.min})
+			if tc.followers > 0 {
+				newNode(t).follow(t, addr, 1, false)
+				poll.True(t, "the follower in sync", func() bool { return len(ld.Followers()) == 1 && ld.Followers()[0].InSync })
+			}
+			if err := ld.CheckInSync(); (err == nil) != tc.ok || err != nil && !errors.Is(err, ErrNotEnoughReplicas) {
+				t.Fatalf("CheckInSync: %v, want ok %v", err, tc.ok)
+			}
+		})
+	}
+}
+
 func TestDurableAcks(t *testing.T) {
 	leader, follower := newNode(t), newNode(t)
-	ld, addr := leader.lead(t, 1, LeaderConfig{MinInSync: 1, Durable: true})
+	ld, addr := leader.lead(t, 1, LeaderConfig{MinInSync: 2, Durable: true})
 	follower.follow(t, addr, 1, true)
 	leader.append(t, 100, 700, 1)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
