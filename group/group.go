@@ -133,7 +133,14 @@ func (g *group) wait(fn func()) bool {
 	case <-fin:
 		return true
 	case <-g.done:
-		return false
+		// fn ending the group (DeleteGroups) closes fin before done:
+		// both may be ready, and fn must not run twice.
+		select {
+		case <-fin:
+			return true
+		default:
+			return false
+		}
 	}
 }
 
