@@ -2,6 +2,7 @@ package broker
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -29,9 +30,16 @@ type offsetsLog struct {
 	b  *Broker
 }
 
+// Append refuses, as an acks=-1 produce, a commit that sync replication
+// could not make durable, before storing it.
 func (l offsetsLog) Append(partition int32, recs []group.Record) (int64, int64, error) {
 	if l.b.following.Load() {
-		return 0, 0, fmt.Errorf("broker: commit offsets: %w", ErrNotLeader)
+		return 0, 0, fmt.Errorf("broker: commit offsets: %w: %w", group.ErrNotCoordinator, ErrNotLeader)
+	}
+	if r := l.b.cfg.Replication; r != nil && l.b.cfg.SyncReplication {
+		if err := r.CheckInSync(); err != nil {
+			return 0, 0, fmt.Errorf("broker: commit offsets: %w", groupError(err))
+		}
 	}
 	now := time.Now().UnixMilli()
 	krecs := make([]kmsg.Record, len(recs))
@@ -53,9 +61,20 @@ func (l offsetsLog) WaitDurable(ctx context.Context, end int64) error {
 		return err
 	}
 	if r := l.b.cfg.Replication; r != nil && l.b.cfg.SyncReplication {
-		return r.WaitReplicated(ctx, end)
+		return groupError(r.WaitReplicated(ctx, end))
 	}
 	return nil
+}
+
+// groupError gives a Replication error the group coordinator's meaning.
+func groupError(err error) error {
+	switch {
+	case errors.Is(err, ErrNotLeader):
+		return fmt.Errorf("%w: %w", group.ErrNotCoordinator, err)
+	case errors.Is(err, ErrNotEnoughReplicas):
+		return fmt.Errorf("%w: %w", group.ErrNotEnoughReplicas, err)
+	}
+	return err
 }
 
 func (l offsetsLog) OldestFileEnd() int64 {

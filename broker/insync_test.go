@@ -318,3 +318,77 @@ func TestNotEnoughReplicasAfterAppend(t *testing.T) {
 		t.Fatalf("acks=-1 whose follower left while it waited: error %d, want NOT_ENOUGH_REPLICAS_AFTER_APPEND", c)
 	}
 }
+
+// commitRaw sends one OffsetCommit of group's offset for partition 0 of
+// topic straight to addr (no client retry) and returns its error code.
+func commitRaw(t *testing.T, addr, group, topic string, offset int64) int16 {
+	t.Helper()
+	raw := dialRaw(t, addr)
+	req := kmsg.NewPtrOffsetCommitRequest()
+	req.Version = 8
+	req.Group, req.Generation = group, -1
+	rt := kmsg.NewOffsetCommitRequestTopic()
+	rt.Topic = topic
+	rp := kmsg.NewOffsetCommitRequestTopicPartition()
+	rp.Offset, rp.LeaderEpoch = offset, -1
+	rt.Partitions = append(rt.Partitions, rp)
+	req.Topics = append(req.Topics, rt)
+	if err := raw.write(raw.frame(req)); err != nil {
+		t.Fatal(err)
+	}
+	resp := req.ResponseKind().(*kmsg.OffsetCommitResponse)
+	if !raw.readResponse(resp) {
+		t.Fatal("OffsetCommit: connection closed")
+	}
+	return resp.Topics[0].Partitions[0].ErrorCode
+}
+
+// TestFailedOffsetCommitIsNotVisible: an offset commit the in-sync set
+// cannot take is answered COORDINATOR_NOT_AVAILABLE (Kafka's answer for
+// an under-replicated offsets topic), before its append with nothing
+// stored and after it alike, and OffsetFetch keeps the offset committed
+// before; one sent to a follower is NOT_COORDINATOR.
+func TestFailedOffsetCommitIsNotVisible(t *testing.T) {
+	p := startReplicaPair(t, "isr", 2)
+	addr := p.leader.Addr()
+	committed := func() int64 {
+		_, _, c := listOffsets(t, addr, "isr", "app")
+		return c[0]
+	}
+	if code := commitRaw(t, addr, "app", "isr", 5); code != 0 {
+		t.Fatalf("commit with the follower in sync: %v", kerr.ErrorForCode(code))
+	}
+	p.stop()
+	poll.True(t, "the follower out of sync", func() bool { return p.inSync() == 0 })
+	before := p.leader.LogEndOffset()
+	if code := commitRaw(t, addr, "app", "isr", 9); code != kerr.CoordinatorNotAvailable.Code {
+		t.Fatalf("commit with too few replicas in sync: %v, want COORDINATOR_NOT_AVAILABLE", kerr.ErrorForCode(code))
+	}
+	if end := p.leader.LogEndOffset(); end != before {
+		t.Fatalf("a refused commit grew the log from %d to %d", before, end)
+	}
+	if got := committed(); got != 5 {
+		t.Fatalf("OffsetFetch after a refused commit of 9: %d, want 5", got)
+	}
+
+	p.follow()
+	p.gate.hold()
+	before = p.leader.LogEndOffset()
+	code := make(chan int16, 1)
+	go func() { code <- commitRaw(t, addr, "app", "isr", 11) }()
+	poll.True(t, "the commit appended", func() bool { return p.leader.LogEndOffset() > before })
+	if got := committed(); got != 5 {
+		t.Fatalf("OffsetFetch while a commit of 11 waits for its follower: %d, want 5", got)
+	}
+	p.gate.cut()
+	if c := <-code; c != kerr.CoordinatorNotAvailable.Code {
+		t.Fatalf("commit whose follower left while it waited: %v, want COORDINATOR_NOT_AVAILABLE", kerr.ErrorForCode(c))
+	}
+	if got := committed(); got != 5 {
+		t.Fatalf("OffsetFetch after a commit of 11 failed: %d, want 5", got)
+	}
+
+	if c := commitRaw(t, p.follower.Addr(), "app", "isr", 12); c != kerr.NotCoordinator.Code {
+		t.Fatalf("commit sent to a follower: %v, want NOT_COORDINATOR", kerr.ErrorForCode(c))
+	}
+}

@@ -274,3 +274,39 @@ func TestSyncReplicationAcks(t *testing.T) {
 		})
 	}
 }
+
+// TestOffsetCommitReplicationErrors: an offset commit that sync
+// replication cannot make durable is answered as Kafka's coordinator
+// answers it, whether the in-sync set refused it before its append or
+// failed it after: COORDINATOR_NOT_AVAILABLE for too few replicas,
+// NOT_COORDINATOR once this node no longer leads.
+func TestOffsetCommitReplicationErrors(t *testing.T) {
+	notEnough := fmt.Errorf("1 in sync, 2 required: %w", ErrNotEnoughReplicas)
+	deposed := fmt.Errorf("fenced: %w", ErrNotLeader)
+	for _, tc := range []struct {
+		name          string
+		before, after error // CheckInSync's and WaitReplicated's answers
+		want          int16
+	}{
+		{"not enough replicas", notEnough, notEnough, kerr.CoordinatorNotAvailable.Code},
+		{"not enough replicas after the append", nil, notEnough, kerr.CoordinatorNotAvailable.Code},
+		{"deposed", deposed, deposed, kerr.NotCoordinator.Code},
+		{"deposed after the append", nil, deposed, kerr.NotCoordinator.Code},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			repl := newFakeReplication()
+			cfg := testConfig(t, t.TempDir())
+			cfg.Replication, cfg.SyncReplication = repl, true
+			b := startBroker(t, cfg)
+			createTopic(t, newClient(t, b.Addr()), "c", 1)
+			repl.set(0, tc.after)
+			repl.setCheck(tc.before)
+			if code := commitRaw(t, b.Addr(), "app", "c", 3); code != tc.want {
+				t.Fatalf("commit: %v, want %v", kerr.ErrorForCode(code), kerr.ErrorForCode(tc.want))
+			}
+			if got := b.groups.Load().Committed("app"); len(got) != 0 {
+				t.Fatalf("a failed commit is visible: %v", got)
+			}
+		})
+	}
+}

@@ -65,6 +65,10 @@ type Coordinator struct {
 	stop   chan struct{}
 	closed bool
 	wg     sync.WaitGroup
+
+	// commitCode is the last commit's answer, logged when it changes.
+	commitMu   sync.Mutex
+	commitCode int16
 }
 
 // Open replays the offsets topic into memory and returns a coordinator
@@ -332,23 +336,54 @@ func (c *Coordinator) RetentionFloor() int64 { return c.offs.floor() }
 func (c *Coordinator) Compact(ctx context.Context) (int, error) { return c.offs.rewrite(ctx) }
 
 // store commits offsets (nil values delete) and, with SyncCommits, waits
-// until they are durable. It returns the Kafka error code for the answer;
-// what names the operation in the log.
+// until they are durable; only then do they enter the view, so a commit
+// answered with an error is never seen. It returns the Kafka error code for
+// the answer; what names the operation in the log.
 func (c *Coordinator) store(ctx context.Context, group, what string, offs map[TopicPartition]*Offset) int16 {
-	end, err := c.offs.commit(group, offs)
-	if err == nil && c.opts.SyncCommits {
-		if err = c.opts.Log.WaitDurable(ctx, end); err != nil {
-			err = fmt.Errorf("group: %s of %q: wait durable: %w", what, group, err)
+	pc, err := c.offs.commit(group, offs)
+	if err == nil {
+		if c.opts.SyncCommits {
+			if err = c.opts.Log.WaitDurable(ctx, pc.end); err != nil {
+				err = fmt.Errorf("group: %s of %q: wait durable: %w", what, group, err)
+			}
 		}
+		c.offs.settle(pc, err == nil)
 	}
+	code := commitCode(err)
+	c.noteCommit(what, group, code, err)
+	return code
+}
+
+// commitCode is the Kafka error code answering a commit that failed with
+// err, as Kafka's group coordinator maps its log's errors: a node that no
+// longer leads is NOT_COORDINATOR; too few in-sync replicas and a timeout
+// (before or after the append) are COORDINATOR_NOT_AVAILABLE, so the
+// client retries; only the storage's own failures are KAFKA_STORAGE_ERROR.
+func commitCode(err error) int16 {
 	switch {
 	case err == nil:
 		return 0
-	case errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled):
-		c.log.WithFields(logrus.Fields{"group": group, "error": err}).Warn(what + " timed out")
-		return kerr.RequestTimedOut.Code
+	case errors.Is(err, ErrNotCoordinator):
+		return kerr.NotCoordinator.Code
+	case errors.Is(err, ErrNotEnoughReplicas), errors.Is(err, context.DeadlineExceeded), errors.Is(err, context.Canceled):
+		return coordinatorNotAvailable
+	}
+	return kerr.KafkaStorageError.Code
+}
+
+// noteCommit logs a commit's outcome when it differs from the last one's:
+// a log that cannot take commits fails every one of them, several a second
+// while clients retry, and one line says so as well as all of them.
+func (c *Coordinator) noteCommit(what, group string, code int16, err error) {
+	c.commitMu.Lock()
+	last := c.commitCode
+	c.commitCode = code
+	c.commitMu.Unlock()
+	switch {
+	case code == last:
+	case code == 0:
+		c.log.WithField("after", kerr.ErrorForCode(last)).Info("offset commits succeed again")
 	default:
-		c.log.WithFields(logrus.Fields{"group": group, "error": err}).Error(what + " failed")
-		return kerr.KafkaStorageError.Code
+		c.log.WithFields(logrus.Fields{"group": group, "answer": kerr.ErrorForCode(code), "error": err}).Warn(what + " failed; commits answered the same are not logged until the answer changes")
 	}
 }

@@ -69,12 +69,23 @@
 // offsets become one record batch, appended as one commit-log record to
 // the offsets topic (the broker's __consumer_offsets), in the partition
 // PartitionFor(group): all of a commit or none of it is stored, and a
-// torn record is cut by recovery like any other. The in-memory view is
-// updated in log order under one lock; with Options.SyncCommits (the
-// broker sets it under --flush sync) the commit is answered only once
-// the log is durable through it, as an acks=-1 produce, so an acknowledged
-// commit survives a crash. (OffsetFetch sees a commit from its append on;
-// only the committer's answer waits for the flush.)
+// torn record is cut by recovery like any other. With Options.SyncCommits
+// (the broker sets it under --flush sync or sync replication) the commit
+// is answered only once the log is durable through it, flushed and on
+// the replicas required, as an acks=-1 produce, so an acknowledged commit
+// survives a crash or a failover. The in-memory view, which OffsetFetch
+// reads, takes a commit only then: one answered with an error is never
+// seen (though its record, if appended, may be replayed after a failover,
+// as Kafka's coordinator loading its partition replays it). Records are
+// appended under one lock; commits of one key that become durable out of
+// order leave the view as log order would, and a snapshot continues at the
+// oldest commit still pending. A failed commit is answered as Kafka's
+// coordinator answers it: NOT_COORDINATOR when this node no longer leads
+// the log (ErrNotCoordinator), COORDINATOR_NOT_AVAILABLE for too few
+// in-sync replicas (ErrNotEnoughReplicas, checked before the append, so
+// nothing is written) or a timeout, KAFKA_STORAGE_ERROR only for the
+// storage's own failures; it is logged when the answer changes, not per
+// commit.
 //
 // Each record's key and value mirror Kafka's own __consumer_offsets
 // schema, so they are versioned; all integers are big-endian and a

@@ -22,23 +22,47 @@ type stored struct {
 	end int64
 }
 
-// offsets is the in-memory view of the offsets topic: the last commit per
-// group and partition. Appends and their application happen under mu, so
-// the view applies records in log order.
+// offsets is the in-memory view of the offsets topic: the last durable
+// commit per group and partition. A commit is appended under mu but
+// enters the view only once durable (settle), so a commit answered with
+// an error is never seen; where commits of one key settle out of log
+// order, the one whose record ends later wins.
 type offsets struct {
 	log        Log
 	partitions int32
 	mu         sync.RWMutex
 	groups     map[string]map[TopicPartition]stored
-	// next is, per partition, the offset after the last record applied;
+	// next is, per partition, the offset after the last record appended;
 	// last the physical end of the last record appended.
-	next   []int64
-	last   int64
+	next []int64
+	last int64
+	// pending are the commits appended and not yet settled.
+	pending map[*pendingCommit]struct{}
+	// gone is, per key deleted while other commits were pending, where
+	// the deleting record ends, so that an older one settling after it
+	// does not bring the key back; emptied once nothing is pending.
+	gone   map[offsetKey]int64
 	loaded atomic.Bool
 }
 
+// pendingCommit is one appended commit waiting to be durable: the
+// offsets (nil: delete) its record of partition holds, from offset base
+// to the physical end.
+type pendingCommit struct {
+	partition int32
+	base, end int64
+	keys      []offsetKey
+	values    []*Offset
+}
+
 func newOffsets(log Log, partitions int32) *offsets {
-	return &offsets{log: log, partitions: partitions, groups: make(map[string]map[TopicPartition]stored), next: make([]int64, partitions)}
+	return &offsets{
+		log: log, partitions: partitions,
+		groups:  make(map[string]map[TopicPartition]stored),
+		next:    make([]int64, partitions),
+		pending: make(map[*pendingCommit]struct{}),
+		gone:    make(map[offsetKey]int64),
+	}
 }
 
 // useSnapshot applies a snapshot if it is sound and still joins the log:
@@ -65,11 +89,15 @@ func (o *offsets) useSnapshot(b []byte) error {
 }
 
 // snapshot copies the view and returns where the last record it covers
-// ends.
+// ends. A partition continues at its oldest pending commit, which the view
+// does not hold yet: a load replays it.
 func (o *offsets) snapshot() (snapshot, int64) {
 	o.mu.RLock()
 	defer o.mu.RUnlock()
 	s := snapshot{next: append([]int64(nil), o.next...)}
+	for pc := range o.pending {
+		s.next[pc.partition] = min(s.next[pc.partition], pc.base)
+	}
 	for g, ps := range o.groups {
 		for tp, st := range ps {
 			s.entries = append(s.entries, snapshotEntry{offsetKey{g, tp.Topic, tp.Partition}, st.Offset, st.end})
@@ -137,10 +165,10 @@ func (o *offsets) deleteLocked(k offsetKey) {
 	}
 }
 
-// commit appends the offsets (nil = delete) as one record and applies them
-// to the view. It returns where the record ends; the caller decides
-// whether to wait for it to be durable before answering.
-func (o *offsets) commit(group string, offs map[TopicPartition]*Offset) (int64, error) {
+// commit appends the offsets (nil = delete) as one record, pending until
+// settle puts them in the view (or drops them); the caller decides whether
+// to wait for it to be durable first.
+func (o *offsets) commit(group string, offs map[TopicPartition]*Offset) (*pendingCommit, error) {
 	keys := make([]TopicPartition, 0, len(offs))
 	for tp := range offs {
 		keys = append(keys, tp)
@@ -148,29 +176,61 @@ func (o *offsets) commit(group string, offs map[TopicPartition]*Offset) (int64, 
 	sort.Slice(keys, func(i, j int) bool {
 		return keys[i].Topic < keys[j].Topic || keys[i].Topic == keys[j].Topic && keys[i].Partition < keys[j].Partition
 	})
+	pc := &pendingCommit{partition: PartitionFor(group, o.partitions)}
 	recs := make([]Record, 0, len(keys))
 	for _, tp := range keys {
-		r := Record{Key: encodeKey(offsetKey{group, tp.Topic, tp.Partition})}
+		k := offsetKey{group, tp.Topic, tp.Partition}
+		r := Record{Key: encodeKey(k)}
 		if v := offs[tp]; v != nil {
 			r.Value = encodeValue(*v)
 		}
 		recs = append(recs, r)
+		pc.keys, pc.values = append(pc.keys, k), append(pc.values, offs[tp])
 	}
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	end, err := o.appendLocked(group, recs)
 	if err != nil {
-		return 0, fmt.Errorf("group: commit offsets of %q: %w", group, err)
+		return nil, fmt.Errorf("group: commit offsets of %q: %w", group, err)
 	}
-	for _, tp := range keys {
-		k := offsetKey{group, tp.Topic, tp.Partition}
-		if v := offs[tp]; v != nil {
-			o.setLocked(k, stored{*v, end})
-		} else {
-			o.deleteLocked(k)
+	pc.base, pc.end = o.next[pc.partition]-int64(len(recs)), end
+	o.pending[pc] = struct{}{}
+	return pc, nil
+}
+
+// settle ends a pending commit: durable, its offsets enter the view
+// unless a record ending later already set or deleted them; otherwise
+// they are dropped (the record stays in the log: a replay after a
+// failover applies it, as Kafka's coordinator loading its partition does).
+func (o *offsets) settle(pc *pendingCommit, durable bool) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	delete(o.pending, pc)
+	for i, k := range pc.keys {
+		if !durable || o.newerLocked(k, pc.end) {
+			continue
+		}
+		if v := pc.values[i]; v != nil {
+			o.setLocked(k, stored{*v, pc.end})
+			continue
+		}
+		o.deleteLocked(k)
+		if len(o.pending) > 0 {
+			o.gone[k] = pc.end
 		}
 	}
-	return end, nil
+	if len(o.pending) == 0 {
+		clear(o.gone)
+	}
+}
+
+// newerLocked reports whether the view holds k from a record ending after
+// end, or k was deleted by one.
+func (o *offsets) newerLocked(k offsetKey, end int64) bool {
+	if s, ok := o.groups[k.group][TopicPartition{k.topic, k.partition}]; ok && s.end > end {
+		return true
+	}
+	return o.gone[k] > end
 }
 
 func (o *offsets) appendLocked(group string, recs []Record) (int64, error) {
@@ -181,6 +241,17 @@ func (o *offsets) appendLocked(group string, recs []Record) (int64, error) {
 	}
 	o.next[p], o.last = next, end
 	return end, nil
+}
+
+// pendingKeysLocked is the set of keys a pending commit holds.
+func (o *offsets) pendingKeysLocked() map[offsetKey]bool {
+	keys := make(map[offsetKey]bool)
+	for pc := range o.pending {
+		for _, k := range pc.keys {
+			keys[k] = true
+		}
+	}
+	return keys
 }
 
 // get returns a group's committed offsets.
@@ -232,8 +303,10 @@ func (o *offsets) floor() int64 {
 // rewrite copies every live commit held in the oldest commit-log file to
 // the head of the log, waits until the copies are durable and only then
 // lets the floor move past the old records, so that retention deleting the
-// file never takes a group's last commit with it. It returns the number of
-// commits copied.
+// file never takes a group's last commit with it. A key with a commit
+// pending is left for a later pass: a copy of the view's older value
+// would land after the pending record and undo it on replay. It returns
+// the number of commits copied.
 func (o *offsets) rewrite(ctx context.Context) (int, error) {
 	limit := o.log.OldestFileEnd()
 	if limit <= 0 {
@@ -247,11 +320,12 @@ func (o *offsets) rewrite(ctx context.Context) (int, error) {
 	}
 	var all []moved
 	o.mu.Lock()
+	pending := o.pendingKeysLocked()
 	for group, g := range o.groups {
 		var recs []Record
 		var mv []moved
 		for tp, s := range g {
-			if s.end > limit {
+			if s.end > limit || pending[offsetKey{group, tp.Topic, tp.Partition}] {
 				continue
 			}
 			recs = append(recs, Record{Key: encodeKey(offsetKey{group, tp.Topic, tp.Partition}), Value: encodeValue(s.Offset)})
