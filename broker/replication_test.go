@@ -197,13 +197,30 @@ func TestHighWatermarkBoundsWhatConsumersSee(t *testing.T) {
 	}
 }
 
+// Replication errors as the fake answers them.
+var (
+	notEnough = fmt.Errorf("1 in sync, 2 required: %w", ErrNotEnoughReplicas)
+	deposed   = fmt.Errorf("fenced: %w", ErrNotLeader)
+)
+
+// startFakeReplicated starts a broker under sync replication whose fake
+// answers CheckInSync with before and WaitReplicated with after.
+func startFakeReplicated(t *testing.T, before, after error) (*Broker, *fakeReplication) {
+	t.Helper()
+	repl := newFakeReplication()
+	cfg := testConfig(t, t.TempDir())
+	cfg.Replication, cfg.SyncReplication = repl, true
+	b := startBroker(t, cfg)
+	repl.set(0, after)
+	repl.setCheck(before)
+	return b, repl
+}
+
 // TestSyncReplicationAcks answers acks=-1 only once replicated, while
 // acks=1 does not wait. Too few followers in sync before the append is
 // NOT_ENOUGH_REPLICAS with nothing stored; after it (the record stored),
 // NOT_ENOUGH_REPLICAS_AFTER_APPEND.
 func TestSyncReplicationAcks(t *testing.T) {
-	notEnough := fmt.Errorf("2 in sync, 3 required: %w", ErrNotEnoughReplicas)
-	deposed := fmt.Errorf("fenced: %w", ErrNotLeader)
 	for _, tc := range []struct {
 		name          string
 		before, after error // CheckInSync's and WaitReplicated's answers
@@ -217,13 +234,7 @@ func TestSyncReplicationAcks(t *testing.T) {
 		{"replicated", nil, nil, 0, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			repl := newFakeReplication()
-			cfg := testConfig(t, t.TempDir())
-			cfg.Replication = repl
-			cfg.SyncReplication = true
-			b := startBroker(t, cfg)
-			repl.set(0, tc.after)
-			repl.setCheck(tc.before)
+			b, repl := startFakeReplicated(t, tc.before, tc.after)
 			raw := dialRaw(t, b.Addr())
 			createTopic(t, newClient(t, b.Addr()), "acks", 1)
 			produce := func(acks int16) (*kmsg.ProduceResponse, chan struct{}) {
@@ -281,8 +292,6 @@ func TestSyncReplicationAcks(t *testing.T) {
 // failed it after: COORDINATOR_NOT_AVAILABLE for too few replicas,
 // NOT_COORDINATOR once this node no longer leads.
 func TestOffsetCommitReplicationErrors(t *testing.T) {
-	notEnough := fmt.Errorf("1 in sync, 2 required: %w", ErrNotEnoughReplicas)
-	deposed := fmt.Errorf("fenced: %w", ErrNotLeader)
 	for _, tc := range []struct {
 		name          string
 		before, after error // CheckInSync's and WaitReplicated's answers
@@ -294,13 +303,8 @@ func TestOffsetCommitReplicationErrors(t *testing.T) {
 		{"deposed after the append", nil, deposed, kerr.NotCoordinator.Code},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			repl := newFakeReplication()
-			cfg := testConfig(t, t.TempDir())
-			cfg.Replication, cfg.SyncReplication = repl, true
-			b := startBroker(t, cfg)
+			b, _ := startFakeReplicated(t, tc.before, tc.after)
 			createTopic(t, newClient(t, b.Addr()), "c", 1)
-			repl.set(0, tc.after)
-			repl.setCheck(tc.before)
 			if code := commitRaw(t, b.Addr(), "app", "c", 3); code != tc.want {
 				t.Fatalf("commit: %v, want %v", kerr.ErrorForCode(code), kerr.ErrorForCode(tc.want))
 			}
