@@ -270,9 +270,14 @@
 // all use that visible end, an offset between it and the stored end is
 // not out of range but waits, and a long poll over such a partition wakes
 // on Replication.Changed. With Config.SyncReplication an acks=-1 produce,
-// and a synchronous offset commit, is answered once WaitReplicated says the
-// in-sync followers hold it: NOT_ENOUGH_REPLICAS when too few are in sync,
-// NOT_LEADER_OR_FOLLOWER once deposed. A follower answers Produce, Fetch
+// and a synchronous offset commit, is first checked against the in-sync
+// set (Replication.CheckInSync: too few in sync, and nothing is stored)
+// and answered once WaitReplicated says the in-sync followers hold it. A
+// produce gets Kafka's answers: NOT_ENOUGH_REPLICAS when refused before
+// its append, NOT_ENOUGH_REPLICAS_AFTER_APPEND when the set shrank while
+// it waited, NOT_LEADER_OR_FOLLOWER once deposed; an offset commit gets
+// the group coordinator's (COORDINATOR_NOT_AVAILABLE, NOT_COORDINATOR;
+// see package group). A follower answers Produce, Fetch
 // and ListOffsets with NOT_LEADER_OR_FOLLOWER and FindCoordinator names
 // the leader of the group's offsets partition. Demote, on becoming a
 // follower, stops local appends and drops the offsets snapshot, which a
