@@ -185,3 +185,35 @@ func TestInspectChangesNothing(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestInspectListsWhatOpenServes: a directory "0042" beside a topic's
+// queues is not partition 42 to consumequeue.Open, so inspect does not
+// report it either (it once did, from a second reading of the layout).
+func TestInspectListsWhatOpenServes(t *testing.T) {
+	dir := t.TempDir()
+	d := mustOpen(t, testOptions(dir))
+	appendN(t, d, 41, 0, 300)
+	if err := d.Close(); err != nil {
+		t.Fatal(err)
+	}
+	rep, err := Inspect(dir, InspectOptions{})
+	if err != nil || len(rep.Partitions) == 0 {
+		t.Fatalf("inspect: %v, %d partitions", err, len(rep.Partitions))
+	}
+	stray := filepath.Join(dir, "consumequeue", rep.Partitions[0].Topic, "0042")
+	if err := os.MkdirAll(stray, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	rep, err = Inspect(dir, InspectOptions{Verify: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range rep.Partitions {
+		if p.Partition == 42 {
+			t.Errorf("inspect lists %s as partition %+v", stray, p)
+		}
+	}
+	if !rep.OK() {
+		t.Errorf("problems: %v", rep.Problems)
+	}
+}
