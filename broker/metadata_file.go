@@ -11,7 +11,7 @@ import (
 	"sort"
 	"sync"
 
-	"github.com/unilog/unilog/internal/fsutil"
+	"github.com/unilog/unilog/internal/fileops"
 )
 
 // MetadataFileName is the metadata file inside the data directory.
@@ -122,7 +122,7 @@ func (m *fileMetadata) commit(next metaDoc, topics map[string]TopicMeta) error {
 	if err != nil {
 		return fmt.Errorf("broker: encode metadata: %w", err)
 	}
-	if err := fsutil.ReplaceFile(m.path, b, 0o644); err != nil {
+	if err := fileops.ReplaceFile(fileops.OS{}, m.path, b, 0o644); err != nil {
 		return fmt.Errorf("broker: write metadata: %w", err)
 	}
 	m.doc = next

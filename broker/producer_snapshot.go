@@ -14,7 +14,7 @@ import (
 	"github.com/sirupsen/logrus"
 
 	"github.com/unilog/unilog/commitlog"
-	"github.com/unilog/unilog/internal/fsutil"
+	"github.com/unilog/unilog/internal/fileops"
 )
 
 // The producer-state snapshot (format in the package doc) lets a restart
@@ -173,7 +173,7 @@ func (b *Broker) snapshotProducers() error {
 		b.partsMu.Unlock()
 		s = b.copyProducers(logOffset, parts)
 	}
-	return fsutil.ReplaceFile(filepath.Join(b.cfg.DataDir, producerSnapshotFile), encodeProducerSnapshot(s), 0o644)
+	return fileops.ReplaceFile(fileops.OS{}, filepath.Join(b.cfg.DataDir, producerSnapshotFile), encodeProducerSnapshot(s), 0o644)
 }
 
 // copyProducers copies the state of parts as a snapshot at logOffset.

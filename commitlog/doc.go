@@ -136,7 +136,9 @@
 // The calls that decide durability (fallocate, msync, fdatasync,
 // directory fsync, rename) go through a small seam (fileOps) that tests of
 // this package replace to inject failures or to record what each call made
-// durable and rebuild the directory as a power cut would leave it.
+// durable and rebuild the directory as a power cut would leave it: all of
+// them, including the flushed mark, the leader-epoch file, recovery's cut
+// and retention's deletes (TestPowerCutSteps fails when one is skipped).
 //
 // # Readers and retention
 //

@@ -7,6 +7,8 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+
+	"github.com/unilog/unilog/internal/fileops"
 )
 
 // EpochFileName is the leader-epoch file in a log directory.
@@ -41,13 +43,16 @@ type EpochStart struct {
 type Epochs struct {
 	mu      sync.Mutex
 	path    string
+	ops     fileOps
 	entries []EpochStart
 }
 
 // OpenEpochs reads the epoch file in dir, or starts an empty list if there
 // is none. A damaged file is an error wrapping ErrCorrupt.
-func OpenEpochs(dir string) (*Epochs, error) {
-	e := &Epochs{path: filepath.Join(dir, EpochFileName)}
+func OpenEpochs(dir string) (*Epochs, error) { return openEpochs(dir, fileops.OS{}) }
+
+func openEpochs(dir string, ops fileOps) (*Epochs, error) {
+	e := &Epochs{path: filepath.Join(dir, EpochFileName), ops: ops}
 	b, err := os.ReadFile(e.path)
 	if errors.Is(err, os.ErrNotExist) {
 		return e, nil
@@ -170,34 +175,9 @@ func (e *Epochs) TruncateFrom(offset int64) error {
 
 // store writes entries to the file atomically and keeps them. e.mu held.
 func (e *Epochs) store(entries []EpochStart) error {
-	tmp := e.path + tmpSuffix
-	err := writeSynced(tmp, encodeEpochs(entries))
-	if err == nil {
-		err = os.Rename(tmp, e.path)
-	}
-	if err == nil {
-		err = syncDir(filepath.Dir(e.path))
-	}
-	if err != nil {
-		return fmt.Errorf("commitlog: store epochs %s: %w", e.path, err)
+	if err := fileops.ReplaceFile(e.ops, e.path, encodeEpochs(entries), 0o644); err != nil {
+		return fmt.Errorf("commitlog: store epochs: %w", err)
 	}
 	e.entries = entries
 	return nil
-}
-
-// writeSynced writes b to a new file at path and fsyncs it.
-func writeSynced(path string, b []byte) error {
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
-	if err != nil {
-		return err
-	}
-	if _, err := f.Write(b); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Sync(); err != nil {
-		f.Close()
-		return err
-	}
-	return f.Close()
 }

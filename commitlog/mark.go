@@ -8,8 +8,6 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-
-	"github.com/unilog/unilog/internal/fsutil"
 )
 
 // FlushedMarkName is the name of the flushed-mark file in the log's
@@ -94,10 +92,10 @@ func (l *Log) openMark(end int64) error {
 		return fmt.Errorf("commitlog: open flushed mark: %w", err)
 	}
 	if _, err = f.WriteAt(encodeMark(make([]byte, markSize), end), 0); err == nil {
-		err = f.Sync()
+		err = l.opts.fs.Fdatasync(f)
 	}
 	if err == nil && errors.Is(statErr, fs.ErrNotExist) {
-		err = fsutil.SyncDir(l.opts.Dir)
+		err = l.opts.fs.SyncDir(l.opts.Dir)
 	}
 	if err != nil {
 		f.Close()

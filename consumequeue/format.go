@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"hash/crc32"
 
-	"github.com/unilog/unilog/internal/fsutil"
+	"github.com/unilog/unilog/internal/fileops"
 )
 
 // Sizes of the version 1 file header and entry slots, in bytes.
@@ -133,7 +133,7 @@ func sizeFor(slot, entriesPerFile int) int64 {
 }
 
 // fileName is the 20-digit name of the file whose slot 0 is offset base.
-func fileName(base int64) string { return fsutil.OffsetName(base) }
+func fileName(base int64) string { return fileops.OffsetName(base) }
 
 // FileEntry is one written slot of a consume-queue file.
 type FileEntry struct {

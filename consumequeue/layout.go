@@ -8,7 +8,7 @@ import (
 	"slices"
 	"strconv"
 
-	"github.com/unilog/unilog/internal/fsutil"
+	"github.com/unilog/unilog/internal/fileops"
 )
 
 // The directory layout (see "Layout" in the package doc) is read only here,
@@ -64,7 +64,7 @@ func ListFiles(qdir string) ([]int64, error) {
 	}
 	var bases []int64
 	for _, de := range des {
-		if base, ok := fsutil.ParseOffsetName(de.Name()); ok && de.Type().IsRegular() {
+		if base, ok := fileops.ParseOffsetName(de.Name()); ok && de.Type().IsRegular() {
 			bases = append(bases, base)
 		}
 	}

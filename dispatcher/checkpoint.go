@@ -9,7 +9,7 @@ import (
 	"path/filepath"
 	"time"
 
-	"github.com/unilog/unilog/internal/fsutil"
+	"github.com/unilog/unilog/internal/fileops"
 )
 
 // Checkpoint is the durable progress marker of a data directory. Every
@@ -88,8 +88,8 @@ func ReadCheckpoint(path string) (Checkpoint, error) {
 
 // writeCheckpoint replaces the checkpoint atomically: a crash leaves either
 // the old or the new file, never a torn one.
-func writeCheckpoint(dir string, c Checkpoint) error {
-	if err := fsutil.ReplaceFile(filepath.Join(dir, checkpointName), encodeCheckpoint(c), 0o644); err != nil {
+func writeCheckpoint(ops fileOps, dir string, c Checkpoint) error {
+	if err := fileops.ReplaceFile(ops, filepath.Join(dir, checkpointName), encodeCheckpoint(c), 0o644); err != nil {
 		return fmt.Errorf("dispatcher: write checkpoint: %w", err)
 	}
 	return nil

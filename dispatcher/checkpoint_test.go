@@ -7,12 +7,14 @@ import (
 	"path/filepath"
 	"testing"
 	"time"
+
+	"github.com/unilog/unilog/internal/fileops"
 )
 
 func TestCheckpointRoundTrip(t *testing.T) {
 	dir := t.TempDir()
 	want := Checkpoint{CommitLogFlushed: 1 << 33, Dispatched: 12345, Time: time.Unix(1700000000, 123456789).UTC()}
-	if err := writeCheckpoint(dir, want); err != nil {
+	if err := writeCheckpoint(fileops.OS{}, dir, want); err != nil {
 		t.Fatal(err)
 	}
 	got, err := ReadCheckpoint(filepath.Join(dir, checkpointName))

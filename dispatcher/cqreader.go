@@ -6,7 +6,7 @@ import (
 	"path/filepath"
 
 	"github.com/unilog/unilog/consumequeue"
-	"github.com/unilog/unilog/internal/fsutil"
+	"github.com/unilog/unilog/internal/fileops"
 )
 
 // inspect decodes consume-queue files with consumequeue.DecodeFile, and the
@@ -51,7 +51,7 @@ func readQueue(dir string, id consumequeue.ID) (*cqQueue, error) {
 	q := &cqQueue{ID: id, Min: -1}
 	next := int64(-1)
 	for _, base := range bases {
-		name := fsutil.OffsetName(base)
+		name := fileops.OffsetName(base)
 		q.Files = append(q.Files, name)
 		b, err := os.ReadFile(filepath.Join(qdir, name))
 		if err != nil {
