@@ -223,6 +223,10 @@
 //	8   8  Flushed  int64, physical offset durable when this was written
 //	16  4  CRC32C   Castagnoli, over bytes 0..15
 //
+// The mark and the leader-epoch file below are Sealed frames of
+// internal/framed, checked in its one order (magic, CRC, then version);
+// every failure wraps ErrCorrupt and the framed sentinel.
+//
 // Whenever the write reaches the disk its value is true, because the
 // records before it were on disk before it was issued; a write that did not
 // reach it leaves an older, still true value. So after a process crash

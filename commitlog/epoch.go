@@ -3,24 +3,22 @@ package commitlog
 import (
 	"errors"
 	"fmt"
-	"hash/crc32"
 	"os"
 	"path/filepath"
 	"sync"
 
 	"github.com/unilog/unilog/internal/fileops"
+	"github.com/unilog/unilog/internal/framed"
 )
 
 // EpochFileName is the leader-epoch file in a log directory.
 const EpochFileName = "leader-epochs"
 
-// The epoch file layout is in the package doc (# Replication).
-const (
-	epochMagic   = "ULEP"
-	epochVersion = 1
-	epochHeader  = 10
-	epochEntry   = 16
-)
+// The epoch file layout is in the package doc (# Replication): a count
+// and that many (epoch, start) pairs.
+var epochFormat = framed.Format{Name: "epoch file", Magic: "ULEP", Version: 1, Shape: framed.Sealed}
+
+const epochEntry = 16
 
 // ErrEpoch is returned for an epoch or start offset that would not keep
 // the epoch file increasing.
@@ -67,24 +65,18 @@ func openEpochs(dir string, ops fileOps) (*Epochs, error) {
 }
 
 func decodeEpochs(b []byte) ([]EpochStart, error) {
-	if len(b) < epochHeader+4 || string(b[:4]) != epochMagic {
-		return nil, fmt.Errorf("%w: not an epoch file (%d bytes)", ErrCorrupt, len(b))
+	_, p, err := epochFormat.Decode(b)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrCorrupt, err)
 	}
-	if v := be.Uint16(b[4:]); v != epochVersion {
-		return nil, fmt.Errorf("%w: epoch file version %d", ErrCorrupt, v)
-	}
-	n := int64(be.Uint32(b[6:]))
-	if int64(len(b)) != epochHeader+n*epochEntry+4 {
+	r := framed.NewReader(p)
+	n := int64(r.U32())
+	if r.Err() != nil || int64(r.Len()) != n*epochEntry {
 		return nil, fmt.Errorf("%w: %d entries in %d bytes", ErrCorrupt, n, len(b))
-	}
-	body := b[:len(b)-4]
-	if got, want := crc32.Checksum(body, castagnoli), be.Uint32(b[len(body):]); got != want {
-		return nil, fmt.Errorf("%w: epoch file crc %#08x, computed %#08x", ErrCorrupt, want, got)
 	}
 	out := make([]EpochStart, n)
 	for i := range out {
-		p := epochHeader + i*epochEntry
-		out[i] = EpochStart{Epoch: int64(be.Uint64(b[p:])), Start: int64(be.Uint64(b[p+8:]))}
+		out[i] = EpochStart{Epoch: int64(r.U64()), Start: int64(r.U64())}
 		if i > 0 && (out[i].Epoch <= out[i-1].Epoch || out[i].Start < out[i-1].Start) {
 			return nil, fmt.Errorf("%w: epoch entry %d (%d at %d) does not follow %d at %d", ErrCorrupt, i, out[i].Epoch, out[i].Start, out[i-1].Epoch, out[i-1].Start)
 		}
@@ -93,15 +85,13 @@ func decodeEpochs(b []byte) ([]EpochStart, error) {
 }
 
 func encodeEpochs(entries []EpochStart) []byte {
-	b := make([]byte, epochHeader, epochHeader+len(entries)*epochEntry+4)
-	copy(b, epochMagic)
-	be.PutUint16(b[4:], epochVersion)
-	be.PutUint32(b[6:], uint32(len(entries)))
+	p := make([]byte, 0, 4+len(entries)*epochEntry)
+	p = be.AppendUint32(p, uint32(len(entries)))
 	for _, x := range entries {
-		b = be.AppendUint64(b, uint64(x.Epoch))
-		b = be.AppendUint64(b, uint64(x.Start))
+		p = be.AppendUint64(p, uint64(x.Epoch))
+		p = be.AppendUint64(p, uint64(x.Start))
 	}
-	return be.AppendUint32(b, crc32.Checksum(b, castagnoli))
+	return epochFormat.Append(nil, p)
 }
 
 // List returns the entries, oldest first.

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/unilog/unilog/internal/fileops"
+	"github.com/unilog/unilog/internal/framed"
 )
 
 func TestCheckpointRoundTrip(t *testing.T) {
@@ -40,7 +41,7 @@ func TestDecodeCheckpointRejects(t *testing.T) {
 	reseal := func(f func(b []byte)) []byte {
 		return mod(func(b []byte) {
 			f(b)
-			binary.BigEndian.PutUint32(b[32:], crc32c(b[:32]))
+			binary.BigEndian.PutUint32(b[32:], framed.Checksum(b[:32]))
 		})
 	}
 	for _, tc := range []struct {

@@ -37,4 +37,3 @@ func TestParseOffsetNameRejects(t *testing.T) {
 		}
 	}
 }
-

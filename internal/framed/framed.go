@@ -20,6 +20,9 @@ var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 // file and frame.
 func Checksum(b []byte) uint32 { return crc32.Checksum(b, castagnoli) }
 
+// Update adds b to a running Checksum crc.
+func Update(crc uint32, b []byte) uint32 { return crc32.Update(crc, castagnoli, b) }
+
 // Shape is where a frame keeps its CRC; see the package doc.
 type Shape uint8
 
