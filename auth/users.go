@@ -16,7 +16,7 @@ import (
 	"unicode"
 	"unicode/utf8"
 
-	"github.com/unilog/unilog/internal/fsutil"
+	"github.com/unilog/unilog/internal/fileops"
 )
 
 // usersMagic and usersVersion open every users file (format in doc.go).
@@ -202,11 +202,11 @@ func LoadUsers(path string) (*Users, error) {
 	return u, nil
 }
 
-// SaveUsers replaces path atomically and durably (fsutil.ReplaceFile),
+// SaveUsers replaces path atomically and durably (fileops.ReplaceFile),
 // readable by its owner only: the keys would allow an offline dictionary
 // attack.
 func SaveUsers(path string, u *Users) error {
-	if err := fsutil.ReplaceFile(path, u.Marshal(), 0o600); err != nil {
+	if err := fileops.ReplaceFile(fileops.OS{}, path, u.Marshal(), 0o600); err != nil {
 		return fmt.Errorf("auth: save users: %w", err)
 	}
 	return nil

@@ -3,6 +3,8 @@ package bench
 import (
 	"fmt"
 	"strconv"
+
+	"github.com/unilog/unilog/internal/bytesize"
 )
 
 // DirtyLimit is the amount of dirty page cache at which the kernel starts
@@ -38,7 +40,7 @@ func ReadDirtyLimit() DirtyLimit {
 		d.How = "vm.dirty_bytes " + strconv.FormatInt(d.DirtyBytes, 10)
 	case d.DirtyRatio > 0 && d.MemAvailable > 0:
 		d.Bytes = d.MemAvailable * d.DirtyRatio / 100
-		d.How = fmt.Sprintf("vm.dirty_ratio %d%% of MemAvailable %s", d.DirtyRatio, FormatBytes(d.MemAvailable))
+		d.How = fmt.Sprintf("vm.dirty_ratio %d%% of MemAvailable %s", d.DirtyRatio, bytesize.Format(d.MemAvailable))
 	}
 	return d
 }
@@ -47,5 +49,5 @@ func (d DirtyLimit) String() string {
 	if d.Bytes == 0 {
 		return "unknown (no vm.dirty_bytes, vm.dirty_ratio or MemAvailable in /proc)"
 	}
-	return fmt.Sprintf("%s (%s)", FormatBytes(d.Bytes), d.How)
+	return fmt.Sprintf("%s (%s)", bytesize.Format(d.Bytes), d.How)
 }

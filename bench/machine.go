@@ -8,6 +8,8 @@ import (
 	"strings"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/unilog/unilog/internal/bytesize"
 )
 
 // Machine describes the host a report was measured on.
@@ -34,7 +36,7 @@ func DescribeMachine(dir string) Machine {
 	if kb := procField("/proc/meminfo", "MemTotal"); kb != "" {
 		var n int64
 		fmt.Sscanf(kb, "%d", &n)
-		m.MemTotal = FormatBytes(n << 10)
+		m.MemTotal = bytesize.Format(n << 10)
 	}
 	var u unix.Utsname
 	if unix.Uname(&u) == nil {
@@ -46,13 +48,13 @@ func DescribeMachine(dir string) Machine {
 	}
 	ratio := func(name string) string {
 		if b := readLimit("/proc/sys/vm/" + name + "_bytes"); b > 0 {
-			return FormatBytes(b)
+			return bytesize.Format(b)
 		}
 		return fmt.Sprintf("%d%%", readLimit("/proc/sys/vm/"+name+"_ratio"))
 	}
 	m.DirtyRatio = ratio("dirty") + " / " + ratio("dirty_background")
 	if d := ReadDirtyLimit(); d.Bytes > 0 {
-		m.DirtyLimit = FormatBytes(d.Bytes)
+		m.DirtyLimit = bytesize.Format(d.Bytes)
 	}
 	var st unix.Stat_t
 	var fs unix.Statfs_t
@@ -60,7 +62,7 @@ func DescribeMachine(dir string) Machine {
 		m.Filesystem, m.DiskRotation, m.ReadAheadKB = mountOf(st.Dev)
 	}
 	if unix.Statfs(dir, &fs) == nil {
-		m.DiskFree = FormatBytes(int64(fs.Bavail) * fs.Bsize)
+		m.DiskFree = bytesize.Format(int64(fs.Bavail) * fs.Bsize)
 	}
 	return m
 }

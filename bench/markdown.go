@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"slices"
 	"time"
+
+	"github.com/unilog/unilog/internal/bytesize"
 )
 
 // MarkdownInfo is what a Markdown report says besides the results.
@@ -44,7 +46,7 @@ func WriteMarkdown(path string, rep *Report, m Machine, info MarkdownInfo) error
 	if !d.Direct {
 		mode = d.Note
 	}
-	fmt.Fprintf(&b, "| Raw sequential write bandwidth (physical limit) | **%.0f MB/s** (%s written, %s) |\n\n", d.MBPerS, FormatBytes(d.Bytes), mode)
+	fmt.Fprintf(&b, "| Raw sequential write bandwidth (physical limit) | **%.0f MB/s** (%s written, %s) |\n\n", d.MBPerS, bytesize.Format(d.Bytes), mode)
 
 	fmt.Fprintf(&b, "## Workload\n\n")
 	fmt.Fprintf(&b, "Each run writes %s of %d-byte payloads (%d-byte keys, commitlog v1 records on both sides) with %d producer goroutines, "+
@@ -53,10 +55,10 @@ func WriteMarkdown(path string, rep *Report, m Machine, info MarkdownInfo) error
 		"MB/s counts payload bytes (10^6 bytes); *of disk* compares the stored record bytes per second with the raw bandwidth above. "+
 		"Latency is per append batch. Open files and map areas are the whole process's at the end of the run (`/proc/self/fd`, `/proc/self/maps`); "+
 		"*mapped* is the size of the mappings of the run's own files.\n\n",
-		FormatBytes(c.Total), c.MessageSize, keySize, c.Producers, c.Batch, c.Keys, FormatBytes(cmp.Or(c.SegmentBytes, 1<<30)))
+		bytesize.Format(c.Total), c.MessageSize, keySize, c.Producers, c.Batch, c.Keys, bytesize.Format(cmp.Or(c.SegmentBytes, 1<<30)))
 	if len(c.LimitPartitions) > 0 && len(c.Flushes) > 0 {
 		fmt.Fprintf(&b, "Past the sweep, %v partitions run with `%s` and %s each, to find where each layout stops on this machine's limits.\n\n",
-			c.LimitPartitions, c.Flushes[0], FormatBytes(cmp.Or(c.LimitTotal, c.Total)))
+			c.LimitPartitions, c.Flushes[0], bytesize.Format(cmp.Or(c.LimitTotal, c.Total)))
 	}
 	warm := "There is no warm-up run."
 	if c.WarmUp {
@@ -74,7 +76,7 @@ func WriteMarkdown(path string, rep *Report, m Machine, info MarkdownInfo) error
 		fmt.Fprintf(&b, "Sustained rows (%v partitions, `%s`) write %s each (by default %d times the dirty-page limit, here %s), "+
 			"so that their figure is the disk's write-back and not the page cache's; at the raw bandwidth above that takes %s, "+
 			"against a cap of %s per run (a row that reached it says so). They run in the first %d of the trials, interleaved with the sweep.\n\n",
-			c.SustainedPartitions, c.Flushes[0], FormatBytes(total), SustainedFactor, rep.Dirty, atDisk, cmp.Or(c.SustainedMaxRun, c.MaxRun), cmp.Or(c.SustainedTrials, c.Trials))
+			c.SustainedPartitions, c.Flushes[0], bytesize.Format(total), SustainedFactor, rep.Dirty, atDisk, cmp.Or(c.SustainedMaxRun, c.MaxRun), cmp.Or(c.SustainedTrials, c.Trials))
 	}
 	if c.Read {
 		fmt.Fprintf(&b, "With reads: the layout is closed, the page cache dropped (`echo 3 > /proc/sys/vm/drop_caches`), the layout reopened, "+

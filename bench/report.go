@@ -5,6 +5,8 @@ import (
 	"io"
 	"strings"
 	"text/tabwriter"
+
+	"github.com/unilog/unilog/internal/bytesize"
 )
 
 // WriteTable prints one row per configuration: the median of its trials
@@ -21,7 +23,7 @@ func WriteTable(w io.Writer, rep *Report) error {
 		m := &r.Median
 		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\t%s\t%.0f%%\t%s\t%s\t%s\t%d\t%d\t%s\t",
 			r.Layout, r.Partitions, r.Flush, runCell(&r), r.MBPerS, r.RecordsPerS, 100*r.FractionOfDisk(),
-			r.P50US, r.P99US, r.P999US, m.OpenFiles, m.MapAreas, FormatBytes(m.MappedBytes))
+			r.P50US, r.P99US, r.P999US, m.OpenFiles, m.MapAreas, bytesize.Format(m.MappedBytes))
 		if read {
 			fmt.Fprint(tw, readCells(m.Read, "\t"))
 		}
@@ -35,7 +37,7 @@ func WriteTable(w io.Writer, rep *Report) error {
 func runCell(r *Row) string {
 	s := fmt.Sprintf("%s x%d", r.Kind, r.Trials)
 	if r.Kind == KindSustained {
-		s += " " + FormatBytes(r.Median.Bytes)
+		s += " " + bytesize.Format(r.Median.Bytes)
 	}
 	return s
 }
@@ -80,7 +82,7 @@ func WriteMarkdownTable(w io.Writer, rep *Report) {
 		m := &r.Median
 		fmt.Fprintf(w, "| %s | %s | %s | %s | %s | %.0f | %.0f%% | %.0f | %.0f | %.0f | %d | %d | %s | ",
 			r.Layout, commas(int64(r.Partitions)), r.Flush, runCell(&r), r.MBPerS, r.RecordsPerS.Median, 100*r.FractionOfDisk(),
-			r.P50US.Median, r.P99US.Median, r.P999US.Median, m.OpenFiles, m.MapAreas, FormatBytes(m.MappedBytes))
+			r.P50US.Median, r.P99US.Median, r.P999US.Median, m.OpenFiles, m.MapAreas, bytesize.Format(m.MappedBytes))
 		if read {
 			fmt.Fprint(w, readCells(m.Read, " | "))
 		}

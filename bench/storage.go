@@ -18,6 +18,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/unilog/unilog/commitlog"
+	"github.com/unilog/unilog/internal/bytesize"
 )
 
 // Config is one `unilog bench storage` invocation: every layout x flush
@@ -142,7 +143,7 @@ func Run(cfg Config) (*Report, error) {
 		}
 		rep.Disk = d
 		fmt.Fprintf(cfg.Notes, "disk: %.0f MB/s raw sequential write (%s, %s)%s\n",
-			d.MBPerS, FormatBytes(d.Bytes), map[bool]string{true: "O_DIRECT", false: "buffered"}[d.Direct], noteSuffix(d.Note))
+			d.MBPerS, bytesize.Format(d.Bytes), map[bool]string{true: "O_DIRECT", false: "buffered"}[d.Direct], noteSuffix(d.Note))
 	}
 	rep.Dirty = ReadDirtyLimit()
 	plans := planRuns(&cfg, rep.Dirty)
@@ -220,7 +221,7 @@ func planRuns(cfg *Config, dirty DirtyLimit) []plan {
 	add(KindSweep, cfg.Flushes, cfg.Partitions, cfg.Total, cfg.MaxRun)
 	if len(cfg.SustainedPartitions) > 0 {
 		total := sustainedTotal(cfg, dirty)
-		fmt.Fprintf(cfg.Notes, "dirty-page limit %s; each sustained run writes %s\n", dirty, FormatBytes(total))
+		fmt.Fprintf(cfg.Notes, "dirty-page limit %s; each sustained run writes %s\n", dirty, bytesize.Format(total))
 		add(KindSustained, cfg.Flushes[:1], cfg.SustainedPartitions, total, cmp.Or(cfg.SustainedMaxRun, cfg.MaxRun))
 	}
 	if len(cfg.LimitPartitions) > 0 {
@@ -409,7 +410,7 @@ func write(cfg *Config, l Layout, parts int, description string) written {
 	n := done.Load()
 	w := written{records: n, logBytes: n * encSize, elapsed: elapsed, lat: lat, err: runErr}
 	if capped.Load() {
-		w.note = fmt.Sprintf("stopped at the %v time limit after %s of %s", cfg.MaxRun, FormatBytes(n*int64(cfg.MessageSize)), FormatBytes(total*int64(cfg.MessageSize)))
+		w.note = fmt.Sprintf("stopped at the %v time limit after %s of %s", cfg.MaxRun, bytesize.Format(n*int64(cfg.MessageSize)), bytesize.Format(total*int64(cfg.MessageSize)))
 	}
 	return w
 }

@@ -149,6 +149,10 @@
 //	      int32 last sequence, int64 base offset, int64 physical end
 //	end uint32 CRC32C      Castagnoli, over every byte before it
 //
+// It is a Sealed frame of internal/framed, and the metadata file below a
+// Prefixed one: both are checked in its one order (magic, length, CRC,
+// then version) before a field is read.
+//
 // LogOffset is read before the partitions are copied, so batches appended
 // while copying may be in the snapshot too; loading drops the batches that
 // end past LogOffset and replay adds back those the log still holds. A

@@ -15,7 +15,7 @@ import (
 
 	"github.com/unilog/unilog/commitlog"
 	"github.com/unilog/unilog/group"
-	"github.com/unilog/unilog/internal/fsutil"
+	"github.com/unilog/unilog/internal/fileops"
 )
 
 // defaultCompactInterval is how often live committed offsets are copied out
@@ -126,7 +126,7 @@ func (b *Broker) snapshotGroups(ctx context.Context, c *group.Coordinator) {
 	}
 	snap, err := c.Snapshot(ctx)
 	if err == nil {
-		err = fsutil.ReplaceFile(filepath.Join(b.cfg.DataDir, offsetsSnapshotName), snap, 0o644)
+		err = fileops.ReplaceFile(fileops.OS{}, filepath.Join(b.cfg.DataDir, offsetsSnapshotName), snap, 0o644)
 	}
 	if err != nil {
 		b.log.WithError(err).Warn("offsets snapshot not written")

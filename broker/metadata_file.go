@@ -1,27 +1,24 @@
 package broker
 
 import (
-	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"hash/crc32"
 	"os"
 	"path/filepath"
 	"sort"
 	"sync"
 
-	"github.com/unilog/unilog/internal/fsutil"
+	"github.com/unilog/unilog/internal/fileops"
+	"github.com/unilog/unilog/internal/framed"
 )
 
 // MetadataFileName is the metadata file inside the data directory.
 const MetadataFileName = "metadata"
 
-const (
-	metaMagic      = "ULMD"
-	metaVersion    = 2
-	metaHeaderSize = 14
-)
+// metaFormat frames the metadata file's JSON body. Version 1 was written
+// by builds whose commit-log records carried no topic id.
+var metaFormat = framed.Format{Name: "metadata", Magic: "ULMD", Version: 2, Oldest: 1, Shape: framed.Prefixed}
 
 // metaDoc is the JSON body of the metadata file.
 type metaDoc struct {
@@ -64,36 +61,20 @@ func OpenFileMetadata(dir string) (MetadataStore, error) {
 	return m, nil
 }
 
-// encodeMetadata frames the JSON body: magic, version, length, CRC32C.
+// encodeMetadata frames the JSON body.
 func encodeMetadata(doc metaDoc) ([]byte, error) {
 	body, err := json.Marshal(doc)
 	if err != nil {
 		return nil, err
 	}
-	b := make([]byte, metaHeaderSize, metaHeaderSize+len(body))
-	copy(b, metaMagic)
-	binary.BigEndian.PutUint16(b[4:], metaVersion)
-	binary.BigEndian.PutUint32(b[6:], uint32(len(body)))
-	binary.BigEndian.PutUint32(b[10:], crc32.Checksum(body, castagnoli))
-	return append(b, body...), nil
+	return metaFormat.Append(make([]byte, 0, metaFormat.Overhead()+len(body)), body), nil
 }
 
 func decodeMetadata(b []byte) (metaDoc, error) {
 	var doc metaDoc
-	if len(b) < metaHeaderSize || string(b[:4]) != metaMagic {
-		return doc, fmt.Errorf("%w: bad header", ErrCorrupt)
-	}
-	v := binary.BigEndian.Uint16(b[4:])
-	if v != 1 && v != metaVersion {
-		return doc, fmt.Errorf("%w: unsupported version %d", ErrCorrupt, v)
-	}
-	n := binary.BigEndian.Uint32(b[6:])
-	body := b[metaHeaderSize:]
-	if uint64(n) != uint64(len(body)) {
-		return doc, fmt.Errorf("%w: body is %d bytes, header says %d", ErrCorrupt, len(body), n)
-	}
-	if crc := crc32.Checksum(body, castagnoli); crc != binary.BigEndian.Uint32(b[10:]) {
-		return doc, fmt.Errorf("%w: CRC mismatch", ErrCorrupt)
+	v, body, err := metaFormat.Decode(b)
+	if err != nil {
+		return doc, fmt.Errorf("%w: %w", ErrCorrupt, err)
 	}
 	if err := json.Unmarshal(body, &doc); err != nil {
 		return doc, fmt.Errorf("%w: %v", ErrCorrupt, err)
@@ -122,7 +103,7 @@ func (m *fileMetadata) commit(next metaDoc, topics map[string]TopicMeta) error {
 	if err != nil {
 		return fmt.Errorf("broker: encode metadata: %w", err)
 	}
-	if err := fsutil.ReplaceFile(m.path, b, 0o644); err != nil {
+	if err := fileops.ReplaceFile(fileops.OS{}, m.path, b, 0o644); err != nil {
 		return fmt.Errorf("broker: write metadata: %w", err)
 	}
 	m.doc = next

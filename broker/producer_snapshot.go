@@ -4,7 +4,6 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"hash/crc32"
 	"io/fs"
 	"maps"
 	"os"
@@ -14,7 +13,8 @@ import (
 	"github.com/sirupsen/logrus"
 
 	"github.com/unilog/unilog/commitlog"
-	"github.com/unilog/unilog/internal/fsutil"
+	"github.com/unilog/unilog/internal/fileops"
+	"github.com/unilog/unilog/internal/framed"
 )
 
 // The producer-state snapshot (format in the package doc) lets a restart
@@ -23,11 +23,13 @@ import (
 
 const (
 	producerSnapshotFile     = "producer-state"
-	producerSnapshotMagic    = 0x55505354 // "UPST"
 	producerSnapshotVersion  = 2
 	producerSnapshotInterval = 10 * time.Second
-	producerSnapshotHeader   = 20 // magic, version, reserved, log offset, partition count
 )
+
+// producerSnapshotFormat frames the snapshot (layout in the package doc);
+// version 1 named no topic incarnations.
+var producerSnapshotFormat = framed.Format{Name: "producer-state snapshot", Magic: "UPST", Version: producerSnapshotVersion, Oldest: 1, Shape: framed.Sealed}
 
 // errProducerSnapshot marks a snapshot file that fails a check; the broker
 // then rebuilds from the whole log.
@@ -48,9 +50,7 @@ type partitionSnapshot struct {
 }
 
 func encodeProducerSnapshot(s producerSnapshot) []byte {
-	b := binary.BigEndian.AppendUint32(nil, producerSnapshotMagic)
-	b = binary.BigEndian.AppendUint16(b, producerSnapshotVersion)
-	b = binary.BigEndian.AppendUint16(b, 0)
+	b := binary.BigEndian.AppendUint16(nil, 0) // reserved
 	b = binary.BigEndian.AppendUint64(b, uint64(s.logOffset))
 	b = binary.BigEndian.AppendUint32(b, uint32(len(s.parts)))
 	for _, p := range s.parts {
@@ -71,83 +71,47 @@ func encodeProducerSnapshot(s producerSnapshot) []byte {
 			}
 		}
 	}
-	return appendCRC(b)
+	return producerSnapshotFormat.Append(nil, b)
 }
-
-// appendCRC appends the CRC32C of b, the snapshot's last field.
-func appendCRC(b []byte) []byte {
-	return binary.BigEndian.AppendUint32(b, crc32.Checksum(b, castagnoli))
-}
-
-// snapReader decodes big-endian fields and remembers the first shortfall.
-type snapReader struct {
-	b   []byte
-	bad bool
-}
-
-func (r *snapReader) take(n int) []byte {
-	if r.bad || len(r.b) < n {
-		r.bad = true
-		return make([]byte, n)
-	}
-	out := r.b[:n]
-	r.b = r.b[n:]
-	return out
-}
-
-func (r *snapReader) u8() uint8   { return r.take(1)[0] }
-func (r *snapReader) u16() uint16 { return binary.BigEndian.Uint16(r.take(2)) }
-func (r *snapReader) u32() uint32 { return binary.BigEndian.Uint32(r.take(4)) }
-func (r *snapReader) u64() uint64 { return binary.BigEndian.Uint64(r.take(8)) }
 
 func decodeProducerSnapshot(b []byte) (producerSnapshot, error) {
-	if len(b) < producerSnapshotHeader+4 {
-		return producerSnapshot{}, fmt.Errorf("%w: %d bytes", errProducerSnapshot, len(b))
+	v, payload, err := producerSnapshotFormat.Decode(b)
+	if err != nil {
+		return producerSnapshot{}, fmt.Errorf("%w: %w", errProducerSnapshot, err)
 	}
-	body := b[:len(b)-4]
-	if want, got := binary.BigEndian.Uint32(b[len(b)-4:]), crc32.Checksum(body, castagnoli); want != got {
-		return producerSnapshot{}, fmt.Errorf("%w: CRC %08x, computed %08x", errProducerSnapshot, want, got)
-	}
-	r := &snapReader{b: body}
-	if m := r.u32(); m != producerSnapshotMagic {
-		return producerSnapshot{}, fmt.Errorf("%w: magic %08x", errProducerSnapshot, m)
-	}
-	v := r.u16()
-	if v < 1 || v > producerSnapshotVersion {
-		return producerSnapshot{}, fmt.Errorf("%w: version %d, this broker reads 1 to %d", errProducerSnapshot, v, producerSnapshotVersion)
-	}
-	r.u16()
-	s := producerSnapshot{version: v, logOffset: int64(r.u64())}
-	nparts := r.u32()
-	for i := uint32(0); i < nparts && !r.bad; i++ {
+	r := framed.NewReader(payload)
+	r.U16() // reserved
+	s := producerSnapshot{version: v, logOffset: int64(r.U64())}
+	nparts := r.U32()
+	for i := uint32(0); i < nparts && r.Err() == nil; i++ {
 		var p partitionSnapshot
-		p.tp.topic = string(r.take(int(r.u16())))
+		p.tp.topic = string(r.Bytes(int(r.U16())))
 		if v >= 2 {
-			copy(p.id[:], r.take(commitlog.TopicIDSize))
+			copy(p.id[:], r.Bytes(commitlog.TopicIDSize))
 		}
-		p.tp.partition = int32(r.u32())
-		nprod := r.u32()
-		p.producers = make(map[int64]*producerSeq, min(nprod, uint32(len(r.b)/11)))
-		for j := uint32(0); j < nprod && !r.bad; j++ {
-			id := int64(r.u64())
-			ps := &producerSeq{epoch: int16(r.u16())}
-			n := r.u8()
+		p.tp.partition = int32(r.U32())
+		nprod := r.U32()
+		p.producers = make(map[int64]*producerSeq, min(nprod, uint32(r.Len()/11)))
+		for j := uint32(0); j < nprod && r.Err() == nil; j++ {
+			id := int64(r.U64())
+			ps := &producerSeq{epoch: int16(r.U16())}
+			n := r.U8()
 			if n == 0 || n > dedupWindow {
 				return producerSnapshot{}, fmt.Errorf("%w: producer %d of %s/%d has %d batches", errProducerSnapshot, id, p.tp.topic, p.tp.partition, n)
 			}
 			for range n {
 				ps.batches = append(ps.batches, seqBatch{
-					firstSeq:   int32(r.u32()),
-					lastSeq:    int32(r.u32()),
-					baseOffset: int64(r.u64()),
-					end:        int64(r.u64()),
+					firstSeq:   int32(r.U32()),
+					lastSeq:    int32(r.U32()),
+					baseOffset: int64(r.U64()),
+					end:        int64(r.U64()),
 				})
 			}
 			p.producers[id] = ps
 		}
 		s.parts = append(s.parts, p)
 	}
-	if r.bad || len(r.b) != 0 {
+	if r.Done() != nil {
 		return producerSnapshot{}, fmt.Errorf("%w: its length does not match its counts", errProducerSnapshot)
 	}
 	return s, nil
@@ -173,7 +137,7 @@ func (b *Broker) snapshotProducers() error {
 		b.partsMu.Unlock()
 		s = b.copyProducers(logOffset, parts)
 	}
-	return fsutil.ReplaceFile(filepath.Join(b.cfg.DataDir, producerSnapshotFile), encodeProducerSnapshot(s), 0o644)
+	return fileops.ReplaceFile(fileops.OS{}, filepath.Join(b.cfg.DataDir, producerSnapshotFile), encodeProducerSnapshot(s), 0o644)
 }
 
 // copyProducers copies the state of parts as a snapshot at logOffset.

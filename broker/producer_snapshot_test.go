@@ -15,6 +15,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 
 	"github.com/unilog/unilog/commitlog"
+	"github.com/unilog/unilog/internal/framed"
 )
 
 func TestProducerSnapshotFormat(t *testing.T) {
@@ -90,6 +91,13 @@ func checkSnapshotWarning(t *testing.T, hook *test.Hook, want bool) {
 // reCRC recomputes the trailing CRC of an edited snapshot, so the check
 // under test is the one after the CRC.
 func reCRC(b []byte) []byte { return appendCRC(b[:len(b)-4]) }
+
+// appendCRC appends the CRC32C of b, a snapshot's last field.
+func appendCRC(b []byte) []byte { return binary.BigEndian.AppendUint32(b, framed.Checksum(b)) }
+
+// producerSnapshotHeader is where a snapshot's partitions start: magic,
+// version, reserved, log offset, partition count.
+const producerSnapshotHeader = 20
 
 // TestIdempotenceAcrossRestart: a producer whose last batch is more than
 // 256 batches back retries after a restart and is deduplicated, whether the

@@ -136,7 +136,9 @@
 // The calls that decide durability (fallocate, msync, fdatasync,
 // directory fsync, rename) go through a small seam (fileOps) that tests of
 // this package replace to inject failures or to record what each call made
-// durable and rebuild the directory as a power cut would leave it.
+// durable and rebuild the directory as a power cut would leave it: all of
+// them, including the flushed mark, the leader-epoch file, recovery's cut
+// and retention's deletes (TestPowerCutSteps fails when one is skipped).
 //
 // # Readers and retention
 //
@@ -220,6 +222,10 @@
 //	6   2  Reserved 0
 //	8   8  Flushed  int64, physical offset durable when this was written
 //	16  4  CRC32C   Castagnoli, over bytes 0..15
+//
+// The mark and the leader-epoch file below are Sealed frames of
+// internal/framed, checked in its one order (magic, CRC, then version);
+// every failure wraps ErrCorrupt and the framed sentinel.
 //
 // Whenever the write reaches the disk its value is true, because the
 // records before it were on disk before it was issued; a write that did not

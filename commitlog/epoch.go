@@ -3,22 +3,22 @@ package commitlog
 import (
 	"errors"
 	"fmt"
-	"hash/crc32"
 	"os"
 	"path/filepath"
 	"sync"
+
+	"github.com/unilog/unilog/internal/fileops"
+	"github.com/unilog/unilog/internal/framed"
 )
 
 // EpochFileName is the leader-epoch file in a log directory.
 const EpochFileName = "leader-epochs"
 
-// The epoch file layout is in the package doc (# Replication).
-const (
-	epochMagic   = "ULEP"
-	epochVersion = 1
-	epochHeader  = 10
-	epochEntry   = 16
-)
+// The epoch file layout is in the package doc (# Replication): a count
+// and that many (epoch, start) pairs.
+var epochFormat = framed.Format{Name: "epoch file", Magic: "ULEP", Version: 1, Shape: framed.Sealed}
+
+const epochEntry = 16
 
 // ErrEpoch is returned for an epoch or start offset that would not keep
 // the epoch file increasing.
@@ -41,13 +41,16 @@ type EpochStart struct {
 type Epochs struct {
 	mu      sync.Mutex
 	path    string
+	ops     fileOps
 	entries []EpochStart
 }
 
 // OpenEpochs reads the epoch file in dir, or starts an empty list if there
 // is none. A damaged file is an error wrapping ErrCorrupt.
-func OpenEpochs(dir string) (*Epochs, error) {
-	e := &Epochs{path: filepath.Join(dir, EpochFileName)}
+func OpenEpochs(dir string) (*Epochs, error) { return openEpochs(dir, fileops.OS{}) }
+
+func openEpochs(dir string, ops fileOps) (*Epochs, error) {
+	e := &Epochs{path: filepath.Join(dir, EpochFileName), ops: ops}
 	b, err := os.ReadFile(e.path)
 	if errors.Is(err, os.ErrNotExist) {
 		return e, nil
@@ -62,24 +65,18 @@ func OpenEpochs(dir string) (*Epochs, error) {
 }
 
 func decodeEpochs(b []byte) ([]EpochStart, error) {
-	if len(b) < epochHeader+4 || string(b[:4]) != epochMagic {
-		return nil, fmt.Errorf("%w: not an epoch file (%d bytes)", ErrCorrupt, len(b))
+	_, p, err := epochFormat.Decode(b)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrCorrupt, err)
 	}
-	if v := be.Uint16(b[4:]); v != epochVersion {
-		return nil, fmt.Errorf("%w: epoch file version %d", ErrCorrupt, v)
-	}
-	n := int64(be.Uint32(b[6:]))
-	if int64(len(b)) != epochHeader+n*epochEntry+4 {
+	r := framed.NewReader(p)
+	n := int64(r.U32())
+	if r.Err() != nil || int64(r.Len()) != n*epochEntry {
 		return nil, fmt.Errorf("%w: %d entries in %d bytes", ErrCorrupt, n, len(b))
-	}
-	body := b[:len(b)-4]
-	if got, want := crc32.Checksum(body, castagnoli), be.Uint32(b[len(body):]); got != want {
-		return nil, fmt.Errorf("%w: epoch file crc %#08x, computed %#08x", ErrCorrupt, want, got)
 	}
 	out := make([]EpochStart, n)
 	for i := range out {
-		p := epochHeader + i*epochEntry
-		out[i] = EpochStart{Epoch: int64(be.Uint64(b[p:])), Start: int64(be.Uint64(b[p+8:]))}
+		out[i] = EpochStart{Epoch: int64(r.U64()), Start: int64(r.U64())}
 		if i > 0 && (out[i].Epoch <= out[i-1].Epoch || out[i].Start < out[i-1].Start) {
 			return nil, fmt.Errorf("%w: epoch entry %d (%d at %d) does not follow %d at %d", ErrCorrupt, i, out[i].Epoch, out[i].Start, out[i-1].Epoch, out[i-1].Start)
 		}
@@ -88,15 +85,13 @@ func decodeEpochs(b []byte) ([]EpochStart, error) {
 }
 
 func encodeEpochs(entries []EpochStart) []byte {
-	b := make([]byte, epochHeader, epochHeader+len(entries)*epochEntry+4)
-	copy(b, epochMagic)
-	be.PutUint16(b[4:], epochVersion)
-	be.PutUint32(b[6:], uint32(len(entries)))
+	p := make([]byte, 0, 4+len(entries)*epochEntry)
+	p = be.AppendUint32(p, uint32(len(entries)))
 	for _, x := range entries {
-		b = be.AppendUint64(b, uint64(x.Epoch))
-		b = be.AppendUint64(b, uint64(x.Start))
+		p = be.AppendUint64(p, uint64(x.Epoch))
+		p = be.AppendUint64(p, uint64(x.Start))
 	}
-	return be.AppendUint32(b, crc32.Checksum(b, castagnoli))
+	return epochFormat.Append(nil, p)
 }
 
 // List returns the entries, oldest first.
@@ -170,34 +165,9 @@ func (e *Epochs) TruncateFrom(offset int64) error {
 
 // store writes entries to the file atomically and keeps them. e.mu held.
 func (e *Epochs) store(entries []EpochStart) error {
-	tmp := e.path + tmpSuffix
-	err := writeSynced(tmp, encodeEpochs(entries))
-	if err == nil {
-		err = os.Rename(tmp, e.path)
-	}
-	if err == nil {
-		err = syncDir(filepath.Dir(e.path))
-	}
-	if err != nil {
-		return fmt.Errorf("commitlog: store epochs %s: %w", e.path, err)
+	if err := fileops.ReplaceFile(e.ops, e.path, encodeEpochs(entries), 0o644); err != nil {
+		return fmt.Errorf("commitlog: store epochs: %w", err)
 	}
 	e.entries = entries
 	return nil
-}
-
-// writeSynced writes b to a new file at path and fsyncs it.
-func writeSynced(path string, b []byte) error {
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
-	if err != nil {
-		return err
-	}
-	if _, err := f.Write(b); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Sync(); err != nil {
-		f.Close()
-		return err
-	}
-	return f.Close()
 }

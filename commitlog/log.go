@@ -11,7 +11,7 @@ import (
 	"sync/atomic"
 
 	"github.com/sirupsen/logrus"
-	"github.com/unilog/unilog/internal/fsutil"
+	"github.com/unilog/unilog/internal/fileops"
 )
 
 // Log is the commit log: one writer (under wmu), any number of readers.
@@ -141,7 +141,7 @@ func (l *Log) openFiles() ([]*segment, error) {
 	for _, e := range ents {
 		name := e.Name()
 		if strings.HasSuffix(name, tmpSuffix) {
-			if _, ok := fsutil.ParseOffsetName(strings.TrimSuffix(name, tmpSuffix)); ok {
+			if _, ok := fileops.ParseOffsetName(strings.TrimSuffix(name, tmpSuffix)); ok {
 				// An allocation interrupted by a crash; never held data.
 				if err := os.Remove(filepath.Join(dir, name)); err != nil {
 					return nil, fmt.Errorf("commitlog: open: remove %s: %w", name, err)
@@ -149,7 +149,7 @@ func (l *Log) openFiles() ([]*segment, error) {
 			}
 			continue
 		}
-		if base, ok := fsutil.ParseOffsetName(name); ok && e.Type().IsRegular() {
+		if base, ok := fileops.ParseOffsetName(name); ok && e.Type().IsRegular() {
 			bases = append(bases, base)
 		}
 	}

@@ -4,12 +4,11 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"hash/crc32"
 	"io/fs"
 	"os"
 	"path/filepath"
 
-	"github.com/unilog/unilog/internal/fsutil"
+	"github.com/unilog/unilog/internal/framed"
 )
 
 // FlushedMarkName is the name of the flushed-mark file in the log's
@@ -17,39 +16,33 @@ import (
 const FlushedMarkName = "flushed"
 
 const (
-	markName    = FlushedMarkName
-	markMagic   = 0x55464C4D // "UFLM"
-	markVersion = 1
-	markSize    = 20
+	markName = FlushedMarkName
+	markSize = 20
 )
+
+// markFormat frames the mark: a reserved uint16 (zero) and the offset.
+var markFormat = framed.Format{Name: "flushed mark", Magic: "UFLM", Version: 1, Shape: framed.Sealed}
 
 // encodeMark lays out the flushed-mark file for offset off in b, which is
 // markSize bytes long, and returns it.
 func encodeMark(b []byte, off int64) []byte {
-	binary.BigEndian.PutUint32(b[0:], markMagic)
-	binary.BigEndian.PutUint16(b[4:], markVersion)
-	binary.BigEndian.PutUint16(b[6:], 0)
-	binary.BigEndian.PutUint64(b[8:], uint64(off))
-	binary.BigEndian.PutUint32(b[16:], crc32.Checksum(b[:16], castagnoli))
-	return b
+	var p [10]byte
+	binary.BigEndian.PutUint64(p[2:], uint64(off))
+	return markFormat.Append(b[:0], p[:])
 }
 
 func decodeMark(b []byte) (int64, error) {
 	if len(b) != markSize {
 		return 0, fmt.Errorf("%w: flushed mark is %d bytes, want %d", ErrCorrupt, len(b), markSize)
 	}
-	if m := binary.BigEndian.Uint32(b); m != markMagic {
-		return 0, fmt.Errorf("%w: flushed mark magic %#x", ErrCorrupt, m)
+	_, p, err := markFormat.Decode(b)
+	if err != nil {
+		return 0, fmt.Errorf("%w: %w", ErrCorrupt, err)
 	}
-	if want, got := crc32.Checksum(b[:16], castagnoli), binary.BigEndian.Uint32(b[16:]); want != got {
-		return 0, fmt.Errorf("%w: flushed mark crc %#x, computed %#x", ErrCorrupt, got, want)
-	}
-	if v := binary.BigEndian.Uint16(b[4:]); v != markVersion {
-		return 0, fmt.Errorf("%w: flushed mark version %d", ErrCorrupt, v)
-	}
-	off := int64(binary.BigEndian.Uint64(b[8:]))
-	if binary.BigEndian.Uint16(b[6:]) != 0 || off < 0 {
-		return 0, fmt.Errorf("%w: flushed mark reserved field or offset %d", ErrCorrupt, off)
+	r := framed.NewReader(p)
+	reserved, off := r.U16(), int64(r.U64())
+	if err := r.Done(); err != nil || reserved != 0 || off < 0 {
+		return 0, fmt.Errorf("%w: flushed mark reserved field %#x or offset %d", ErrCorrupt, reserved, off)
 	}
 	return off, nil
 }
@@ -94,10 +87,10 @@ func (l *Log) openMark(end int64) error {
 		return fmt.Errorf("commitlog: open flushed mark: %w", err)
 	}
 	if _, err = f.WriteAt(encodeMark(make([]byte, markSize), end), 0); err == nil {
-		err = f.Sync()
+		err = l.opts.fs.Fdatasync(f)
 	}
 	if err == nil && errors.Is(statErr, fs.ErrNotExist) {
-		err = fsutil.SyncDir(l.opts.Dir)
+		err = l.opts.fs.SyncDir(l.opts.Dir)
 	}
 	if err != nil {
 		f.Close()

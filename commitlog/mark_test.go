@@ -3,11 +3,12 @@ package commitlog
 import (
 	"encoding/binary"
 	"errors"
-	"hash/crc32"
 	"io/fs"
 	"os"
 	"path/filepath"
 	"testing"
+
+	"github.com/unilog/unilog/internal/framed"
 )
 
 func TestFlushedMarkFollowsFlushes(t *testing.T) {
@@ -97,7 +98,7 @@ func TestDecodeMarkRejects(t *testing.T) {
 	withCRC := func(f func(b []byte)) []byte {
 		b := append([]byte(nil), good...)
 		f(b)
-		binary.BigEndian.PutUint32(b[16:], crc32.Checksum(b[:16], castagnoli))
+		binary.BigEndian.PutUint32(b[16:], framed.Checksum(b[:16]))
 		return b
 	}
 	for name, b := range map[string][]byte{

@@ -9,7 +9,7 @@ import (
 	"sort"
 
 	"github.com/edsrzf/mmap-go"
-	"github.com/unilog/unilog/internal/fsutil"
+	"github.com/unilog/unilog/internal/fileops"
 )
 
 // Reader is a read-only view of the files of a log directory, for tools
@@ -51,7 +51,7 @@ func OpenReader(dir string) (*Reader, error) {
 	}
 	r := &Reader{}
 	for _, e := range ents {
-		base, ok := fsutil.ParseOffsetName(e.Name())
+		base, ok := fileops.ParseOffsetName(e.Name())
 		if !ok || !e.Type().IsRegular() {
 			continue
 		}

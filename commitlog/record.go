@@ -4,8 +4,9 @@ import (
 	"encoding/binary"
 	"encoding/hex"
 	"fmt"
-	"hash/crc32"
 	"math"
+
+	"github.com/unilog/unilog/internal/framed"
 )
 
 // Record layout constants. The package doc has the tables.
@@ -69,7 +70,6 @@ const FlagStampOffset uint16 = 1 << 0
 
 var (
 	be          = binary.BigEndian
-	castagnoli  = crc32.MakeTable(crc32.Castagnoli)
 	maxHeaderKV = math.MaxUint16
 )
 
@@ -239,7 +239,7 @@ func encodeInto(b []byte, m *Message, phys, queueOffset, storeTS int64) {
 // recordCRC is the CRC32C of every byte of the record except the CRC field
 // itself, so the size, magic, version and flags are covered too.
 func recordCRC(b []byte) uint32 {
-	return crc32.Update(crc32.Update(0, castagnoli, b[:offCRC]), castagnoli, b[offPhys:])
+	return framed.Update(framed.Update(0, b[:offCRC]), b[offPhys:])
 }
 
 // Decode decodes the record at the start of b (b may extend past it) and

@@ -126,7 +126,7 @@ func (l *Log) Recover(from int64, fn func(r *Record) error) (int64, error) {
 	segs = append([]*segment(nil), segs...)
 	l.setChain(segs)
 	if len(removed) > 0 {
-		if err := syncDir(l.opts.Dir); err != nil {
+		if err := l.opts.fs.SyncDir(l.opts.Dir); err != nil {
 			return end, fmt.Errorf("commitlog: recover: %w", err)
 		}
 	}

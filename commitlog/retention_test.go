@@ -3,7 +3,6 @@ package commitlog
 import (
 	"errors"
 	"fmt"
-	"hash/crc32"
 	"math"
 	"math/rand/v2"
 	"os"
@@ -12,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/unilog/unilog/internal/framed"
 	"github.com/unilog/unilog/internal/poll"
 )
 
@@ -192,7 +192,7 @@ func TestReadersRaceRetention(t *testing.T) {
 					t.Errorf("Read %d: %v", p.PhysOffset, err)
 					return
 				}
-				want := crc32.Checksum(v.Bytes()[offPhys:], castagnoli)
+				want := framed.Checksum(v.Bytes()[offPhys:])
 				if rng.IntN(4) != 0 {
 					select {
 					case <-deletion:
@@ -202,7 +202,7 @@ func TestReadersRaceRetention(t *testing.T) {
 				if p.PhysOffset < l.MinOffset() {
 					held.Add(1)
 				}
-				if got := crc32.Checksum(v.Bytes()[offPhys:], castagnoli); got != want || v.Record().PhysOffset != p.PhysOffset {
+				if got := framed.Checksum(v.Bytes()[offPhys:]); got != want || v.Record().PhysOffset != p.PhysOffset {
 					t.Errorf("view at %d changed under the reader", p.PhysOffset)
 				}
 				v.Release()

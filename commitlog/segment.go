@@ -10,11 +10,11 @@ import (
 	"time"
 
 	"github.com/edsrzf/mmap-go"
-	"github.com/unilog/unilog/internal/fsutil"
+	"github.com/unilog/unilog/internal/fileops"
 	"golang.org/x/sys/unix"
 )
 
-const tmpSuffix = fsutil.TmpSuffix
+const tmpSuffix = fileops.TmpSuffix
 
 // segment is one mapped file of the log. refs counts the log's own
 // reference (dropped when the file leaves the log) plus one per View; the
@@ -42,7 +42,7 @@ type segment struct {
 	mapped   *atomic.Int64
 }
 
-func segmentName(base int64) string { return fsutil.OffsetName(base) }
+func segmentName(base int64) string { return fileops.OffsetName(base) }
 
 // allocError maps the errors of a failed space allocation to ErrDiskFull.
 // EFBIG is included because RLIMIT_FSIZE and per-file limits end the same
@@ -283,11 +283,4 @@ func isZero(b []byte) bool {
 		b = b[n:]
 	}
 	return true
-}
-
-func syncDir(dir string) error {
-	if err := fsutil.SyncDir(dir); err != nil {
-		return fmt.Errorf("commitlog: %w", err)
-	}
-	return nil
 }

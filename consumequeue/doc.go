@@ -90,6 +90,10 @@
 //	20 int64  Synced   file length durable when this was written
 //	28 uint32 CRC32C   Castagnoli, over bytes 20..27
 //
+// Bytes 0..19 are a Sealed frame of internal/framed (checked magic, CRC,
+// then version, as the file header below); the synced mark has its own CRC
+// because it is rewritten alone.
+//
 // Then records, each:
 //
 //	0  uint32 Length   of the body, 5..512
@@ -132,6 +136,8 @@
 //	16 int64  StartOffset    first offset that may hold an entry
 //	24 uint32 EntriesPerFile slots in a full file
 //	28 uint32 CRC32C         Castagnoli, over bytes 0..27
+//
+// The header is a Sealed frame of internal/framed; any failure is ErrCorrupt.
 //
 // StartOffset equals BaseOffset except in a queue's first file: a queue
 // created at an offset that is not a multiple of EntriesPerFile, or whose

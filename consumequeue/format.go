@@ -3,9 +3,9 @@ package consumequeue
 import (
 	"encoding/binary"
 	"fmt"
-	"hash/crc32"
 
-	"github.com/unilog/unilog/internal/fsutil"
+	"github.com/unilog/unilog/internal/fileops"
+	"github.com/unilog/unilog/internal/framed"
 )
 
 // Sizes of the version 1 file header and entry slots, in bytes.
@@ -14,16 +14,15 @@ const (
 	EntrySize  = 32
 )
 
-const (
-	fileMagic   uint32 = 0x55435146 // "UCQF"
-	fileVersion uint16 = 1
+// fileFormat frames a file's header: entry size (uint16), Base (int64),
+// Start (int64), EntriesPerFile (uint32).
+var fileFormat = framed.Format{Name: "header", Magic: "UCQF", Version: 1, Shape: framed.Sealed}
 
+const (
 	// minFileSize is the size a new file starts at; files double from here
 	// up to their full size.
 	minFileSize = 4096
 )
-
-var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 
 // Entry locates one logical offset's record in the commit log.
 type Entry struct {
@@ -40,14 +39,12 @@ type header struct {
 }
 
 func encodeHeader(b []byte, h header) {
-	_ = b[HeaderSize-1]
-	binary.BigEndian.PutUint32(b[0:], fileMagic)
-	binary.BigEndian.PutUint16(b[4:], fileVersion)
-	binary.BigEndian.PutUint16(b[6:], EntrySize)
-	binary.BigEndian.PutUint64(b[8:], uint64(h.Base))
-	binary.BigEndian.PutUint64(b[16:], uint64(h.Start))
-	binary.BigEndian.PutUint32(b[24:], uint32(h.EntriesPerFile))
-	binary.BigEndian.PutUint32(b[28:], crc32.Checksum(b[:28], castagnoli))
+	var p [HeaderSize - 10]byte
+	binary.BigEndian.PutUint16(p[0:], EntrySize)
+	binary.BigEndian.PutUint64(p[2:], uint64(h.Base))
+	binary.BigEndian.PutUint64(p[10:], uint64(h.Start))
+	binary.BigEndian.PutUint32(p[18:], uint32(h.EntriesPerFile))
+	fileFormat.Append(b[:0:HeaderSize], p[:])
 }
 
 // decodeHeader checks everything the header can check by itself; whether
@@ -56,22 +53,18 @@ func decodeHeader(b []byte) (header, error) {
 	if len(b) < HeaderSize {
 		return header{}, fmt.Errorf("header: %d bytes, need %d: %w", len(b), HeaderSize, ErrCorrupt)
 	}
-	if got, want := binary.BigEndian.Uint32(b[28:]), crc32.Checksum(b[:28], castagnoli); got != want {
-		return header{}, fmt.Errorf("header: crc %08x, computed %08x: %w", got, want, ErrCorrupt)
+	_, p, err := fileFormat.Decode(b[:HeaderSize])
+	if err != nil {
+		return header{}, fmt.Errorf("%w: %w", err, ErrCorrupt)
 	}
-	if m := binary.BigEndian.Uint32(b[0:]); m != fileMagic {
-		return header{}, fmt.Errorf("header: magic %08x: %w", m, ErrCorrupt)
-	}
-	if v := binary.BigEndian.Uint16(b[4:]); v != fileVersion {
-		return header{}, fmt.Errorf("header: version %d, this build reads %d: %w", v, fileVersion, ErrCorrupt)
-	}
-	if es := binary.BigEndian.Uint16(b[6:]); es != EntrySize {
+	r := framed.NewReader(p)
+	if es := r.U16(); es != EntrySize {
 		return header{}, fmt.Errorf("header: entry size %d, want %d: %w", es, EntrySize, ErrCorrupt)
 	}
 	h := header{
-		Base:           int64(binary.BigEndian.Uint64(b[8:])),
-		Start:          int64(binary.BigEndian.Uint64(b[16:])),
-		EntriesPerFile: int(binary.BigEndian.Uint32(b[24:])),
+		Base:           int64(r.U64()),
+		Start:          int64(r.U64()),
+		EntriesPerFile: int(r.U32()),
 	}
 	if h.EntriesPerFile < 1 || h.EntriesPerFile > maxEntriesPerFile {
 		return header{}, fmt.Errorf("header: entries per file %d: %w", h.EntriesPerFile, ErrCorrupt)
@@ -92,7 +85,7 @@ func encodeEntry(b []byte, off int64, e Entry) {
 	binary.BigEndian.PutUint64(b[8:], uint64(e.PhysOffset))
 	binary.BigEndian.PutUint64(b[16:], uint64(e.StoreTimestamp))
 	binary.BigEndian.PutUint32(b[24:], uint32(e.Size))
-	binary.BigEndian.PutUint32(b[28:], crc32.Checksum(b[:28], castagnoli))
+	binary.BigEndian.PutUint32(b[28:], framed.Checksum(b[:28]))
 }
 
 // decodeEntry returns the entry in b if b holds a written entry for offset
@@ -102,7 +95,7 @@ func decodeEntry(b []byte, off int64) (Entry, bool) {
 	if len(b) < EntrySize {
 		return Entry{}, false
 	}
-	if binary.BigEndian.Uint32(b[28:]) != crc32.Checksum(b[:28], castagnoli) {
+	if binary.BigEndian.Uint32(b[28:]) != framed.Checksum(b[:28]) {
 		return Entry{}, false
 	}
 	if int64(binary.BigEndian.Uint64(b[0:])) != off {
@@ -133,7 +126,7 @@ func sizeFor(slot, entriesPerFile int) int64 {
 }
 
 // fileName is the 20-digit name of the file whose slot 0 is offset base.
-func fileName(base int64) string { return fsutil.OffsetName(base) }
+func fileName(base int64) string { return fileops.OffsetName(base) }
 
 // FileEntry is one written slot of a consume-queue file.
 type FileEntry struct {

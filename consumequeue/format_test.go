@@ -3,8 +3,9 @@ package consumequeue
 import (
 	"encoding/binary"
 	"errors"
-	"hash/crc32"
 	"testing"
+
+	"github.com/unilog/unilog/internal/framed"
 )
 
 func TestEntryRoundTrip(t *testing.T) {
@@ -114,7 +115,7 @@ func TestHeader(t *testing.T) {
 
 // reseal recomputes a header's CRC after a test changed a field.
 func reseal(b []byte) {
-	binary.BigEndian.PutUint32(b[28:], crc32.Checksum(b[:28], castagnoli))
+	binary.BigEndian.PutUint32(b[28:], framed.Checksum(b[:28]))
 }
 
 func TestSizeFor(t *testing.T) {

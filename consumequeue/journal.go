@@ -11,7 +11,7 @@ import (
 
 	"github.com/sirupsen/logrus"
 
-	"github.com/unilog/unilog/internal/fsutil"
+	"github.com/unilog/unilog/internal/fileops"
 )
 
 // journalDirName is the directory of the journal inside Options.Dir. '@'
@@ -75,7 +75,7 @@ func openJournal(s *Store) (*journal, *replayed, error) {
 	var seqs []uint64
 	for _, de := range des {
 		name := de.Name()
-		if seq, ok := fsutil.ParseOffsetName(name); ok && seq > 0 {
+		if seq, ok := fileops.ParseOffsetName(name); ok && seq > 0 {
 			seqs = append(seqs, uint64(seq))
 		} else if strings.HasSuffix(name, ".tmp") {
 			if err := os.Remove(filepath.Join(j.dir, name)); err != nil {
@@ -437,7 +437,7 @@ func ReadJournal(dir string) ([]JournalQueue, error) {
 	}
 	var seq int64
 	for _, de := range des {
-		if s, ok := fsutil.ParseOffsetName(de.Name()); ok && s > seq {
+		if s, ok := fileops.ParseOffsetName(de.Name()); ok && s > seq {
 			seq = s
 		}
 	}

@@ -3,15 +3,20 @@ package consumequeue
 import (
 	"encoding/binary"
 	"fmt"
-	"hash/crc32"
+
+	"github.com/unilog/unilog/internal/framed"
 )
 
 // JournalHeaderSize is the size of a journal file's header in bytes.
 const JournalHeaderSize = 32
 
+// journalFormat frames the fixed part of a journal's header, its first
+// journalFrameSize bytes: a reserved uint16 and the sequence (uint64). The
+// synced mark after it carries its own CRC, being rewritten alone.
+var journalFormat = framed.Format{Name: "journal header", Magic: "UCQJ", Version: 1, Shape: framed.Sealed}
+
 const (
-	journalMagic   uint32 = 0x5543514A // "UCQJ"
-	journalVersion uint16 = 1
+	journalFrameSize = 20
 
 	// recordHeaderSize is a record's length and CRC before its body.
 	recordHeaderSize = 8
@@ -47,20 +52,17 @@ type journalHeader struct {
 }
 
 func encodeJournalHeader(b []byte, seq uint64, synced int64) {
-	_ = b[JournalHeaderSize-1]
-	binary.BigEndian.PutUint32(b[0:], journalMagic)
-	binary.BigEndian.PutUint16(b[4:], journalVersion)
-	binary.BigEndian.PutUint16(b[6:], 0)
-	binary.BigEndian.PutUint64(b[8:], seq)
-	binary.BigEndian.PutUint32(b[16:], crc32.Checksum(b[:16], castagnoli))
-	encodeSyncedMark(b[20:JournalHeaderSize], synced)
+	var p [10]byte
+	binary.BigEndian.PutUint64(p[2:], seq)
+	journalFormat.Append(b[:0:journalFrameSize], p[:])
+	encodeSyncedMark(b[journalFrameSize:JournalHeaderSize], synced)
 }
 
 // encodeSyncedMark fills the 12 bytes at header offset 20: the mark is
 // rewritten alone after every fsync, so it carries its own CRC.
 func encodeSyncedMark(b []byte, synced int64) {
 	binary.BigEndian.PutUint64(b[0:], uint64(synced))
-	binary.BigEndian.PutUint32(b[8:], crc32.Checksum(b[:8], castagnoli))
+	binary.BigEndian.PutUint32(b[8:], framed.Checksum(b[:8]))
 }
 
 // decodeJournalHeader checks the fixed part of a header. A mark that fails
@@ -70,17 +72,14 @@ func decodeJournalHeader(b []byte) (journalHeader, error) {
 	if len(b) < JournalHeaderSize {
 		return journalHeader{}, fmt.Errorf("journal header: %d bytes, need %d: %w", len(b), JournalHeaderSize, ErrCorrupt)
 	}
-	if got, want := binary.BigEndian.Uint32(b[16:]), crc32.Checksum(b[:16], castagnoli); got != want {
-		return journalHeader{}, fmt.Errorf("journal header: crc %08x, computed %08x: %w", got, want, ErrCorrupt)
+	_, p, err := journalFormat.Decode(b[:journalFrameSize])
+	if err != nil {
+		return journalHeader{}, fmt.Errorf("%w: %w", err, ErrCorrupt)
 	}
-	if m := binary.BigEndian.Uint32(b[0:]); m != journalMagic {
-		return journalHeader{}, fmt.Errorf("journal header: magic %08x: %w", m, ErrCorrupt)
-	}
-	if v := binary.BigEndian.Uint16(b[4:]); v != journalVersion {
-		return journalHeader{}, fmt.Errorf("journal header: version %d, this build reads %d: %w", v, journalVersion, ErrCorrupt)
-	}
-	h := journalHeader{Seq: binary.BigEndian.Uint64(b[8:])}
-	if binary.BigEndian.Uint32(b[28:]) == crc32.Checksum(b[20:28], castagnoli) {
+	r := framed.NewReader(p)
+	r.U16() // reserved, never checked: older builds did not either
+	h := journalHeader{Seq: r.U64()}
+	if binary.BigEndian.Uint32(b[28:]) == framed.Checksum(b[20:28]) {
 		h.Synced = int64(binary.BigEndian.Uint64(b[20:]))
 	}
 	return h, nil
@@ -89,7 +88,7 @@ func decodeJournalHeader(b []byte) (journalHeader, error) {
 // appendRecord appends one record with the given body to b.
 func appendRecord(b []byte, body []byte) []byte {
 	b = binary.BigEndian.AppendUint32(b, uint32(len(body)))
-	b = binary.BigEndian.AppendUint32(b, crc32.Checksum(body, castagnoli))
+	b = binary.BigEndian.AppendUint32(b, framed.Checksum(body))
 	return append(b, body...)
 }
 
@@ -158,7 +157,7 @@ func decodeRecord(b []byte) (journalRecord, int, error) {
 		return journalRecord{}, 0, fmt.Errorf("record of %d bytes, %d left: %w", n, len(b)-recordHeaderSize, ErrCorrupt)
 	}
 	body := b[recordHeaderSize : recordHeaderSize+n]
-	if got, want := binary.BigEndian.Uint32(b[4:]), crc32.Checksum(body, castagnoli); got != want {
+	if got, want := binary.BigEndian.Uint32(b[4:]), framed.Checksum(body); got != want {
 		return journalRecord{}, 0, fmt.Errorf("record crc %08x, computed %08x: %w", got, want, ErrCorrupt)
 	}
 	r := journalRecord{Type: body[0], QID: binary.BigEndian.Uint32(body[1:])}

@@ -11,8 +11,6 @@ import (
 	"sync/atomic"
 
 	"github.com/edsrzf/mmap-go"
-
-	"github.com/unilog/unilog/internal/fsutil"
 )
 
 // ID names one queue.
@@ -298,23 +296,15 @@ func openQueue(s *Store, id ID, dir string, fresh bool) (*Queue, error) {
 		q.setFiles(nil)
 		return q, nil
 	}
-	des, err := os.ReadDir(dir)
+	bases, err := ListFiles(dir)
 	if err != nil {
-		return nil, fmt.Errorf("consumequeue: open %s: %w", dir, err)
+		return nil, fmt.Errorf("consumequeue: open: %w", err)
 	}
-	var bases []int64
-	for _, de := range des {
-		name := de.Name()
-		base, ok := fsutil.ParseOffsetName(name)
-		if !ok {
-			continue
-		}
+	for _, base := range bases {
 		if base%q.epf != 0 {
-			return nil, fmt.Errorf("consumequeue: open %s: file %s is not at a multiple of %d entries: %w", dir, name, q.epf, ErrCorrupt)
+			return nil, fmt.Errorf("consumequeue: open %s: file %s is not at a multiple of %d entries: %w", dir, fileName(base), q.epf, ErrCorrupt)
 		}
-		bases = append(bases, base)
 	}
-	sort.Slice(bases, func(i, j int) bool { return bases[i] < bases[j] })
 	for i := 1; i < len(bases); i++ {
 		if bases[i] != bases[i-1]+q.epf {
 			return nil, fmt.Errorf("consumequeue: open %s: files %s and %s are not contiguous: %w",

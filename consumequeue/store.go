@@ -7,7 +7,6 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -143,9 +142,7 @@ func (s *Store) hasDir(id ID) bool {
 	return !errors.Is(err, os.ErrNotExist)
 }
 
-func (s *Store) queueDir(id ID) string {
-	return filepath.Join(s.opts.Dir, id.Topic, strconv.FormatInt(int64(id.Partition), 10))
-}
+func (s *Store) queueDir(id ID) string { return QueueDir(s.opts.Dir, id) }
 
 // Queue returns the queue of topic/partition, creating its directory if
 // it does not exist.
@@ -271,29 +268,10 @@ func (a ID) Compare(b ID) int {
 	return cmp.Compare(a.Partition, b.Partition)
 }
 
-// dirQueues lists the queue directories, in no particular order.
+// dirQueues lists the queue directories; a directory it cannot read holds
+// no queue it can serve.
 func (s *Store) dirQueues() []ID {
-	topics, err := os.ReadDir(s.opts.Dir)
-	if err != nil {
-		return nil
-	}
-	var ids []ID
-	for _, t := range topics {
-		if !t.IsDir() || !validTopic(t.Name()) {
-			continue
-		}
-		parts, err := os.ReadDir(filepath.Join(s.opts.Dir, t.Name()))
-		if err != nil {
-			continue
-		}
-		for _, p := range parts {
-			n, err := strconv.ParseInt(p.Name(), 10, 32)
-			if err != nil || n < 0 || !p.IsDir() || strconv.FormatInt(n, 10) != p.Name() {
-				continue
-			}
-			ids = append(ids, ID{Topic: t.Name(), Partition: int32(n)})
-		}
-	}
+	ids, _ := ListQueues(s.opts.Dir)
 	return ids
 }
 

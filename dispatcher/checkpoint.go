@@ -4,12 +4,12 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"hash/crc32"
 	"os"
 	"path/filepath"
 	"time"
 
-	"github.com/unilog/unilog/internal/fsutil"
+	"github.com/unilog/unilog/internal/fileops"
+	"github.com/unilog/unilog/internal/framed"
 )
 
 // Checkpoint is the durable progress marker of a data directory. Every
@@ -22,24 +22,21 @@ type Checkpoint struct {
 }
 
 const (
-	checkpointMagic   = 0x55434B50 // "UCKP"
-	checkpointVersion = 1
-	checkpointSize    = 36
-	checkpointName    = "checkpoint"
+	checkpointSize = 36
+	checkpointName = "checkpoint"
 )
 
-var castagnoli = crc32.MakeTable(crc32.Castagnoli)
+// checkpointFormat frames the checkpoint: a reserved uint16 (zero), then
+// CommitLogFlushed, Dispatched and Time in unix nanoseconds.
+var checkpointFormat = framed.Format{Name: "checkpoint", Magic: "UCKP", Version: 1, Shape: framed.Sealed}
 
 // encodeCheckpoint lays c out as documented in the package doc.
 func encodeCheckpoint(c Checkpoint) []byte {
-	b := make([]byte, checkpointSize)
-	binary.BigEndian.PutUint32(b[0:], checkpointMagic)
-	binary.BigEndian.PutUint16(b[4:], checkpointVersion)
-	binary.BigEndian.PutUint64(b[8:], uint64(c.CommitLogFlushed))
-	binary.BigEndian.PutUint64(b[16:], uint64(c.Dispatched))
-	binary.BigEndian.PutUint64(b[24:], uint64(c.Time.UnixNano()))
-	binary.BigEndian.PutUint32(b[32:], crc32c(b[:32]))
-	return b
+	var p [26]byte
+	binary.BigEndian.PutUint64(p[2:], uint64(c.CommitLogFlushed))
+	binary.BigEndian.PutUint64(p[10:], uint64(c.Dispatched))
+	binary.BigEndian.PutUint64(p[18:], uint64(c.Time.UnixNano()))
+	return checkpointFormat.Append(make([]byte, 0, checkpointSize), p[:])
 }
 
 // decodeCheckpoint parses and validates a checkpoint file's bytes.
@@ -47,24 +44,24 @@ func decodeCheckpoint(b []byte) (Checkpoint, error) {
 	if len(b) != checkpointSize {
 		return Checkpoint{}, fmt.Errorf("%w: checkpoint is %d bytes, want %d", ErrCorrupt, len(b), checkpointSize)
 	}
-	if m := binary.BigEndian.Uint32(b[0:]); m != checkpointMagic {
-		return Checkpoint{}, fmt.Errorf("%w: checkpoint magic %#x", ErrCorrupt, m)
+	_, p, err := checkpointFormat.Decode(b)
+	if errors.Is(err, framed.ErrNewerVersion) {
+		return Checkpoint{}, fmt.Errorf("%w: %w", ErrUnsupportedVersion, err)
 	}
-	if want, got := crc32c(b[:32]), binary.BigEndian.Uint32(b[32:]); want != got {
-		return Checkpoint{}, fmt.Errorf("%w: checkpoint crc %#x, computed %#x", ErrCorrupt, got, want)
+	if err != nil {
+		return Checkpoint{}, fmt.Errorf("%w: %w", ErrCorrupt, err)
 	}
-	// The version is checked after the CRC so that a torn file is reported as
-	// corrupt rather than as coming from a newer release.
-	if v := binary.BigEndian.Uint16(b[4:]); v != checkpointVersion {
-		return Checkpoint{}, fmt.Errorf("%w: checkpoint version %d", ErrUnsupportedVersion, v)
-	}
-	if r := binary.BigEndian.Uint16(b[6:]); r != 0 {
-		return Checkpoint{}, fmt.Errorf("%w: checkpoint reserved field %#x", ErrCorrupt, r)
+	r := framed.NewReader(p)
+	if reserved := r.U16(); reserved != 0 {
+		return Checkpoint{}, fmt.Errorf("%w: checkpoint reserved field %#x", ErrCorrupt, reserved)
 	}
 	c := Checkpoint{
-		CommitLogFlushed: int64(binary.BigEndian.Uint64(b[8:])),
-		Dispatched:       int64(binary.BigEndian.Uint64(b[16:])),
-		Time:             time.Unix(0, int64(binary.BigEndian.Uint64(b[24:]))).UTC(),
+		CommitLogFlushed: int64(r.U64()),
+		Dispatched:       int64(r.U64()),
+		Time:             time.Unix(0, int64(r.U64())).UTC(),
+	}
+	if err := r.Done(); err != nil {
+		return Checkpoint{}, fmt.Errorf("%w: checkpoint: %w", ErrCorrupt, err)
 	}
 	if c.CommitLogFlushed < 0 || c.Dispatched < 0 || c.Dispatched > c.CommitLogFlushed {
 		return Checkpoint{}, fmt.Errorf("%w: checkpoint offsets flushed=%d dispatched=%d", ErrCorrupt, c.CommitLogFlushed, c.Dispatched)
@@ -88,8 +85,8 @@ func ReadCheckpoint(path string) (Checkpoint, error) {
 
 // writeCheckpoint replaces the checkpoint atomically: a crash leaves either
 // the old or the new file, never a torn one.
-func writeCheckpoint(dir string, c Checkpoint) error {
-	if err := fsutil.ReplaceFile(filepath.Join(dir, checkpointName), encodeCheckpoint(c), 0o644); err != nil {
+func writeCheckpoint(ops fileOps, dir string, c Checkpoint) error {
+	if err := fileops.ReplaceFile(ops, filepath.Join(dir, checkpointName), encodeCheckpoint(c), 0o644); err != nil {
 		return fmt.Errorf("dispatcher: write checkpoint: %w", err)
 	}
 	return nil
@@ -102,5 +99,3 @@ var (
 	ErrLocked             = errors.New("dispatcher: data directory is in use by another process")
 	ErrClosed             = errors.New("dispatcher: closed")
 )
-
-func crc32c(b []byte) uint32 { return crc32.Checksum(b, castagnoli) }

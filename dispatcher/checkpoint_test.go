@@ -7,12 +7,15 @@ import (
 	"path/filepath"
 	"testing"
 	"time"
+
+	"github.com/unilog/unilog/internal/fileops"
+	"github.com/unilog/unilog/internal/framed"
 )
 
 func TestCheckpointRoundTrip(t *testing.T) {
 	dir := t.TempDir()
 	want := Checkpoint{CommitLogFlushed: 1 << 33, Dispatched: 12345, Time: time.Unix(1700000000, 123456789).UTC()}
-	if err := writeCheckpoint(dir, want); err != nil {
+	if err := writeCheckpoint(fileops.OS{}, dir, want); err != nil {
 		t.Fatal(err)
 	}
 	got, err := ReadCheckpoint(filepath.Join(dir, checkpointName))
@@ -38,7 +41,7 @@ func TestDecodeCheckpointRejects(t *testing.T) {
 	reseal := func(f func(b []byte)) []byte {
 		return mod(func(b []byte) {
 			f(b)
-			binary.BigEndian.PutUint32(b[32:], crc32c(b[:32]))
+			binary.BigEndian.PutUint32(b[32:], framed.Checksum(b[:32]))
 		})
 	}
 	for _, tc := range []struct {

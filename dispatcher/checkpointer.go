@@ -95,7 +95,7 @@ func (d *Dispatcher) checkpoint() error {
 		return fmt.Errorf("dispatcher: flush consume queues: %w", err)
 	}
 	cp := Checkpoint{CommitLogFlushed: d.log.FlushedOffset(), Dispatched: dispatched, Time: time.Now().UTC()}
-	if err := writeCheckpoint(d.opts.Dir, cp); err != nil {
+	if err := writeCheckpoint(d.opts.fs, d.opts.Dir, cp); err != nil {
 		return err
 	}
 	d.cpMu.Lock()

@@ -4,10 +4,9 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"sort"
-	"strconv"
 
 	"github.com/unilog/unilog/consumequeue"
+	"github.com/unilog/unilog/internal/fileops"
 )
 
 // inspect decodes consume-queue files with consumequeue.DecodeFile, and the
@@ -41,67 +40,23 @@ func journalQueues(dir string) (map[consumequeue.ID]*cqQueue, error) {
 	return out, nil
 }
 
-// listQueues finds every <dir>/<topic>/<partition> directory.
-func listQueues(dir string) ([]consumequeue.ID, error) {
-	topics, err := os.ReadDir(dir)
-	if os.IsNotExist(err) {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, fmt.Errorf("dispatcher: inspect: %w", err)
-	}
-	var ids []consumequeue.ID
-	for _, t := range topics {
-		if !t.IsDir() {
-			continue
-		}
-		parts, err := os.ReadDir(filepath.Join(dir, t.Name()))
-		if err != nil {
-			return nil, fmt.Errorf("dispatcher: inspect: %w", err)
-		}
-		for _, p := range parts {
-			n, err := strconv.ParseInt(p.Name(), 10, 32)
-			if !p.IsDir() || err != nil || n < 0 {
-				continue
-			}
-			ids = append(ids, consumequeue.ID{Topic: t.Name(), Partition: int32(n)})
-		}
-	}
-	sort.Slice(ids, func(i, j int) bool {
-		if ids[i].Topic != ids[j].Topic {
-			return ids[i].Topic < ids[j].Topic
-		}
-		return ids[i].Partition < ids[j].Partition
-	})
-	return ids, nil
-}
-
 // readQueue reads every file of one queue. Damage is reported in Damage,
 // not as an error, so one bad file does not hide the rest.
 func readQueue(dir string, id consumequeue.ID) (*cqQueue, error) {
-	qdir := filepath.Join(dir, id.Topic, strconv.Itoa(int(id.Partition)))
-	ents, err := os.ReadDir(qdir)
+	qdir := consumequeue.QueueDir(dir, id)
+	bases, err := consumequeue.ListFiles(qdir)
 	if err != nil {
 		return nil, fmt.Errorf("dispatcher: inspect: %w", err)
 	}
 	q := &cqQueue{ID: id, Min: -1}
-	for _, e := range ents {
-		if e.IsDir() || len(e.Name()) != 20 {
-			continue
-		}
-		if _, err := strconv.ParseInt(e.Name(), 10, 64); err != nil {
-			continue
-		}
-		q.Files = append(q.Files, e.Name())
-	}
-	sort.Strings(q.Files)
 	next := int64(-1)
-	for _, name := range q.Files {
+	for _, base := range bases {
+		name := fileops.OffsetName(base)
+		q.Files = append(q.Files, name)
 		b, err := os.ReadFile(filepath.Join(qdir, name))
 		if err != nil {
 			return nil, fmt.Errorf("dispatcher: inspect: %w", err)
 		}
-		base, _ := strconv.ParseInt(name, 10, 64)
 		entries, err := consumequeue.DecodeFile(b, base)
 		if err != nil {
 			q.Damage = append(q.Damage, fmt.Sprintf("file %s: %v", name, err))

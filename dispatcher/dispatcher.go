@@ -14,6 +14,7 @@ import (
 	"github.com/unilog/unilog/commitlog"
 	"github.com/unilog/unilog/consumequeue"
 	"github.com/unilog/unilog/internal/clock"
+	"github.com/unilog/unilog/internal/fileops"
 )
 
 // Options configure a data directory.
@@ -46,6 +47,8 @@ type Options struct {
 	// live committed offsets with it.
 	RetentionFloor func() int64
 	Logger         logrus.FieldLogger
+
+	fs fileOps // fileops.OS unless a test injects one
 }
 
 // Lag is how far the consume queues are behind the commit log.
@@ -110,6 +113,9 @@ func Open(opts Options) (*Dispatcher, error) {
 	if opts.Logger == nil {
 		opts.Logger = logrus.StandardLogger()
 	}
+	if opts.fs == nil {
+		opts.fs = fileops.OS{}
+	}
 	opts.CommitLog.Dir = filepath.Join(opts.Dir, "commitlog")
 	opts.ConsumeQueue.Dir = filepath.Join(opts.Dir, "consumequeue")
 	if opts.CommitLog.Logger == nil {
@@ -121,7 +127,7 @@ func Open(opts Options) (*Dispatcher, error) {
 	if err := os.MkdirAll(opts.Dir, 0o755); err != nil {
 		return nil, fmt.Errorf("dispatcher: open %s: %w", opts.Dir, err)
 	}
-	abort, crashed, err := lockAbort(opts.Dir)
+	abort, crashed, err := lockAbort(opts.fs, opts.Dir)
 	if err != nil {
 		return nil, err
 	}

@@ -88,6 +88,10 @@
 //	24 int64  Time             unix nanoseconds when it was taken
 //	32 uint32 CRC32C           Castagnoli, over bytes 0..31
 //
+// It is a Sealed frame of internal/framed, which checks it (size, magic,
+// CRC, then version: a newer version is ErrUnsupportedVersion, anything
+// else ErrCorrupt).
+//
 // A checkpoint that fails any check is not trusted: Open logs it and
 // recovers as after a crash from the start of the log, which loses nothing
 // because the queues are derived data. The flushed mark recovery holds the

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/unilog/unilog/commitlog"
+	"github.com/unilog/unilog/internal/fileops"
 )
 
 // TestRecoveryRefusesDamageBeforeFlushedMark corrupts and cuts real
@@ -98,7 +99,7 @@ func TestRecoveryRefusesDamageBeforeFlushedMark(t *testing.T) {
 				// but dispatched only to the start: recovery scans all of it.
 				// The log's own mark, written after every flush without an
 				// fsync, did not reach the disk after that.
-				if err := writeCheckpoint(dir, Checkpoint{CommitLogFlushed: mark, Time: time.Now()}); err != nil {
+				if err := writeCheckpoint(fileops.OS{}, dir, Checkpoint{CommitLogFlushed: mark, Time: time.Now()}); err != nil {
 					t.Fatal(err)
 				}
 				if err := os.Remove(filepath.Join(dir, "commitlog", commitlog.FlushedMarkName)); err != nil {

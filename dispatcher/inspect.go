@@ -136,9 +136,9 @@ func Inspect(dir string, opts InspectOptions) (*Report, error) {
 	} else if err != nil {
 		return nil, err
 	}
-	ids, err := listQueues(cqDir)
+	ids, err := consumequeue.ListQueues(cqDir)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("dispatcher: inspect: %w", err)
 	}
 	// A small queue with a directory is an unconfirmed promotion (see
 	// journalQueues): listed once, from the journal.
@@ -353,7 +353,7 @@ func Dump(dir, topic string, partition int32, from int64, limit int, fn func(r *
 	id := consumequeue.ID{Topic: name, Partition: partition}
 	q := small[id]
 	if q == nil {
-		if _, err := os.Stat(filepath.Join(cqDir, name, fmt.Sprint(partition))); err != nil {
+		if _, err := os.Stat(consumequeue.QueueDir(cqDir, id)); err != nil {
 			return fmt.Errorf("dispatcher: dump %s/%d: no consume queue: %w", topic, partition, err)
 		}
 		if q, err = readQueue(cqDir, id); err != nil {
@@ -389,18 +389,13 @@ func Dump(dir, topic string, partition int32, from int64, limit int, fn func(r *
 // incarnations, among the queue directories and the small queues; a name
 // that is a queue name itself is taken as it is.
 func dumpQueueName(cqDir, topic string, small map[consumequeue.ID]*cqQueue) (string, error) {
-	if _, err := os.Stat(filepath.Join(cqDir, topic)); err == nil {
-		return topic, nil
-	}
-	ents, err := os.ReadDir(cqDir)
-	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+	ids, err := consumequeue.ListQueues(cqDir)
+	if err != nil {
 		return "", err
 	}
 	all := make(map[string]bool)
-	for _, e := range ents {
-		if e.IsDir() {
-			all[e.Name()] = true
-		}
+	for _, id := range ids {
+		all[id.Topic] = true
 	}
 	for id := range small {
 		all[id.Topic] = true

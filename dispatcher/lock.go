@@ -8,7 +8,6 @@ import (
 	"path/filepath"
 	"strconv"
 
-	"github.com/unilog/unilog/internal/fsutil"
 	"golang.org/x/sys/unix"
 )
 
@@ -20,14 +19,15 @@ const abortName = "abort"
 type abortLock struct {
 	f    *os.File
 	path string
+	ops  fileOps
 }
 
 // lockAbort creates (or opens) <dir>/abort, locks it and reports whether it
 // existed before, i.e. whether the previous run crashed.
-func lockAbort(dir string) (*abortLock, bool, error) {
+func lockAbort(ops fileOps, dir string) (*abortLock, bool, error) {
 	path := filepath.Join(dir, abortName)
 	for {
-		a, crashed, again, err := tryLockAbort(path)
+		a, crashed, again, err := tryLockAbort(ops, path)
 		if !again {
 			return a, crashed, err
 		}
@@ -36,7 +36,7 @@ func lockAbort(dir string) (*abortLock, bool, error) {
 
 // tryLockAbort asks to be tried again when the file it locked was removed
 // by a process stopping at that very moment.
-func tryLockAbort(path string) (_ *abortLock, crashed, again bool, _ error) {
+func tryLockAbort(ops fileOps, path string) (_ *abortLock, crashed, again bool, _ error) {
 	dir := filepath.Dir(path)
 	crashed = true
 	if _, err := os.Stat(path); errors.Is(err, fs.ErrNotExist) {
@@ -68,16 +68,16 @@ func tryLockAbort(path string) (_ *abortLock, crashed, again bool, _ error) {
 	// A crash of the whole machine must still find the file, or the next
 	// start would trust a stale checkpoint as if the stop had been clean.
 	if !crashed {
-		if err := f.Sync(); err != nil {
+		if err := ops.Fdatasync(f); err != nil {
 			f.Close()
 			return nil, false, false, fmt.Errorf("dispatcher: sync %s: %w", path, err)
 		}
-		if err := fsutil.SyncDir(dir); err != nil {
+		if err := ops.SyncDir(dir); err != nil {
 			f.Close()
 			return nil, false, false, fmt.Errorf("dispatcher: %w", err)
 		}
 	}
-	return &abortLock{f: f, path: path}, crashed, false, nil
+	return &abortLock{f: f, path: path, ops: ops}, crashed, false, nil
 }
 
 // release marks a clean stop: the file is removed while still locked, so no
@@ -85,7 +85,7 @@ func tryLockAbort(path string) (_ *abortLock, crashed, again bool, _ error) {
 func (a *abortLock) release() error {
 	err := os.Remove(a.path)
 	if err == nil {
-		if err = fsutil.SyncDir(filepath.Dir(a.path)); err != nil {
+		if err = a.ops.SyncDir(filepath.Dir(a.path)); err != nil {
 			err = fmt.Errorf("dispatcher: %w", err)
 		}
 	} else {

@@ -124,7 +124,7 @@ func (d *Dispatcher) cut(from int64, cutLog func() error) error {
 		Dispatched:       min(d.dispatched.Load(), from),
 		Time:             time.Now().UTC(),
 	}
-	if err := writeCheckpoint(d.opts.Dir, cp); err != nil {
+	if err := writeCheckpoint(d.opts.fs, d.opts.Dir, cp); err != nil {
 		return err
 	}
 	d.cpMu.Lock()

@@ -110,7 +110,8 @@
 // the broker keeps in <data>/offsets.snapshot, rewritten every minute and
 // on Close) plus the records appended after it, replayed in order. A
 // snapshot is taken only of records already durable in the log, so it
-// never claims more than a crash leaves. Version 1, big-endian:
+// never claims more than a crash leaves. Version 1, big-endian, a Prefixed
+// frame of internal/framed:
 //
 //	0   [4]byte magic    "ULGS"
 //	4   uint16  version  1

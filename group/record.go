@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"hash/fnv"
+
+	"github.com/unilog/unilog/internal/framed"
 )
 
 // Record is one key/value record of the offsets topic. A nil Value is a
@@ -66,54 +68,33 @@ func encodeValue(o Offset) []byte {
 	return binary.BigEndian.AppendUint64(b, uint64(o.CommitMs))
 }
 
-// reader decodes the big-endian fields of a key or value.
-type reader struct {
-	b   []byte
-	bad bool
-}
+// readString reads a uint16 length and that many bytes.
+func readString(r *framed.Reader) string { return string(r.Bytes(int(r.U16()))) }
 
-// take returns the next n bytes. Short of them it marks the reader bad
-// and returns zeros, never more than a fixed-size field needs: n comes from
-// the input and must not size an allocation.
-func (r *reader) take(n int) []byte {
-	if r.bad || len(r.b) < n {
-		r.bad = true
-		return make([]byte, min(n, 8))
-	}
-	v := r.b[:n]
-	r.b = r.b[n:]
-	return v
-}
-
-func (r *reader) u16() uint16 { return binary.BigEndian.Uint16(r.take(2)) }
-func (r *reader) u32() uint32 { return binary.BigEndian.Uint32(r.take(4)) }
-func (r *reader) u64() uint64 { return binary.BigEndian.Uint64(r.take(8)) }
-func (r *reader) str() string { return string(r.take(int(r.u16()))) }
-
-// end reports an error unless the fields ended exactly with the bytes.
-func (r *reader) end(what string) error {
-	if r.bad || len(r.b) != 0 {
+// fieldsEnd reports an error unless the fields ended exactly with the bytes.
+func fieldsEnd(r *framed.Reader, what string) error {
+	if r.Done() != nil {
 		return fmt.Errorf("%w: %s length does not match its fields", ErrCorrupt, what)
 	}
 	return nil
 }
 
 func decodeKey(b []byte) (offsetKey, error) {
-	r := reader{b: b}
-	if v := r.u16(); !r.bad && v != offsetKeyVersion {
+	r := framed.NewReader(b)
+	if v := r.U16(); r.Err() == nil && v != offsetKeyVersion {
 		return offsetKey{}, fmt.Errorf("%w: key version %d", ErrUnsupportedVersion, v)
 	}
-	k := offsetKey{group: r.str(), topic: r.str(), partition: int32(r.u32())}
-	return k, r.end("key")
+	k := offsetKey{group: readString(r), topic: readString(r), partition: int32(r.U32())}
+	return k, fieldsEnd(r, "key")
 }
 
 func decodeValue(b []byte) (Offset, error) {
-	r := reader{b: b}
-	if v := r.u16(); !r.bad && v != offsetValueVersion {
+	r := framed.NewReader(b)
+	if v := r.U16(); r.Err() == nil && v != offsetValueVersion {
 		return Offset{}, fmt.Errorf("%w: value version %d", ErrUnsupportedVersion, v)
 	}
-	o := Offset{Offset: int64(r.u64()), LeaderEpoch: int32(r.u32()), Metadata: r.str(), CommitMs: int64(r.u64())}
-	return o, r.end("value")
+	o := Offset{Offset: int64(r.U64()), LeaderEpoch: int32(r.U32()), Metadata: readString(r), CommitMs: int64(r.U64())}
+	return o, fieldsEnd(r, "value")
 }
 
 // PartitionFor is the offsets-topic partition holding a group's commits:

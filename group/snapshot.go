@@ -5,17 +5,12 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"hash/crc32"
+
+	"github.com/unilog/unilog/internal/framed"
 )
 
-// Snapshot layout, version 1 (see the package doc).
-const (
-	snapshotMagic      = "ULGS"
-	snapshotVersion    = 1
-	snapshotHeaderSize = 14
-)
-
-var castagnoli = crc32.MakeTable(crc32.Castagnoli)
+// snapshotFormat frames the snapshot's body (layout in the package doc).
+var snapshotFormat = framed.Format{Name: "offsets snapshot", Magic: "ULGS", Version: 1, Shape: framed.Prefixed}
 
 // ErrBadSnapshot marks snapshot bytes that fail a check; Open then replays
 // the whole offsets topic instead.
@@ -48,47 +43,36 @@ func encodeSnapshot(s snapshot) []byte {
 		body = append(body, v...)
 		body = binary.BigEndian.AppendUint64(body, uint64(e.end))
 	}
-	out := make([]byte, 0, snapshotHeaderSize+len(body))
-	out = append(out, snapshotMagic...)
-	out = binary.BigEndian.AppendUint16(out, snapshotVersion)
-	out = binary.BigEndian.AppendUint32(out, uint32(len(body)))
-	out = binary.BigEndian.AppendUint32(out, crc32.Checksum(body, castagnoli))
-	return append(out, body...)
+	return snapshotFormat.Append(make([]byte, 0, snapshotFormat.Overhead()+len(body)), body)
 }
 
 func decodeSnapshot(b []byte) (snapshot, error) {
 	var s snapshot
-	switch {
-	case len(b) < snapshotHeaderSize || string(b[:4]) != snapshotMagic:
-		return s, fmt.Errorf("%w: no header", ErrBadSnapshot)
-	case binary.BigEndian.Uint16(b[4:]) != snapshotVersion:
-		return s, fmt.Errorf("%w: version %d", ErrBadSnapshot, binary.BigEndian.Uint16(b[4:]))
-	case int64(binary.BigEndian.Uint32(b[6:])) != int64(len(b)-snapshotHeaderSize):
-		return s, fmt.Errorf("%w: body length %d, %d bytes present", ErrBadSnapshot, binary.BigEndian.Uint32(b[6:]), len(b)-snapshotHeaderSize)
-	case crc32.Checksum(b[snapshotHeaderSize:], castagnoli) != binary.BigEndian.Uint32(b[10:]):
-		return s, fmt.Errorf("%w: CRC mismatch", ErrBadSnapshot)
+	_, body, err := snapshotFormat.Decode(b)
+	if err != nil {
+		return s, fmt.Errorf("%w: %w", ErrBadSnapshot, err)
 	}
-	r := reader{b: b[snapshotHeaderSize:]}
-	parts := r.u32()
-	if r.bad || int(parts) > len(r.b)/8 {
+	r := framed.NewReader(body)
+	parts := r.U32()
+	if r.Err() != nil || int(parts) > r.Len()/8 {
 		return s, fmt.Errorf("%w: partition count", ErrBadSnapshot)
 	}
 	for range parts {
-		s.next = append(s.next, int64(r.u64()))
+		s.next = append(s.next, int64(r.U64()))
 	}
-	n := r.u32()
-	for i := uint32(0); i < n && !r.bad; i++ {
-		k, err := decodeKey(r.take(int(r.u32())))
+	n := r.U32()
+	for i := uint32(0); i < n && r.Err() == nil; i++ {
+		k, err := decodeKey(r.Bytes(int(r.U32())))
 		if err != nil {
 			return s, fmt.Errorf("%w: entry %d: %w", ErrBadSnapshot, i, err)
 		}
-		v, err := decodeValue(r.take(int(r.u32())))
+		v, err := decodeValue(r.Bytes(int(r.U32())))
 		if err != nil {
 			return s, fmt.Errorf("%w: entry %d: %w", ErrBadSnapshot, i, err)
 		}
-		s.entries = append(s.entries, snapshotEntry{k, v, int64(r.u64())})
+		s.entries = append(s.entries, snapshotEntry{k, v, int64(r.U64())})
 	}
-	if err := r.end("snapshot"); err != nil {
+	if err := fieldsEnd(r, "snapshot"); err != nil {
 		return s, fmt.Errorf("%w: %w", ErrBadSnapshot, err)
 	}
 	return s, nil

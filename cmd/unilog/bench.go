@@ -12,6 +12,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/unilog/unilog/bench"
+	"github.com/unilog/unilog/internal/bytesize"
 )
 
 // kafkaBatchSize is a Kafka producer's default batch.size: the default
@@ -166,7 +167,7 @@ func benchConfig(c *cli.Context) (bench.Config, error) {
 		return cfg, err
 	}
 	if s := c.String("sustained-total"); s != "" {
-		if cfg.SustainedTotal, err = bench.ParseBytes(s); err != nil {
+		if cfg.SustainedTotal, err = bytesize.Parse(s); err != nil {
 			return cfg, fmt.Errorf("bench storage: --sustained-total: %w", err)
 		}
 	}
@@ -182,13 +183,13 @@ func benchConfig(c *cli.Context) (bench.Config, error) {
 		dst  *int64
 	}{{"total", &cfg.Total}, {"segment-bytes", &cfg.SegmentBytes}, {"disk-probe", &cfg.DiskProbe}, {"limit-total", &cfg.LimitTotal}}
 	for _, s := range sizes {
-		n, err := bench.ParseBytes(c.String(s.flag))
+		n, err := bytesize.Parse(c.String(s.flag))
 		if err != nil {
 			return cfg, fmt.Errorf("bench storage: --%s: %w", s.flag, err)
 		}
 		*s.dst = n
 	}
-	ms, err := bench.ParseBytes(c.String("message-size"))
+	ms, err := bytesize.Parse(c.String("message-size"))
 	if err != nil {
 		return cfg, fmt.Errorf("bench storage: --message-size: %w", err)
 	}

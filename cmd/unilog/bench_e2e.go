@@ -12,6 +12,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/unilog/unilog/bench"
+	"github.com/unilog/unilog/internal/bytesize"
 )
 
 // The end-to-end benchmarks: load through a client protocol against a
@@ -58,7 +59,7 @@ func kafkaClientOf(c *cli.Context) (bench.KafkaClient, error) {
 
 // producerOf reads the producer flags into kc.
 func producerOf(c *cli.Context, kc *bench.KafkaClient) error {
-	n, err := bench.ParseBytes(c.String("batch-bytes"))
+	n, err := bytesize.Parse(c.String("batch-bytes"))
 	if err != nil {
 		return fmt.Errorf("--batch-bytes: %w", err)
 	}
@@ -67,7 +68,7 @@ func producerOf(c *cli.Context, kc *bench.KafkaClient) error {
 }
 
 func loadOf(c *cli.Context) (bench.Load, error) {
-	size, err := bench.ParseBytes(c.String("message-size"))
+	size, err := bytesize.Parse(c.String("message-size"))
 	if err != nil {
 		return bench.Load{}, fmt.Errorf("--message-size: %w", err)
 	}
@@ -191,7 +192,7 @@ func runBenchCompare(c *cli.Context) error {
 	if err := producerOf(c, &kc); err != nil {
 		return fmt.Errorf("bench compare: %w", err)
 	}
-	fileSize, err := bench.ParseBytes(c.String("file-size"))
+	fileSize, err := bytesize.Parse(c.String("file-size"))
 	if err != nil {
 		return fmt.Errorf("bench compare: --file-size: %w", err)
 	}

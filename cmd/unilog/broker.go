@@ -7,8 +7,6 @@ import (
 	"math"
 	"os"
 	"os/signal"
-	"strconv"
-	"strings"
 	"syscall"
 	"time"
 
@@ -18,6 +16,7 @@ import (
 	"github.com/unilog/unilog/broker"
 	"github.com/unilog/unilog/commitlog"
 	"github.com/unilog/unilog/dispatcher"
+	"github.com/unilog/unilog/internal/bytesize"
 )
 
 func brokerCommand() *cli.Command {
@@ -77,20 +76,20 @@ func brokerConfig(c *cli.Context, logOut io.Writer) (broker.Config, error) {
 		return cfg, fmt.Errorf("--checkpoint-interval %s: must be positive", cfg.CheckpointInterval)
 	}
 	var err error
-	if cfg.CheckpointBytes, err = parseByteSize(c.String("checkpoint-bytes"), math.MaxInt64); err != nil {
+	if cfg.CheckpointBytes, err = bytesize.ParseIn(c.String("checkpoint-bytes"), 1, math.MaxInt64); err != nil {
 		return cfg, fmt.Errorf("--checkpoint-bytes: %w", err)
 	}
 	if cfg.Flush, err = commitlog.ParseFlushMode(c.String("flush")); err != nil {
 		return cfg, fmt.Errorf("--flush: %w", err)
 	}
-	if cfg.FileSize, err = parseByteSize(c.String("file-size"), math.MaxInt64); err != nil {
+	if cfg.FileSize, err = bytesize.ParseIn(c.String("file-size"), 1, math.MaxInt64); err != nil {
 		return cfg, fmt.Errorf("--file-size: %w", err)
 	}
 	for _, f := range []struct {
 		name string
 		dst  *int32
 	}{{"max-message-bytes", &cfg.MaxMessageBytes}, {"max-request-bytes", &cfg.MaxRequestBytes}} {
-		n, err := parseByteSize(c.String(f.name), math.MaxInt32)
+		n, err := bytesize.ParseIn(c.String(f.name), 1, math.MaxInt32)
 		if err != nil {
 			return cfg, fmt.Errorf("--%s: %w", f.name, err)
 		}
@@ -136,35 +135,6 @@ func newBrokerLogger(level, format string, out io.Writer) (*logrus.Logger, error
 		return nil, fmt.Errorf("--log-format %q: want text or json", format)
 	}
 	return l, nil
-}
-
-// parseByteSize reads "1048576", "64MiB" or "1GB" (case-insensitive units)
-// and rejects values outside [1, max].
-func parseByteSize(s string, max int64) (int64, error) {
-	units := []struct {
-		suffix string
-		mult   int64
-	}{
-		{"kib", 1 << 10}, {"mib", 1 << 20}, {"gib", 1 << 30}, {"tib", 1 << 40},
-		{"kb", 1e3}, {"mb", 1e6}, {"gb", 1e9}, {"tb", 1e12},
-		{"b", 1},
-	}
-	num, mult := strings.TrimSpace(s), int64(1)
-	lower := strings.ToLower(num)
-	for _, u := range units {
-		if strings.HasSuffix(lower, u.suffix) {
-			num, mult = strings.TrimSpace(num[:len(num)-len(u.suffix)]), u.mult
-			break
-		}
-	}
-	n, err := strconv.ParseInt(num, 10, 64)
-	if err != nil {
-		return 0, fmt.Errorf("size %q: want a byte count with an optional unit (KiB, MiB, GiB, TiB, KB, MB, GB, TB)", s)
-	}
-	if n < 1 || n > max/mult {
-		return 0, fmt.Errorf("size %q: must be between 1 and %d bytes", s, max)
-	}
-	return n * mult, nil
 }
 
 func runBroker(c *cli.Context) error {

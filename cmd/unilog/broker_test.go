@@ -3,7 +3,6 @@ package main
 import (
 	"bytes"
 	"context"
-	"math"
 	"regexp"
 	"slices"
 	"strings"
@@ -16,39 +15,6 @@ import (
 	"github.com/unilog/unilog/broker"
 	"github.com/unilog/unilog/commitlog"
 )
-
-func TestParseByteSize(t *testing.T) {
-	for _, tc := range []struct {
-		in      string
-		max     int64
-		want    int64
-		wantErr bool
-	}{
-		{in: "1048588", max: math.MaxInt32, want: 1048588},
-		{in: "1GiB", max: math.MaxInt64, want: 1 << 30},
-		{in: "64 MiB", max: math.MaxInt64, want: 64 << 20},
-		{in: "64mib", max: math.MaxInt64, want: 64 << 20},
-		{in: "512KiB", max: math.MaxInt64, want: 512 << 10},
-		{in: "2TiB", max: math.MaxInt64, want: 2 << 40},
-		{in: "1GB", max: math.MaxInt64, want: 1e9},
-		{in: "10kb", max: math.MaxInt64, want: 10e3},
-		{in: "100B", max: math.MaxInt64, want: 100},
-		{in: "100MiB", max: math.MaxInt32, want: 100 << 20},
-		{in: "2GiB", max: math.MaxInt32, wantErr: true},
-		{in: "0", max: math.MaxInt64, wantErr: true},
-		{in: "-1MiB", max: math.MaxInt64, wantErr: true},
-		{in: "1.5GiB", max: math.MaxInt64, wantErr: true},
-		{in: "GiB", max: math.MaxInt64, wantErr: true},
-		{in: "", max: math.MaxInt64, wantErr: true},
-		{in: "10PiB", max: math.MaxInt64, wantErr: true},
-		{in: "9000000TiB", max: math.MaxInt64, wantErr: true},
-	} {
-		got, err := parseByteSize(tc.in, tc.max)
-		if (err != nil) != tc.wantErr || got != tc.want {
-			t.Errorf("parseByteSize(%q, %d) = %d, %v; want %d, error %v", tc.in, tc.max, got, err, tc.want, tc.wantErr)
-		}
-	}
-}
 
 // parsedBrokerConfig runs the broker command's flag parsing (not Start).
 func parsedBrokerConfig(t *testing.T, args ...string) (broker.Config, string, error) {
@@ -134,6 +100,20 @@ func TestBrokerFlags(t *testing.T) {
 	} {
 		if _, _, err := parsedBrokerConfig(t, tc.args...); err == nil || !strings.Contains(err.Error(), tc.wantErr) {
 			t.Errorf("%q: error %v, want one containing %q", tc.args, err, tc.wantErr)
+		}
+	}
+}
+
+// The broker reads sizes as the bench does: "unilog bench --file-size 512M"
+// worked while "unilog broker --file-size 512M" was refused.
+func TestBrokerSizesReadAsBenchReadsThem(t *testing.T) {
+	for _, tc := range []struct {
+		in   string
+		want int64
+	}{{"512M", 512 << 20}, {"1.5GiB", 3 << 29}, {"64mib", 64 << 20}, {"1GB", 1e9}, {"1048576", 1 << 20}} {
+		cfg, _, err := parsedBrokerConfig(t, "--data-dir", "/d", "--file-size", tc.in)
+		if err != nil || cfg.FileSize != tc.want {
+			t.Errorf("--file-size %s: %d, %v; want %d", tc.in, cfg.FileSize, err, tc.want)
 		}
 	}
 }

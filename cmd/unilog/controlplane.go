@@ -16,6 +16,7 @@ import (
 
 	"github.com/unilog/unilog/broker"
 	"github.com/unilog/unilog/ha"
+	"github.com/unilog/unilog/internal/fileops"
 )
 
 // defaultNATSListen is the embedded NATS client listener: the standard
@@ -205,16 +206,12 @@ func importFileMetadata(dir string, m *ha.Metadata, log logrus.FieldLogger) erro
 	if _, err := m.ReserveProducerIDs(next); err != nil {
 		return fmt.Errorf("import producer ids from %s: %w", dir, err)
 	}
-	if err := os.Rename(path, path+importedSuffix); err != nil {
+	var ops fileops.OS
+	if err := ops.Rename(path, path+importedSuffix); err != nil {
 		return fmt.Errorf("import metadata: %w", err)
 	}
-	d, err := os.Open(dir)
-	if err != nil {
-		return fmt.Errorf("import metadata: sync %s: %w", dir, err)
-	}
-	defer d.Close()
-	if err := d.Sync(); err != nil {
-		return fmt.Errorf("import metadata: sync %s: %w", dir, err)
+	if err := ops.SyncDir(dir); err != nil {
+		return fmt.Errorf("import metadata: %w", err)
 	}
 	return nil
 }

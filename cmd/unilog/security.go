@@ -17,6 +17,7 @@ import (
 
 	"github.com/unilog/unilog/auth"
 	"github.com/unilog/unilog/broker"
+	"github.com/unilog/unilog/internal/bytesize"
 	"github.com/unilog/unilog/internal/tlsconf"
 )
 
@@ -40,12 +41,12 @@ func brokerSecurityFlags() []cli.Flag {
 // applyBrokerSecurity adds the security and limit flags to cfg.
 func applyBrokerSecurity(c *cli.Context, cfg *broker.Config, log logrus.FieldLogger) error {
 	cfg.IdleTimeout = c.Duration("idle-timeout")
-	n, err := parseByteSize(c.String("max-inflight-bytes"), math.MaxInt64)
+	n, err := bytesize.ParseIn(c.String("max-inflight-bytes"), 1, math.MaxInt64)
 	if err != nil {
 		return fmt.Errorf("--max-inflight-bytes: %w", err)
 	}
 	cfg.MaxInflightBytes = n
-	if n, err = parseByteSize(c.String("max-fetch-bytes"), math.MaxInt32); err != nil {
+	if n, err = bytesize.ParseIn(c.String("max-fetch-bytes"), 1, math.MaxInt32); err != nil {
 		return fmt.Errorf("--max-fetch-bytes: %w", err)
 	}
 	cfg.MaxFetchBytes = int32(n)

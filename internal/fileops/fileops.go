@@ -1,13 +1,33 @@
 // Package fileops is the seam between unilog's storage packages and the
 // file-system calls that decide durability: space allocation, msync,
-// fdatasync, directory fsync, syncfs and rename.
+// fdatasync, directory fsync, syncfs and rename. Every such call in unilog
+// passes through it, so a power-cut test sees all of them.
 //
-// commitlog and consumequeue each declare the small interface of the calls
-// they make and use OS unless a test of theirs injects something else
-// (fileopstest: injected failures, and a recorder of what was made durable
-// that rebuilds a data directory as a power cut would leave it). Reads,
-// writes through mappings and file creation stay direct: they decide
-// nothing about what survives a crash.
+// commitlog, consumequeue and the dispatcher each declare the small
+// interface of the calls they make and use OS unless a test of theirs
+// injects something else (fileopstest: injected failures, and a recorder of
+// what was made durable that rebuilds a data directory as a power cut would
+// leave it). Reads, writes through mappings and file creation stay direct:
+// they decide nothing about what survives a crash.
+//
+// # Durability of names
+//
+// fsync of a file makes its data durable, not its name: a file created,
+// renamed or removed in a directory survives a power failure only once the
+// directory itself is synced (SyncDir). ReplaceFile therefore writes a
+// temporary file beside the target, fdatasyncs it, renames it over the
+// target and syncs the directory: a crash at any point leaves either the
+// old or the new content under the target name, never a torn file, and the
+// rename is on disk when ReplaceFile returns. It is the one atomic replace
+// of every small file (checkpoint, leader epochs, metadata, snapshots,
+// users).
+//
+// # Offset names
+//
+// Commit-log files and consume-queue files are named by the offset of their
+// first byte or slot as exactly 20 decimal digits (00000000001073741824),
+// zero-padded so that the lexical order of names is their numeric order and
+// every int64 >= 0 fits. ParseOffsetName accepts only that form.
 //
 // Every method is named after the system call it makes and returns that
 // call's error unwrapped (the caller adds the file and the context), so
@@ -20,11 +40,10 @@ package fileops
 
 import (
 	"errors"
+	"fmt"
 	"os"
 
 	"golang.org/x/sys/unix"
-
-	"github.com/unilog/unilog/internal/fsutil"
 )
 
 // OS makes the real system calls.
@@ -53,8 +72,23 @@ func (OS) Msync(path string, b []byte, off int64) error {
 func (OS) Fdatasync(f *os.File) error { return unix.Fdatasync(int(f.Fd())) }
 
 // SyncDir fsyncs the directory dir, making the creation, renaming and
-// removal of its entries durable.
-func (OS) SyncDir(dir string) error { return fsutil.SyncDir(dir) }
+// removal of its entries durable. Unlike the other methods it names the
+// directory in its error, which still wraps the os error (a missing
+// directory is errors.Is(err, fs.ErrNotExist)).
+func (OS) SyncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return fmt.Errorf("sync dir: %w", err)
+	}
+	err = d.Sync()
+	if cerr := d.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return fmt.Errorf("sync dir %s: %w", dir, err)
+	}
+	return nil
+}
 
 // Syncfs writes back every dirty page and inode of the file system holding
 // dir (syncfs(2)): one journal commit instead of one per file.

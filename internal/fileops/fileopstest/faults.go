@@ -5,6 +5,7 @@
 package fileopstest
 
 import (
+	"errors"
 	"os"
 	"sync"
 )
@@ -63,6 +64,23 @@ func (f *Faults) Set(op Op, rule func(path string) error) {
 	f.rules[op] = rule
 }
 
+// ErrSkip, returned by a rule, drops the call and reports success: the
+// sync a caller forgot, or a disk that lies about it. A Recorder behind the
+// Faults never sees the call, so a power-cut test shows whether it was
+// needed.
+var ErrSkip = errors.New("fileopstest: call skipped")
+
+// Skip makes every later call of op whose path satisfies match succeed
+// without being made, until Set(op, nil).
+func (f *Faults) Skip(op Op, match func(path string) bool) {
+	f.Set(op, func(path string) error {
+		if match(path) {
+			return ErrSkip
+		}
+		return nil
+	})
+}
+
 // Fail makes every later call of op fail with err until Set(op, nil).
 func (f *Faults) Fail(op Op, err error) { f.Set(op, func(string) error { return err }) }
 
@@ -73,20 +91,25 @@ func (f *Faults) Calls(op Op) int {
 	return f.calls[op]
 }
 
-func (f *Faults) check(op Op, path string) error {
+// check asks op's rule; skip reports a call to drop with success.
+func (f *Faults) check(op Op, path string) (skip bool, err error) {
 	f.mu.Lock()
 	f.calls[op]++
 	rule := f.rules[op]
 	f.mu.Unlock()
 	if rule == nil {
-		return nil
+		return false, nil
 	}
-	return rule(path)
+	err = rule(path)
+	if errors.Is(err, ErrSkip) {
+		return true, nil
+	}
+	return false, err
 }
 
 // Fallocate implements Ops.
 func (f *Faults) Fallocate(fd *os.File, size int64) error {
-	if err := f.check(Fallocate, fd.Name()); err != nil {
+	if skip, err := f.check(Fallocate, fd.Name()); skip || err != nil {
 		return err
 	}
 	return f.Inner.Fallocate(fd, size)
@@ -94,7 +117,7 @@ func (f *Faults) Fallocate(fd *os.File, size int64) error {
 
 // Msync implements Ops.
 func (f *Faults) Msync(path string, b []byte, off int64) error {
-	if err := f.check(Msync, path); err != nil {
+	if skip, err := f.check(Msync, path); skip || err != nil {
 		return err
 	}
 	return f.Inner.Msync(path, b, off)
@@ -102,7 +125,7 @@ func (f *Faults) Msync(path string, b []byte, off int64) error {
 
 // Fdatasync implements Ops.
 func (f *Faults) Fdatasync(fd *os.File) error {
-	if err := f.check(Fdatasync, fd.Name()); err != nil {
+	if skip, err := f.check(Fdatasync, fd.Name()); skip || err != nil {
 		return err
 	}
 	return f.Inner.Fdatasync(fd)
@@ -110,7 +133,7 @@ func (f *Faults) Fdatasync(fd *os.File) error {
 
 // SyncDir implements Ops.
 func (f *Faults) SyncDir(dir string) error {
-	if err := f.check(SyncDir, dir); err != nil {
+	if skip, err := f.check(SyncDir, dir); skip || err != nil {
 		return err
 	}
 	return f.Inner.SyncDir(dir)
@@ -118,7 +141,7 @@ func (f *Faults) SyncDir(dir string) error {
 
 // Syncfs implements Ops.
 func (f *Faults) Syncfs(dir string) error {
-	if err := f.check(Syncfs, dir); err != nil {
+	if skip, err := f.check(Syncfs, dir); skip || err != nil {
 		return err
 	}
 	return f.Inner.Syncfs(dir)
@@ -126,7 +149,7 @@ func (f *Faults) Syncfs(dir string) error {
 
 // Rename implements Ops.
 func (f *Faults) Rename(oldpath, newpath string) error {
-	if err := f.check(Rename, oldpath); err != nil {
+	if skip, err := f.check(Rename, oldpath); skip || err != nil {
 		return err
 	}
 	return f.Inner.Rename(oldpath, newpath)

@@ -1,0 +1,49 @@
+package consumequeue
+
+import (
+	"os"
+	"path/filepath"
+	"slices"
+	"testing"
+)
+
+func TestListQueues(t *testing.T) {
+	dir := t.TempDir()
+	for _, d := range []string{"t/7", "t/007", "t/-1", "t/+3", "t/x", "t/2147483648", "u/0", journalDirName + "/1", "empty"} {
+		if err := os.MkdirAll(filepath.Join(dir, d), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.WriteFile(filepath.Join(dir, "t", "8"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	got, err := ListQueues(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := []ID{{"t", 7}, {"u", 0}}; !slices.Equal(got, want) {
+		t.Errorf("ListQueues = %v, want %v", got, want)
+	}
+	if got, err := ListQueues(filepath.Join(dir, "missing")); err != nil || got != nil {
+		t.Errorf("missing dir: %v, %v; want nothing", got, err)
+	}
+}
+
+func TestListFiles(t *testing.T) {
+	qdir := t.TempDir()
+	for _, name := range []string{fileName(600), fileName(0), fileName(300), "00000000000000000001.tmp", "-0000000000000000001", "0000000000000000001"} {
+		if err := os.WriteFile(filepath.Join(qdir, name), nil, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.Mkdir(filepath.Join(qdir, fileName(900)), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	got, err := ListFiles(qdir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := []int64{0, 300, 600}; !slices.Equal(got, want) {
+		t.Errorf("ListFiles = %v, want %v", got, want)
+	}
+}
