@@ -1,10 +1,12 @@
 package broker
 
 import (
+	"cmp"
 	"context"
 	"encoding/binary"
 	"fmt"
 	"reflect"
+	"slices"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kbin"
@@ -21,52 +23,36 @@ type apiSpec struct {
 	minVersion int16
 	maxVersion int16
 	handle     handler
+	authorize  authorizer
 }
 
-// apis is the one table of what the broker implements: ApiVersions
-// advertises exactly these ranges and dispatch accepts exactly these.
-// Lower bounds: Produce v2 carries magic 0/1 message sets, which are
-// up-converted to v2 record batches (legacy.go); Fetch v4 is the first to
-// return v2 batches, so older fetchers, which would need down-conversion,
-// are refused. Upper bounds stop before versions that address topics by id only.
-// (Filled in init: handleApiVersions reads the table it is part of.)
+// apis is the one table of what the broker implements, in key order:
+// ApiVersions advertises exactly these ranges and dispatch accepts exactly
+// these. Each API is registered by the file that handles it, with its
+// versions and its authorization rule; its notes on the versions are
+// there. (Filled by init: handleApiVersions reads the table it is part of.)
 var apis []apiSpec
 
-func init() {
-	apis = []apiSpec{
-		{int16(kmsg.Produce), 2, 12, (*Broker).handleProduce},
-		{int16(kmsg.Fetch), 4, 12, (*Broker).handleFetch},
-		{int16(kmsg.ListOffsets), 1, 6, (*Broker).handleListOffsets},
-		{int16(kmsg.Metadata), 0, 12, (*Broker).handleMetadata},
-		{int16(kmsg.ApiVersions), 0, 4, (*Broker).handleApiVersions},
-		{int16(kmsg.CreateTopics), 0, 7, (*Broker).handleCreateTopics},
-		{int16(kmsg.DeleteTopics), 0, 6, (*Broker).handleDeleteTopics},
-		{int16(kmsg.InitProducerID), 0, 4, (*Broker).handleInitProducerID},
-		{int16(kmsg.DescribeConfigs), 0, 4, (*Broker).handleDescribeConfigs},
-		{int16(kmsg.CreatePartitions), 0, 3, (*Broker).handleCreatePartitions},
-		{int16(kmsg.FindCoordinator), 0, 5, (*Broker).handleFindCoordinator},
-		{int16(kmsg.JoinGroup), 0, 9, coordinated((*Broker).handleJoinGroup)},
-		{int16(kmsg.SyncGroup), 0, 5, coordinated((*Broker).handleSyncGroup)},
-		{int16(kmsg.Heartbeat), 0, 4, coordinated((*Broker).handleHeartbeat)},
-		{int16(kmsg.LeaveGroup), 0, 5, coordinated((*Broker).handleLeaveGroup)},
-		{int16(kmsg.OffsetCommit), 0, 9, coordinated((*Broker).handleOffsetCommit)},
-		{int16(kmsg.OffsetFetch), 0, 9, coordinated((*Broker).handleOffsetFetch)},
-		{int16(kmsg.ListGroups), 0, 5, coordinated((*Broker).handleListGroups)},
-		{int16(kmsg.DescribeGroups), 0, 5, coordinated((*Broker).handleDescribeGroups)},
-		{int16(kmsg.DeleteGroups), 0, 2, coordinated((*Broker).handleDeleteGroups)},
-		{int16(kmsg.OffsetDelete), 0, 0, coordinated((*Broker).handleOffsetDelete)},
-		{int16(kmsg.SASLHandshake), 0, 1, (*Broker).handleSaslHandshake},
-		{int16(kmsg.SASLAuthenticate), 0, 2, (*Broker).handleSaslAuthenticate},
+// register adds an API to the table. An API without a handler or an
+// authorization rule, or registered twice, is a programming error caught
+// at start: no API is ever open to every principal by omission.
+func register(key kmsg.Key, minVersion, maxVersion int16, h handler, az authorizer) {
+	if h == nil || az == nil {
+		panic(fmt.Sprintf("broker: %s registered without a handler or an authorization rule", key.Name()))
 	}
+	if _, dup := lookupAPI(int16(key)); dup {
+		panic(fmt.Sprintf("broker: %s registered twice", key.Name()))
+	}
+	apis = append(apis, apiSpec{int16(key), minVersion, maxVersion, h, az})
+	slices.SortFunc(apis, func(a, b apiSpec) int { return cmp.Compare(a.key, b.key) })
 }
 
 func lookupAPI(key int16) (apiSpec, bool) {
-	for _, a := range apis {
-		if a.key == key {
-			return a, true
-		}
+	i, ok := slices.BinarySearchFunc(apis, key, func(a apiSpec, k int16) int { return cmp.Compare(a.key, k) })
+	if !ok {
+		return apiSpec{}, false
 	}
-	return apiSpec{}, false
+	return apis[i], true
 }
 
 // minRequestHeader is api key, api version and correlation id.
@@ -150,7 +136,7 @@ func (c *conn) handle(frame []byte) ([]byte, error) {
 	// the socket write, whose time is the client's reading.
 	start := time.Now()
 	c.limitRequest(req)
-	resp, err := c.serveAuthorized(spec.handle, req)
+	resp, err := c.serveAuthorized(spec, req)
 	var out []byte
 	if err == nil && resp != nil {
 		out = c.encode(corr, resp)
@@ -231,6 +217,12 @@ func apiVersionsResponse(version int16) *kmsg.ApiVersionsResponse {
 		resp.ApiKeys = append(resp.ApiKeys, k)
 	}
 	return resp
+}
+
+// ApiVersions is answered before authentication and at any version (a
+// newer one than ours gets v0 and UNSUPPORTED_VERSION: see handle).
+func init() {
+	register(kmsg.ApiVersions, 0, 4, (*Broker).handleApiVersions, authorizePublic)
 }
 
 func (b *Broker) handleApiVersions(_ context.Context, _ *conn, kreq kmsg.Request) (kmsg.Response, error) {

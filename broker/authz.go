@@ -3,7 +3,6 @@ package broker
 import (
 	"errors"
 
-	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/unilog/unilog/auth"
@@ -11,12 +10,13 @@ import (
 
 // Authorization is applied around the handlers, not inside them: a request
 // is split into what the principal may touch, which the handler serves as
-// usual, and what it may not, which is answered here with
+// usual, and what it may not, which the API's authorizer answers with
 // TOPIC_AUTHORIZATION_FAILED (GROUP_AUTHORIZATION_FAILED for groups). So
 // the handlers stay free of ACL code and a denied topic is never
-// auto-created or even looked up. Requests of any API this file does not
-// know are refused whole (fail closed), so a new API is never open by
-// accident: add its case here.
+// auto-created or even looked up. Each API's authorizer is registered with
+// its handler, in the file that handles it (register refuses an API
+// without one), and an API not registered is refused before any of this:
+// a new API is never open by accident.
 
 // authorizeTopic reports whether principal may do op on topic; without an
 // ACL everything is allowed.
@@ -60,274 +60,64 @@ func splitByName[T any](items []T, name func(T) string, allow func(string) bool)
 	return kept, denied
 }
 
-// serveAuthorized runs h on the part of req the connection's principal may
-// access and answers the rest as denied.
-func (c *conn) serveAuthorized(h handler, req kmsg.Request) (kmsg.Response, error) {
-	b := c.b
-	if b.cfg.Security.ACL == nil {
-		return h(b, c.ctx, c, req)
-	}
-	p := c.principal()
-	allow := func(op auth.Operation) func(string) bool {
-		return func(t string) bool { return b.authorizeTopic(p, op, t) }
-	}
-	run := func() (kmsg.Response, error) { return h(b, c.ctx, c, req) }
-	ga := groupAuthz{b: b, p: p, run: run}
-	denied := kerr.TopicAuthorizationFailed
-
-	switch r := req.(type) {
-	case *kmsg.ApiVersionsRequest, *kmsg.SASLHandshakeRequest, *kmsg.SASLAuthenticateRequest:
-		return run()
-	case *kmsg.InitProducerIDRequest:
-		// A producer id alone writes nothing; each Produce is checked.
-		// Transactional ids are refused by the handler.
-		return run()
-
-	case *kmsg.ProduceRequest:
-		var out []kmsg.ProduceRequestTopic
-		r.Topics, out = splitByName(r.Topics, func(t kmsg.ProduceRequestTopic) string { return t.Topic }, allow(auth.Produce))
-		resp, err := run()
-		if len(out) == 0 || err != nil {
-			return resp, err
-		}
-		if r.Acks == 0 {
-			return nil, errAcksZeroDenied
-		}
-		pr := resp.(*kmsg.ProduceResponse)
-		for _, t := range out {
-			rt := kmsg.NewProduceResponseTopic()
-			rt.Topic = t.Topic
-			for _, tp := range t.Partitions {
-				rp := kmsg.NewProduceResponseTopicPartition()
-				rp.Partition = tp.Partition
-				rp.ErrorCode = denied.Code
-				rp.BaseOffset, rp.LogAppendTime, rp.LogStartOffset = -1, -1, -1
-				rt.Partitions = append(rt.Partitions, rp)
-			}
-			pr.Topics = append(pr.Topics, rt)
-		}
-		return pr, nil
-
-	case *kmsg.FetchRequest:
-		var out []kmsg.FetchRequestTopic
-		r.Topics, out = splitByName(r.Topics, func(t kmsg.FetchRequestTopic) string { return t.Topic }, allow(auth.Consume))
-		if len(out) > 0 {
-			// An error answers at once, as Kafka does, instead of long-polling.
-			r.MaxWaitMillis = 0
-		}
-		resp, err := run()
-		if len(out) == 0 || err != nil {
-			return resp, err
-		}
-		fr := resp.(*kmsg.FetchResponse)
-		for _, t := range out {
-			rt := kmsg.NewFetchResponseTopic()
-			rt.Topic, rt.TopicID = t.Topic, t.TopicID
-			for _, tp := range t.Partitions {
-				rp := kmsg.NewFetchResponseTopicPartition()
-				rp.Partition = tp.Partition
-				rp.ErrorCode = denied.Code
-				rp.HighWatermark, rp.LastStableOffset, rp.LogStartOffset = -1, -1, -1
-				rp.RecordBatches = []byte{}
-				rt.Partitions = append(rt.Partitions, rp)
-			}
-			fr.Topics = append(fr.Topics, rt)
-		}
-		return fr, nil
-
-	case *kmsg.ListOffsetsRequest:
-		var out []kmsg.ListOffsetsRequestTopic
-		r.Topics, out = splitByName(r.Topics, func(t kmsg.ListOffsetsRequestTopic) string { return t.Topic }, allow(auth.Consume))
-		resp, err := run()
-		if len(out) == 0 || err != nil {
-			return resp, err
-		}
-		lr := resp.(*kmsg.ListOffsetsResponse)
-		for _, t := range out {
-			rt := kmsg.NewListOffsetsResponseTopic()
-			rt.Topic = t.Topic
-			for _, tp := range t.Partitions {
-				rp := kmsg.NewListOffsetsResponseTopicPartition()
-				rp.Partition = tp.Partition
-				rp.ErrorCode = denied.Code
-				rp.Offset, rp.Timestamp = -1, -1
-				rt.Partitions = append(rt.Partitions, rp)
-			}
-			lr.Topics = append(lr.Topics, rt)
-		}
-		return lr, nil
-
-	case *kmsg.MetadataRequest:
-		return c.authorizeMetadata(r, run, p)
-
-	case *kmsg.FindCoordinatorRequest:
-		return ga.findCoordinator(r)
-	case *kmsg.JoinGroupRequest:
-		return ga.whole(r, r.Group)
-	case *kmsg.SyncGroupRequest:
-		return ga.whole(r, r.Group)
-	case *kmsg.HeartbeatRequest:
-		return ga.whole(r, r.Group)
-	case *kmsg.LeaveGroupRequest:
-		return ga.whole(r, r.Group)
-	case *kmsg.OffsetCommitRequest:
-		return ga.offsetCommit(r)
-	case *kmsg.OffsetFetchRequest:
-		return ga.offsetFetch(r)
-	case *kmsg.OffsetDeleteRequest:
-		return ga.offsetDelete(r)
-	case *kmsg.ListGroupsRequest:
-		return ga.listGroups()
-	case *kmsg.DescribeGroupsRequest:
-		return ga.describeGroups(r)
-	case *kmsg.DeleteGroupsRequest:
-		return ga.deleteGroups(r)
-
-	case *kmsg.CreateTopicsRequest:
-		var out []kmsg.CreateTopicsRequestTopic
-		r.Topics, out = splitByName(r.Topics, func(t kmsg.CreateTopicsRequestTopic) string { return t.Topic }, allow(auth.Admin))
-		resp, err := run()
-		if len(out) == 0 || err != nil {
-			return resp, err
-		}
-		cr := resp.(*kmsg.CreateTopicsResponse)
-		for _, t := range out {
-			rt := kmsg.NewCreateTopicsResponseTopic()
-			rt.Topic = t.Topic
-			rt.ErrorCode = denied.Code
-			rt.NumPartitions, rt.ReplicationFactor = -1, -1
-			cr.Topics = append(cr.Topics, rt)
-		}
-		return cr, nil
-
-	case *kmsg.DeleteTopicsRequest:
-		var outNames []string
-		var out []kmsg.DeleteTopicsRequestTopic
-		r.TopicNames, outNames = splitByName(r.TopicNames, func(t string) string { return t }, allow(auth.Admin))
-		r.Topics, out = splitByName(r.Topics, func(t kmsg.DeleteTopicsRequestTopic) string {
-			if t.Topic != nil {
-				return *t.Topic
-			}
-			return b.topicNameByID(t.TopicID)
-		}, allow(auth.Admin))
-		resp, err := run()
-		if len(out)+len(outNames) == 0 || err != nil {
-			return resp, err
-		}
-		dr := resp.(*kmsg.DeleteTopicsResponse)
-		for _, name := range outNames {
-			out = append(out, kmsg.DeleteTopicsRequestTopic{Topic: kmsg.StringPtr(name)})
-		}
-		for _, t := range out {
-			rt := kmsg.NewDeleteTopicsResponseTopic()
-			rt.Topic, rt.TopicID = t.Topic, t.TopicID
-			rt.ErrorCode = denied.Code
-			dr.Topics = append(dr.Topics, rt)
-		}
-		return dr, nil
-
-	case *kmsg.CreatePartitionsRequest:
-		var out []kmsg.CreatePartitionsRequestTopic
-		r.Topics, out = splitByName(r.Topics, func(t kmsg.CreatePartitionsRequestTopic) string { return t.Topic }, allow(auth.Admin))
-		resp, err := run()
-		if len(out) == 0 || err != nil {
-			return resp, err
-		}
-		cr := resp.(*kmsg.CreatePartitionsResponse)
-		for _, t := range out {
-			rt := kmsg.NewCreatePartitionsResponseTopic()
-			rt.Topic = t.Topic
-			rt.ErrorCode = denied.Code
-			cr.Topics = append(cr.Topics, rt)
-		}
-		return cr, nil
-
-	case *kmsg.DescribeConfigsRequest:
-		var out []kmsg.DescribeConfigsRequestResource
-		r.Resources, out = splitDescribeConfigs(r.Resources, func(t string) bool { return b.describable(p, t) })
-		resp, err := run()
-		if len(out) == 0 || err != nil {
-			return resp, err
-		}
-		dr := resp.(*kmsg.DescribeConfigsResponse)
-		for _, rs := range out {
-			rr := kmsg.NewDescribeConfigsResponseResource()
-			rr.ResourceType, rr.ResourceName = rs.ResourceType, rs.ResourceName
-			rr.ErrorCode = denied.Code
-			dr.Resources = append(dr.Resources, rr)
-		}
-		return dr, nil
-	}
-	b.secMetrics.denials.WithLabelValues("cluster").Inc()
-	return errorResponse(req, kerr.ClusterAuthorizationFailed)
+// authz is one request's authorization state under an ACL: the broker,
+// the connection, its principal, and run, which serves what is left of the
+// request with the API's handler.
+type authz struct {
+	b   *Broker
+	c   *conn
+	p   string
+	run func() (kmsg.Response, error)
 }
 
-// splitDescribeConfigs keeps broker resources (read-only defaults anyone
-// logged in may read) and the topics the principal can see.
-func splitDescribeConfigs(rs []kmsg.DescribeConfigsRequestResource, allow func(string) bool) (kept, denied []kmsg.DescribeConfigsRequestResource) {
-	for _, r := range rs {
-		if r.ResourceType != kmsg.ConfigResourceTypeTopic || allow(r.ResourceName) {
-			kept = append(kept, r)
+// authorizer serves a request under an ACL: it runs the handler (z.run) on
+// the part the principal may access and answers the rest as denied. Every
+// API registers one (register refuses an API without), next to its handler.
+type authorizer func(z authz, req kmsg.Request) (kmsg.Response, error)
+
+// authorizePublic is the rule of the APIs any connection may call once
+// admitted: ApiVersions, the SASL exchange, InitProducerID.
+func authorizePublic(z authz, _ kmsg.Request) (kmsg.Response, error) { return z.run() }
+
+// allow is a topic filter for op.
+func (z authz) allow(op auth.Operation) func(string) bool {
+	return func(t string) bool { return z.b.authorizeTopic(z.p, op, t) }
+}
+
+// authorizeEach serves the items of *items (a request's topics or
+// resources) that keep accepts and answers each other one with deny, once
+// the handler has answered the rest.
+func authorizeEach[T any, R kmsg.Response](z authz, items *[]T, keep func(T) bool, deny func(R, T)) (kmsg.Response, error) {
+	var kept, out []T
+	for _, it := range *items {
+		if keep(it) {
+			kept = append(kept, it)
 		} else {
-			denied = append(denied, r)
+			out = append(out, it)
 		}
 	}
-	return kept, denied
-}
-
-// authorizeMetadata follows Kafka: asking for all topics lists only those
-// the principal can see; a named topic it cannot see is answered with
-// TOPIC_AUTHORIZATION_FAILED whether it exists or not. A missing topic is
-// auto-created only for a principal that may produce to or administer it;
-// for others it is UNKNOWN_TOPIC_OR_PARTITION (Kafka asks for Create).
-func (c *conn) authorizeMetadata(r *kmsg.MetadataRequest, run func() (kmsg.Response, error), p string) (kmsg.Response, error) {
-	b := c.b
-	see := func(t string) bool { return b.describable(p, t) }
-	explicit := r.Topics != nil && (r.Version > 0 || len(r.Topics) > 0)
-	var out, missing []kmsg.MetadataRequestTopic
-	asked := make(map[string]bool)
-	if explicit {
-		name := func(t kmsg.MetadataRequestTopic) string {
-			if t.Topic != nil {
-				return *t.Topic
-			}
-			return b.topicNameByID(t.TopicID)
-		}
-		r.Topics, out = splitByName(r.Topics, name, see)
-		r.Topics, missing = splitByName(r.Topics, name, func(t string) bool {
-			_, exists := b.meta.Topic(t)
-			return exists || b.cfg.Security.ACL.Allow(p, auth.Produce, t) || b.cfg.Security.ACL.Allow(p, auth.Admin, t)
-		})
-		if r.Topics == nil {
-			// Still a list: nil would ask for every topic.
-			r.Topics = []kmsg.MetadataRequestTopic{}
-		}
-		for _, t := range r.Topics {
-			asked[name(t)] = true
-		}
-	}
-	resp, err := run()
-	if err != nil {
+	*items = kept
+	resp, err := z.run()
+	if len(out) == 0 || err != nil || resp == nil {
 		return resp, err
 	}
-	mr := resp.(*kmsg.MetadataResponse)
-	kept := mr.Topics[:0]
-	for _, t := range mr.Topics {
-		// A v0 request left with no topics has asked for all of them.
-		if name := *t.Topic; see(name) && (!explicit || asked[name]) {
-			kept = append(kept, t)
-		}
+	for _, it := range out {
+		deny(resp.(R), it)
 	}
-	mr.Topics = kept
-	for i, t := range append(out, missing...) {
-		mt := kmsg.NewMetadataResponseTopic()
-		mt.Topic, mt.TopicID = t.Topic, t.TopicID
-		mt.ErrorCode = kerr.TopicAuthorizationFailed.Code
-		if i >= len(out) {
-			mt.ErrorCode = kerr.UnknownTopicOrPartition.Code
-		}
-		mr.Topics = append(mr.Topics, mt)
+	return resp, nil
+}
+
+// topicNamed adapts a topic filter to items named by name.
+func topicNamed[T any](name func(T) string, allow func(string) bool) func(T) bool {
+	return func(it T) bool { return allow(name(it)) }
+}
+
+// serveAuthorized runs api's handler on the part of req the connection's
+// principal may access and answers the rest as denied.
+func (c *conn) serveAuthorized(api apiSpec, req kmsg.Request) (kmsg.Response, error) {
+	b := c.b
+	if b.cfg.Security.ACL == nil {
+		return api.handle(b, c.ctx, c, req)
 	}
-	b.secMetrics.denials.WithLabelValues("describe").Add(float64(len(out)))
-	return mr, nil
+	return api.authorize(authz{b: b, c: c, p: c.principal(), run: func() (kmsg.Response, error) { return api.handle(b, c.ctx, c, req) }}, req)
 }

@@ -17,30 +17,23 @@ import (
 // (ListGroups, OffsetFetch of all topics) silently leave out what the
 // principal may not see, as Metadata does, and count no denial.
 
-// groupAuthz is one request's authorization state.
-type groupAuthz struct {
-	b   *Broker
-	p   string
-	run func() (kmsg.Response, error)
-}
+func (a authz) group(name string) bool { return a.b.authorizeGroup(a.p, name) }
 
-func (a groupAuthz) group(name string) bool { return a.b.authorizeGroup(a.p, name) }
-
-func (a groupAuthz) topic(name string) bool { return a.b.authorizeTopic(a.p, auth.Consume, name) }
+func (a authz) topic(name string) bool { return a.b.authorizeTopic(a.p, auth.Consume, name) }
 
 // seesTopic and seesGroup filter listings: what they leave out counts no
 // denial.
-func (a groupAuthz) seesTopic(name string) bool {
+func (a authz) seesTopic(name string) bool {
 	return a.b.cfg.Security.ACL.Allow(a.p, auth.Consume, name)
 }
 
-func (a groupAuthz) seesGroup(name string) bool {
+func (a authz) seesGroup(name string) bool {
 	return a.b.cfg.Security.ACL.Allow(a.p, auth.Group, name)
 }
 
 // whole answers a request naming one group: the handler runs only if the
 // principal may use the group.
-func (a groupAuthz) whole(req kmsg.Request, group string) (kmsg.Response, error) {
+func (a authz) whole(req kmsg.Request, group string) (kmsg.Response, error) {
 	if !a.group(group) {
 		return errorResponse(req, kerr.GroupAuthorizationFailed)
 	}
@@ -50,7 +43,7 @@ func (a groupAuthz) whole(req kmsg.Request, group string) (kmsg.Response, error)
 // findCoordinator checks each key. Only groups have a coordinator here;
 // keys of other coordinator types (transactional ids) are refused so that
 // implementing them later cannot open them by accident.
-func (a groupAuthz) findCoordinator(r *kmsg.FindCoordinatorRequest) (kmsg.Response, error) {
+func (a authz) findCoordinator(r *kmsg.FindCoordinatorRequest) (kmsg.Response, error) {
 	code := kerr.GroupAuthorizationFailed
 	allow := a.group
 	if r.CoordinatorType != 0 {
@@ -76,7 +69,7 @@ func (a groupAuthz) findCoordinator(r *kmsg.FindCoordinatorRequest) (kmsg.Respon
 // offsetCommit refuses the whole commit without the group permission and
 // the partitions of each topic the principal may not consume; the rest is
 // committed.
-func (a groupAuthz) offsetCommit(r *kmsg.OffsetCommitRequest) (kmsg.Response, error) {
+func (a authz) offsetCommit(r *kmsg.OffsetCommitRequest) (kmsg.Response, error) {
 	resp := r.ResponseKind().(*kmsg.OffsetCommitResponse)
 	if !a.group(r.Group) {
 		resp.Topics = group.CommitAnswers(r.Topics, kerr.GroupAuthorizationFailed.Code)
@@ -150,7 +143,7 @@ func offsetFetchTopic(topic string, partitions []int32, code *kerr.Error) kmsg.O
 
 // offsetFetch answers v8+ per group and v0-7 for its one group. Asking
 // for every committed topic lists only those the principal may consume.
-func (a groupAuthz) offsetFetch(r *kmsg.OffsetFetchRequest) (kmsg.Response, error) {
+func (a authz) offsetFetch(r *kmsg.OffsetFetchRequest) (kmsg.Response, error) {
 	if r.Version >= 8 {
 		return a.offsetFetchGroups(r)
 	}
@@ -184,7 +177,7 @@ func (a groupAuthz) offsetFetch(r *kmsg.OffsetFetchRequest) (kmsg.Response, erro
 // offsetFetchGroups answers a v8+ OffsetFetch; the coordinator answers
 // the groups it is given one each, in request order, which is how each
 // answer is matched to its request's topics.
-func (a groupAuthz) offsetFetchGroups(r *kmsg.OffsetFetchRequest) (kmsg.Response, error) {
+func (a authz) offsetFetchGroups(r *kmsg.OffsetFetchRequest) (kmsg.Response, error) {
 	var out []kmsg.OffsetFetchRequestGroup
 	r.Groups, out = splitByName(r.Groups, func(g kmsg.OffsetFetchRequestGroup) string { return g.Group }, a.group)
 	all := make([]bool, len(r.Groups))
@@ -222,7 +215,7 @@ func (a groupAuthz) offsetFetchGroups(r *kmsg.OffsetFetchRequest) (kmsg.Response
 
 // offsetDelete refuses the request without the group permission and the
 // partitions of each topic the principal may not consume.
-func (a groupAuthz) offsetDelete(r *kmsg.OffsetDeleteRequest) (kmsg.Response, error) {
+func (a authz) offsetDelete(r *kmsg.OffsetDeleteRequest) (kmsg.Response, error) {
 	if !a.group(r.Group) {
 		return errorResponse(r, kerr.GroupAuthorizationFailed)
 	}
@@ -240,7 +233,7 @@ func (a groupAuthz) offsetDelete(r *kmsg.OffsetDeleteRequest) (kmsg.Response, er
 }
 
 // listGroups lists only the groups the principal may use.
-func (a groupAuthz) listGroups() (kmsg.Response, error) {
+func (a authz) listGroups() (kmsg.Response, error) {
 	resp, err := a.run()
 	if err != nil {
 		return nil, err
@@ -265,7 +258,7 @@ func splitRun[T any](run func() (kmsg.Response, error), items *[]T, name func(T)
 	return resp, nil
 }
 
-func (a groupAuthz) describeGroups(r *kmsg.DescribeGroupsRequest) (kmsg.Response, error) {
+func (a authz) describeGroups(r *kmsg.DescribeGroupsRequest) (kmsg.Response, error) {
 	return splitRun(a.run, &r.Groups, func(g string) string { return g }, a.group, func(resp kmsg.Response, g string) {
 		dr := resp.(*kmsg.DescribeGroupsResponse)
 		rg := kmsg.NewDescribeGroupsResponseGroup()
@@ -274,7 +267,7 @@ func (a groupAuthz) describeGroups(r *kmsg.DescribeGroupsRequest) (kmsg.Response
 	})
 }
 
-func (a groupAuthz) deleteGroups(r *kmsg.DeleteGroupsRequest) (kmsg.Response, error) {
+func (a authz) deleteGroups(r *kmsg.DeleteGroupsRequest) (kmsg.Response, error) {
 	return splitRun(a.run, &r.Groups, func(g string) string { return g }, a.group, func(resp kmsg.Response, g string) {
 		dr := resp.(*kmsg.DeleteGroupsResponse)
 		rg := kmsg.NewDeleteGroupsResponseGroup()

@@ -31,6 +31,25 @@ func (b *Broker) brokerConfigs() []configEntry {
 	)
 }
 
+func init() {
+	register(kmsg.DescribeConfigs, 0, 4, (*Broker).handleDescribeConfigs, authorizeDescribeConfigs)
+}
+
+// authorizeDescribeConfigs: a topic the principal cannot see is answered
+// TOPIC_AUTHORIZATION_FAILED; broker resources are read-only defaults anyone
+// logged in may read.
+func authorizeDescribeConfigs(z authz, req kmsg.Request) (kmsg.Response, error) {
+	r := req.(*kmsg.DescribeConfigsRequest)
+	return authorizeEach(z, &r.Resources, func(rs kmsg.DescribeConfigsRequestResource) bool {
+		return rs.ResourceType != kmsg.ConfigResourceTypeTopic || z.b.describable(z.p, rs.ResourceName)
+	}, func(dr *kmsg.DescribeConfigsResponse, rs kmsg.DescribeConfigsRequestResource) {
+		rr := kmsg.NewDescribeConfigsResponseResource()
+		rr.ResourceType, rr.ResourceName = rs.ResourceType, rs.ResourceName
+		rr.ErrorCode = kerr.TopicAuthorizationFailed.Code
+		dr.Resources = append(dr.Resources, rr)
+	})
+}
+
 func (b *Broker) handleDescribeConfigs(_ context.Context, _ *conn, kreq kmsg.Request) (kmsg.Response, error) {
 	req := kreq.(*kmsg.DescribeConfigsRequest)
 	resp := req.ResponseKind().(*kmsg.DescribeConfigsResponse)

@@ -7,7 +7,9 @@
 // Requests and responses are decoded and encoded by franz-go's kmsg; the
 // broker reads only the 4-byte frame length and the request header (api
 // key, version, correlation id, client id, and the tagged fields of
-// flexible headers). The table in api.go is the single source of what is
+// flexible headers). Each API is registered by the file that handles it
+// (register in api.go: key, versions, handler and authorization rule
+// together), and the table they form is the single source of what is
 // advertised in ApiVersions and what is accepted:
 //
 //	key  API               versions  notes
@@ -300,8 +302,8 @@
 // admin listeners (certificates loaded by internal/tlsconf), SASL
 // (sasl.go; users and mechanisms in package auth) and an ACL applied around
 // the handlers (authz.go): denied topics get TOPIC_AUTHORIZATION_FAILED,
-// Metadata lists only what the principal may see, and an API without a
-// case in authz.go is refused whole under an ACL. Group APIs (authz_group.go)
+// Metadata lists only what the principal may see, and no API exists
+// without its authorization rule (register refuses one). Group APIs (authz_group.go)
 // need the group permission on each group they name
 // (GROUP_AUTHORIZATION_FAILED) and the offset APIs consume permission on
 // each topic (TOPIC_AUTHORIZATION_FAILED); ListGroups and OffsetFetch of all

@@ -10,6 +10,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 	"github.com/valyala/bytebufferpool"
+
+	"github.com/unilog/unilog/auth"
 )
 
 // minFetchRead is the least time a fetch reads partitions before its
@@ -21,6 +23,39 @@ const minFetchRead = 100 * time.Millisecond
 // encoded: one buffer a fetch, however many partitions, sized by the pool
 // from the fetches before it.
 var fetchArenas bytebufferpool.Pool
+
+// Fetch v4 is the first to return v2 batches: older fetchers would need
+// down-conversion and are refused; v13 addresses topics by id only.
+func init() {
+	register(kmsg.Fetch, 4, 12, (*Broker).handleFetch, authorizeFetch)
+}
+
+// authorizeFetch: a topic the principal may not consume is answered
+// TOPIC_AUTHORIZATION_FAILED.
+func authorizeFetch(z authz, req kmsg.Request) (kmsg.Response, error) {
+	r := req.(*kmsg.FetchRequest)
+	allow := z.allow(auth.Consume)
+	return authorizeEach(z, &r.Topics, func(t kmsg.FetchRequestTopic) bool {
+		if allow(t.Topic) {
+			return true
+		}
+		// An error answers at once, as Kafka does, instead of long-polling.
+		r.MaxWaitMillis = 0
+		return false
+	}, func(fr *kmsg.FetchResponse, t kmsg.FetchRequestTopic) {
+		rt := kmsg.NewFetchResponseTopic()
+		rt.Topic, rt.TopicID = t.Topic, t.TopicID
+		for _, tp := range t.Partitions {
+			rp := kmsg.NewFetchResponseTopicPartition()
+			rp.Partition = tp.Partition
+			rp.ErrorCode = kerr.TopicAuthorizationFailed.Code
+			rp.HighWatermark, rp.LastStableOffset, rp.LogStartOffset = -1, -1, -1
+			rp.RecordBatches = []byte{}
+			rt.Partitions = append(rt.Partitions, rp)
+		}
+		fr.Topics = append(fr.Topics, rt)
+	})
+}
 
 // handleFetch serves stored batches as stored: the consume queue locates
 // the batch holding each requested offset, its bytes are copied from the

@@ -274,7 +274,8 @@ func TestFetchSessionACLRevoked(t *testing.T) {
 	c := &conn{b: b, ctx: context.Background(), auth: connAuth{user: "alice"}}
 	fetch := func(req *kmsg.FetchRequest) *kmsg.FetchResponse {
 		t.Helper()
-		resp, err := c.serveAuthorized((*Broker).handleFetch, req)
+		api, _ := lookupAPI(int16(kmsg.Fetch))
+		resp, err := c.serveAuthorized(api, req)
 		if err != nil {
 			t.Fatal(err)
 		}

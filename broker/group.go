@@ -142,6 +142,44 @@ func (c *conn) clientHost() string {
 	return "/" + host
 }
 
+// The group APIs: a follower, or a broker without groups, answers
+// NOT_COORDINATOR (coordinated); the ACL rules are in authz_group.go.
+func init() {
+	register(kmsg.FindCoordinator, 0, 5, (*Broker).handleFindCoordinator, func(z authz, req kmsg.Request) (kmsg.Response, error) {
+		return z.findCoordinator(req.(*kmsg.FindCoordinatorRequest))
+	})
+	register(kmsg.JoinGroup, 0, 9, coordinated((*Broker).handleJoinGroup), func(z authz, req kmsg.Request) (kmsg.Response, error) {
+		return z.whole(req, req.(*kmsg.JoinGroupRequest).Group)
+	})
+	register(kmsg.SyncGroup, 0, 5, coordinated((*Broker).handleSyncGroup), func(z authz, req kmsg.Request) (kmsg.Response, error) {
+		return z.whole(req, req.(*kmsg.SyncGroupRequest).Group)
+	})
+	register(kmsg.Heartbeat, 0, 4, coordinated((*Broker).handleHeartbeat), func(z authz, req kmsg.Request) (kmsg.Response, error) {
+		return z.whole(req, req.(*kmsg.HeartbeatRequest).Group)
+	})
+	register(kmsg.LeaveGroup, 0, 5, coordinated((*Broker).handleLeaveGroup), func(z authz, req kmsg.Request) (kmsg.Response, error) {
+		return z.whole(req, req.(*kmsg.LeaveGroupRequest).Group)
+	})
+	register(kmsg.OffsetCommit, 0, 9, coordinated((*Broker).handleOffsetCommit), func(z authz, req kmsg.Request) (kmsg.Response, error) {
+		return z.offsetCommit(req.(*kmsg.OffsetCommitRequest))
+	})
+	register(kmsg.OffsetFetch, 0, 9, coordinated((*Broker).handleOffsetFetch), func(z authz, req kmsg.Request) (kmsg.Response, error) {
+		return z.offsetFetch(req.(*kmsg.OffsetFetchRequest))
+	})
+	register(kmsg.ListGroups, 0, 5, coordinated((*Broker).handleListGroups), func(z authz, _ kmsg.Request) (kmsg.Response, error) {
+		return z.listGroups()
+	})
+	register(kmsg.DescribeGroups, 0, 5, coordinated((*Broker).handleDescribeGroups), func(z authz, req kmsg.Request) (kmsg.Response, error) {
+		return z.describeGroups(req.(*kmsg.DescribeGroupsRequest))
+	})
+	register(kmsg.DeleteGroups, 0, 2, coordinated((*Broker).handleDeleteGroups), func(z authz, req kmsg.Request) (kmsg.Response, error) {
+		return z.deleteGroups(req.(*kmsg.DeleteGroupsRequest))
+	})
+	register(kmsg.OffsetDelete, 0, 0, coordinated((*Broker).handleOffsetDelete), func(z authz, req kmsg.Request) (kmsg.Response, error) {
+		return z.offsetDelete(req.(*kmsg.OffsetDeleteRequest))
+	})
+}
+
 func (b *Broker) handleFindCoordinator(_ context.Context, c *conn, kreq kmsg.Request) (kmsg.Response, error) {
 	req := kreq.(*kmsg.FindCoordinatorRequest)
 	resp := req.ResponseKind().(*kmsg.FindCoordinatorResponse)

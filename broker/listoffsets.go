@@ -5,6 +5,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/unilog/unilog/auth"
 )
 
 // Special ListOffsets timestamps.
@@ -12,6 +14,29 @@ const (
 	listLatest   = -1
 	listEarliest = -2
 )
+
+func init() {
+	register(kmsg.ListOffsets, 1, 6, (*Broker).handleListOffsets, authorizeListOffsets)
+}
+
+// authorizeListOffsets: a topic the principal may not consume is answered
+// TOPIC_AUTHORIZATION_FAILED.
+func authorizeListOffsets(z authz, req kmsg.Request) (kmsg.Response, error) {
+	r := req.(*kmsg.ListOffsetsRequest)
+	return authorizeEach(z, &r.Topics, topicNamed(func(t kmsg.ListOffsetsRequestTopic) string { return t.Topic }, z.allow(auth.Consume)),
+		func(lr *kmsg.ListOffsetsResponse, t kmsg.ListOffsetsRequestTopic) {
+			rt := kmsg.NewListOffsetsResponseTopic()
+			rt.Topic = t.Topic
+			for _, tp := range t.Partitions {
+				rp := kmsg.NewListOffsetsResponseTopicPartition()
+				rp.Partition = tp.Partition
+				rp.ErrorCode = kerr.TopicAuthorizationFailed.Code
+				rp.Offset, rp.Timestamp = -1, -1
+				rt.Partitions = append(rt.Partitions, rp)
+			}
+			lr.Topics = append(lr.Topics, rt)
+		})
+}
 
 // handleListOffsets answers earliest, latest, and the first offset whose
 // store timestamp is at or after a time (the consume queue's binary search).

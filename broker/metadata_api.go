@@ -7,6 +7,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/unilog/unilog/auth"
 )
 
 // clusterID names this single-broker cluster in Metadata.
@@ -22,6 +24,10 @@ func (c *conn) advertised() (string, int32) {
 	}
 	p, _ := strconv.Atoi(port)
 	return host, int32(p)
+}
+
+func init() {
+	register(kmsg.Metadata, 0, 12, (*Broker).handleMetadata, authorizeMetadata)
 }
 
 func (b *Broker) handleMetadata(_ context.Context, c *conn, kreq kmsg.Request) (kmsg.Response, error) {
@@ -117,4 +123,62 @@ func (b *Broker) topicMetadata(t TopicMeta) kmsg.MetadataResponseTopic {
 		mt.Partitions = append(mt.Partitions, mp)
 	}
 	return mt
+}
+
+// authorizeMetadata follows Kafka: asking for all topics lists only those
+// the principal can see; a named topic it cannot see is answered with
+// TOPIC_AUTHORIZATION_FAILED whether it exists or not. A missing topic is
+// auto-created only for a principal that may produce to or administer it;
+// for others it is UNKNOWN_TOPIC_OR_PARTITION (Kafka asks for Create).
+func authorizeMetadata(z authz, req kmsg.Request) (kmsg.Response, error) {
+	r := req.(*kmsg.MetadataRequest)
+	b, p := z.b, z.p
+	see := func(t string) bool { return b.describable(p, t) }
+	explicit := r.Topics != nil && (r.Version > 0 || len(r.Topics) > 0)
+	var out, missing []kmsg.MetadataRequestTopic
+	asked := make(map[string]bool)
+	if explicit {
+		name := func(t kmsg.MetadataRequestTopic) string {
+			if t.Topic != nil {
+				return *t.Topic
+			}
+			return b.topicNameByID(t.TopicID)
+		}
+		r.Topics, out = splitByName(r.Topics, name, see)
+		r.Topics, missing = splitByName(r.Topics, name, func(t string) bool {
+			_, exists := b.meta.Topic(t)
+			return exists || b.cfg.Security.ACL.Allow(p, auth.Produce, t) || b.cfg.Security.ACL.Allow(p, auth.Admin, t)
+		})
+		if r.Topics == nil {
+			// Still a list: nil would ask for every topic.
+			r.Topics = []kmsg.MetadataRequestTopic{}
+		}
+		for _, t := range r.Topics {
+			asked[name(t)] = true
+		}
+	}
+	resp, err := z.run()
+	if err != nil {
+		return resp, err
+	}
+	mr := resp.(*kmsg.MetadataResponse)
+	kept := mr.Topics[:0]
+	for _, t := range mr.Topics {
+		// A v0 request left with no topics has asked for all of them.
+		if name := *t.Topic; see(name) && (!explicit || asked[name]) {
+			kept = append(kept, t)
+		}
+	}
+	mr.Topics = kept
+	for i, t := range append(out, missing...) {
+		mt := kmsg.NewMetadataResponseTopic()
+		mt.Topic, mt.TopicID = t.Topic, t.TopicID
+		mt.ErrorCode = kerr.TopicAuthorizationFailed.Code
+		if i >= len(out) {
+			mt.ErrorCode = kerr.UnknownTopicOrPartition.Code
+		}
+		mr.Topics = append(mr.Topics, mt)
+	}
+	b.secMetrics.denials.WithLabelValues("describe").Add(float64(len(out)))
+	return mr, nil
 }

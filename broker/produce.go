@@ -10,12 +10,46 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/unilog/unilog/auth"
 	"github.com/unilog/unilog/commitlog"
 )
 
 // defaultProduceTimeout bounds the durability wait when the client sends no
 // timeout.
 const defaultProduceTimeout = 30 * time.Second
+
+// Produce v2 carries magic 0/1 message sets, which are up-converted to v2
+// batches (legacy.go); v13 addresses topics by id only, which is not served.
+func init() {
+	register(kmsg.Produce, 2, 12, (*Broker).handleProduce, authorizeProduce)
+}
+
+// authorizeProduce: a topic the principal may not write is answered
+// TOPIC_AUTHORIZATION_FAILED, or, under acks=0, by closing the connection.
+func authorizeProduce(z authz, req kmsg.Request) (kmsg.Response, error) {
+	r := req.(*kmsg.ProduceRequest)
+	allow, denied := z.allow(auth.Produce), false
+	resp, err := authorizeEach(z, &r.Topics, func(t kmsg.ProduceRequestTopic) bool {
+		ok := allow(t.Topic)
+		denied = denied || !ok
+		return ok
+	}, func(pr *kmsg.ProduceResponse, t kmsg.ProduceRequestTopic) {
+		rt := kmsg.NewProduceResponseTopic()
+		rt.Topic = t.Topic
+		for _, tp := range t.Partitions {
+			rp := kmsg.NewProduceResponseTopicPartition()
+			rp.Partition = tp.Partition
+			rp.ErrorCode = kerr.TopicAuthorizationFailed.Code
+			rp.BaseOffset, rp.LogAppendTime, rp.LogStartOffset = -1, -1, -1
+			rt.Partitions = append(rt.Partitions, rp)
+		}
+		pr.Topics = append(pr.Topics, rt)
+	})
+	if denied && err == nil && r.Acks == 0 {
+		return nil, errAcksZeroDenied
+	}
+	return resp, err
+}
 
 // handleProduce validates each partition's batch, appends the valid ones
 // with one Storage.Append, then waits for what the acks level promises:

@@ -40,6 +40,12 @@ func (p *producerIDs) allocate() (int64, error) {
 	return id, nil
 }
 
+// A producer id alone writes nothing, so any principal may ask for one;
+// each Produce is checked. Transactional ids are refused by the handler.
+func init() {
+	register(kmsg.InitProducerID, 0, 4, (*Broker).handleInitProducerID, authorizePublic)
+}
+
 // handleInitProducerID serves idempotent producers. Transactions are not
 // implemented, so a transactional id is refused.
 func (b *Broker) handleInitProducerID(_ context.Context, _ *conn, kreq kmsg.Request) (kmsg.Response, error) {

@@ -26,6 +26,11 @@ import (
 // connection in the v0 flow) and leaves the connection good for nothing
 // but closing: one password guess per TCP and TLS handshake.
 
+func init() {
+	register(kmsg.SASLHandshake, 0, 1, (*Broker).handleSaslHandshake, authorizePublic)
+	register(kmsg.SASLAuthenticate, 0, 2, (*Broker).handleSaslAuthenticate, authorizePublic)
+}
+
 func (b *Broker) handleSaslHandshake(_ context.Context, c *conn, kreq kmsg.Request) (kmsg.Response, error) {
 	req := kreq.(*kmsg.SASLHandshakeRequest)
 	resp := req.ResponseKind().(*kmsg.SASLHandshakeResponse)

@@ -6,8 +6,8 @@ import (
 	"encoding/binary"
 	"errors"
 	"io"
-	"net"
 	"net/http"
+	"slices"
 	"testing"
 	"time"
 
@@ -493,25 +493,33 @@ func TestAuthorizeGroup(t *testing.T) {
 	}
 }
 
-// TestUnknownAPIFailsClosedUnderACL: an API the authorization code has no
-// case for (here DescribeAcls, which has no handler) is refused before
-// its handler runs.
-func TestUnknownAPIFailsClosedUnderACL(t *testing.T) {
-	acl, _ := auth.ParseACL([]byte("unilog-acl 1\n* consume *\n"))
-	cfg := testConfig(t, t.TempDir())
-	cfg.Security.ACL = acl
-	b := startBroker(t, cfg)
-	nc, peer := net.Pipe()
-	defer nc.Close()
-	defer peer.Close()
-	req := kmsg.NewPtrDescribeACLsRequest()
-	req.Version = 3
-	resp, err := newConn(b, nc).serveAuthorized(func(*Broker, context.Context, *conn, kmsg.Request) (kmsg.Response, error) {
-		t.Fatal("handler of an API the ACL code does not know ran")
-		return nil, nil
-	}, req)
-	if err != nil || resp.(*kmsg.DescribeACLsResponse).ErrorCode != kerr.ClusterAuthorizationFailed.Code {
-		t.Fatalf("DescribeAcls: %+v %v", resp, err)
+// TestEveryAPIHasAnAuthorizationRule: an API cannot be registered without
+// a rule for ACLs (it would be open to every principal), nor twice; and
+// every API in the table has its rule.
+func TestEveryAPIHasAnAuthorizationRule(t *testing.T) {
+	for _, a := range apis {
+		if a.authorize == nil || a.handle == nil {
+			t.Errorf("%s: handler %v, authorizer %v", kmsg.NameForKey(a.key), a.handle != nil, a.authorize != nil)
+		}
+	}
+	saved := slices.Clone(apis)
+	defer func() { apis = saved }()
+	for _, tc := range []struct {
+		name string
+		key  kmsg.Key
+		az   authorizer
+	}{
+		{"no authorization rule", kmsg.DescribeACLs, nil},
+		{"registered twice", kmsg.Produce, authorizePublic},
+	} {
+		func() {
+			defer func() {
+				if recover() == nil {
+					t.Errorf("%s: register did not refuse %s", tc.name, tc.key.Name())
+				}
+			}()
+			register(tc.key, 0, 0, (*Broker).handleApiVersions, tc.az)
+		}()
 	}
 }
 

@@ -9,6 +9,8 @@ import (
 	"github.com/sirupsen/logrus"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/unilog/unilog/auth"
 )
 
 // maxPartitions bounds one topic's partition count; far beyond what one
@@ -62,6 +64,24 @@ func (b *Broker) autoCreate(name string) {
 	b.createTopic(name, b.cfg.DefaultPartitions, false)
 }
 
+func init() {
+	register(kmsg.CreateTopics, 0, 7, (*Broker).handleCreateTopics, authorizeCreateTopics)
+}
+
+// authorizeCreateTopics: a topic the principal may not administer is
+// answered TOPIC_AUTHORIZATION_FAILED.
+func authorizeCreateTopics(z authz, req kmsg.Request) (kmsg.Response, error) {
+	r := req.(*kmsg.CreateTopicsRequest)
+	return authorizeEach(z, &r.Topics, topicNamed(func(t kmsg.CreateTopicsRequestTopic) string { return t.Topic }, z.allow(auth.Admin)),
+		func(cr *kmsg.CreateTopicsResponse, t kmsg.CreateTopicsRequestTopic) {
+			rt := kmsg.NewCreateTopicsResponseTopic()
+			rt.Topic = t.Topic
+			rt.ErrorCode = kerr.TopicAuthorizationFailed.Code
+			rt.NumPartitions, rt.ReplicationFactor = -1, -1
+			cr.Topics = append(cr.Topics, rt)
+		})
+}
+
 func (b *Broker) handleCreateTopics(_ context.Context, _ *conn, kreq kmsg.Request) (kmsg.Response, error) {
 	req := kreq.(*kmsg.CreateTopicsRequest)
 	resp := req.ResponseKind().(*kmsg.CreateTopicsResponse)
@@ -110,6 +130,40 @@ func (b *Broker) handleCreateTopics(_ context.Context, _ *conn, kreq kmsg.Reques
 		resp.Topics = append(resp.Topics, rt)
 	}
 	return resp, nil
+}
+
+func init() {
+	register(kmsg.DeleteTopics, 0, 6, (*Broker).handleDeleteTopics, authorizeDeleteTopics)
+}
+
+// authorizeDeleteTopics: a topic the principal may not administer, named or
+// by id, is answered TOPIC_AUTHORIZATION_FAILED.
+func authorizeDeleteTopics(z authz, req kmsg.Request) (kmsg.Response, error) {
+	r := req.(*kmsg.DeleteTopicsRequest)
+	var outNames []string
+	var out []kmsg.DeleteTopicsRequestTopic
+	r.TopicNames, outNames = splitByName(r.TopicNames, func(t string) string { return t }, z.allow(auth.Admin))
+	r.Topics, out = splitByName(r.Topics, func(t kmsg.DeleteTopicsRequestTopic) string {
+		if t.Topic != nil {
+			return *t.Topic
+		}
+		return z.b.topicNameByID(t.TopicID)
+	}, z.allow(auth.Admin))
+	resp, err := z.run()
+	if len(out)+len(outNames) == 0 || err != nil {
+		return resp, err
+	}
+	dr := resp.(*kmsg.DeleteTopicsResponse)
+	for _, name := range outNames {
+		out = append(out, kmsg.DeleteTopicsRequestTopic{Topic: kmsg.StringPtr(name)})
+	}
+	for _, t := range out {
+		rt := kmsg.NewDeleteTopicsResponseTopic()
+		rt.Topic, rt.TopicID = t.Topic, t.TopicID
+		rt.ErrorCode = kerr.TopicAuthorizationFailed.Code
+		dr.Topics = append(dr.Topics, rt)
+	}
+	return dr, nil
 }
 
 func (b *Broker) handleDeleteTopics(ctx context.Context, _ *conn, kreq kmsg.Request) (kmsg.Response, error) {
@@ -206,6 +260,23 @@ func (b *Broker) topicNameByID(id [16]byte) string {
 		}
 	}
 	return ""
+}
+
+func init() {
+	register(kmsg.CreatePartitions, 0, 3, (*Broker).handleCreatePartitions, authorizeCreatePartitions)
+}
+
+// authorizeCreatePartitions: a topic the principal may not administer is
+// answered TOPIC_AUTHORIZATION_FAILED.
+func authorizeCreatePartitions(z authz, req kmsg.Request) (kmsg.Response, error) {
+	r := req.(*kmsg.CreatePartitionsRequest)
+	return authorizeEach(z, &r.Topics, topicNamed(func(t kmsg.CreatePartitionsRequestTopic) string { return t.Topic }, z.allow(auth.Admin)),
+		func(cr *kmsg.CreatePartitionsResponse, t kmsg.CreatePartitionsRequestTopic) {
+			rt := kmsg.NewCreatePartitionsResponseTopic()
+			rt.Topic = t.Topic
+			rt.ErrorCode = kerr.TopicAuthorizationFailed.Code
+			cr.Topics = append(cr.Topics, rt)
+		})
 }
 
 func (b *Broker) handleCreatePartitions(_ context.Context, _ *conn, kreq kmsg.Request) (kmsg.Response, error) {
