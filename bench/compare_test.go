@@ -7,6 +7,7 @@ import (
 
 	"github.com/unilog/unilog/bench/kafkalayout"
 	"github.com/unilog/unilog/broker"
+	"github.com/unilog/unilog/broker/storagetest"
 )
 
 // TestCompareHalfPeakInProcess runs unilog in this process at full speed
@@ -108,4 +109,17 @@ func TestKafkaLayoutStorageRange(t *testing.T) {
 	if n := len(st.waiters); n != 0 {
 		t.Errorf("%d partitions still watched after Release", n)
 	}
+}
+
+// TestKafkaLayoutStorageConformance runs the Storage suite over the Kafka
+// layout the benchmark serves: it replays nothing and deletes no topic, and
+// says so when asked.
+func TestKafkaLayoutStorageConformance(t *testing.T) {
+	storagetest.Run(t, func(t *testing.T, dir string) broker.Storage {
+		kl, err := kafkalayout.Open(kafkalayout.Options{Dir: dir, SegmentBytes: 1 << 20, Flush: kafkalayout.FlushSync})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return newKafkaLayoutStorage(kl)
+	}, storagetest.Options{})
 }

@@ -36,7 +36,10 @@ type topicPart struct {
 var _ broker.Storage = (*kafkaLayoutStorage)(nil)
 
 func newKafkaLayoutStorage(log *kafkalayout.Log) *kafkaLayoutStorage {
-	return &kafkaLayoutStorage{log: log, waiters: map[topicPart][]*layoutWaiter{}}
+	s := &kafkaLayoutStorage{log: log, waiters: map[topicPart][]*layoutWaiter{}}
+	// Ends go on from what a reopened layout holds, never back.
+	s.written.Store(log.Bytes())
+	return s
 }
 
 // Append stores the batches one partition after another, as Kafka's

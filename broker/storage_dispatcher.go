@@ -45,6 +45,16 @@ func openDispatcherStorage(cfg Config, live func(topic string) (commitlog.TopicI
 	return &dispatcherStorage{d: d, log: d.Log(), live: live}, nil
 }
 
+// OpenStorage opens the unified log of cfg.DataDir as a Storage on its
+// own, without a broker: every topic is live under its name with the zero
+// topic id, and retention has no floor but the dispatched offset. (Start
+// instead ties each topic to its incarnation in the metadata and adds the
+// group coordinator's floor.) The conformance suite, package storagetest,
+// runs over it.
+func OpenStorage(cfg Config) (Storage, error) {
+	return openDispatcherStorage(cfg, func(string) (commitlog.TopicID, bool) { return commitlog.TopicID{}, true }, nil)
+}
+
 // appendScratch is the commit log's view of one Append call, pooled so
 // that a produce request's append allocates nothing per partition.
 type appendScratch struct {

@@ -173,6 +173,20 @@ func (l *Log) Partitions() int {
 	return len(l.parts)
 }
 
+// Bytes is the size of the records held by every partition: what their
+// appends wrote, counted again at Open.
+func (l *Log) Bytes() int64 {
+	var n int64
+	for _, p := range l.partitions() {
+		p.mu.Lock()
+		for _, s := range p.segments {
+			n += s.size
+		}
+		p.mu.Unlock()
+	}
+	return n
+}
+
 // partitions is a snapshot of the open partitions, so that flushing them
 // does not hold the map lock.
 func (l *Log) partitions() []*partition {

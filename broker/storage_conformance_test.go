@@ -1,0 +1,30 @@
+package broker_test
+
+import (
+	"io"
+	"testing"
+
+	"github.com/sirupsen/logrus"
+
+	"github.com/unilog/unilog/broker"
+	"github.com/unilog/unilog/broker/storagetest"
+	"github.com/unilog/unilog/commitlog"
+)
+
+// TestStorageConformance runs the Storage suite over the unified log in
+// both flush modes.
+func TestStorageConformance(t *testing.T) {
+	for _, flush := range []commitlog.FlushMode{commitlog.FlushAsync, commitlog.FlushSync} {
+		t.Run(flush.String(), func(t *testing.T) {
+			storagetest.Run(t, func(t *testing.T, dir string) broker.Storage {
+				log := logrus.New()
+				log.SetOutput(io.Discard)
+				st, err := broker.OpenStorage(broker.Config{DataDir: dir, FileSize: 1 << 20, Flush: flush, Logger: log})
+				if err != nil {
+					t.Fatal(err)
+				}
+				return st
+			}, storagetest.Options{Scans: true, Deletes: true})
+		})
+	}
+}
