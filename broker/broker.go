@@ -15,6 +15,7 @@ import (
 
 	"github.com/unilog/unilog/commitlog"
 	"github.com/unilog/unilog/group"
+	"github.com/unilog/unilog/producerstate"
 )
 
 // Broker is one Kafka-protocol broker serving the unified log.
@@ -24,7 +25,7 @@ type Broker struct {
 	meta    MetadataStore
 	st      Storage
 	metrics *metrics
-	pids    *producerIDs
+	pids    *producerstate.IDs
 	// fetchSessions are the incremental fetch sessions (KIP-227).
 	fetchSessions *fetchSessions
 	// now is time.Now; tests move a fetch past its deadline with it.
@@ -115,7 +116,7 @@ func start(cfg Config, wrap func(Storage) Storage) (*Broker, error) {
 		fetchSessions: newFetchSessions(maxFetchSessions, maxSessionPartitions),
 		now:           time.Now,
 	}
-	b.pids = newProducerIDs(meta)
+	b.pids = producerstate.NewIDs(meta)
 	live := func(topic string) (commitlog.TopicID, bool) {
 		t, ok := meta.Topic(topic)
 		return t.RecordID(), ok

@@ -117,43 +117,25 @@
 // has indexed the append, so a record is fetchable and counted in the high
 // watermark once its producer has been told its offset.
 //
-// Idempotent producers: InitProducerID hands out ids from blocks of 1000
-// reserved durably in the metadata store (never reused across restarts) and
-// bumps the epoch of a producer that presents its id (KIP-360). Per
-// partition and producer the last 5 batches (first/last sequence, base
-// offset, physical end) are kept: a batch equal to one of them is not stored
-// again and is answered with the original base offset once the original is
-// as durable as the acks level asks (it waits on the original's end, so a
-// retry never overtakes the original's flush, and gets its flush error); a
-// newer epoch must start at sequence 0; otherwise the first sequence must
-// follow the last batch (OUT_OF_ORDER_SEQUENCE_NUMBER); an older epoch gets
+// Idempotent producers: InitProducerID hands out ids from blocks reserved
+// durably in the metadata store and bumps the epoch of a producer that
+// presents its id (KIP-360). The sequence rules, the ids and the
+// snapshot's format are package producerstate's; here a batch that is a
+// retry of one of its producer's last 5 is not stored again and is
+// answered with the original base offset once the original is as durable
+// as the acks level asks (it waits on the original's end, so a retry never
+// overtakes the original's flush, and gets its flush error); a refused
+// sequence is OUT_OF_ORDER_SEQUENCE_NUMBER, an older epoch
 // INVALID_PRODUCER_EPOCH.
 //
-// # Producer-state snapshot, version 2
+// # Producer-state snapshot
 //
-// As Kafka's producer-state snapshots: <data>/producer-state holds that
-// state as of a commit-log position, so a start rebuilds it exactly from the
-// snapshot plus the idempotent batches stored after it (stored batches carry
-// producer id, epoch and first sequence), however long a producer was idle.
-// It is rewritten (producer-state.tmp, fsync, rename, fsync of the
-// directory) every 10 s while the state changes and at Close, after the
-// last request, so a clean start replays nothing. All integers big-endian:
-//
-//	0   uint32 Magic       0x55505354 ("UPST")
-//	4   uint16 Version     2
-//	6   uint16 Reserved    0
-//	8   int64  LogOffset   every idempotent batch stored below it is in the snapshot
-//	16  uint32 Partitions, then per partition:
-//	      uint16 topic length, topic, [16]byte topic id (the incarnation's
-//	      commitlog.TopicID), int32 partition, uint32 producers,
-//	      then per producer: int64 id, int16 epoch, uint8 batches (1..5),
-//	      then per batch, oldest first: int32 first sequence,
-//	      int32 last sequence, int64 base offset, int64 physical end
-//	end uint32 CRC32C      Castagnoli, over every byte before it
-//
-// It is a Sealed frame of internal/framed, and the metadata file below a
-// Prefixed one: both are checked in its one order (magic, length, CRC,
-// then version) before a field is read.
+// <data>/producer-state holds that state as of a commit-log position
+// (producerstate.Snapshot), so a start rebuilds it exactly from the
+// snapshot plus the idempotent batches stored after it, however long a
+// producer was idle. It is rewritten (producer-state.tmp, fsync, rename,
+// fsync of the directory) every 10 s while the state changes and at Close,
+// after the last request, so a clean start replays nothing.
 //
 // LogOffset is read before the partitions are copied, so batches appended
 // while copying may be in the snapshot too; loading drops the batches that
@@ -243,6 +225,8 @@
 //	                  "topics": [{"name", "id" (16 bytes), "partitions", "created_ms",
 //	                              "untagged_records" (true or absent)}]}
 //
+// It is a Prefixed frame of internal/framed, checked in its one order
+// (magic, length, CRC, then version) before the body is parsed.
 // Version 1 has the same layout without "untagged_records"; it was written
 // by builds whose commit-log records carried no topic id, so every topic
 // read from it is marked untagged (and written back as version 2). A build

@@ -294,14 +294,14 @@ func (b *Broker) appendGroup(sc *produceScratch, group []pendingBatch) (end int6
 	for i := range group {
 		pb := &group[i]
 		if pb.bi.producerID >= 0 {
-			switch res := pb.p.check(pb.bi); {
-			case res.err != nil:
-				pb.rp.ErrorCode = res.err.Code
+			switch orig, dup, err := pb.p.Check(pb.bi.producerBatch()); {
+			case err != nil:
+				pb.rp.ErrorCode = sequenceError(err).Code
 				continue
-			case res.duplicate:
-				pb.rp.BaseOffset = res.original.baseOffset
+			case dup:
+				pb.rp.BaseOffset = orig.Base
 				pb.rp.LogStartOffset, _ = b.st.Bounds(pb.sb.Topic, pb.sb.Partition)
-				end = max(end, res.original.end)
+				end = max(end, orig.End)
 				nbytes += len(pb.sb.Records)
 				continue
 			}
@@ -340,7 +340,7 @@ func (b *Broker) appendGroup(sc *produceScratch, group []pendingBatch) (end int6
 		pb := sc.refs[j]
 		pb.rp.BaseOffset, pb.rp.LogStartOffset = a.Base, a.LogStart
 		if pb.bi.producerID >= 0 {
-			pb.p.record(pb.bi, a.Base, a.End)
+			pb.p.Record(pb.bi.producerBatch(), a.Base, a.End)
 			b.producerChanges.Add(1)
 		}
 		records += int(pb.bi.numRecords)

@@ -13,6 +13,7 @@ import (
 
 	"github.com/unilog/unilog/commitlog"
 	"github.com/unilog/unilog/dispatcher"
+	"github.com/unilog/unilog/producerstate"
 )
 
 // A follower keeps the idempotent-producer state of the log it replicates
@@ -71,14 +72,14 @@ func (b *Broker) catchUpLocked() error {
 
 // copyReplicaProducers catches a follower's state up and copies it; it
 // reports false on a node that is not following. snapMu held.
-func (b *Broker) copyReplicaProducers() (producerSnapshot, bool, error) {
+func (b *Broker) copyReplicaProducers() (producerstate.Snapshot, bool, error) {
 	b.replica.mu.Lock()
 	defer b.replica.mu.Unlock()
 	if b.replica.parts == nil {
-		return producerSnapshot{}, false, nil
+		return producerstate.Snapshot{}, false, nil
 	}
 	if err := b.catchUpLocked(); err != nil {
-		return producerSnapshot{}, true, err
+		return producerstate.Snapshot{}, true, err
 	}
 	return b.copyProducers(b.replica.replayed, b.replica.parts), true, nil
 }
@@ -185,14 +186,14 @@ func (b *Broker) changeLog(op string, change func(d *dispatcher.Dispatcher) erro
 // dropSnapshotPast deletes the producer-state snapshot if it was taken
 // past the log offset to. snapMu held.
 func (b *Broker) dropSnapshotPast(to int64) error {
-	path := filepath.Join(b.cfg.DataDir, producerSnapshotFile)
+	path := filepath.Join(b.cfg.DataDir, producerstate.FileName)
 	raw, err := os.ReadFile(path)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil
 	}
 	if err == nil {
-		var s producerSnapshot
-		if s, err = decodeProducerSnapshot(raw); err == nil && s.logOffset <= to {
+		var s producerstate.Snapshot
+		if s, err = producerstate.Decode(raw); err == nil && s.LogOffset <= to {
 			return nil
 		}
 	}

@@ -9,6 +9,8 @@ import (
 	"github.com/sirupsen/logrus"
 	"github.com/sirupsen/logrus/hooks/test"
 	"github.com/twmb/franz-go/pkg/kerr"
+
+	"github.com/unilog/unilog/producerstate"
 )
 
 // TestPromoteCatchesUpProducerState: a follower keeps the idempotent
@@ -87,7 +89,7 @@ func TestPromoteCatchesUpProducerState(t *testing.T) {
 				t.Fatalf("Promote: %v", err)
 			}
 			if tc.cut && !tc.snapAtCut {
-				if _, err := os.Stat(filepath.Join(followerDir, producerSnapshotFile)); err == nil {
+				if _, err := os.Stat(filepath.Join(followerDir, producerstate.FileName)); err == nil {
 					t.Fatal("a snapshot taken past the cut survived it")
 				}
 			}

@@ -1,7 +1,6 @@
 package broker
 
 import (
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -14,108 +13,16 @@ import (
 
 	"github.com/unilog/unilog/commitlog"
 	"github.com/unilog/unilog/internal/fileops"
-	"github.com/unilog/unilog/internal/framed"
+	"github.com/unilog/unilog/producerstate"
 )
 
-// The producer-state snapshot (format in the package doc) lets a restart
-// rebuild idempotence exactly without reading the whole log: state as of a
-// log position, plus the records stored after it.
+// The producer-state snapshot (format in package producerstate) lets a
+// restart rebuild idempotence exactly without reading the whole log: state
+// as of a log position, plus the records stored after it. It is rewritten
+// every producerSnapshotInterval while the state changes and at Close,
+// after the last request, so a clean start replays nothing.
 
-const (
-	producerSnapshotFile     = "producer-state"
-	producerSnapshotVersion  = 2
-	producerSnapshotInterval = 10 * time.Second
-)
-
-// producerSnapshotFormat frames the snapshot (layout in the package doc);
-// version 1 named no topic incarnations.
-var producerSnapshotFormat = framed.Format{Name: "producer-state snapshot", Magic: "UPST", Version: producerSnapshotVersion, Oldest: 1, Shape: framed.Sealed}
-
-// errProducerSnapshot marks a snapshot file that fails a check; the broker
-// then rebuilds from the whole log.
-var errProducerSnapshot = errors.New("broker: producer-state snapshot corrupt")
-
-type producerSnapshot struct {
-	version   uint16
-	logOffset int64
-	parts     []partitionSnapshot
-}
-
-type partitionSnapshot struct {
-	tp topicPartition
-	// id is the incarnation the state belongs to (TopicMeta.RecordID); a
-	// version 1 snapshot has none and decodes to the zero id.
-	id        commitlog.TopicID
-	producers map[int64]*producerSeq
-}
-
-func encodeProducerSnapshot(s producerSnapshot) []byte {
-	b := binary.BigEndian.AppendUint16(nil, 0) // reserved
-	b = binary.BigEndian.AppendUint64(b, uint64(s.logOffset))
-	b = binary.BigEndian.AppendUint32(b, uint32(len(s.parts)))
-	for _, p := range s.parts {
-		b = binary.BigEndian.AppendUint16(b, uint16(len(p.tp.topic)))
-		b = append(b, p.tp.topic...)
-		b = append(b, p.id[:]...)
-		b = binary.BigEndian.AppendUint32(b, uint32(p.tp.partition))
-		b = binary.BigEndian.AppendUint32(b, uint32(len(p.producers)))
-		for id, ps := range p.producers {
-			b = binary.BigEndian.AppendUint64(b, uint64(id))
-			b = binary.BigEndian.AppendUint16(b, uint16(ps.epoch))
-			b = append(b, byte(len(ps.batches)))
-			for _, sb := range ps.batches {
-				b = binary.BigEndian.AppendUint32(b, uint32(sb.firstSeq))
-				b = binary.BigEndian.AppendUint32(b, uint32(sb.lastSeq))
-				b = binary.BigEndian.AppendUint64(b, uint64(sb.baseOffset))
-				b = binary.BigEndian.AppendUint64(b, uint64(sb.end))
-			}
-		}
-	}
-	return producerSnapshotFormat.Append(nil, b)
-}
-
-func decodeProducerSnapshot(b []byte) (producerSnapshot, error) {
-	v, payload, err := producerSnapshotFormat.Decode(b)
-	if err != nil {
-		return producerSnapshot{}, fmt.Errorf("%w: %w", errProducerSnapshot, err)
-	}
-	r := framed.NewReader(payload)
-	r.U16() // reserved
-	s := producerSnapshot{version: v, logOffset: int64(r.U64())}
-	nparts := r.U32()
-	for i := uint32(0); i < nparts && r.Err() == nil; i++ {
-		var p partitionSnapshot
-		p.tp.topic = string(r.Bytes(int(r.U16())))
-		if v >= 2 {
-			copy(p.id[:], r.Bytes(commitlog.TopicIDSize))
-		}
-		p.tp.partition = int32(r.U32())
-		nprod := r.U32()
-		p.producers = make(map[int64]*producerSeq, min(nprod, uint32(r.Len()/11)))
-		for j := uint32(0); j < nprod && r.Err() == nil; j++ {
-			id := int64(r.U64())
-			ps := &producerSeq{epoch: int16(r.U16())}
-			n := r.U8()
-			if n == 0 || n > dedupWindow {
-				return producerSnapshot{}, fmt.Errorf("%w: producer %d of %s/%d has %d batches", errProducerSnapshot, id, p.tp.topic, p.tp.partition, n)
-			}
-			for range n {
-				ps.batches = append(ps.batches, seqBatch{
-					firstSeq:   int32(r.U32()),
-					lastSeq:    int32(r.U32()),
-					baseOffset: int64(r.U64()),
-					end:        int64(r.U64()),
-				})
-			}
-			p.producers[id] = ps
-		}
-		s.parts = append(s.parts, p)
-	}
-	if r.Done() != nil {
-		return producerSnapshot{}, fmt.Errorf("%w: its length does not match its counts", errProducerSnapshot)
-	}
-	return s, nil
-}
+const producerSnapshotInterval = 10 * time.Second
 
 // snapshotProducers writes the producer state of every partition. A
 // leader's is its live state: the log offset is read before any partition
@@ -137,26 +44,22 @@ func (b *Broker) snapshotProducers() error {
 		b.partsMu.Unlock()
 		s = b.copyProducers(logOffset, parts)
 	}
-	return fileops.ReplaceFile(fileops.OS{}, filepath.Join(b.cfg.DataDir, producerSnapshotFile), encodeProducerSnapshot(s), 0o644)
+	return fileops.ReplaceFile(fileops.OS{}, filepath.Join(b.cfg.DataDir, producerstate.FileName), s.Encode(), 0o644)
 }
 
 // copyProducers copies the state of parts as a snapshot at logOffset.
 // topicMu is held shared while copying so that no topic is deleted and
 // created again between reading a partition's state and the incarnation
 // it is filed under.
-func (b *Broker) copyProducers(logOffset int64, parts map[topicPartition]*partitionState) producerSnapshot {
-	s := producerSnapshot{version: producerSnapshotVersion, logOffset: logOffset}
+func (b *Broker) copyProducers(logOffset int64, parts map[topicPartition]*partitionState) producerstate.Snapshot {
+	s := producerstate.Snapshot{Version: producerstate.Version, LogOffset: logOffset}
 	b.topicMu.RLock()
 	defer b.topicMu.RUnlock()
 	for tp, p := range parts {
 		m, live := b.meta.Topic(tp.topic)
 		p.mu.Lock()
-		if live && len(p.producers) > 0 {
-			cp := make(map[int64]*producerSeq, len(p.producers))
-			for id, ps := range p.producers {
-				cp[id] = &producerSeq{epoch: ps.epoch, batches: append([]seqBatch(nil), ps.batches...)}
-			}
-			s.parts = append(s.parts, partitionSnapshot{tp: tp, id: m.RecordID(), producers: cp})
+		if live && len(p.Producers) > 0 {
+			s.Parts = append(s.Parts, producerstate.PartitionSnapshot{Topic: tp.topic, Partition: tp.partition, ID: m.RecordID(), State: p.Clone()})
 		}
 		p.mu.Unlock()
 	}
@@ -215,17 +118,20 @@ func (b *Broker) loadProducers() error {
 // slower but exact.
 func (b *Broker) readProducerSnapshot() (map[topicPartition]*partitionState, int64) {
 	parts := make(map[topicPartition]*partitionState)
-	path := filepath.Join(b.cfg.DataDir, producerSnapshotFile)
+	path := filepath.Join(b.cfg.DataDir, producerstate.FileName)
 	raw, err := os.ReadFile(path)
-	var s producerSnapshot
+	var s producerstate.Snapshot
 	if err == nil {
-		s, err = decodeProducerSnapshot(raw)
+		s, err = producerstate.Decode(raw)
 	}
 	if err == nil {
-		err = s.within(b.st.WriteOffset())
+		err = s.Within(b.st.WriteOffset())
 	}
 	if err == nil {
-		err = s.tellsIncarnations(b.meta)
+		err = s.TellsIncarnations(func(topic string) bool {
+			m, ok := b.meta.Topic(topic)
+			return ok && !m.UntaggedRecords
+		})
 	}
 	switch {
 	case err == nil:
@@ -235,31 +141,15 @@ func (b *Broker) readProducerSnapshot() (map[topicPartition]*partitionState, int
 		b.log.WithFields(logrus.Fields{"file": path, "error": err}).Warn("producer-state snapshot not used; rebuilding idempotence from the whole log")
 		return parts, 0
 	}
-	for _, p := range s.parts {
-		if !b.liveIncarnation(p.tp.topic, p.id) {
+	for _, p := range s.Parts {
+		if !b.liveIncarnation(p.Topic, p.ID) {
 			continue
 		}
-		if producers := through(p.producers, s.logOffset); len(producers) > 0 {
-			parts[p.tp] = &partitionState{producers: producers}
+		if p.State.Through(s.LogOffset) {
+			parts[topicPartition{p.Topic, p.Partition}] = &partitionState{Partition: p.State}
 		}
 	}
-	return parts, s.logOffset
-}
-
-// through drops the batches stored past logOffset (a leader's snapshot
-// may hold some appended while it was copied): replaying from logOffset
-// adds them back if the log still holds them, and only then.
-func through(producers map[int64]*producerSeq, logOffset int64) map[int64]*producerSeq {
-	for id, ps := range producers {
-		n := len(ps.batches)
-		for n > 0 && ps.batches[n-1].end > logOffset {
-			n--
-		}
-		if ps.batches = ps.batches[:n]; n == 0 {
-			delete(producers, id)
-		}
-	}
-	return producers
+	return parts, s.LogOffset
 }
 
 // replayProducers applies every idempotent batch stored from the log
@@ -279,7 +169,7 @@ func (b *Broker) replayProducers(parts map[topicPartition]*partitionState, from 
 			p = &partitionState{}
 			parts[tp] = p
 		}
-		p.replay(bi, base, recEnd)
+		p.Replay(bi.producerBatch(), base, recEnd)
 		batches++
 	})
 	return batches, end, err
@@ -289,35 +179,4 @@ func (b *Broker) replayProducers(parts map[topicPartition]*partitionState, from 
 func (b *Broker) liveIncarnation(topic string, id commitlog.TopicID) bool {
 	m, ok := b.meta.Topic(topic)
 	return ok && m.RecordID() == id
-}
-
-// tellsIncarnations refuses a version 1 snapshot holding state of a topic
-// whose records carry ids: its entries name no incarnation, so they may be
-// a deleted one's. Entries of topics with untagged records, or of topics
-// gone, are unambiguous.
-func (s producerSnapshot) tellsIncarnations(meta MetadataStore) error {
-	if s.version >= 2 {
-		return nil
-	}
-	for _, p := range s.parts {
-		if m, ok := meta.Topic(p.tp.topic); ok && !m.UntaggedRecords {
-			return fmt.Errorf("%w: version 1 names no incarnation of topic %s", errProducerSnapshot, p.tp.topic)
-		}
-	}
-	return nil
-}
-
-// within checks that the snapshot describes only data the log holds.
-func (s producerSnapshot) within(writeOffset int64) error {
-	if s.logOffset > writeOffset {
-		return fmt.Errorf("%w: taken at log offset %d, the log ends at %d", errProducerSnapshot, s.logOffset, writeOffset)
-	}
-	for _, p := range s.parts {
-		for id, ps := range p.producers {
-			if end := ps.batches[len(ps.batches)-1].end; end > writeOffset || end < 0 {
-				return fmt.Errorf("%w: producer %d of %s/%d ends at log offset %d, the log ends at %d", errProducerSnapshot, id, p.tp.topic, p.tp.partition, end, writeOffset)
-			}
-		}
-	}
-	return nil
 }

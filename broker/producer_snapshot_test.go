@@ -1,9 +1,7 @@
 package broker
 
 import (
-	"bytes"
 	"encoding/binary"
-	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -16,62 +14,8 @@ import (
 
 	"github.com/unilog/unilog/commitlog"
 	"github.com/unilog/unilog/internal/framed"
+	"github.com/unilog/unilog/producerstate"
 )
-
-func TestProducerSnapshotFormat(t *testing.T) {
-	s := producerSnapshot{version: producerSnapshotVersion, logOffset: 4096, parts: []partitionSnapshot{{
-		tp: topicPartition{"orders", 3},
-		id: commitlog.TopicID{1, 2, 3},
-		producers: map[int64]*producerSeq{
-			7: {epoch: 2, batches: []seqBatch{{0, 4, 10, 900}, {5, 5, 15, 1000}}},
-		},
-	}}}
-	good := encodeProducerSnapshot(s)
-	got, err := decodeProducerSnapshot(good)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if got.logOffset != 4096 || len(got.parts) != 1 || got.parts[0].tp != s.parts[0].tp || got.parts[0].id != s.parts[0].id {
-		t.Fatalf("decoded %+v", got)
-	}
-	if ps := got.parts[0].producers[7]; ps == nil || ps.epoch != 2 || len(ps.batches) != 2 || ps.batches[1] != (seqBatch{5, 5, 15, 1000}) {
-		t.Fatalf("decoded producer %+v", got.parts[0].producers[7])
-	}
-	for _, tc := range []struct {
-		name string
-		edit func([]byte) []byte
-	}{
-		{"empty", func([]byte) []byte { return nil }},
-		{"truncated", func(b []byte) []byte { return b[:len(b)-9] }},
-		{"bit flip", func(b []byte) []byte { b[30] ^= 1; return b }},
-		{"bad magic", func(b []byte) []byte { b[0] = 'X'; return reCRC(b) }},
-		{"newer version", func(b []byte) []byte { b[5] = producerSnapshotVersion + 1; return reCRC(b) }},
-		{"version 0", func(b []byte) []byte { b[5] = 0; return reCRC(b) }},
-		{"count beyond the data", func(b []byte) []byte { b[19] = 9; return reCRC(b) }},
-		{"trailing bytes", func(b []byte) []byte { return reCRC(append(b[:len(b)-4:len(b)-4], 0, 0, 0, 0, 0)) }},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			if _, err := decodeProducerSnapshot(tc.edit(bytes.Clone(good))); !errors.Is(err, errProducerSnapshot) {
-				t.Fatalf("decode: %v, want errProducerSnapshot", err)
-			}
-		})
-	}
-}
-
-// TestProducerSnapshotVersion1 reads testdata/producer-state-v1, written
-// by the version 1 encoder: its entries carry no topic id.
-func TestProducerSnapshotVersion1(t *testing.T) {
-	got, err := decodeProducerSnapshot(readFile(t, filepath.Join("testdata", "producer-state-v1")))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if got.version != 1 || got.logOffset != 4096 || len(got.parts) != 1 || got.parts[0].tp != (topicPartition{"orders", 3}) || !got.parts[0].id.IsZero() {
-		t.Fatalf("decoded %+v", got)
-	}
-	if ps := got.parts[0].producers[7]; ps == nil || ps.epoch != 2 || len(ps.batches) != 2 || ps.batches[1] != (seqBatch{5, 5, 15, 1000}) {
-		t.Fatalf("decoded producer %+v", got.parts[0].producers[7])
-	}
-}
 
 // checkSnapshotWarning fails unless the broker warned that it did not use
 // the snapshot exactly when want.
@@ -87,17 +31,6 @@ func checkSnapshotWarning(t *testing.T, hook *test.Hook, want bool) {
 		t.Fatalf("warning about the snapshot logged: %v, want %v", warned, want)
 	}
 }
-
-// reCRC recomputes the trailing CRC of an edited snapshot, so the check
-// under test is the one after the CRC.
-func reCRC(b []byte) []byte { return appendCRC(b[:len(b)-4]) }
-
-// appendCRC appends the CRC32C of b, a snapshot's last field.
-func appendCRC(b []byte) []byte { return binary.BigEndian.AppendUint32(b, framed.Checksum(b)) }
-
-// producerSnapshotHeader is where a snapshot's partitions start: magic,
-// version, reserved, log offset, partition count.
-const producerSnapshotHeader = 20
 
 // TestIdempotenceAcrossRestart: a producer whose last batch is more than
 // 256 batches back retries after a restart and is deduplicated, whether the
@@ -128,23 +61,23 @@ func TestIdempotenceAcrossRestart(t *testing.T) {
 			}
 		}},
 		{name: "snapshot ahead of the log", warn: true, tamper: func(t *testing.T, path string, _ []byte, pid int64, epoch int16) {
-			s, err := decodeProducerSnapshot(readFile(t, path))
+			s, err := producerstate.Decode(readFile(t, path))
 			if err != nil {
 				t.Fatal(err)
 			}
 			// A batch with sequence 1 the log lost in a crash: trusting it
 			// would swallow the producer's real next batch as a duplicate.
-			for _, p := range s.parts {
-				if ps := p.producers[pid]; ps != nil {
-					ps.batches = append(ps.batches, seqBatch{firstSeq: 1, lastSeq: 1, baseOffset: 1000, end: s.logOffset + 1<<20})
+			for _, p := range s.Parts {
+				if ps := p.State.Producers[pid]; ps != nil {
+					ps.Batches = append(ps.Batches, producerstate.Stored{FirstSeq: 1, LastSeq: 1, Base: 1000, End: s.LogOffset + 1<<20})
 				}
 			}
-			writeFile(t, path, encodeProducerSnapshot(s))
+			writeFile(t, path, s.Encode())
 		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			cfg := testConfig(t, t.TempDir())
-			path := filepath.Join(cfg.DataDir, producerSnapshotFile)
+			path := filepath.Join(cfg.DataDir, producerstate.FileName)
 			b, cl, pid, epoch := startIdempotent(t, cfg)
 			if err := b.snapshotProducers(); err != nil {
 				t.Fatal(err)
@@ -227,7 +160,7 @@ func TestProducerStateOfRecreatedTopic(t *testing.T) {
 			}
 		}},
 		{name: "version 1 snapshot before the delete", warn: true, tamper: func(t *testing.T, path string, old []byte) {
-			s, err := decodeProducerSnapshot(old)
+			s, err := producerstate.Decode(old)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -236,7 +169,7 @@ func TestProducerStateOfRecreatedTopic(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			cfg := testConfig(t, t.TempDir())
-			path := filepath.Join(cfg.DataDir, producerSnapshotFile)
+			path := filepath.Join(cfg.DataDir, producerstate.FileName)
 			b, cl, pid, epoch := startIdempotent(t, cfg)
 			for seq, v := range []string{"old-0", "old-1"} {
 				if r := rawProduce(t, cl, "idem", 0, rawBatch(pid, epoch, int32(seq), v)); r.ErrorCode != 0 || r.BaseOffset != int64(seq) {
@@ -266,7 +199,7 @@ func TestProducerStateOfRecreatedTopic(t *testing.T) {
 			log, hook := test.NewNullLogger()
 			cfg.Logger = log
 			b = startBroker(t, cfg)
-			if ps := b.partition("idem", 0).producers; len(ps) != 0 {
+			if ps := b.partition("idem", 0).Producers; len(ps) != 0 {
 				t.Fatalf("the re-created topic starts with the old incarnation's producers: %v", ps)
 			}
 			cl = newClient(t, b.Addr())
@@ -282,17 +215,20 @@ func TestProducerStateOfRecreatedTopic(t *testing.T) {
 }
 
 // encodeProducerSnapshotV1 writes s as version 1 did: no topic ids.
-func encodeProducerSnapshotV1(s producerSnapshot) []byte {
-	b := encodeProducerSnapshot(producerSnapshot{logOffset: s.logOffset})
+// producerSnapshotHeader is where a snapshot's partitions start (magic,
+// version, reserved, log offset, partition count).
+func encodeProducerSnapshotV1(s producerstate.Snapshot) []byte {
+	const producerSnapshotHeader = 20
+	b := producerstate.Snapshot{LogOffset: s.LogOffset}.Encode()
 	b = b[:len(b)-4]
 	binary.BigEndian.PutUint16(b[4:], 1)
-	binary.BigEndian.PutUint32(b[16:], uint32(len(s.parts)))
-	for _, p := range s.parts {
-		one := encodeProducerSnapshot(producerSnapshot{parts: []partitionSnapshot{p}})
+	binary.BigEndian.PutUint32(b[16:], uint32(len(s.Parts)))
+	for _, p := range s.Parts {
+		one := producerstate.Snapshot{Parts: []producerstate.PartitionSnapshot{p}}.Encode()
 		entry := one[producerSnapshotHeader : len(one)-4]
-		n := 2 + len(p.tp.topic)
+		n := 2 + len(p.Topic)
 		b = append(b, entry[:n]...)
 		b = append(b, entry[n+commitlog.TopicIDSize:]...)
 	}
-	return appendCRC(b)
+	return binary.BigEndian.AppendUint32(b, framed.Checksum(b))
 }

@@ -3,42 +3,11 @@ package broker
 import (
 	"context"
 	"math"
-	"sync"
 
 	"github.com/sirupsen/logrus"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
-
-// producerIDBlock is how many producer ids one metadata write reserves.
-const producerIDBlock = 1000
-
-// producerIDs hands out producer ids from durably reserved blocks, so an id
-// is never reused after a restart (that would confuse sequence state
-// rebuilt from the log).
-type producerIDs struct {
-	meta MetadataStore
-
-	mu        sync.Mutex
-	next, end int64
-}
-
-func newProducerIDs(meta MetadataStore) *producerIDs { return &producerIDs{meta: meta} }
-
-func (p *producerIDs) allocate() (int64, error) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.next == p.end {
-		first, err := p.meta.ReserveProducerIDs(producerIDBlock)
-		if err != nil {
-			return 0, err
-		}
-		p.next, p.end = first, first+producerIDBlock
-	}
-	id := p.next
-	p.next++
-	return id, nil
-}
 
 // A producer id alone writes nothing, so any principal may ask for one;
 // each Produce is checked. Transactional ids are refused by the handler.
@@ -63,7 +32,7 @@ func (b *Broker) handleInitProducerID(_ context.Context, _ *conn, kreq kmsg.Requ
 		resp.ProducerEpoch = req.ProducerEpoch + 1
 		return resp, nil
 	}
-	id, err := b.pids.allocate()
+	id, err := b.pids.Allocate()
 	if err != nil {
 		b.log.WithFields(logrus.Fields{"api": "InitProducerID", "error": err}).Error("cannot reserve producer ids")
 		resp.ErrorCode = kerr.KafkaStorageError.Code

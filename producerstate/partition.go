@@ -1,0 +1,141 @@
+package producerstate
+
+import (
+	"errors"
+	"math"
+)
+
+// DedupWindow is how many recent batches per producer and partition are
+// remembered, as Kafka: a client retries at most 5 in-flight batches.
+const DedupWindow = 5
+
+// The outcomes of Check that refuse a batch; the broker answers them with
+// Kafka's INVALID_PRODUCER_EPOCH and OUT_OF_ORDER_SEQUENCE_NUMBER.
+var (
+	ErrInvalidEpoch       = errors.New("producerstate: producer epoch older than the last seen")
+	ErrOutOfOrderSequence = errors.New("producerstate: sequence does not follow the last batch")
+)
+
+// Batch is what an idempotent batch says of its producer.
+type Batch struct {
+	ProducerID int64
+	Epoch      int16
+	FirstSeq   int32
+	Records    int32
+}
+
+// LastSeq is the sequence of the batch's last record.
+func (b Batch) LastSeq() int32 { return addSeq(b.FirstSeq, b.Records-1) }
+
+// addSeq is seq+n as Kafka counts sequences: past math.MaxInt32 they go on
+// from 0 (DefaultRecordBatch.incrementSequence), not from math.MinInt32.
+func addSeq(seq, n int32) int32 {
+	if seq > math.MaxInt32-n {
+		return n - (math.MaxInt32 - seq) - 1
+	}
+	return seq + n
+}
+
+// Stored is an appended batch, what a retry of it is answered with.
+type Stored struct {
+	FirstSeq, LastSeq int32
+	Base              int64
+	// End is the physical end of the stored record, which a retry of the
+	// batch waits on before it is acknowledged like the original.
+	End int64
+}
+
+// Producer is one producer's recent batches in one partition.
+type Producer struct {
+	Epoch   int16
+	Batches []Stored // oldest first, at most DedupWindow
+}
+
+// Partition is the idempotent producers of one partition. It is not safe
+// for concurrent use: the broker serializes a partition's appends.
+type Partition struct {
+	Producers map[int64]*Producer
+}
+
+// Check validates an idempotent batch against its producer's history: dup
+// reports a retry of orig, err a batch to refuse.
+func (p *Partition) Check(b Batch) (orig Stored, dup bool, err error) {
+	ps, ok := p.Producers[b.ProducerID]
+	if !ok {
+		return Stored{}, false, nil
+	}
+	switch {
+	case b.Epoch < ps.Epoch:
+		return Stored{}, false, ErrInvalidEpoch
+	case b.Epoch > ps.Epoch:
+		if b.FirstSeq != 0 {
+			return Stored{}, false, ErrOutOfOrderSequence
+		}
+		return Stored{}, false, nil
+	}
+	last := b.LastSeq()
+	for _, sb := range ps.Batches {
+		if sb.FirstSeq == b.FirstSeq && sb.LastSeq == last {
+			return sb, true, nil
+		}
+	}
+	if n := len(ps.Batches); n > 0 && b.FirstSeq != addSeq(ps.Batches[n-1].LastSeq, 1) {
+		return Stored{}, false, ErrOutOfOrderSequence
+	}
+	return Stored{}, false, nil
+}
+
+// Record remembers an appended batch.
+func (p *Partition) Record(b Batch, base, end int64) {
+	if p.Producers == nil {
+		p.Producers = make(map[int64]*Producer)
+	}
+	ps, ok := p.Producers[b.ProducerID]
+	if !ok || b.Epoch != ps.Epoch {
+		ps = &Producer{Epoch: b.Epoch}
+		p.Producers[b.ProducerID] = ps
+	}
+	if len(ps.Batches) == DedupWindow {
+		copy(ps.Batches, ps.Batches[1:])
+		ps.Batches = ps.Batches[:DedupWindow-1]
+	}
+	ps.Batches = append(ps.Batches, Stored{FirstSeq: b.FirstSeq, LastSeq: b.LastSeq(), Base: base, End: end})
+}
+
+// Replay applies a batch read back from the log unless the state already
+// holds it or a later batch of its producer (a snapshot may have been taken
+// after some of the records it is replayed with).
+func (p *Partition) Replay(b Batch, base, end int64) {
+	if ps, ok := p.Producers[b.ProducerID]; ok {
+		if n := len(ps.Batches); n > 0 && ps.Batches[n-1].Base >= base {
+			return
+		}
+	}
+	p.Record(b, base, end)
+}
+
+// Clone copies the state, for a snapshot taken while appends go on.
+func (p *Partition) Clone() Partition {
+	c := Partition{Producers: make(map[int64]*Producer, len(p.Producers))}
+	for id, ps := range p.Producers {
+		c.Producers[id] = &Producer{Epoch: ps.Epoch, Batches: append([]Stored(nil), ps.Batches...)}
+	}
+	return c
+}
+
+// Through drops the batches stored past logOffset (a leader's snapshot may
+// hold some appended while it was copied): replaying from logOffset adds
+// them back if the log still holds them, and only then. It reports whether
+// any producer is left.
+func (p *Partition) Through(logOffset int64) bool {
+	for id, ps := range p.Producers {
+		n := len(ps.Batches)
+		for n > 0 && ps.Batches[n-1].End > logOffset {
+			n--
+		}
+		if ps.Batches = ps.Batches[:n]; n == 0 {
+			delete(p.Producers, id)
+		}
+	}
+	return len(p.Producers) > 0
+}

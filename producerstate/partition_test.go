@@ -1,0 +1,122 @@
+package producerstate
+
+import (
+	"errors"
+	"math"
+	"testing"
+)
+
+// TestCheck walks one producer through Kafka's sequence rules, each step
+// checked and, when accepted, recorded.
+func TestCheck(t *testing.T) {
+	var p Partition
+	type step struct {
+		name    string
+		b       Batch
+		dupBase int64 // >= 0: a duplicate of the batch stored there
+		err     error
+	}
+	base := int64(0)
+	for _, s := range []step{
+		{"first batch of a new producer", Batch{1, 0, 0, 5}, -1, nil},
+		{"next in sequence", Batch{1, 0, 5, 3}, -1, nil},
+		{"retry of the first", Batch{1, 0, 0, 5}, 0, nil},
+		{"retry of the last", Batch{1, 0, 5, 3}, 5, nil},
+		{"gap", Batch{1, 0, 9, 1}, -1, ErrOutOfOrderSequence},
+		{"overlap that is no retry", Batch{1, 0, 6, 2}, -1, ErrOutOfOrderSequence},
+		{"older epoch", Batch{1, -1, 8, 1}, -1, ErrInvalidEpoch},
+		{"newer epoch not at 0", Batch{1, 1, 8, 1}, -1, ErrOutOfOrderSequence},
+		{"newer epoch at 0", Batch{1, 1, 0, 2}, -1, nil},
+		{"other producer, any sequence", Batch{2, 0, 77, 1}, -1, nil},
+	} {
+		orig, dup, err := p.Check(s.b)
+		switch {
+		case !errors.Is(err, s.err):
+			t.Fatalf("%s: error %v, want %v", s.name, err, s.err)
+		case dup != (s.dupBase >= 0) || dup && orig.Base != s.dupBase:
+			t.Fatalf("%s: duplicate %v of %+v, want base %d", s.name, dup, orig, s.dupBase)
+		case err == nil && !dup:
+			p.Record(s.b, base, base*10+100)
+			base += int64(s.b.Records)
+		}
+	}
+	if ps := p.Producers[1]; ps.Epoch != 1 || len(ps.Batches) != 1 {
+		t.Fatalf("a new epoch keeps only its own batches: %+v", ps)
+	}
+}
+
+func TestDedupWindow(t *testing.T) {
+	var p Partition
+	for i := int32(0); i < DedupWindow+2; i++ {
+		p.Record(Batch{1, 0, i, 1}, int64(i), int64(i)+1)
+	}
+	if n := len(p.Producers[1].Batches); n != DedupWindow {
+		t.Fatalf("%d batches kept, want %d", n, DedupWindow)
+	}
+	if _, dup, _ := p.Check(Batch{1, 0, 1, 1}); dup {
+		t.Fatal("a batch older than the window is still a duplicate")
+	}
+	if orig, dup, _ := p.Check(Batch{1, 0, 2, 1}); !dup || orig.Base != 2 {
+		t.Fatalf("the oldest batch in the window: %+v, %v", orig, dup)
+	}
+}
+
+func TestSequenceWraps(t *testing.T) {
+	b := Batch{ProducerID: 1, FirstSeq: math.MaxInt32 - 1, Records: 3}
+	if got := b.LastSeq(); got != 0 {
+		t.Fatalf("last sequence %d, want 0 after the wrap", got)
+	}
+	var p Partition
+	p.Record(b, 0, 10)
+	if _, _, err := p.Check(Batch{ProducerID: 1, FirstSeq: 1, Records: 1}); err != nil {
+		t.Fatalf("the batch after the wrap: %v", err)
+	}
+	var q Partition
+	q.Record(Batch{ProducerID: 1, FirstSeq: math.MaxInt32, Records: 1}, 0, 10)
+	if _, _, err := q.Check(Batch{ProducerID: 1, FirstSeq: 0, Records: 1}); err != nil {
+		t.Fatalf("sequence 0 after math.MaxInt32: %v", err)
+	}
+}
+
+func TestReplayAndThrough(t *testing.T) {
+	var p Partition
+	p.Record(Batch{1, 0, 0, 1}, 10, 100)
+	p.Replay(Batch{1, 0, 0, 1}, 10, 100)
+	p.Replay(Batch{1, 0, 1, 1}, 11, 200)
+	if n := len(p.Producers[1].Batches); n != 2 {
+		t.Fatalf("replay kept %d batches, want 2 (the first was held already)", n)
+	}
+	c := p.Clone()
+	if !c.Through(150) || len(c.Producers[1].Batches) != 1 {
+		t.Fatalf("through 150: %+v", c.Producers[1])
+	}
+	if len(p.Producers[1].Batches) != 2 {
+		t.Fatal("Through on a clone changed the original")
+	}
+	if c.Through(50) {
+		t.Fatalf("through 50 left %+v", c.Producers)
+	}
+}
+
+type reserver struct{ next, calls int64 }
+
+func (r *reserver) ReserveProducerIDs(n int64) (int64, error) {
+	r.calls++
+	first := r.next
+	r.next += n
+	return first, nil
+}
+
+func TestIDs(t *testing.T) {
+	r := &reserver{next: 5000}
+	ids := NewIDs(r)
+	for i := int64(0); i < idBlock+1; i++ {
+		id, err := ids.Allocate()
+		if err != nil || id != 5000+i {
+			t.Fatalf("id %d: %d, %v", i, id, err)
+		}
+	}
+	if r.calls != 2 {
+		t.Fatalf("%d reservations for %d ids, want 2", r.calls, idBlock+1)
+	}
+}

@@ -1,0 +1,144 @@
+package producerstate
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+
+	"github.com/unilog/unilog/commitlog"
+	"github.com/unilog/unilog/internal/framed"
+)
+
+// FileName is the snapshot file in a data directory.
+const FileName = "producer-state"
+
+// Version is the snapshot version written.
+const Version = 2
+
+var snapshotFormat = framed.Format{Name: "producer-state snapshot", Magic: "UPST", Version: Version, Oldest: 1, Shape: framed.Sealed}
+
+// ErrSnapshot marks a snapshot that fails a check; the broker then
+// rebuilds from the whole log.
+var ErrSnapshot = errors.New("producerstate: snapshot not usable")
+
+// Snapshot is the state of every partition as of a log position.
+type Snapshot struct {
+	Version   uint16 // as read; Encode writes Version
+	LogOffset int64  // every idempotent batch stored below it is in the snapshot
+	Parts     []PartitionSnapshot
+}
+
+// PartitionSnapshot is one partition's state in a snapshot.
+type PartitionSnapshot struct {
+	Topic     string
+	Partition int32
+	// ID is the incarnation the state belongs to (the topic id its records
+	// carry); a version 1 snapshot has none and decodes to the zero id.
+	ID    commitlog.TopicID
+	State Partition
+}
+
+// Encode lays the snapshot out as the package doc says, at Version.
+func (s Snapshot) Encode() []byte {
+	b := binary.BigEndian.AppendUint16(nil, 0) // reserved
+	b = binary.BigEndian.AppendUint64(b, uint64(s.LogOffset))
+	b = binary.BigEndian.AppendUint32(b, uint32(len(s.Parts)))
+	for _, p := range s.Parts {
+		b = binary.BigEndian.AppendUint16(b, uint16(len(p.Topic)))
+		b = append(b, p.Topic...)
+		b = append(b, p.ID[:]...)
+		b = binary.BigEndian.AppendUint32(b, uint32(p.Partition))
+		b = binary.BigEndian.AppendUint32(b, uint32(len(p.State.Producers)))
+		for id, ps := range p.State.Producers {
+			b = binary.BigEndian.AppendUint64(b, uint64(id))
+			b = binary.BigEndian.AppendUint16(b, uint16(ps.Epoch))
+			b = append(b, byte(len(ps.Batches)))
+			for _, sb := range ps.Batches {
+				b = binary.BigEndian.AppendUint32(b, uint32(sb.FirstSeq))
+				b = binary.BigEndian.AppendUint32(b, uint32(sb.LastSeq))
+				b = binary.BigEndian.AppendUint64(b, uint64(sb.Base))
+				b = binary.BigEndian.AppendUint64(b, uint64(sb.End))
+			}
+		}
+	}
+	return snapshotFormat.Append(nil, b)
+}
+
+// Decode reads a snapshot file's bytes; any failed check wraps ErrSnapshot.
+func Decode(b []byte) (Snapshot, error) {
+	v, payload, err := snapshotFormat.Decode(b)
+	if err != nil {
+		return Snapshot{}, fmt.Errorf("%w: %w", ErrSnapshot, err)
+	}
+	r := framed.NewReader(payload)
+	r.U16() // reserved
+	s := Snapshot{Version: v, LogOffset: int64(r.U64())}
+	nparts := r.U32()
+	for i := uint32(0); i < nparts && r.Err() == nil; i++ {
+		var p PartitionSnapshot
+		p.Topic = string(r.Bytes(int(r.U16())))
+		if v >= 2 {
+			copy(p.ID[:], r.Bytes(commitlog.TopicIDSize))
+		}
+		p.Partition = int32(r.U32())
+		nprod := r.U32()
+		// A producer takes at least 11 bytes: the count cannot size an
+		// allocation beyond what the payload could hold.
+		p.State.Producers = make(map[int64]*Producer, min(nprod, uint32(r.Len()/11)))
+		for j := uint32(0); j < nprod && r.Err() == nil; j++ {
+			id := int64(r.U64())
+			ps := &Producer{Epoch: int16(r.U16())}
+			n := r.U8()
+			if n == 0 || n > DedupWindow {
+				return Snapshot{}, fmt.Errorf("%w: producer %d of %s/%d has %d batches", ErrSnapshot, id, p.Topic, p.Partition, n)
+			}
+			for range n {
+				ps.Batches = append(ps.Batches, Stored{
+					FirstSeq: int32(r.U32()),
+					LastSeq:  int32(r.U32()),
+					Base:     int64(r.U64()),
+					End:      int64(r.U64()),
+				})
+			}
+			p.State.Producers[id] = ps
+		}
+		s.Parts = append(s.Parts, p)
+	}
+	if r.Done() != nil {
+		return Snapshot{}, fmt.Errorf("%w: its length does not match its counts", ErrSnapshot)
+	}
+	return s, nil
+}
+
+// Within checks that the snapshot describes only data a log ending at
+// writeOffset holds (a crash may have lost the unflushed tail it was
+// taken over).
+func (s Snapshot) Within(writeOffset int64) error {
+	if s.LogOffset > writeOffset {
+		return fmt.Errorf("%w: taken at log offset %d, the log ends at %d", ErrSnapshot, s.LogOffset, writeOffset)
+	}
+	for _, p := range s.Parts {
+		for id, ps := range p.State.Producers {
+			if end := ps.Batches[len(ps.Batches)-1].End; end > writeOffset || end < 0 {
+				return fmt.Errorf("%w: producer %d of %s/%d ends at log offset %d, the log ends at %d", ErrSnapshot, id, p.Topic, p.Partition, end, writeOffset)
+			}
+		}
+	}
+	return nil
+}
+
+// TellsIncarnations refuses a version 1 snapshot holding state of a topic
+// whose records carry ids (tagged reports those): its entries name no
+// incarnation, so they may be a deleted one's. Entries of topics with
+// untagged records, or of topics gone, are unambiguous.
+func (s Snapshot) TellsIncarnations(tagged func(topic string) bool) error {
+	if s.Version >= 2 {
+		return nil
+	}
+	for _, p := range s.Parts {
+		if tagged(p.Topic) {
+			return fmt.Errorf("%w: version 1 names no incarnation of topic %s", ErrSnapshot, p.Topic)
+		}
+	}
+	return nil
+}

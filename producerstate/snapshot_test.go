@@ -1,0 +1,113 @@
+package producerstate
+
+import (
+	"bytes"
+	"encoding/binary"
+	"errors"
+	"os"
+	"path/filepath"
+	"reflect"
+	"testing"
+
+	"github.com/unilog/unilog/commitlog"
+	"github.com/unilog/unilog/internal/framed"
+	"github.com/unilog/unilog/internal/framed/framedtest"
+)
+
+func testSnapshot() Snapshot {
+	return Snapshot{Version: Version, LogOffset: 4096, Parts: []PartitionSnapshot{{
+		Topic: "orders", Partition: 3, ID: commitlog.TopicID{1, 2, 3},
+		State: Partition{Producers: map[int64]*Producer{7: {Epoch: 2, Batches: []Stored{{0, 4, 10, 900}, {5, 5, 15, 1000}}}}},
+	}}}
+}
+
+func TestSnapshotFormat(t *testing.T) {
+	s := testSnapshot()
+	good := s.Encode()
+	got, err := Decode(good)
+	if err != nil || !reflect.DeepEqual(got, s) {
+		t.Fatalf("decoded %+v, %v; want %+v", got, err, s)
+	}
+	for _, tc := range []struct {
+		name string
+		edit func([]byte) []byte
+	}{
+		{"empty", func([]byte) []byte { return nil }},
+		{"truncated", func(b []byte) []byte { return b[:len(b)-9] }},
+		{"bit flip", func(b []byte) []byte { b[30] ^= 1; return b }},
+		{"bad magic", func(b []byte) []byte { b[0] = 'X'; return reCRC(b) }},
+		{"newer version", func(b []byte) []byte { b[5] = Version + 1; return reCRC(b) }},
+		{"version 0", func(b []byte) []byte { b[5] = 0; return reCRC(b) }},
+		{"count beyond the data", func(b []byte) []byte { b[19] = 9; return reCRC(b) }},
+		{"no batches", func(b []byte) []byte { b[62] = 0; return reCRC(b) }},
+		{"trailing bytes", func(b []byte) []byte { return reCRC(append(b[:len(b)-4:len(b)-4], 0, 0, 0, 0, 0)) }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if _, err := Decode(tc.edit(bytes.Clone(good))); !errors.Is(err, ErrSnapshot) {
+				t.Fatalf("decode: %v, want ErrSnapshot", err)
+			}
+		})
+	}
+}
+
+// reCRC recomputes the trailing CRC of an edited snapshot, so the check
+// under test is the one after the CRC.
+func reCRC(b []byte) []byte {
+	b = b[:len(b)-4]
+	return binary.BigEndian.AppendUint32(b, framed.Checksum(b))
+}
+
+// TestSnapshotVersion1 reads testdata/producer-state-v1, written by the
+// version 1 encoder: its entries carry no topic id, and a version 1
+// snapshot is trusted only while no live topic's records carry ids.
+func TestSnapshotVersion1(t *testing.T) {
+	raw, err := os.ReadFile(filepath.Join("testdata", "producer-state-v1"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := Decode(raw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := testSnapshot()
+	want.Version, want.Parts[0].ID = 1, commitlog.TopicID{}
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("decoded %+v, want %+v", got, want)
+	}
+	if err := got.TellsIncarnations(func(string) bool { return false }); err != nil {
+		t.Errorf("no topic with ids: %v", err)
+	}
+	if err := got.TellsIncarnations(func(topic string) bool { return topic == "orders" }); !errors.Is(err, ErrSnapshot) {
+		t.Errorf("a live topic with ids: %v, want ErrSnapshot", err)
+	}
+}
+
+func TestSnapshotWithin(t *testing.T) {
+	s := testSnapshot()
+	for _, tc := range []struct {
+		end int64
+		ok  bool
+	}{{4096, true}, {1 << 20, true}, {4095, false}} {
+		if err := s.Within(tc.end); (err == nil) != tc.ok {
+			t.Errorf("within %d: %v, want ok %v", tc.end, err, tc.ok)
+		}
+	}
+	s.Parts[0].State.Producers[7].Batches[1].End = 5000
+	if err := s.Within(4096); !errors.Is(err, ErrSnapshot) {
+		t.Errorf("a batch past the log's end: %v, want ErrSnapshot", err)
+	}
+}
+
+// TestFormatsAsOlderBuildsWrote: the snapshot is written byte for byte as
+// before the framed codec, and that build's file (testdata/formats) still
+// reads back.
+func TestFormatsAsOlderBuildsWrote(t *testing.T) {
+	want := Snapshot{Version: Version, LogOffset: 1 << 30, Parts: []PartitionSnapshot{{
+		Topic: "a", Partition: 2, ID: commitlog.TopicID{1, 2, 3},
+		State: Partition{Producers: map[int64]*Producer{7: {Epoch: 1, Batches: []Stored{{FirstSeq: 0, LastSeq: 9, Base: 100, End: 5000}}}}},
+	}}}
+	b := framedtest.Golden(t, "producer-state", want.Encode())
+	if got, err := Decode(b); err != nil || !reflect.DeepEqual(got, want) {
+		t.Errorf("producer snapshot: %+v, %v; want %+v", got, err, want)
+	}
+}
