@@ -182,7 +182,9 @@
 // One appender, many readers. Append writes the slot's 32 bytes into the
 // mapping and only then publishes MaxOffset with an atomic store; a reader
 // checks the offset against MaxOffset first, so it never sees a half-written
-// entry. Each file has a RWMutex: readers copy an entry out under the read
+// entry. AppendRange writes the slots of all the offsets of one record batch
+// before it publishes, so MaxOffset never lies inside a batch: a fetch
+// takes it as the high watermark, and Kafka's never splits a batch. Each file has a RWMutex: readers copy an entry out under the read
 // lock, and the rare operations that replace the mapping (growth, eviction,
 // truncation, deletion) take the write lock. The list of a queue's files is
 // an atomically swapped slice.
