@@ -57,7 +57,7 @@
 // FlushSync an OffsetCommit is answered after the flush covering it. Names
 // starting with "__" are reserved: CreateTopics, auto-creation, Produce,
 // DeleteTopics and CreatePartitions refuse them, and Metadata lists the
-// internal topic only when asked for it by name. The coordinator's
+// internal topic with is_internal set, as Kafka does. The coordinator's
 // RetentionFloor is the dispatcher's second retention floor, and once a
 // minute the broker has the coordinator copy live commits out of the oldest
 // commit-log file, so retention never deletes a group's last commit.
