@@ -344,7 +344,13 @@ func (c *Coordinator) store(ctx context.Context, group, what string, offs map[To
 	switch {
 	case err == nil:
 		return 0
-	case errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled):
+	case errors.Is(err, context.Canceled):
+		// The request ended under the wait: its client went away or the
+		// broker is closing. The commit is stored and the next flush makes
+		// it durable; no one is left to answer, and nothing timed out.
+		c.log.WithFields(logrus.Fields{"group": group, "error": err}).Debug(what + " cancelled while waiting to be durable")
+		return kerr.RequestTimedOut.Code
+	case errors.Is(err, context.DeadlineExceeded):
 		c.log.WithFields(logrus.Fields{"group": group, "error": err}).Warn(what + " timed out")
 		return kerr.RequestTimedOut.Code
 	default:
