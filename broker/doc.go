@@ -17,12 +17,12 @@
 //	  3  Metadata          0-12      without a Cluster: one broker, leader of everything, advertised as the connection's local address; see "Cluster"
 //	 17  SaslHandshake     0-1       v0: bare SASL tokens follow (sasl.go)
 //	 18  ApiVersions       0-4       a newer request is answered at v0 with UNSUPPORTED_VERSION and the table (KIP-511)
-//	 19  CreateTopics      0-7       replication factor 1 (or -1); per-topic configs refused (INVALID_CONFIG)
+//	 19  CreateTopics      0-7       replication factor 1 (or -1); per-topic configs refused (INVALID_CONFIG); a replica assignment naming an unknown broker, a broker twice or more than one is INVALID_REPLICA_ASSIGNMENT
 //	 20  DeleteTopics      0-6       by name, or by topic id (v6)
 //	 22  InitProducerID    0-4       idempotent producers; transactional ids refused
 //	 32  DescribeConfigs   0-4       read-only defaults of topics and the broker
 //	 36  SaslAuthenticate  0-2       PLAIN, SCRAM-SHA-256, SCRAM-SHA-512
-//	 37  CreatePartitions  0-3       grow only; not internal topics
+//	 37  CreatePartitions  0-3       grow only; not internal topics; assignments checked as CreateTopics'
 //	  8  OffsetCommit      0-9       v10 addresses topics by id
 //	  9  OffsetFetch       0-9       v8+ many groups; v10 addresses topics by id
 //	 10  FindCoordinator   0-5       this broker for every group; v6 adds share groups
