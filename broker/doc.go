@@ -189,10 +189,15 @@
 // log into one pooled arena, and from there into the pooled response
 // buffer (buffers.go).
 //
-// ListOffsets by timestamp uses Queue.OffsetForTime, comparing the log's
-// store timestamp (append time) rather than the batch's CreateTime; it
-// returns the offset and that store timestamp, or -1/-1 when nothing is at or
-// after the time.
+// ListOffsets by timestamp uses Queue.OffsetForTime over the batches' max
+// timestamps (CreateTime, Kafka's default message.timestamp.type), as
+// Kafka's time index: it answers the first offset of the first batch whose
+// max timestamp is at or after the time, with that timestamp, or -1/-1 when
+// there is none. Kafka goes on into that batch to its first record at or
+// after the time, so the answer here can be earlier by records of the same
+// batch (their bytes may be compressed; the consumer is served the whole
+// batch either way). Offsets indexed before consume-queue version 2 are
+// looked up by the time the broker stored them.
 //
 // # Topics and the metadata file
 //

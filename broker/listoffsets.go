@@ -50,9 +50,9 @@ func (b *Broker) handleListOffsets(_ context.Context, _ *conn, kreq kmsg.Request
 			case ts < 0:
 				rp.ErrorCode = kerr.UnsupportedVersion.Code
 			default:
-				if off, storeTS, ok := b.st.OffsetForTime(t.Topic, p.Partition, ts); ok {
+				if off, batchTS, ok := b.st.OffsetForTime(t.Topic, p.Partition, ts); ok {
 					rp.Offset = off
-					rp.Timestamp = storeTS
+					rp.Timestamp = batchTS
 				}
 			}
 			rt.Partitions = append(rt.Partitions, rp)

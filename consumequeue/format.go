@@ -8,7 +8,7 @@ import (
 	"github.com/unilog/unilog/internal/fsutil"
 )
 
-// Sizes of the version 1 file header and entry slots, in bytes.
+// Sizes of the file header and entry slots, in bytes (versions 1 and 2).
 const (
 	HeaderSize = 32
 	EntrySize  = 32
@@ -16,7 +16,10 @@ const (
 
 const (
 	fileMagic   uint32 = 0x55435146 // "UCQF"
-	fileVersion uint16 = 1
+	fileVersion uint16 = 2
+	// fileVersionStoreTime is the version whose entries hold the log's
+	// store time; still read (see "Timestamps" in the package doc).
+	fileVersionStoreTime uint16 = 1
 
 	// minFileSize is the size a new file starts at; files double from here
 	// up to their full size.
@@ -27,9 +30,14 @@ var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 
 // Entry locates one logical offset's record in the commit log.
 type Entry struct {
-	PhysOffset     int64 // physical offset of the record in the commit log
-	Size           int32 // record size in bytes
-	StoreTimestamp int64 // unix ms the log assigned to the record
+	PhysOffset int64 // physical offset of the record in the commit log
+	Size       int32 // record size in bytes
+	// Timestamp (unix ms) is the largest record timestamp of the queue's
+	// batches up to this one: AppendRange raises the batch's max
+	// timestamp it is given to the previous entry's, so it never
+	// decreases along a queue. Entries written by version 1 hold the
+	// log's store time instead.
+	Timestamp int64
 }
 
 // header is the decoded form of a file's first HeaderSize bytes.
@@ -62,8 +70,8 @@ func decodeHeader(b []byte) (header, error) {
 	if m := binary.BigEndian.Uint32(b[0:]); m != fileMagic {
 		return header{}, fmt.Errorf("header: magic %08x: %w", m, ErrCorrupt)
 	}
-	if v := binary.BigEndian.Uint16(b[4:]); v != fileVersion {
-		return header{}, fmt.Errorf("header: version %d, this build reads %d: %w", v, fileVersion, ErrCorrupt)
+	if v := binary.BigEndian.Uint16(b[4:]); v != fileVersion && v != fileVersionStoreTime {
+		return header{}, fmt.Errorf("header: version %d, this build reads %d and %d: %w", v, fileVersionStoreTime, fileVersion, ErrCorrupt)
 	}
 	if es := binary.BigEndian.Uint16(b[6:]); es != EntrySize {
 		return header{}, fmt.Errorf("header: entry size %d, want %d: %w", es, EntrySize, ErrCorrupt)
@@ -90,7 +98,7 @@ func encodeEntry(b []byte, off int64, e Entry) {
 	_ = b[EntrySize-1]
 	binary.BigEndian.PutUint64(b[0:], uint64(off))
 	binary.BigEndian.PutUint64(b[8:], uint64(e.PhysOffset))
-	binary.BigEndian.PutUint64(b[16:], uint64(e.StoreTimestamp))
+	binary.BigEndian.PutUint64(b[16:], uint64(e.Timestamp))
 	binary.BigEndian.PutUint32(b[24:], uint32(e.Size))
 	binary.BigEndian.PutUint32(b[28:], crc32.Checksum(b[:28], castagnoli))
 }
@@ -109,9 +117,9 @@ func decodeEntry(b []byte, off int64) (Entry, bool) {
 		return Entry{}, false
 	}
 	e := Entry{
-		PhysOffset:     int64(binary.BigEndian.Uint64(b[8:])),
-		StoreTimestamp: int64(binary.BigEndian.Uint64(b[16:])),
-		Size:           int32(binary.BigEndian.Uint32(b[24:])),
+		PhysOffset: int64(binary.BigEndian.Uint64(b[8:])),
+		Timestamp:  int64(binary.BigEndian.Uint64(b[16:])),
+		Size:       int32(binary.BigEndian.Uint32(b[24:])),
 	}
 	if e.Size <= 0 || e.PhysOffset < 0 {
 		return Entry{}, false

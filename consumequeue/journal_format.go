@@ -11,7 +11,10 @@ const JournalHeaderSize = 32
 
 const (
 	journalMagic   uint32 = 0x5543514A // "UCQJ"
-	journalVersion uint16 = 1
+	journalVersion uint16 = 2
+	// journalVersionStoreTime is the version whose entry records hold the
+	// log's store time; still read, as fileVersionStoreTime.
+	journalVersionStoreTime uint16 = 1
 
 	// recordHeaderSize is a record's length and CRC before its body.
 	recordHeaderSize = 8
@@ -76,8 +79,8 @@ func decodeJournalHeader(b []byte) (journalHeader, error) {
 	if m := binary.BigEndian.Uint32(b[0:]); m != journalMagic {
 		return journalHeader{}, fmt.Errorf("journal header: magic %08x: %w", m, ErrCorrupt)
 	}
-	if v := binary.BigEndian.Uint16(b[4:]); v != journalVersion {
-		return journalHeader{}, fmt.Errorf("journal header: version %d, this build reads %d: %w", v, journalVersion, ErrCorrupt)
+	if v := binary.BigEndian.Uint16(b[4:]); v != journalVersion && v != journalVersionStoreTime {
+		return journalHeader{}, fmt.Errorf("journal header: version %d, this build reads %d and %d: %w", v, journalVersionStoreTime, journalVersion, ErrCorrupt)
 	}
 	h := journalHeader{Seq: binary.BigEndian.Uint64(b[8:])}
 	if binary.BigEndian.Uint32(b[28:]) == crc32.Checksum(b[20:28], castagnoli) {
@@ -111,7 +114,7 @@ func appendEntry(b []byte, qid uint32, off int64, e Entry) []byte {
 	binary.BigEndian.PutUint32(body[1:], qid)
 	binary.BigEndian.PutUint64(body[5:], uint64(off))
 	binary.BigEndian.PutUint64(body[13:], uint64(e.PhysOffset))
-	binary.BigEndian.PutUint64(body[21:], uint64(e.StoreTimestamp))
+	binary.BigEndian.PutUint64(body[21:], uint64(e.Timestamp))
 	binary.BigEndian.PutUint32(body[29:], uint32(e.Size))
 	return appendRecord(b, body[:])
 }
@@ -179,9 +182,9 @@ func decodeRecord(b []byte) (journalRecord, int, error) {
 		if n == want {
 			r.Offset = int64(binary.BigEndian.Uint64(body[5:]))
 			r.Entry = Entry{
-				PhysOffset:     int64(binary.BigEndian.Uint64(body[13:])),
-				StoreTimestamp: int64(binary.BigEndian.Uint64(body[21:])),
-				Size:           int32(binary.BigEndian.Uint32(body[29:])),
+				PhysOffset: int64(binary.BigEndian.Uint64(body[13:])),
+				Timestamp:  int64(binary.BigEndian.Uint64(body[21:])),
+				Size:       int32(binary.BigEndian.Uint32(body[29:])),
 			}
 			if r.Entry.Size <= 0 || r.Entry.PhysOffset < 0 {
 				return journalRecord{}, 0, fmt.Errorf("entry record with size %d phys %d: %w", r.Entry.Size, r.Entry.PhysOffset, ErrCorrupt)

@@ -44,6 +44,12 @@ type Queue struct {
 	sq        *smallQueue
 	small     atomic.Bool
 	promoteAt int64
+
+	// lastTS is the Timestamp of the entry before lastTSAt, which AppendRange
+	// raises the next entry's to; it is known only while lastTSAt is
+	// MaxOffset (never 0 for a queue holding entries), so a truncation or
+	// reset makes the next append read it again. Writer side, under mu.
+	lastTS, lastTSAt int64
 }
 
 // ID returns the queue's topic and partition.
@@ -120,9 +126,11 @@ func (q *Queue) outOfRange(off int64) error {
 		q.id.Topic, q.id.Partition, off, q.min.Load(), q.max.Load(), ErrOutOfRange)
 }
 
-// OffsetForTime returns the first offset whose StoreTimestamp is at least
-// ts, or MaxOffset if there is none. Timestamps never decrease along a
-// queue (the log assigns them under its lock), so this is a binary search.
+// OffsetForTime returns the first offset whose Timestamp is at least ts,
+// or MaxOffset if there is none: the first offset of the first batch whose
+// max timestamp is at least ts, as Kafka's time index answers. Timestamps
+// never decrease along a queue (AppendRange keeps the largest so far), so
+// this is a binary search.
 // An entry that cannot be read counts as late enough, so a damaged slot
 // makes the answer earlier, never later.
 func (q *Queue) OffsetForTime(ts int64) int64 {
@@ -130,7 +138,7 @@ func (q *Queue) OffsetForTime(ts int64) int64 {
 	for lo < hi {
 		mid := lo + (hi-lo)/2
 		e, err := q.Get(mid)
-		if err == nil && e.StoreTimestamp < ts {
+		if err == nil && e.Timestamp < ts {
 			lo = mid + 1
 		} else {
 			hi = mid
@@ -149,7 +157,9 @@ func (q *Queue) Append(offset int64, e Entry) error { return q.AppendRange(offse
 // offsets that all point at it, and a reader that saw MaxOffset inside a
 // batch would serve the whole batch past it (a fetch's high watermark
 // would then split a batch, which Kafka's never does). If a store fails
-// midway the entries stored before it are published.
+// midway the entries stored before it are published. e.Timestamp is the
+// batch's max timestamp; what is stored is the largest along the queue so
+// far (Entry.Timestamp).
 func (q *Queue) AppendRange(offset, count int64, e Entry) error {
 	q.mu.Lock()
 	defer q.mu.Unlock()
@@ -168,6 +178,12 @@ func (q *Queue) AppendRange(offset, count int64, e Entry) error {
 	}
 	if empty {
 		lo = offset
+	} else {
+		prev, err := q.lastTimestamp(hi)
+		if err != nil {
+			return fmt.Errorf("consumequeue: append %s/%d at %d: %w", q.id.Topic, q.id.Partition, offset, err)
+		}
+		e.Timestamp = max(e.Timestamp, prev)
 	}
 	end := offset
 	var err error
@@ -181,8 +197,22 @@ func (q *Queue) AppendRange(offset, count int64, e Entry) error {
 			q.min.Store(offset)
 		}
 		q.max.Store(end)
+		q.lastTS, q.lastTSAt = e.Timestamp, end
 	}
 	return err
+}
+
+// lastTimestamp is the Timestamp of the entry before hi, the MaxOffset of
+// a queue holding entries. Caller holds mu.
+func (q *Queue) lastTimestamp(hi int64) (int64, error) {
+	if q.lastTSAt != hi {
+		e, err := q.Get(hi - 1)
+		if err != nil {
+			return 0, err
+		}
+		q.lastTS, q.lastTSAt = e.Timestamp, hi
+	}
+	return q.lastTS, nil
 }
 
 // store writes e at offset, not yet published; lo is MinOffset as it will

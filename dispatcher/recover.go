@@ -142,7 +142,7 @@ func (d *Dispatcher) index(r *commitlog.Record) error {
 		}
 		return nil
 	}
-	e := consumequeue.Entry{PhysOffset: r.PhysOffset, Size: r.TotalSize, StoreTimestamp: r.StoreTimestamp}
+	e := consumequeue.Entry{PhysOffset: r.PhysOffset, Size: r.TotalSize, Timestamp: r.ProducerTimestamp}
 	if err := q.AppendRange(next, end-next, e); err != nil {
 		return fmt.Errorf("dispatcher: index %s/%d offsets %d-%d: %w", r.Topic, r.Partition, next, end-1, err)
 	}
