@@ -10,10 +10,11 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/unilog/unilog/commitlog"
+	"github.com/unilog/unilog/internal/fetchcheck"
 )
 
-// TestFetchNeverPastHighWatermark runs the plain fetch loop
-// (fetchloop_test.go) over 8 partitions under an idempotent acks=all
+// TestFetchNeverPastHighWatermark runs the plain fetch loop of package
+// fetchcheck over 8 partitions under an idempotent acks=all
 // producer: no record at or past the response's high watermark, no gap, no
 // OFFSET_OUT_OF_RANGE for an offset just served or at the high watermark.
 // The consume queue used to publish a batch's offsets one by one, so a
@@ -48,7 +49,7 @@ func TestFetchNeverPastHighWatermark(t *testing.T) {
 			if repl != nil {
 				go follow(ctx, b, repl)
 			}
-			res, err := runFetchLoop(ctx, fetchLoopConfig{
+			res, err := fetchcheck.Run(ctx, fetchcheck.Config{
 				Seeds: []string{b.Addr()}, Topic: "hwm", Partitions: 8,
 				Produce: 8 * time.Second, Records: 400_000,
 			})

@@ -1,6 +1,4 @@
-package broker
-
-// The fetch loop holds a broker to Kafka's fetch contract while a producer
+// Package fetchcheck holds a broker to Kafka's fetch contract while a producer
 // writes: a plain loop of kmsg fetch requests, with no client library
 // logic between it and the broker (a library resets, retries and drops
 // records below its position, which hides a broker's mistakes), asks every
@@ -19,10 +17,15 @@ package broker
 //   - in the end every record the producer had acknowledged was fetched.
 //
 // The producer is idempotent with acks=all, as Kafka clients default to.
+// Tests of several packages share it: the broker's with one broker in
+// either flush mode and a high watermark moved by hand, cmd/unilog's with
+// a replica group.
+package fetchcheck
 
 import (
 	"context"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"strings"
 	"sync"
@@ -35,9 +38,12 @@ import (
 	"github.com/twmb/franz-go/pkg/kversion"
 )
 
-// fetchLoopConfig is one run of runFetchLoop.
-type fetchLoopConfig struct {
-	Seeds      []string
+// Config is one run.
+type Config struct {
+	Seeds []string
+	// Leader is the address fetched from, the partitions' leader; Seeds[0]
+	// when empty. (A client library sends a fetch to any broker it knows.)
+	Leader     string
 	Topic      string // exists, with Partitions partitions
 	Partitions int32
 	// Produce is how long the producer writes; it stops sooner after
@@ -46,8 +52,8 @@ type fetchLoopConfig struct {
 	Records int
 }
 
-// fetchLoopResult is what a run saw.
-type fetchLoopResult struct {
+// Result is what a run saw.
+type Result struct {
 	Produced   int64 // records acknowledged
 	Fetched    int64 // records received in order
 	Fetches    int
@@ -55,30 +61,40 @@ type fetchLoopResult struct {
 	Samples    []string // the first violations, described
 }
 
-const maxViolationSamples = 10
+// ErrViolated reports a run that saw the broker break the contract.
+var ErrViolated = errors.New("fetchcheck: fetch contract violated")
 
-// runFetchLoop produces and fetches until the producer has stopped and
-// every record it had acknowledged was fetched, or ctx ends; it fails when
-// the broker broke the contract.
-func runFetchLoop(ctx context.Context, cfg fetchLoopConfig) (fetchLoopResult, error) {
+const maxSamples = 10
+
+// Run produces and fetches until the producer has stopped and every record
+// it had acknowledged was fetched, or ctx ends. The error wraps
+// ErrViolated when the broker broke the contract.
+func Run(ctx context.Context, cfg Config) (Result, error) {
+	// Few records buffered: many small batches over the whole run, each
+	// a chance for a fetch to meet one half stored, rather than a few
+	// large ones at the start.
 	prod, err := kgo.NewClient(kgo.SeedBrokers(cfg.Seeds...), kgo.RecordPartitioner(kgo.ManualPartitioner()),
-		kgo.RequiredAcks(kgo.AllISRAcks()))
+		kgo.RequiredAcks(kgo.AllISRAcks()), kgo.MaxBufferedRecords(1000))
 	if err != nil {
-		return fetchLoopResult{}, fmt.Errorf("fetch loop: producer: %w", err)
+		return Result{}, fmt.Errorf("fetchcheck: producer: %w", err)
 	}
 	defer prod.Close()
 	// Fetch v12 is the last naming topics rather than topic ids.
-	fetcher, err := kgo.NewClient(kgo.SeedBrokers(cfg.Seeds...), kgo.MaxVersions(kversion.V2_8_0()))
+	leader := cfg.Leader
+	if leader == "" {
+		leader = cfg.Seeds[0]
+	}
+	fetcher, err := kgo.NewClient(kgo.SeedBrokers(leader), kgo.MaxVersions(kversion.V2_8_0()))
 	if err != nil {
-		return fetchLoopResult{}, fmt.Errorf("fetch loop: fetcher: %w", err)
+		return Result{}, fmt.Errorf("fetchcheck: fetcher: %w", err)
 	}
 	defer fetcher.Close()
 
-	p := &loopProducer{end: make([]int64, cfg.Partitions)}
+	p := &producer{end: make([]int64, cfg.Partitions)}
 	done := make(chan error, 1)
 	go func() { done <- p.run(ctx, prod, cfg) }()
 
-	c := loopChecker{cfg: cfg, next: make([]int64, cfg.Partitions), hw: make([]int64, cfg.Partitions)}
+	c := checker{cfg: cfg, next: make([]int64, cfg.Partitions), hw: make([]int64, cfg.Partitions)}
 	var produceErr error
 	produced := false
 	for {
@@ -92,7 +108,7 @@ func runFetchLoop(ctx context.Context, cfg fetchLoopConfig) (fetchLoopResult, er
 		if produced && (produceErr != nil || c.caughtUp(p.acked())) {
 			break
 		}
-		if err := c.fetch(ctx, fetcher); err != nil {
+		if err := c.fetch(ctx, fetcher.SeedBrokers()[0]); err != nil {
 			return c.res, err
 		}
 	}
@@ -101,21 +117,21 @@ func runFetchLoop(ctx context.Context, cfg fetchLoopConfig) (fetchLoopResult, er
 		return c.res, produceErr
 	}
 	if c.res.Violations > 0 {
-		return c.res, fmt.Errorf("fetch contract violated %d times in %d fetches of %d records, first:\n%s",
-			c.res.Violations, c.res.Fetches, c.res.Fetched, strings.Join(c.res.Samples, "\n"))
+		return c.res, fmt.Errorf("%w: %d times in %d fetches of %d records, first:\n%s",
+			ErrViolated, c.res.Violations, c.res.Fetches, c.res.Fetched, strings.Join(c.res.Samples, "\n"))
 	}
 	return c.res, nil
 }
 
-// loopProducer writes round robin and tracks, per partition, the offset
+// producer writes round robin and tracks, per partition, the offset
 // after the last acknowledged record.
-type loopProducer struct {
+type producer struct {
 	mu  sync.Mutex
 	end []int64
 	n   atomic.Int64
 }
 
-func (p *loopProducer) run(ctx context.Context, cl *kgo.Client, cfg fetchLoopConfig) error {
+func (p *producer) run(ctx context.Context, cl *kgo.Client, cfg Config) error {
 	var (
 		wg    sync.WaitGroup
 		errMu sync.Mutex
@@ -131,7 +147,7 @@ func (p *loopProducer) run(ctx context.Context, cl *kgo.Client, cfg fetchLoopCon
 			if err != nil {
 				errMu.Lock()
 				if first == nil {
-					first = fmt.Errorf("fetch loop: produce to %s/%d: %w", r.Topic, r.Partition, err)
+					first = fmt.Errorf("fetchcheck: produce to %s/%d: %w", r.Topic, r.Partition, err)
 				}
 				errMu.Unlock()
 				return
@@ -146,24 +162,24 @@ func (p *loopProducer) run(ctx context.Context, cl *kgo.Client, cfg fetchLoopCon
 	return first
 }
 
-func (p *loopProducer) acked() []int64 {
+func (p *producer) acked() []int64 {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	return append([]int64(nil), p.end...)
 }
 
-func (p *loopProducer) total() int64 { return p.n.Load() }
+func (p *producer) total() int64 { return p.n.Load() }
 
-// loopChecker is the fetch loop's state: per partition the next offset to ask
+// checker is the fetch loop's state: per partition the next offset to ask
 // for and the highest high watermark seen.
-type loopChecker struct {
-	cfg  fetchLoopConfig
+type checker struct {
+	cfg  Config
 	next []int64
 	hw   []int64
-	res  fetchLoopResult
+	res  Result
 }
 
-func (c *loopChecker) caughtUp(acked []int64) bool {
+func (c *checker) caughtUp(acked []int64) bool {
 	for i, end := range acked {
 		if c.next[i] < end {
 			return false
@@ -172,15 +188,15 @@ func (c *loopChecker) caughtUp(acked []int64) bool {
 	return true
 }
 
-func (c *loopChecker) violation(format string, args ...any) {
+func (c *checker) violation(format string, args ...any) {
 	c.res.Violations++
-	if len(c.res.Samples) < maxViolationSamples {
+	if len(c.res.Samples) < maxSamples {
 		c.res.Samples = append(c.res.Samples, fmt.Sprintf(format, args...))
 	}
 }
 
 // fetch asks every partition for its next offset once and checks the answer.
-func (c *loopChecker) fetch(ctx context.Context, cl *kgo.Client) error {
+func (c *checker) fetch(ctx context.Context, leader *kgo.Broker) error {
 	req := kmsg.NewPtrFetchRequest()
 	req.ReplicaID = -1
 	req.MaxWaitMillis = 100
@@ -196,13 +212,14 @@ func (c *loopChecker) fetch(ctx context.Context, cl *kgo.Client) error {
 		rt.Partitions = append(rt.Partitions, rp)
 	}
 	req.Topics = append(req.Topics, rt)
-	resp, err := req.RequestWith(ctx, cl)
+	kresp, err := leader.Request(ctx, req)
 	if err != nil {
-		return fmt.Errorf("fetch loop: fetch: %w", err)
+		return fmt.Errorf("fetchcheck: fetch: %w", err)
 	}
 	c.res.Fetches++
+	resp := kresp.(*kmsg.FetchResponse)
 	if err := kerr.ErrorForCode(resp.ErrorCode); err != nil {
-		return fmt.Errorf("fetch loop: fetch: %w", err)
+		return fmt.Errorf("fetchcheck: fetch: %w", err)
 	}
 	for _, t := range resp.Topics {
 		for i := range t.Partitions {
@@ -214,7 +231,7 @@ func (c *loopChecker) fetch(ctx context.Context, cl *kgo.Client) error {
 
 // check takes one partition's answer: it advances next past the records
 // received, as a consumer does, and notes what breaks the contract.
-func (c *loopChecker) check(p *kmsg.FetchResponseTopicPartition) {
+func (c *checker) check(p *kmsg.FetchResponseTopicPartition) {
 	if p.Partition < 0 || p.Partition >= c.cfg.Partitions {
 		c.violation("answer for partition %d, not asked for", p.Partition)
 		return
