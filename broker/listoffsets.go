@@ -13,10 +13,9 @@ const (
 	listEarliest = -2
 )
 
-// handleListOffsets answers earliest, latest, and the first offset whose
-// store timestamp is at or after a time (the consume queue's binary search).
-// The timestamp compared is the log's store time, which for a producer's
-// CreateTime batches differs from Kafka only by the produce latency.
+// handleListOffsets answers earliest, latest, and the first offset of the
+// first batch whose max timestamp (CreateTime) is at or after a time (the
+// consume queue's binary search, as the package doc describes).
 func (b *Broker) handleListOffsets(_ context.Context, _ *conn, kreq kmsg.Request) (kmsg.Response, error) {
 	req := kreq.(*kmsg.ListOffsetsRequest)
 	resp := req.ResponseKind().(*kmsg.ListOffsetsResponse)
