@@ -106,12 +106,12 @@ func (s *kafkaLayoutStorage) ReadBatch(topic string, partition int32, offset int
 // OffsetForTime scans the partition from its start: the layout's time
 // index is internal to it, and the benchmark never lists by time.
 func (s *kafkaLayoutStorage) OffsetForTime(topic string, partition int32, ts int64) (int64, int64, bool) {
-	var found, storeTS int64 = -1, 0
+	var found, batchTS int64 = -1, 0
 	stop := errors.New("found")
 	for off := int64(0); found < 0; {
 		next, err := s.log.Read(topic, partition, off, fetchBytes, func(r *commitlog.Record) error {
-			if r.StoreTimestamp >= ts {
-				found, storeTS = r.QueueOffset, r.StoreTimestamp
+			if r.ProducerTimestamp >= ts {
+				found, batchTS = r.QueueOffset, r.ProducerTimestamp
 				return stop
 			}
 			return nil
@@ -121,7 +121,7 @@ func (s *kafkaLayoutStorage) OffsetForTime(topic string, partition int32, ts int
 		}
 		off = next
 	}
-	return found, storeTS, found >= 0
+	return found, batchTS, found >= 0
 }
 
 // layoutWaiter is one long poll over the layout's partitions.

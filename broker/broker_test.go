@@ -11,7 +11,9 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/unilog/unilog/commitlog"
 )
@@ -312,6 +314,56 @@ func TestAdminHTTP(t *testing.T) {
 	} {
 		if !strings.Contains(m, want) {
 			t.Fatalf("/metrics lacks %q", want)
+		}
+	}
+}
+
+// TestOffsetsByRecordTimestamp: a lookup by time compares the records' own
+// timestamps (CreateTime, the batch's max timestamp), not the time the
+// broker stored them: a record created an hour ago is not at or after
+// "30 minutes ago" (the lookup used to answer its offset), and a batch
+// whose timestamp goes back does not hide a later one that reaches the time.
+func TestOffsetsByRecordTimestamp(t *testing.T) {
+	b := startBroker(t, testConfig(t, t.TempDir()))
+	cl := newClient(t, b.Addr())
+	createTopic(t, cl, "created", 1)
+	now := time.Now()
+	for i, age := range []time.Duration{60 * time.Minute, 10 * time.Minute, 40 * time.Minute} {
+		r := &kgo.Record{Topic: "created", Value: []byte{byte(i)}, Timestamp: now.Add(-age)}
+		if err := cl.ProduceSync(testCtx(t), r).FirstErr(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, tc := range []struct {
+		age    time.Duration
+		offset int64
+		ts     time.Duration // age of the timestamp answered
+	}{
+		{90 * time.Minute, 0, 60 * time.Minute},
+		{60 * time.Minute, 0, 60 * time.Minute},
+		{50 * time.Minute, 1, 10 * time.Minute},
+		{30 * time.Minute, 1, 10 * time.Minute},
+		{5 * time.Minute, -1, 0},
+	} {
+		req := kmsg.NewPtrListOffsetsRequest()
+		req.ReplicaID = -1
+		rt := kmsg.NewListOffsetsRequestTopic()
+		rt.Topic = "created"
+		rp := kmsg.NewListOffsetsRequestTopicPartition()
+		rp.Timestamp = now.Add(-tc.age).UnixMilli()
+		rt.Partitions = append(rt.Partitions, rp)
+		req.Topics = append(req.Topics, rt)
+		resp, err := req.RequestWith(testCtx(t), cl)
+		if err != nil {
+			t.Fatal(err)
+		}
+		p := resp.Topics[0].Partitions[0]
+		wantTS := int64(-1)
+		if tc.offset >= 0 {
+			wantTS = now.Add(-tc.ts).UnixMilli()
+		}
+		if p.ErrorCode != 0 || p.Offset != tc.offset || p.Timestamp != wantTS {
+			t.Errorf("at %v ago: offset %d timestamp %d (%v), want %d at %d", tc.age, p.Offset, p.Timestamp, kerr.ErrorForCode(p.ErrorCode), tc.offset, wantTS)
 		}
 	}
 }

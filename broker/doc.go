@@ -19,12 +19,12 @@
 //	  3  Metadata          0-12      without a Cluster: one broker, leader of everything, advertised as the connection's local address; see "Cluster"
 //	 17  SaslHandshake     0-1       v0: bare SASL tokens follow (sasl.go)
 //	 18  ApiVersions       0-4       a newer request is answered at v0 with UNSUPPORTED_VERSION and the table (KIP-511)
-//	 19  CreateTopics      0-7       replication factor 1 (or -1); per-topic configs refused (INVALID_CONFIG)
+//	 19  CreateTopics      0-7       replication factor 1 (or -1); per-topic configs refused (INVALID_CONFIG); a replica assignment naming an unknown broker, a broker twice or more than one is INVALID_REPLICA_ASSIGNMENT
 //	 20  DeleteTopics      0-6       by name, or by topic id (v6)
 //	 22  InitProducerID    0-4       idempotent producers; transactional ids refused
 //	 32  DescribeConfigs   0-4       read-only defaults of topics and the broker
 //	 36  SaslAuthenticate  0-2       PLAIN, SCRAM-SHA-256, SCRAM-SHA-512
-//	 37  CreatePartitions  0-3       grow only; not internal topics
+//	 37  CreatePartitions  0-3       grow only; not internal topics; assignments checked as CreateTopics'
 //	  8  OffsetCommit      0-9       v10 addresses topics by id
 //	  9  OffsetFetch       0-9       v8+ many groups; v10 addresses topics by id
 //	 10  FindCoordinator   0-5       this broker for every group; v6 adds share groups
@@ -59,7 +59,7 @@
 // FlushSync an OffsetCommit is answered after the flush covering it. Names
 // starting with "__" are reserved: CreateTopics, auto-creation, Produce,
 // DeleteTopics and CreatePartitions refuse them, and Metadata lists the
-// internal topic only when asked for it by name. The coordinator's
+// internal topic with is_internal set, as Kafka does. The coordinator's
 // RetentionFloor is the dispatcher's second retention floor, and once a
 // minute the broker has the coordinator copy live commits out of the oldest
 // commit-log file, so retention never deletes a group's last commit.
@@ -177,10 +177,15 @@
 // log into one pooled arena, and from there into the pooled response
 // buffer (buffers.go).
 //
-// ListOffsets by timestamp uses Queue.OffsetForTime, comparing the log's
-// store timestamp (append time) rather than the batch's CreateTime; it
-// returns the offset and that store timestamp, or -1/-1 when nothing is at or
-// after the time.
+// ListOffsets by timestamp uses Queue.OffsetForTime over the batches' max
+// timestamps (CreateTime, Kafka's default message.timestamp.type), as
+// Kafka's time index: it answers the first offset of the first batch whose
+// max timestamp is at or after the time, with that timestamp, or -1/-1 when
+// there is none. Kafka goes on into that batch to its first record at or
+// after the time, so the answer here can be earlier by records of the same
+// batch (their bytes may be compressed; the consumer is served the whole
+// batch either way). Offsets indexed before consume-queue version 2 are
+// looked up by the time the broker stored them.
 //
 // # Topics and the metadata file
 //

@@ -257,7 +257,7 @@ func (f *fetchState) read(w Waiter) (total int, failed, unreplicated bool) {
 }
 
 // readBatches appends whole stored batches from the partition's fetch
-// offset up to hi to the arena while they fit in budget. When first is set
+// offset up to hi, none ending past it, to the arena while they fit in budget. When first is set
 // (nothing else in the response yet) the first batch is returned even if it
 // alone exceeds the budget, so a consumer never stalls on a batch larger
 // than its limits (KIP-74).
@@ -277,6 +277,15 @@ func (f *fetchState) readBatches(p fetchPartition, hi int64, budget int, first b
 			return kerr.KafkaStorageError
 		}
 		n := len(out) - start
+		if next > hi {
+			// Offsets past hi are not visible: serving them would hand the
+			// consumer a next offset beyond the high watermark, which may
+			// not be stored yet (OFFSET_OUT_OF_RANGE) and may never be if
+			// this leader fails. Kafka's high watermark never splits a
+			// batch; a batch still being indexed or replicated waits.
+			f.arena.B = out[:len(f.arena.B)]
+			break
+		}
 		if n > budget && !(first && len(f.arena.B) == start) {
 			// Keep the grown capacity, drop the batch that did not fit.
 			f.arena.B = out[:len(f.arena.B)]

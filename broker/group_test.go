@@ -7,6 +7,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -559,8 +560,9 @@ func TestGroupParkedJoinEndsWithConnection(t *testing.T) {
 }
 
 // TestInternalTopicReserved: names starting with "__" are the broker's;
-// the offsets topic is listed only when asked for by name and cannot be
-// produced to, deleted or grown.
+// the offsets topic is listed among all topics marked internal, as Kafka
+// lists it (a regex consumer tells it from user topics by the flag), and
+// cannot be produced to, deleted or grown.
 func TestInternalTopicReserved(t *testing.T) {
 	b := startBroker(t, groupConfig(t, t.TempDir()))
 	cl := newClient(t, b.Addr())
@@ -570,9 +572,13 @@ func TestInternalTopicReserved(t *testing.T) {
 	if _, err := adm.CreateTopic(ctx, 1, 1, nil, "__mine"); !errors.Is(err, kerr.InvalidTopicException) {
 		t.Fatalf("create __mine: %v", err)
 	}
+	createTopic(t, cl, "user", 1)
 	all, err := adm.ListTopicsWithInternal(ctx)
-	if err != nil || all.Has(offsetsTopic) {
-		t.Fatalf("Metadata for all topics lists %s: %v", offsetsTopic, err)
+	if err != nil || !all.Has(offsetsTopic) || !all[offsetsTopic].IsInternal || all["user"].IsInternal {
+		t.Fatalf("Metadata for all topics: %s is %+v, user %+v, want only the first listed as internal: %v", offsetsTopic, all[offsetsTopic], all["user"], err)
+	}
+	if user, err := adm.ListTopics(ctx); err != nil || len(user) != 1 || !user.Has("user") {
+		t.Fatalf("topics but the internal ones: %v %v", user.Names(), err)
 	}
 	named, err := adm.ListTopicsWithInternal(ctx, offsetsTopic)
 	if err != nil || !named.Has(offsetsTopic) || !named[offsetsTopic].IsInternal || len(named[offsetsTopic].Partitions) != group.DefaultPartitions {
@@ -587,5 +593,27 @@ func TestInternalTopicReserved(t *testing.T) {
 	}
 	if grow, err := adm.CreatePartitions(ctx, 4, offsetsTopic); err != nil || !errors.Is(grow[offsetsTopic].Err, kerr.InvalidTopicException) {
 		t.Fatalf("grow %s: %v %+v", offsetsTopic, err, grow)
+	}
+	if after, err := adm.ListTopicsWithInternal(ctx, offsetsTopic); err != nil || len(after[offsetsTopic].Partitions) != group.DefaultPartitions {
+		t.Fatalf("%s after the refusals: %+v %v", offsetsTopic, after[offsetsTopic], err)
+	}
+
+	// A regex consumer matching every name consumes the user topic only.
+	produceSync(t, cl, "user", 0, "v")
+	rc := newClient(t, b.Addr(), kgo.ConsumeRegex(), kgo.ConsumeTopics(".*"), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
+	for got := 0; got < 1; {
+		fs := rc.PollFetches(ctx)
+		if err := fs.Err0(); err != nil {
+			t.Fatalf("regex consumer: %v", err)
+		}
+		fs.EachRecord(func(r *kgo.Record) {
+			if r.Topic != "user" {
+				t.Fatalf("regex consumer read %s/%d@%d", r.Topic, r.Partition, r.Offset)
+			}
+			got++
+		})
+	}
+	if topics := rc.GetConsumeTopics(); !slices.Equal(topics, []string{"user"}) {
+		t.Fatalf("regex consumer consumes %v, want [user]", topics)
 	}
 }

@@ -3,7 +3,6 @@ package broker
 import (
 	"context"
 	"encoding/binary"
-	"hash/crc32"
 	"io"
 	"net"
 	"testing"
@@ -16,6 +15,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/unilog/unilog/dispatcher"
+	"github.com/unilog/unilog/internal/framed"
 )
 
 func testLogger(t testing.TB) logrus.FieldLogger {
@@ -142,7 +142,7 @@ func rawBatch(producerID int64, epoch int16, firstSeq int32, values ...string) [
 	rb.Records = recs
 	b := rb.AppendTo(nil)
 	binary.BigEndian.PutUint32(b[8:], uint32(len(b)-12))
-	binary.BigEndian.PutUint32(b[17:], crc32.Checksum(b[21:], castagnoli))
+	binary.BigEndian.PutUint32(b[17:], framed.Checksum(b[21:]))
 	return b
 }
 

@@ -38,10 +38,9 @@ func authorizeListOffsets(z authz, req kmsg.Request) (kmsg.Response, error) {
 		})
 }
 
-// handleListOffsets answers earliest, latest, and the first offset whose
-// store timestamp is at or after a time (the consume queue's binary search).
-// The timestamp compared is the log's store time, which for a producer's
-// CreateTime batches differs from Kafka only by the produce latency.
+// handleListOffsets answers earliest, latest, and the first offset of the
+// first batch whose max timestamp (CreateTime) is at or after a time (the
+// consume queue's binary search, as the package doc describes).
 func (b *Broker) handleListOffsets(_ context.Context, _ *conn, kreq kmsg.Request) (kmsg.Response, error) {
 	req := kreq.(*kmsg.ListOffsetsRequest)
 	resp := req.ResponseKind().(*kmsg.ListOffsetsResponse)
@@ -75,9 +74,9 @@ func (b *Broker) handleListOffsets(_ context.Context, _ *conn, kreq kmsg.Request
 			case ts < 0:
 				rp.ErrorCode = kerr.UnsupportedVersion.Code
 			default:
-				if off, storeTS, ok := b.st.OffsetForTime(t.Topic, p.Partition, ts); ok {
+				if off, batchTS, ok := b.st.OffsetForTime(t.Topic, p.Partition, ts); ok {
 					rp.Offset = off
-					rp.Timestamp = storeTS
+					rp.Timestamp = batchTS
 				}
 			}
 			rt.Partitions = append(rt.Partitions, rp)

@@ -44,12 +44,11 @@ func (b *Broker) handleMetadata(_ context.Context, c *conn, kreq kmsg.Request) (
 	resp.ClusterID = kmsg.StringPtr(clusterID)
 	resp.ControllerID = b.cfg.NodeID
 
-	// v0 lists everything for an empty list; v1+ for a null one.
+	// v0 lists everything for an empty list; v1+ for a null one. The
+	// internal topics are listed too, marked is_internal, as Kafka's: a
+	// regex consumer tells them from user topics by that flag.
 	if req.Topics == nil || req.Version == 0 && len(req.Topics) == 0 {
 		for _, t := range b.meta.Topics() {
-			if isInternalTopic(t.Name) {
-				continue // listed only when asked for by name, as Kafka's
-			}
 			resp.Topics = append(resp.Topics, b.topicMetadata(t))
 		}
 		return resp, nil

@@ -35,9 +35,10 @@ type Storage interface {
 	// the batch's first offset and the offset after it; ErrStorageRange
 	// when offset is not (or no longer) stored.
 	ReadBatch(topic string, partition int32, offset int64, dst []byte) (out []byte, base, next int64, err error)
-	// OffsetForTime returns the first offset stored at or after ts (unix
-	// ms) and its store timestamp; ok is false when there is none.
-	OffsetForTime(topic string, partition int32, ts int64) (offset, storeTS int64, ok bool)
+	// OffsetForTime returns the first offset of the first batch whose max
+	// timestamp (the producer's CreateTime) is at least ts (unix ms), and
+	// that timestamp; ok is false when there is none.
+	OffsetForTime(topic string, partition int32, ts int64) (offset, batchTS int64, ok bool)
 	// ScanRecords calls fn with every record stored from the record
 	// boundary from (or the log's start, if later) to the end, in log order;
 	// id is the topic incarnation the record was written for, base and end

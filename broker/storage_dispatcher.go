@@ -205,7 +205,12 @@ func (s *dispatcherStorage) OffsetForTime(topic string, partition int32, ts int6
 	if err != nil {
 		return 0, 0, false
 	}
-	return off, e.StoreTimestamp, true
+	v, err := s.log.Read(e.PhysOffset)
+	if err != nil {
+		return 0, 0, false
+	}
+	defer v.Release()
+	return off, v.Record().ProducerTimestamp, true
 }
 
 func (s *dispatcherStorage) ScanRecords(from int64, fn func(topic string, id commitlog.TopicID, partition int32, base, end int64, batch []byte)) error {

@@ -97,16 +97,21 @@ func (b *Broker) handleCreateTopics(_ context.Context, _ *conn, kreq kmsg.Reques
 		rt.NumPartitions = -1
 		rt.ReplicationFactor = -1
 		partitions := t.NumPartitions
-		if len(t.ReplicaAssignment) > 0 {
-			partitions = int32(len(t.ReplicaAssignment))
-		}
 		var (
 			kerrv *kerr.Error
 			msg   string
 		)
+		if len(t.ReplicaAssignment) > 0 {
+			partitions = int32(len(t.ReplicaAssignment))
+			var replicas [][]int32
+			if replicas, kerrv, msg = createTopicsAssignment(t.NumPartitions, t.ReplicationFactor, t.ReplicaAssignment); kerrv == nil {
+				kerrv, msg = b.checkAssignment(replicas)
+			}
+		}
 		switch {
 		case seen[t.Topic] > 1:
 			kerrv, msg = kerr.InvalidRequest, "topic named more than once"
+		case kerrv != nil:
 		case t.ReplicationFactor != -1 && t.ReplicationFactor != 1:
 			kerrv, msg = kerr.InvalidReplicationFactor, "this broker stores one replica of every partition"
 		case len(t.Configs) > 0:
@@ -288,7 +293,13 @@ func (b *Broker) handleCreatePartitions(_ context.Context, _ *conn, kreq kmsg.Re
 		rt := kmsg.NewCreatePartitionsResponseTopic()
 		rt.Topic = t.Topic
 		m, ok := b.meta.Topic(t.Topic)
-		var msg string
+		var (
+			msg       string
+			assignErr *kerr.Error
+		)
+		if ok && t.Assignment != nil {
+			assignErr, msg = b.checkAddedAssignment(t.Assignment, t.Count-m.Partitions)
+		}
 		switch {
 		case !ok:
 			rt.ErrorCode = kerr.UnknownTopicOrPartition.Code
@@ -299,6 +310,8 @@ func (b *Broker) handleCreatePartitions(_ context.Context, _ *conn, kreq kmsg.Re
 			rt.ErrorCode, msg = kerr.InvalidPartitions.Code, "topic already has at least that many partitions"
 		case t.Count > maxPartitions:
 			rt.ErrorCode, msg = kerr.InvalidPartitions.Code, "partition count must be at most 100000"
+		case assignErr != nil:
+			rt.ErrorCode = assignErr.Code
 		case req.ValidateOnly:
 		default:
 			if err := b.meta.SetPartitions(t.Topic, t.Count); err != nil {

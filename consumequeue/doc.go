@@ -15,7 +15,8 @@
 // 0 as 20 zero-padded digits, and that offset is always a multiple of
 // EntriesPerFile, so an offset's file and slot are arithmetic (O(1) Get)
 // and the same entries always land at the same bytes: deleting every queue
-// directory and re-dispatching the same log rebuilds identical files.
+// directory and re-dispatching the same log rebuilds identical files (but
+// see "Timestamps" for a log whose head retention removed).
 //
 // A file starts at 4 KiB and doubles as entries arrive, up to its full size
 // header+EntriesPerFile*32 (9.6 MB at the default 300,000 entries). Its size
@@ -78,12 +79,12 @@
 // waits for it (not for the disk); records buffered after it go to the new
 // journal.
 //
-// # Journal format, version 1 (all integers big-endian)
+// # Journal format, version 2 (all integers big-endian)
 //
 // Header, JournalHeaderSize (32) bytes:
 //
 //	0  uint32 Magic    0x5543514A ("UCQJ")
-//	4  uint16 Version  1
+//	4  uint16 Version  2 (1 is read too: see "Timestamps")
 //	6  uint16 Reserved 0
 //	8  uint64 Sequence the file's name
 //	16 uint32 CRC32C   Castagnoli, over bytes 0..15
@@ -100,7 +101,7 @@
 //	4  uint32 CRC32C   Castagnoli, over the body
 //	8  body: uint8 Type, uint32 QueueID, then by type:
 //	   1 declare   int32 Partition, int64 Start, topic (the rest, 1-255 bytes)
-//	   2 entry     int64 Offset, int64 PhysOffset, int64 StoreTimestamp, int32 Size
+//	   2 entry     int64 Offset, int64 PhysOffset, int64 Timestamp, int32 Size
 //	   3 truncate  int64 Offset: drop the entries from Offset on
 //	   4 set-min   int64 Offset: drop the entries before Offset (retention)
 //	   5 promoted  the queue's files hold it from here on
@@ -125,12 +126,12 @@
 // commit log. A mark that fails its CRC reads as 0 (nothing known durable).
 // ReadJournal reads the same without changing anything, for inspection.
 //
-// # File format, version 1 (all integers big-endian)
+// # File format, version 2 (all integers big-endian)
 //
 // Header, 32 bytes at offset 0:
 //
 //	0  uint32 Magic          0x55435146 ("UCQF")
-//	4  uint16 Version        1
+//	4  uint16 Version        2 (1 is read too: see "Timestamps")
 //	6  uint16 EntrySize      32
 //	8  int64  BaseOffset     logical offset of slot 0 (= the file name)
 //	16 int64  StartOffset    first offset that may hold an entry
@@ -150,7 +151,7 @@
 //
 //	0  int64  Offset          the slot's own logical offset
 //	8  int64  PhysOffset      record position in the commit log (>= 0)
-//	16 int64  StoreTimestamp  unix ms assigned by the log
+//	16 int64  Timestamp       unix ms, see "Timestamps"
 //	24 int32  Size            record size (> 0)
 //	28 uint32 CRC32C          Castagnoli, over bytes 0..27
 //
@@ -180,15 +181,40 @@
 // and the slots before it are zeroed, which is exactly what a rebuild from
 // the retained log writes.
 //
-// OffsetForTime binary-searches StoreTimestamp, which never decreases along
-// a queue because the log assigns it under its append lock.
+// OffsetForTime binary-searches Timestamp, which never decreases along a
+// queue (see "Timestamps").
+//
+// # Timestamps
+//
+// An entry's Timestamp is the largest record timestamp of the queue's
+// batches up to and including its own: the caller gives AppendRange the
+// batch's max timestamp (the producer's CreateTime, Kafka's default
+// message.timestamp.type) and the queue raises it to the entry before's.
+// It is Kafka's time index, dense: OffsetForTime's binary search finds the
+// first batch whose own max timestamp reaches the time, as Kafka's lookup
+// does, even when producers' timestamps go back. Like Kafka's, one record
+// stamped far in the future answers every later lookup up to its time.
+// The entries of a queue whose older batches retention removed may carry
+// a timestamp from them, which a rebuild from the retained log would not.
+//
+// Version 1 of both formats stored the time the log appended the record
+// instead. The layout is the same, so this build reads version 1 files and
+// journals as they are and continues them (a continued file keeps its
+// version 1 header; new files and journals are version 2): the first
+// entry appended after an upgrade is raised to the last store time, so
+// timestamps still never decrease, and a lookup among offsets indexed
+// before the upgrade answers by store time, as it did then. A build that
+// reads only version 1 refuses version 2 files (ErrCorrupt) rather than
+// misread them.
 //
 // # Concurrency
 //
 // One appender, many readers. Append writes the slot's 32 bytes into the
 // mapping and only then publishes MaxOffset with an atomic store; a reader
 // checks the offset against MaxOffset first, so it never sees a half-written
-// entry. Each file has a RWMutex: readers copy an entry out under the read
+// entry. AppendRange writes the slots of all the offsets of one record batch
+// before it publishes, so MaxOffset never lies inside a batch: a fetch
+// takes it as the high watermark, and Kafka's never splits a batch. Each file has a RWMutex: readers copy an entry out under the read
 // lock, and the rare operations that replace the mapping (growth, eviction,
 // truncation, deletion) take the write lock. The list of a queue's files is
 // an atomically swapped slice.

@@ -8,15 +8,17 @@ import (
 	"github.com/unilog/unilog/internal/framed"
 )
 
-// Sizes of the version 1 file header and entry slots, in bytes.
+// Sizes of the file header and entry slots, in bytes (versions 1 and 2).
 const (
 	HeaderSize = 32
 	EntrySize  = 32
 )
 
 // fileFormat frames a file's header: entry size (uint16), Base (int64),
-// Start (int64), EntriesPerFile (uint32).
-var fileFormat = framed.Format{Name: "header", Magic: "UCQF", Version: 1, Shape: framed.Sealed}
+// Start (int64), EntriesPerFile (uint32). Version 1 files hold the log's
+// store time in their entries and are still read (see "Timestamps" in the
+// package doc); version 2 the records' own.
+var fileFormat = framed.Format{Name: "header", Magic: "UCQF", Version: 2, Oldest: 1, Shape: framed.Sealed}
 
 const (
 	// minFileSize is the size a new file starts at; files double from here
@@ -26,9 +28,14 @@ const (
 
 // Entry locates one logical offset's record in the commit log.
 type Entry struct {
-	PhysOffset     int64 // physical offset of the record in the commit log
-	Size           int32 // record size in bytes
-	StoreTimestamp int64 // unix ms the log assigned to the record
+	PhysOffset int64 // physical offset of the record in the commit log
+	Size       int32 // record size in bytes
+	// Timestamp (unix ms) is the largest record timestamp of the queue's
+	// batches up to this one: AppendRange raises the batch's max
+	// timestamp it is given to the previous entry's, so it never
+	// decreases along a queue. Entries written by version 1 hold the
+	// log's store time instead.
+	Timestamp int64
 }
 
 // header is the decoded form of a file's first HeaderSize bytes.
@@ -83,7 +90,7 @@ func encodeEntry(b []byte, off int64, e Entry) {
 	_ = b[EntrySize-1]
 	binary.BigEndian.PutUint64(b[0:], uint64(off))
 	binary.BigEndian.PutUint64(b[8:], uint64(e.PhysOffset))
-	binary.BigEndian.PutUint64(b[16:], uint64(e.StoreTimestamp))
+	binary.BigEndian.PutUint64(b[16:], uint64(e.Timestamp))
 	binary.BigEndian.PutUint32(b[24:], uint32(e.Size))
 	binary.BigEndian.PutUint32(b[28:], framed.Checksum(b[:28]))
 }
@@ -102,9 +109,9 @@ func decodeEntry(b []byte, off int64) (Entry, bool) {
 		return Entry{}, false
 	}
 	e := Entry{
-		PhysOffset:     int64(binary.BigEndian.Uint64(b[8:])),
-		StoreTimestamp: int64(binary.BigEndian.Uint64(b[16:])),
-		Size:           int32(binary.BigEndian.Uint32(b[24:])),
+		PhysOffset: int64(binary.BigEndian.Uint64(b[8:])),
+		Timestamp:  int64(binary.BigEndian.Uint64(b[16:])),
+		Size:       int32(binary.BigEndian.Uint32(b[24:])),
 	}
 	if e.Size <= 0 || e.PhysOffset < 0 {
 		return Entry{}, false

@@ -14,10 +14,10 @@ func TestEntryRoundTrip(t *testing.T) {
 		off  int64
 		e    Entry
 	}{
-		{"first", 0, Entry{PhysOffset: 0, Size: 1, StoreTimestamp: 0}},
-		{"typical", 12345, Entry{PhysOffset: 1 << 33, Size: 1024, StoreTimestamp: 1_700_000_000_000}},
-		{"max values", 1<<63 - 1, Entry{PhysOffset: 1<<63 - 1, Size: 1<<31 - 1, StoreTimestamp: 1<<63 - 1}},
-		{"negative timestamp", 7, Entry{PhysOffset: 9, Size: 3, StoreTimestamp: -5}},
+		{"first", 0, Entry{PhysOffset: 0, Size: 1, Timestamp: 0}},
+		{"typical", 12345, Entry{PhysOffset: 1 << 33, Size: 1024, Timestamp: 1_700_000_000_000}},
+		{"max values", 1<<63 - 1, Entry{PhysOffset: 1<<63 - 1, Size: 1<<31 - 1, Timestamp: 1<<63 - 1}},
+		{"negative timestamp", 7, Entry{PhysOffset: 9, Size: 3, Timestamp: -5}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -81,7 +81,9 @@ func TestHeader(t *testing.T) {
 		{"start at end", nil, header{Base: 300, Start: 600, EntriesPerFile: 300}, true},
 		{"crc", func(b []byte) { b[29] ^= 1 }, good, false},
 		{"magic", func(b []byte) { b[0] = 'X'; reseal(b) }, good, false},
-		{"version", func(b []byte) { b[5] = 2; reseal(b) }, good, false},
+		{"version 1 (store times)", func(b []byte) { b[5] = 1; reseal(b) }, good, true},
+		{"version 3", func(b []byte) { b[5] = 3; reseal(b) }, good, false},
+		{"version 0", func(b []byte) { b[5] = 0; reseal(b) }, good, false},
 		{"entry size", func(b []byte) { b[7] = 20; reseal(b) }, good, false},
 		{"zero entries per file", nil, header{Base: 0, Start: 0, EntriesPerFile: 0}, false},
 		{"base not multiple", nil, header{Base: 10, Start: 10, EntriesPerFile: 300}, false},

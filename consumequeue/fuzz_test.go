@@ -10,7 +10,7 @@ import (
 
 func FuzzDecodeEntry(f *testing.F) {
 	var b [EntrySize]byte
-	encodeEntry(b[:], 42, Entry{PhysOffset: 4200, Size: 100, StoreTimestamp: 1_700_000_000_000})
+	encodeEntry(b[:], 42, Entry{PhysOffset: 4200, Size: 100, Timestamp: 1_700_000_000_000})
 	f.Add(b[:], int64(42))
 	f.Add(make([]byte, EntrySize), int64(0))
 	f.Fuzz(func(t *testing.T, data []byte, off int64) {

@@ -30,7 +30,7 @@ func openStore(t testing.TB, dir string, epf, maxMapped int) *Store {
 // entryAt is the entry the tests store at offset off: PhysOffset grows with
 // the offset (as it does in the log) and timestamps repeat in threes.
 func entryAt(off int64) Entry {
-	return Entry{PhysOffset: off*100 + 7, Size: int32(off%50 + 1), StoreTimestamp: 1000 + off/3}
+	return Entry{PhysOffset: off*100 + 7, Size: int32(off%50 + 1), Timestamp: 1000 + off/3}
 }
 
 func appendRange(t testing.TB, q *Queue, from, to int64) {

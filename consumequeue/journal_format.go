@@ -12,8 +12,10 @@ const JournalHeaderSize = 32
 
 // journalFormat frames the fixed part of a journal's header, its first
 // journalFrameSize bytes: a reserved uint16 and the sequence (uint64). The
-// synced mark after it carries its own CRC, being rewritten alone.
-var journalFormat = framed.Format{Name: "journal header", Magic: "UCQJ", Version: 1, Shape: framed.Sealed}
+// synced mark after it carries its own CRC, being rewritten alone. Version
+// 1 journals hold the log's store time in their entry records and are
+// still read, as version 1 queue files.
+var journalFormat = framed.Format{Name: "journal header", Magic: "UCQJ", Version: 2, Oldest: 1, Shape: framed.Sealed}
 
 const (
 	journalFrameSize = 20
@@ -110,7 +112,7 @@ func appendEntry(b []byte, qid uint32, off int64, e Entry) []byte {
 	binary.BigEndian.PutUint32(body[1:], qid)
 	binary.BigEndian.PutUint64(body[5:], uint64(off))
 	binary.BigEndian.PutUint64(body[13:], uint64(e.PhysOffset))
-	binary.BigEndian.PutUint64(body[21:], uint64(e.StoreTimestamp))
+	binary.BigEndian.PutUint64(body[21:], uint64(e.Timestamp))
 	binary.BigEndian.PutUint32(body[29:], uint32(e.Size))
 	return appendRecord(b, body[:])
 }
@@ -178,9 +180,9 @@ func decodeRecord(b []byte) (journalRecord, int, error) {
 		if n == want {
 			r.Offset = int64(binary.BigEndian.Uint64(body[5:]))
 			r.Entry = Entry{
-				PhysOffset:     int64(binary.BigEndian.Uint64(body[13:])),
-				StoreTimestamp: int64(binary.BigEndian.Uint64(body[21:])),
-				Size:           int32(binary.BigEndian.Uint32(body[29:])),
+				PhysOffset: int64(binary.BigEndian.Uint64(body[13:])),
+				Timestamp:  int64(binary.BigEndian.Uint64(body[21:])),
+				Size:       int32(binary.BigEndian.Uint32(body[29:])),
 			}
 			if r.Entry.Size <= 0 || r.Entry.PhysOffset < 0 {
 				return journalRecord{}, 0, fmt.Errorf("entry record with size %d phys %d: %w", r.Entry.Size, r.Entry.PhysOffset, ErrCorrupt)

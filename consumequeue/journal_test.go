@@ -65,7 +65,7 @@ func TestSmallQueue(t *testing.T) {
 	if exists(s.queueDir(q.id)) || exists(filepath.Join(dir, "t")) {
 		t.Fatal("a small queue has a directory")
 	}
-	if got := q.OffsetForTime(entryAt(4).StoreTimestamp); got != 3 {
+	if got := q.OffsetForTime(entryAt(4).Timestamp); got != 3 {
 		t.Fatalf("OffsetForTime = %d, want 3", got)
 	}
 	if _, err := q.Get(6); !errors.Is(err, ErrOutOfRange) {

@@ -117,7 +117,7 @@ func TestConcurrentReaders(t *testing.T) {
 					errc <- err
 					return
 				}
-				if got := q.OffsetForTime(entryAt(off).StoreTimestamp); got > off && off >= q.MinOffset() {
+				if got := q.OffsetForTime(entryAt(off).Timestamp); got > off && off >= q.MinOffset() {
 					errc <- errors.New("OffsetForTime past an entry with that timestamp")
 					return
 				}

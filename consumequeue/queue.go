@@ -21,8 +21,8 @@ type ID struct {
 
 // Queue is the index of one topic/partition. One goroutine appends (and
 // truncates); any number read concurrently. A reader sees an entry only
-// after its bytes are in the mapping, because Append publishes MaxOffset
-// with an atomic store after writing them.
+// after its bytes are in the mapping, because Append and AppendRange
+// publish MaxOffset with an atomic store after writing them.
 type Queue struct {
 	s   *Store
 	id  ID
@@ -42,6 +42,12 @@ type Queue struct {
 	sq        *smallQueue
 	small     atomic.Bool
 	promoteAt int64
+
+	// lastTS is the Timestamp of the entry before lastTSAt, which AppendRange
+	// raises the next entry's to; it is known only while lastTSAt is
+	// MaxOffset (never 0 for a queue holding entries), so a truncation or
+	// reset makes the next append read it again. Writer side, under mu.
+	lastTS, lastTSAt int64
 }
 
 // ID returns the queue's topic and partition.
@@ -118,9 +124,11 @@ func (q *Queue) outOfRange(off int64) error {
 		q.id.Topic, q.id.Partition, off, q.min.Load(), q.max.Load(), ErrOutOfRange)
 }
 
-// OffsetForTime returns the first offset whose StoreTimestamp is at least
-// ts, or MaxOffset if there is none. Timestamps never decrease along a
-// queue (the log assigns them under its lock), so this is a binary search.
+// OffsetForTime returns the first offset whose Timestamp is at least ts,
+// or MaxOffset if there is none: the first offset of the first batch whose
+// max timestamp is at least ts, as Kafka's time index answers. Timestamps
+// never decrease along a queue (AppendRange keeps the largest so far), so
+// this is a binary search.
 // An entry that cannot be read counts as late enough, so a damaged slot
 // makes the answer earlier, never later.
 func (q *Queue) OffsetForTime(ts int64) int64 {
@@ -128,7 +136,7 @@ func (q *Queue) OffsetForTime(ts int64) int64 {
 	for lo < hi {
 		mid := lo + (hi-lo)/2
 		e, err := q.Get(mid)
-		if err == nil && e.StoreTimestamp < ts {
+		if err == nil && e.Timestamp < ts {
 			lo = mid + 1
 		} else {
 			hi = mid
@@ -140,15 +148,25 @@ func (q *Queue) OffsetForTime(ts int64) int64 {
 // Append stores e at offset, which must be MaxOffset. An empty queue
 // (MinOffset == MaxOffset) also accepts any larger offset and then starts
 // there: a partition first seen after retention starts mid-way.
-func (q *Queue) Append(offset int64, e Entry) error {
+func (q *Queue) Append(offset int64, e Entry) error { return q.AppendRange(offset, 1, e) }
+
+// AppendRange stores e at the count offsets from offset, as Append would
+// one by one, and publishes them at once: a record batch spans several
+// offsets that all point at it, and a reader that saw MaxOffset inside a
+// batch would serve the whole batch past it (a fetch's high watermark
+// would then split a batch, which Kafka's never does). If a store fails
+// midway the entries stored before it are published. e.Timestamp is the
+// batch's max timestamp; what is stored is the largest along the queue so
+// far (Entry.Timestamp).
+func (q *Queue) AppendRange(offset, count int64, e Entry) error {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	if q.closed.Load() {
 		return fmt.Errorf("consumequeue: append %s/%d: %w", q.id.Topic, q.id.Partition, ErrClosed)
 	}
-	if e.Size <= 0 || e.PhysOffset < 0 {
-		return fmt.Errorf("consumequeue: append %s/%d at %d: size %d phys %d: %w",
-			q.id.Topic, q.id.Partition, offset, e.Size, e.PhysOffset, ErrInvalidEntry)
+	if e.Size <= 0 || e.PhysOffset < 0 || count <= 0 {
+		return fmt.Errorf("consumequeue: append %s/%d at %d: %d entries of size %d phys %d: %w",
+			q.id.Topic, q.id.Partition, offset, count, e.Size, e.PhysOffset, ErrInvalidEntry)
 	}
 	lo, hi := q.min.Load(), q.max.Load()
 	empty := lo == hi
@@ -156,31 +174,60 @@ func (q *Queue) Append(offset int64, e Entry) error {
 		return fmt.Errorf("consumequeue: append %s/%d at %d, next is %d: %w",
 			q.id.Topic, q.id.Partition, offset, hi, ErrOffsetGap)
 	}
+	if empty {
+		lo = offset
+	} else {
+		prev, err := q.lastTimestamp(hi)
+		if err != nil {
+			return fmt.Errorf("consumequeue: append %s/%d at %d: %w", q.id.Topic, q.id.Partition, offset, err)
+		}
+		e.Timestamp = max(e.Timestamp, prev)
+	}
+	end := offset
+	var err error
+	for ; end < offset+count; end++ {
+		if err = q.store(end, e, lo, end == offset && empty); err != nil {
+			break
+		}
+	}
+	if end > offset {
+		if empty {
+			q.min.Store(offset)
+		}
+		q.max.Store(end)
+		q.lastTS, q.lastTSAt = e.Timestamp, end
+	}
+	return err
+}
+
+// lastTimestamp is the Timestamp of the entry before hi, the MaxOffset of
+// a queue holding entries. Caller holds mu.
+func (q *Queue) lastTimestamp(hi int64) (int64, error) {
+	if q.lastTSAt != hi {
+		e, err := q.Get(hi - 1)
+		if err != nil {
+			return 0, err
+		}
+		q.lastTS, q.lastTSAt = e.Timestamp, hi
+	}
+	return q.lastTS, nil
+}
+
+// store writes e at offset, not yet published; lo is MinOffset as it will
+// be, empty says the queue holds no entry. Caller holds mu.
+func (q *Queue) store(offset int64, e Entry, lo int64, empty bool) error {
 	if q.small.Load() {
-		if hi-lo < q.promoteAt {
+		if offset-lo < q.promoteAt {
 			if err := q.s.journal.add(q.sq, offset, e); err != nil {
 				return fmt.Errorf("consumequeue: append %s/%d: %w", q.id.Topic, q.id.Partition, err)
 			}
-			q.publish(offset, empty)
 			return nil
 		}
 		if err := q.promote(); err != nil {
 			return err
 		}
 	}
-	if err := q.appendFile(offset, e, empty); err != nil {
-		return err
-	}
-	q.publish(offset, empty)
-	return nil
-}
-
-// publish makes the entry just appended at offset visible to readers.
-func (q *Queue) publish(offset int64, empty bool) {
-	if empty {
-		q.min.Store(offset)
-	}
-	q.max.Store(offset + 1)
+	return q.appendFile(offset, e, empty)
 }
 
 // appendFile writes e at offset into the queue's files; empty says the

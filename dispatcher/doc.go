@@ -15,8 +15,9 @@
 // commitlog.Log.Appended, reads every record up to the write offset with
 // one commitlog.Cursor (no allocation or CRC per record: the records it
 // tails were verified by recovery or written by this process) and
-// appends Count consume-queue entries for it (all pointing at the same
-// record: physical offset, size, store timestamp). It is the only writer of
+// appends Count consume-queue entries for it at once (all pointing at the
+// same record: physical offset, size, and its batch's max timestamp, which
+// the queue raises to the largest so far). It is the only writer of
 // the consume queues, so they need no writer lock of their own; retention
 // of log files is handed to it as well, and it deletes the consume-queue
 // files that index only deleted log files. After each pass it publishes the
@@ -197,6 +198,6 @@
 // names the file, the position in it and what is wrong), and that every
 // consume-queue entry points at a record of its own topic incarnation and
 // partition whose offsets cover the entry's offset, with the same size and
-// store timestamp. Reports name a partition by its queue directory
+// a timestamp that follows the record's (verifyQueue). Reports name a partition by its queue directory
 // (QueueName).
 package dispatcher

@@ -188,8 +188,8 @@ func readBack(d *Dispatcher, topic string, partition int32, off, phys int64, has
 		return fmt.Errorf("%s/%d offset %d: record of %s/%d", topic, partition, off, r.Topic, r.Partition)
 	case off < r.QueueOffset || off >= r.QueueOffset+int64(max(r.Count, 1)):
 		return fmt.Errorf("%s/%d offset %d: record holds [%d,+%d)", topic, partition, off, r.QueueOffset, r.Count)
-	case e.Size != r.TotalSize || e.StoreTimestamp != r.StoreTimestamp:
-		return fmt.Errorf("%s/%d offset %d: entry %+v, record size %d ts %d", topic, partition, off, e, r.TotalSize, r.StoreTimestamp)
+	case e.Size != r.TotalSize || e.Timestamp < r.ProducerTimestamp:
+		return fmt.Errorf("%s/%d offset %d: entry %+v, record size %d max timestamp %d", topic, partition, off, e, r.TotalSize, r.ProducerTimestamp)
 	case contentHash(r.Key, r.Headers, r.Body) != hash:
 		return fmt.Errorf("%s/%d offset %d: content differs", topic, partition, off)
 	}

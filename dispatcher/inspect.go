@@ -294,10 +294,15 @@ func scanLog(lr *commitlog.Reader, rep *Report, progress func(done, total int64)
 }
 
 // verifyQueue checks each entry of q against the record it points at.
+// An entry's timestamp is the largest batch max timestamp along the queue
+// so far (consumequeue.Entry): the record's own, or the entry before's
+// when that is larger; the first entry may carry one from entries
+// retention removed. One written before consume-queue version 2 holds the
+// record's store time instead.
 func verifyQueue(lr *commitlog.Reader, rep *Report, q *cqQueue) {
 	topic, id := ParseQueueName(q.ID.Topic)
 	var last *commitlog.Record
-	for _, e := range q.Entries {
+	for i, e := range q.Entries {
 		if e.PhysOffset < rep.LogMin {
 			rep.Expired++
 			continue
@@ -327,11 +332,23 @@ func verifyQueue(lr *commitlog.Reader, rep *Report, q *cqQueue) {
 				q.ID.Topic, q.ID.Partition, e.Offset, r.QueueOffset, r.QueueOffset+int64(max(r.Count, 1)))
 		case e.Size != r.TotalSize:
 			rep.problem("consume queue %s/%d offset %d: entry size %d, record size %d", q.ID.Topic, q.ID.Partition, e.Offset, e.Size, r.TotalSize)
-		case e.StoreTimestamp != r.StoreTimestamp:
-			rep.problem("consume queue %s/%d offset %d: entry timestamp %d, record timestamp %d",
-				q.ID.Topic, q.ID.Partition, e.Offset, e.StoreTimestamp, r.StoreTimestamp)
+		case !entryTimeOK(e.Timestamp, r, q.Entries[:i]):
+			rep.problem("consume queue %s/%d offset %d: entry timestamp %d, record timestamp %d (stored at %d)",
+				q.ID.Topic, q.ID.Partition, e.Offset, e.Timestamp, r.ProducerTimestamp, r.StoreTimestamp)
 		}
 	}
+}
+
+// entryTimeOK reports whether ts is what an entry for r may hold after
+// the entries before it.
+func entryTimeOK(ts int64, r *commitlog.Record, before []consumequeue.FileEntry) bool {
+	if ts == r.StoreTimestamp {
+		return true
+	}
+	if len(before) == 0 {
+		return ts >= r.ProducerTimestamp
+	}
+	return ts == max(before[len(before)-1].Timestamp, r.ProducerTimestamp)
 }
 
 // Dump calls fn for the records of one partition holding offsets from

@@ -142,11 +142,9 @@ func (d *Dispatcher) index(r *commitlog.Record) error {
 		}
 		return nil
 	}
-	e := consumequeue.Entry{PhysOffset: r.PhysOffset, Size: r.TotalSize, StoreTimestamp: r.StoreTimestamp}
-	for off := next; off < end; off++ {
-		if err := q.Append(off, e); err != nil {
-			return fmt.Errorf("dispatcher: index %s/%d offset %d: %w", r.Topic, r.Partition, off, err)
-		}
+	e := consumequeue.Entry{PhysOffset: r.PhysOffset, Size: r.TotalSize, Timestamp: r.ProducerTimestamp}
+	if err := q.AppendRange(next, end-next, e); err != nil {
+		return fmt.Errorf("dispatcher: index %s/%d offsets %d-%d: %w", r.Topic, r.Partition, next, end-1, err)
 	}
 	if d.watches.count.Load() > 0 {
 		d.touched[id] = end

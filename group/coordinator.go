@@ -375,6 +375,12 @@ func commitCode(err error) int16 {
 // a log that cannot take commits fails every one of them, several a second
 // while clients retry, and one line says so as well as all of them.
 func (c *Coordinator) noteCommit(what, group string, code int16, err error) {
+	if errors.Is(err, context.Canceled) {
+		// The request ended under the wait: its client went away or the
+		// broker is closing. Nothing timed out, and no one is left to answer.
+		c.log.WithFields(logrus.Fields{"group": group, "error": err}).Debug(what + " cancelled while waiting to be durable")
+		return
+	}
 	c.commitMu.Lock()
 	last := c.commitCode
 	c.commitCode = code

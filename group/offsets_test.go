@@ -7,7 +7,10 @@ import (
 	"math"
 	"reflect"
 	"testing"
+	"time"
 
+	"github.com/sirupsen/logrus"
+	logtest "github.com/sirupsen/logrus/hooks/test"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
@@ -268,5 +271,56 @@ func TestOffsetCommitWaitsForDurability(t *testing.T) {
 	close(log.release)
 	if resp := <-done; resp.Topics[0].Partitions[0].ErrorCode != 0 {
 		t.Fatalf("commit: %v", kerr.ErrorForCode(resp.Topics[0].Partitions[0].ErrorCode))
+	}
+}
+
+// TestOffsetCommitCancelledIsNotATimeout: a commit whose wait for
+// durability ends because its request was cancelled (the client went away,
+// the broker is closing) is not a timeout, and is not logged as one; a
+// commit that outlives its deadline still is. Both are answered
+// COORDINATOR_NOT_AVAILABLE, as Kafka's coordinator answers a commit it
+// could not make durable (commitCode). Under flush sync the broker
+// logged "offset commit timed out ... context canceled" for every client
+// that closed with a commit in flight.
+func TestOffsetCommitCancelledIsNotATimeout(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		ctx      func() (context.Context, context.CancelFunc)
+		warnings int
+	}{
+		{"cancelled", func() (context.Context, context.CancelFunc) {
+			ctx, cancel := context.WithCancel(context.Background())
+			cancel()
+			return ctx, cancel
+		}, 0},
+		{"deadline", func() (context.Context, context.CancelFunc) {
+			return context.WithDeadline(context.Background(), time.Unix(0, 0))
+		}, 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			logger, hook := logtest.NewNullLogger()
+			opts := testOptions(t, newMemLog(), clocktest.New())
+			opts.Logger = logger
+			c, err := Open(opts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(c.Close)
+			ctx, cancel := tc.ctx()
+			defer cancel()
+			resp := c.OffsetCommit(ctx, commitReq("a", map[TopicPartition]int64{{"t", 0}: 1}))
+			if code := resp.Topics[0].Partitions[0].ErrorCode; code != coordinatorNotAvailable {
+				t.Errorf("answered %v, want COORDINATOR_NOT_AVAILABLE", kerr.ErrorForCode(code))
+			}
+			warnings := 0
+			for _, e := range hook.AllEntries() {
+				if e.Level <= logrus.WarnLevel {
+					warnings++
+				}
+			}
+			if warnings != tc.warnings {
+				t.Errorf("%d warnings or errors logged, want %d: %v", warnings, tc.warnings, hook.AllEntries())
+			}
+		})
 	}
 }

@@ -70,6 +70,13 @@ type Metadata struct {
 	mu     sync.RWMutex
 	topics map[string]topicEntry
 	subs   []func(TopicEvent)
+	// ownMu is held by each change this node makes from its write to the
+	// bucket until it is applied to the copy, and taken by the watch
+	// before it applies an entry: the watch can deliver the echo of a
+	// change before the write returns, and the echo applied first was
+	// reported to subscribers as another node's change (the broker then
+	// logged its own deletes as another node's).
+	ownMu sync.Mutex
 
 	watcher jetstream.KeyWatcher
 	done    chan struct{}
@@ -122,6 +129,10 @@ func (m *Metadata) applyEntry(e jetstream.KeyValueEntry) {
 		m.log.WithError(err).WithField("key", e.Key()).Error("metadata bucket: topic unreadable")
 		return
 	}
+	// An entry received while this node's change is in flight may be its
+	// echo: wait for the change to be applied, which makes it one.
+	m.ownMu.Lock()
+	m.ownMu.Unlock() // a barrier: subscribers run unlocked
 	m.apply(t, e.Revision(), deleted, true)
 }
 
@@ -149,7 +160,8 @@ func (m *Metadata) apply(t Topic, rev uint64, deleted, remote bool) {
 
 // OnChange registers f for every later change, local or from another
 // node, in revision order. f runs on the watch goroutine (Remote) or the
-// mutating one; the next change waits for it.
+// mutating one; the next change waits for it, so f must not change the
+// metadata itself.
 func (m *Metadata) OnChange(f func(TopicEvent)) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -193,6 +205,8 @@ func (m *Metadata) CreateTopic(t Topic) error {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), opTimeout)
 	defer cancel()
+	m.ownMu.Lock()
+	defer m.ownMu.Unlock()
 	rev, err := m.kv.Create(ctx, topicKey(t.Name), val)
 	if errors.Is(err, jetstream.ErrKeyExists) {
 		return fmt.Errorf("%w: %s", ErrTopicExists, t.Name)
@@ -220,6 +234,8 @@ func (m *Metadata) getTopic(ctx context.Context, name string) (jetstream.KeyValu
 func (m *Metadata) DeleteTopic(name string) error {
 	ctx, cancel := context.WithTimeout(context.Background(), opTimeout)
 	defer cancel()
+	m.ownMu.Lock()
+	defer m.ownMu.Unlock()
 	for {
 		e, err := m.getTopic(ctx, name)
 		if err != nil {
@@ -245,6 +261,8 @@ func (m *Metadata) DeleteTopic(name string) error {
 func (m *Metadata) SetPartitions(name string, partitions int32) error {
 	ctx, cancel := context.WithTimeout(context.Background(), opTimeout)
 	defer cancel()
+	m.ownMu.Lock()
+	defer m.ownMu.Unlock()
 	for {
 		e, err := m.getTopic(ctx, name)
 		if err != nil {

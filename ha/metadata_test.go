@@ -151,3 +151,52 @@ func TestMetadataRejectsMismatchedPlacement(t *testing.T) {
 		t.Fatal("rejected topic stored")
 	}
 }
+
+// TestMetadataOwnChangesAreLocal: a node's own creates and deletes are
+// reported once each, as its own, however the watch's echo of the change
+// races the call that made it. A delete the watch delivered first was
+// reported as another node's, and the broker logged that another node had
+// deleted the topic after each of its own DeleteTopics.
+func TestMetadataOwnChangesAreLocal(t *testing.T) {
+	srv := startServer(t)
+	m := openTestMetadata(t, srv.ClientURL(), "g1")
+	var mu sync.Mutex
+	var events []TopicEvent
+	m.OnChange(func(ev TopicEvent) {
+		mu.Lock()
+		events = append(events, ev)
+		mu.Unlock()
+	})
+	const rounds = 30
+	for i := range rounds {
+		if err := m.CreateTopic(Topic{Name: "t", ID: [16]byte{byte(i)}, Partitions: 1}); err != nil {
+			t.Fatal(err)
+		}
+		if err := m.DeleteTopic("t"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// The last echo has been applied once a later change's has.
+	if err := m.CreateTopic(Topic{Name: "last", Partitions: 1}); err != nil {
+		t.Fatal(err)
+	}
+	poll.True(t, "the watch to catch up", func() bool {
+		e, err := m.kv.Get(context.Background(), topicKey("last"))
+		if err != nil {
+			return false
+		}
+		m.mu.RLock()
+		defer m.mu.RUnlock()
+		return m.topics["last"].rev >= e.Revision()
+	})
+	mu.Lock()
+	defer mu.Unlock()
+	if len(events) != 2*rounds+1 {
+		t.Errorf("%d events for %d changes", len(events), 2*rounds+1)
+	}
+	for i, ev := range events {
+		if ev.Remote {
+			t.Errorf("event %d (%+v) reported as another node's", i, ev)
+		}
+	}
+}

@@ -90,3 +90,27 @@ func TestBrokerMovesFileMetadataIntoTheControlPlane(t *testing.T) {
 		t.Errorf("second start: %v\n%s", r.err, r.stderr)
 	}
 }
+
+// TestOwnDeletesAreNotAnotherNodes: a single broker deleting its topics
+// must not log them as deleted by another node. The control plane's watch
+// used to deliver the echo of a delete before the delete had returned,
+// and the broker dropped its queues a second time and said so.
+func TestOwnDeletesAreNotAnotherNodes(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	addr, done := runBrokerCommand(ctx, t, "--data-dir", t.TempDir(), "--listen", "127.0.0.1:0", "--admin", "", "--file-size", "8MiB")
+	for range 15 {
+		createTopic(t, addr, "short-lived", 2)
+		mustRun(t, "", "topic", "delete", "--brokers", addr, "--topic", "short-lived")
+	}
+	cancel()
+	r := <-done
+	if r.err != nil {
+		t.Fatalf("broker: %v\n%s", r.err, r.stderr)
+	}
+	if n := strings.Count(r.stderr, "topic deleted\""); n != 15 {
+		t.Errorf("%d deletes logged, want 15:\n%s", n, r.stderr)
+	}
+	if strings.Contains(r.stderr, "deleted by another node") {
+		t.Errorf("own deletes logged as another node's:\n%s", r.stderr)
+	}
+}

@@ -91,32 +91,24 @@ func tail(path string) string {
 	return string(b)
 }
 
-// TestReplicaGroupFailover runs three broker processes in one replica
-// group on a NATS the test starts, produces with acks=all under sync
-// replication, SIGKILLs the leader, and checks that a follower takes over
-// within a few seconds, that every acknowledged record and a committed
-// group offset survive exactly once, and that the killed node, back, ends
-// with a commit log byte-identical to the others'.
-func TestReplicaGroupFailover(t *testing.T) {
-	srv, err := ha.StartServer(ha.ServerConfig{Name: "failover-test", Dir: t.TempDir(), Listen: "127.0.0.1:0", Logger: quietLogger()})
+// startReplicaGroup starts a NATS server and three broker processes in
+// one replica group on it, with args added to each; they stop, and their
+// logs are shown if the test failed, when it ends.
+func startReplicaGroup(t *testing.T, args ...string) (*ha.Server, []*brokerProcess) {
+	t.Helper()
+	srv, err := ha.StartServer(ha.ServerConfig{Name: "group-test", Dir: t.TempDir(), Listen: "127.0.0.1:0", Logger: quietLogger()})
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer srv.Shutdown()
+	t.Cleanup(srv.Shutdown)
 
 	base := t.TempDir()
 	nodes := make([]*brokerProcess, 3)
-	for i := range nodes {
-		p := &brokerProcess{id: i + 1, dir: filepath.Join(base, fmt.Sprintf("n%d", i+1))}
-		p.args = []string{"--data-dir", p.dir, "--node-id", fmt.Sprint(p.id), "--nats", srv.ClientURL(),
-			// The same addresses after a restart, where clients look for it.
-			"--listen", testnet.FreeAddr(t), "--admin", testnet.FreeAddr(t), "--replication-listen", testnet.FreeAddr(t),
-			"--file-size", "8MiB", "--lease-duration", "2s", "--replication", "sync", "--log-level", "debug"}
-		startBrokerProcess(t, p)
-		nodes[i] = p
-	}
-	defer func() {
+	t.Cleanup(func() {
 		for _, p := range nodes {
+			if p == nil {
+				continue
+			}
 			if p.cmd.ProcessState == nil {
 				p.cmd.Process.Signal(syscall.SIGTERM)
 				if err := <-p.exit; err != nil {
@@ -129,10 +121,32 @@ func TestReplicaGroupFailover(t *testing.T) {
 		}
 		if t.Failed() {
 			for _, p := range nodes {
-				t.Logf("node %d log:\n%s", p.id, tail(p.dir+".log"))
+				if p != nil {
+					t.Logf("node %d log:\n%s", p.id, tail(p.dir+".log"))
+				}
 			}
 		}
-	}()
+	})
+	for i := range nodes {
+		p := &brokerProcess{id: i + 1, dir: filepath.Join(base, fmt.Sprintf("n%d", i+1))}
+		p.args = append([]string{"--data-dir", p.dir, "--node-id", fmt.Sprint(p.id), "--nats", srv.ClientURL(),
+			// The same addresses after a restart, where clients look for it.
+			"--listen", testnet.FreeAddr(t), "--admin", testnet.FreeAddr(t), "--replication-listen", testnet.FreeAddr(t),
+			"--file-size", "8MiB", "--lease-duration", "2s", "--log-level", "debug"}, args...)
+		startBrokerProcess(t, p)
+		nodes[i] = p
+	}
+	return srv, nodes
+}
+
+// TestReplicaGroupFailover runs three broker processes in one replica
+// group on a NATS the test starts, produces with acks=all under sync
+// replication, SIGKILLs the leader, and checks that a follower takes over
+// within a few seconds, that every acknowledged record and a committed
+// group offset survive exactly once, and that the killed node, back, ends
+// with a commit log byte-identical to the others'.
+func TestReplicaGroupFailover(t *testing.T) {
+	srv, nodes := startReplicaGroup(t, "--replication", "sync")
 
 	leader := waitLeader(t, nodes, 0, 2)
 	t.Logf("node %d leads epoch %d with both followers in sync", leader.id, mustStatus(t, leader).Epoch)
