@@ -31,6 +31,7 @@ func controlPlaneFlags() []cli.Flag {
 		&cli.StringFlag{Name: "nats", Usage: "join an external NATS, `URLS` nats://host:port,... (default: embed a NATS server)", EnvVars: env("NATS")},
 		&cli.StringFlag{Name: "nats-creds", Usage: "NATS credentials `FILE` for --nats", EnvVars: env("NATS_CREDS")},
 		&cli.StringFlag{Name: "nats-nkey", Usage: "NATS nkey seed `FILE` for --nats", EnvVars: env("NATS_NKEY")},
+		&cli.StringFlag{Name: "cluster-secret-file", Usage: "the cluster's shared secret `FILE`, created (64 hex digits, mode 0600) when missing; default DATA_DIR/" + ha.SecretFileName + ". The embedded NATS admits only clients and routes that hold it, and both ends of a replication stream prove it: give every node of a cluster the same file", EnvVars: env("CLUSTER_SECRET_FILE")},
 		&cli.StringFlag{Name: "nats-listen", Value: defaultNATSListen, Usage: "embedded NATS client listener `HOST:PORT`", EnvVars: env("NATS_LISTEN")},
 		&cli.StringFlag{Name: "nats-cluster-listen", Usage: "embedded NATS route listener `HOST:PORT` (needed with --nats-routes)", EnvVars: env("NATS_CLUSTER_LISTEN")},
 		&cli.StringFlag{Name: "nats-routes", Usage: "route the embedded NATS to `URLS` nats-route://host:port,... (the same list on every node, itself included)", EnvVars: env("NATS_ROUTES")},
@@ -74,9 +75,24 @@ func startControlPlane(c *cli.Context, cfg *broker.Config) (*controlPlane, error
 	if err != nil {
 		return nil, err
 	}
+	secretFile := c.String("cluster-secret-file")
+	if secretFile == "" {
+		secretFile = filepath.Join(cfg.DataDir, ha.SecretFileName)
+	}
+	secret, err := ha.LoadSecret(secretFile)
+	if err != nil {
+		return nil, fmt.Errorf("--cluster-secret-file: %w", err)
+	}
+	rc.key = secret.ReplicationKey()
 	cp := &controlPlane{url: external, log: cfg.Logger}
 	if cp.repl, err = newReplicator(rc, *cfg, c.String("replica-group")); err != nil {
 		return nil, err
+	}
+	// Without credentials of its own, an external NATS may be another
+	// node's embedded one: the secret signs in there.
+	conn := ha.ConnConfig{URLs: external, Creds: c.String("nats-creds"), NKeySeed: c.String("nats-nkey")}
+	if conn.Creds == "" && conn.NKeySeed == "" {
+		conn.Secret = secret
 	}
 	replicas := c.Int("nats-replicas")
 	if cp.url == "" {
@@ -86,6 +102,7 @@ func startControlPlane(c *cli.Context, cfg *broker.Config) (*controlPlane, error
 			Listen:        c.String("nats-listen"),
 			ClusterListen: c.String("nats-cluster-listen"),
 			Routes:        routes,
+			Secret:        secret,
 			Logger:        cfg.Logger,
 		})
 		if err != nil {
@@ -93,12 +110,13 @@ func startControlPlane(c *cli.Context, cfg *broker.Config) (*controlPlane, error
 			return nil, err
 		}
 		cp.url = cp.srv.ClientURL()
+		conn = ha.ConnConfig{URLs: cp.url, Secret: secret}
 		if replicas == 0 {
 			replicas = embeddedReplicas(routes, c.String("nats-cluster-listen"))
 		}
 	}
 	cp.node, err = ha.Start(ha.Config{
-		Conn:         ha.ConnConfig{URLs: cp.url, Creds: c.String("nats-creds"), NKeySeed: c.String("nats-nkey")},
+		Conn:         conn,
 		Replicas:     replicas,
 		NodeID:       cfg.NodeID,
 		ReplicaGroup: c.String("replica-group"),

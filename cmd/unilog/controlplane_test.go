@@ -2,11 +2,17 @@ package main
 
 import (
 	"context"
+	"errors"
+	"os"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
 
+	"github.com/nats-io/nats.go"
+
 	"github.com/unilog/unilog/broker"
+	"github.com/unilog/unilog/ha"
 )
 
 func TestEmbeddedReplicas(t *testing.T) {
@@ -88,5 +94,39 @@ func TestBrokerMovesFileMetadataIntoTheControlPlane(t *testing.T) {
 	cancel()
 	if r := <-done; r.err != nil {
 		t.Errorf("second start: %v\n%s", r.err, r.stderr)
+	}
+}
+
+// TestDefaultControlPlaneAdmitsOnlyTheSecret runs a broker with no
+// control plane flag at all: its embedded NATS refuses a client without
+// credentials, and `unilog cluster status` gets in with the secret the
+// broker wrote into its data directory.
+func TestDefaultControlPlaneAdmitsOnlyTheSecret(t *testing.T) {
+	t.Setenv(clusterSecretEnv, "")
+	dir := t.TempDir()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	out, done := startBrokerCommand(ctx, t, "--data-dir", dir, "--listen", "127.0.0.1:0", "--admin", "", "--file-size", "8MiB")
+	url := controlPlaneLine.FindStringSubmatch(out)[1]
+	secretFile := filepath.Join(dir, ha.SecretFileName)
+	if st, err := os.Stat(secretFile); err != nil || st.Mode().Perm() != 0o600 {
+		t.Fatalf("secret file %s: %v; want mode 0600", secretFile, err)
+	}
+
+	if nc, err := nats.Connect(url, nats.MaxReconnects(0)); !errors.Is(err, nats.ErrAuthorization) {
+		if err == nil {
+			nc.Close()
+		}
+		t.Fatalf("NATS client without credentials: %v, want an authorization violation", err)
+	}
+	if r := runCLI(t, "", "cluster", "status", "--nats", url); r.err == nil || !strings.Contains(r.err.Error(), "--cluster-secret-file") {
+		t.Errorf("cluster status without the secret: %v, want a hint at --cluster-secret-file", r.err)
+	}
+	if r := runCLI(t, "", "cluster", "status", "--nats", url, "--cluster-secret-file", secretFile); r.err != nil || !regexp.MustCompile(`(?m)^0\s+main\s+leader`).MatchString(r.stdout) {
+		t.Errorf("cluster status with the secret: %v\n%s", r.err, r.stdout)
+	}
+	cancel()
+	if r := <-done; r.err != nil {
+		t.Errorf("broker: %v\n%s", r.err, r.stderr)
 	}
 }

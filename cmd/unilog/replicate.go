@@ -41,6 +41,9 @@ type replicationConfig struct {
 	listen    string
 	sync      bool
 	minInSync int
+	// key is what both ends of a stream prove they hold (the cluster
+	// secret's replication key).
+	key []byte
 	// With --replication-tls-ca: the leader's listener and the follower's
 	// dialer configs; nil is plaintext.
 	serverTLS, clientTLS *tls.Config
