@@ -8,11 +8,15 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/nats-io/nats.go"
 
 	"github.com/unilog/unilog/broker"
+	"github.com/unilog/unilog/commitlog"
 	"github.com/unilog/unilog/ha"
+	"github.com/unilog/unilog/ha/replication"
+	"github.com/unilog/unilog/internal/testnet"
 )
 
 func TestEmbeddedReplicas(t *testing.T) {
@@ -106,7 +110,9 @@ func TestDefaultControlPlaneAdmitsOnlyTheSecret(t *testing.T) {
 	dir := t.TempDir()
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	out, done := startBrokerCommand(ctx, t, "--data-dir", dir, "--listen", "127.0.0.1:0", "--admin", "", "--file-size", "8MiB")
+	replAddr := testnet.FreeAddr(t)
+	out, done := startBrokerCommand(ctx, t, "--data-dir", dir, "--listen", "127.0.0.1:0", "--admin", "", "--file-size", "8MiB",
+		"--replication-listen", replAddr)
 	url := controlPlaneLine.FindStringSubmatch(out)[1]
 	secretFile := filepath.Join(dir, ha.SecretFileName)
 	if st, err := os.Stat(secretFile); err != nil || st.Mode().Perm() != 0o600 {
@@ -125,8 +131,31 @@ func TestDefaultControlPlaneAdmitsOnlyTheSecret(t *testing.T) {
 	if r := runCLI(t, "", "cluster", "status", "--nats", url, "--cluster-secret-file", secretFile); r.err != nil || !regexp.MustCompile(`(?m)^0\s+main\s+leader`).MatchString(r.stdout) {
 		t.Errorf("cluster status with the secret: %v\n%s", r.err, r.stdout)
 	}
+
+	// Nor does its replication stream serve a follower without it.
+	log, err := commitlog.Open(commitlog.Options{Dir: t.TempDir(), FileSize: 8 << 20, Logger: quietLogger()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer log.Close()
+	if _, err := log.Recover(0, nil); err != nil {
+		t.Fatal(err)
+	}
+	epochs, err := commitlog.OpenEpochs(log.Dir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	intruder := replication.NewFollower(replication.FollowerConfig{Node: "9", Log: log, Epochs: epochs, FileSize: 8 << 20,
+		Key: []byte("guessed"), Logger: quietLogger()})
+	fctx, fcancel := context.WithTimeout(ctx, 30*time.Second)
+	defer fcancel()
+	if err := intruder.Follow(fctx, replAddr, 1); !errors.Is(err, replication.ErrUnauthenticated) {
+		t.Errorf("replication follower without the secret: %v, want ErrUnauthenticated", err)
+	}
 	cancel()
 	if r := <-done; r.err != nil {
 		t.Errorf("broker: %v\n%s", r.err, r.stderr)
+	} else if !strings.Contains(r.stderr, "refused a follower without the replication key") {
+		t.Errorf("the leader did not log the refused follower:\n%s", r.stderr)
 	}
 }

@@ -168,6 +168,7 @@ func (r *replicator) attach(b *broker.Broker) error {
 		Truncate: r.b.TruncateLog,
 		Restart:  r.b.RestartLog,
 		Durable:  r.durable,
+		Key:      r.cfg.key,
 		TLS:      r.cfg.clientTLS,
 		Logger:   r.log,
 	})
@@ -335,6 +336,7 @@ func (r *replicator) lead(epoch uint64) error {
 		PublishInSync: func(ctx context.Context, nodes []string) error {
 			return r.node.Load().PublishInSync(ctx, nodeIDs(nodes))
 		},
+		Key:    r.cfg.key,
 		TLS:    r.cfg.serverTLS,
 		Logger: r.log,
 	})

@@ -17,8 +17,9 @@ const (
 	frameAck     = 4
 	frameFenced  = 5
 	frameOffsets = 6
+	frameAuth    = 7
 
-	frameVersion = 2
+	frameVersion = 3
 	headerSize   = 14 // Length, Type, Version, Epoch
 	dataHeader   = 24 // RecordEpoch, HighWatermark, Phys
 
@@ -32,7 +33,7 @@ var (
 	castagnoli = crc32.MakeTable(crc32.Castagnoli)
 )
 
-// ErrProtocol marks a frame that is not valid version 2 replication.
+// ErrProtocol marks a frame that is not valid version 3 replication.
 var ErrProtocol = errors.New("replication: protocol error")
 
 // frame is one decoded frame; payload aliases the reader's buffer.
@@ -114,11 +115,13 @@ func readInt64s(p []byte, dst ...*int64) error {
 type hello struct {
 	end, lastEpoch int64
 	node           string
+	// nonce is what the leader proves itself over.
+	nonce nonce
 }
 
 func encodeHello(epoch int64, h hello) []byte {
 	name := be.AppendUint16(nil, uint16(len(h.node)))
-	return appendFrame(nil, frameHello, epoch, int64s(h.end, h.lastEpoch), name, []byte(h.node))
+	return appendFrame(nil, frameHello, epoch, int64s(h.end, h.lastEpoch), name, []byte(h.node), h.nonce[:])
 }
 
 func decodeHello(p []byte) (hello, error) {
@@ -126,10 +129,11 @@ func decodeHello(p []byte) (hello, error) {
 	if err := readInt64s(p, &h.end, &h.lastEpoch); err != nil {
 		return h, err
 	}
-	if len(p) < 18 || len(p) != 18+int(be.Uint16(p[16:])) {
+	if len(p) < 18 || len(p) != 18+int(be.Uint16(p[16:]))+nonceSize {
 		return h, fmt.Errorf("%w: hello of %d bytes", ErrProtocol, len(p))
 	}
-	h.node = string(p[18:])
+	h.node = string(p[18 : len(p)-nonceSize])
+	copy(h.nonce[:], p[len(p)-nonceSize:])
 	return h, nil
 }
 
