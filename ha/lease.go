@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
@@ -77,8 +78,12 @@ type LeaseConfig struct {
 	// call that takes leadership away returns before the lease can be
 	// taken by another node, as long as it returns within the margin.
 	OnChange func(LeaseState)
-	Clock    clock.Clock
-	Logger   logrus.FieldLogger
+	// Epochs, when set, keeps the highest epoch seen across restarts:
+	// NewElector loads it, and it is raised before this node takes, or
+	// follows, a lease of a higher epoch. Nil keeps it in memory only.
+	Epochs EpochStore
+	Clock  clock.Clock
+	Logger logrus.FieldLogger
 }
 
 func (c LeaseConfig) withDefaults() (LeaseConfig, error) {
@@ -127,10 +132,41 @@ type Elector struct {
 	// While following: the lease revision seen and when it was first seen.
 	obsRev uint64
 	obsAt  time.Time
-	// maxEpoch is the highest epoch seen, so a new lease is always higher.
+	// maxEpoch is the highest epoch seen (and stored in cfg.Epochs), so a
+	// new lease is always higher and an older one is never followed.
 	maxEpoch uint64
+	// ignoredRev is the revision of the last lease ignored for its older
+	// epoch, reported once.
+	ignoredRev uint64
 	// nudge makes Run tick before its next period (Nudge).
 	nudge chan struct{}
+
+	reads readStats
+}
+
+// LeaseReadStats counts the lease reads of a contending node that failed
+// or that it ignored.
+type LeaseReadStats struct {
+	// Failed reads: NATS did not answer, or answered an error.
+	Failed uint64
+	// Stale reads: an older revision than one already seen (a lagging
+	// replica answered), with no newer epoch.
+	Stale uint64
+	// OlderEpoch reads: a lease below the highest epoch this node has
+	// seen (a forged or reset key); it is not followed.
+	OlderEpoch uint64
+}
+
+// readErrLogEvery spaces the info lines about failed lease reads: a NATS
+// outage fails one read a retry period for as long as it lasts.
+const readErrLogEvery = 10 * time.Second
+
+type readStats struct {
+	failed, stale, olderEpoch atomic.Uint64
+	// Under Elector.mu: when a failed read was last logged, and how many
+	// failed since.
+	loggedAt   time.Time
+	unreported uint64
 }
 
 // NewElector returns a follower that contends on Tick.
@@ -139,14 +175,25 @@ func NewElector(kv jetstream.KeyValue, cfg LeaseConfig) (*Elector, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Elector{
+	e := &Elector{
 		cfg:   cfg,
 		kv:    kv,
 		key:   leaseKey(cfg.Group),
 		log:   cfg.Logger.WithFields(logrus.Fields{"replica_group": cfg.Group, "node_id": cfg.NodeID}),
 		state: LeaseState{Group: cfg.Group, Leader: -1},
 		nudge: make(chan struct{}, 1),
-	}, nil
+	}
+	if cfg.Epochs != nil {
+		if e.maxEpoch, err = cfg.Epochs.Load(); err != nil {
+			return nil, err
+		}
+	}
+	return e, nil
+}
+
+// ReadStats counts the lease reads that failed or were ignored.
+func (e *Elector) ReadStats() LeaseReadStats {
+	return LeaseReadStats{Failed: e.reads.failed.Load(), Stale: e.reads.stale.Load(), OlderEpoch: e.reads.olderEpoch.Load()}
 }
 
 func leaseKey(group string) string { return "lease." + group }
@@ -285,7 +332,7 @@ func (e *Elector) contend(ctx context.Context) {
 		return
 	}
 	if err != nil {
-		e.log.WithError(err).Debug("lease not read")
+		e.readFailed(now, err)
 		return
 	}
 	var cur leaseValue
@@ -294,7 +341,9 @@ func (e *Elector) contend(ctx context.Context) {
 		e.log.WithError(err).WithField("key", e.key).Error("lease value unreadable: not contending")
 		return
 	}
-	e.observe(entry.Revision(), now, cur)
+	if !e.observe(entry.Revision(), now, cur) {
+		return
+	}
 	e.mu.Lock()
 	standing := now.Sub(e.obsAt)
 	e.mu.Unlock()
@@ -306,24 +355,71 @@ func (e *Elector) contend(ctx context.Context) {
 	}
 }
 
-// observe records the lease seen and reports a change of leader.
-func (e *Elector) observe(rev uint64, now time.Time, cur leaseValue) {
+// readFailed counts a failed lease read and reports it at info, at most
+// once every readErrLogEvery: while reads fail this node cannot take a
+// lapsed lease, which would otherwise go unexplained.
+func (e *Elector) readFailed(now time.Time, err error) {
+	e.reads.failed.Add(1)
+	e.mu.Lock()
+	e.reads.unreported++
+	n := e.reads.unreported
+	due := now.Sub(e.reads.loggedAt) >= readErrLogEvery
+	if due {
+		e.reads.loggedAt, e.reads.unreported = now, 0
+	}
+	e.mu.Unlock()
+	if due {
+		e.log.WithError(err).WithField("failed_reads", n).Info("lease not read: cannot tell whether it lapsed")
+	}
+}
+
+// observe records the lease seen at rev and reports a change of leader.
+// It returns false for a read to ignore: an older revision than one
+// already seen that brings no newer epoch (a lagging replica answered, and
+// acting on it would take this node back to an older leader), or a
+// lease whose newer epoch could not be stored. A lease below the highest
+// epoch seen still counts for its timing (it stands until it lapses, then
+// the next lease is above both), but is never followed.
+func (e *Elector) observe(rev uint64, now time.Time, cur leaseValue) bool {
 	e.transMu.Lock()
 	defer e.transMu.Unlock()
 	e.mu.Lock()
-	if rev != e.obsRev {
+	seenRev, maxEpoch := e.obsRev, e.maxEpoch
+	stale := rev < seenRev && cur.Epoch <= maxEpoch
+	if !stale && rev != e.obsRev {
 		e.obsRev, e.obsAt = rev, now
 	}
-	if cur.Epoch > e.maxEpoch {
-		e.maxEpoch = cur.Epoch
+	report := cur.Epoch < maxEpoch && rev != e.ignoredRev
+	if report {
+		e.ignoredRev = rev
+	}
+	e.mu.Unlock()
+	fields := logrus.Fields{"revision": rev, "holder": cur.Holder, "epoch": cur.Epoch}
+	switch {
+	case stale:
+		e.reads.stale.Add(1)
+		e.log.WithFields(fields).WithField("seen_revision", seenRev).Info("stale lease read ignored: an older revision than one already seen")
+		return false
+	case cur.Epoch < maxEpoch:
+		e.reads.olderEpoch.Add(1)
+		if report {
+			e.log.WithFields(fields).WithField("highest_epoch", maxEpoch).Warn("lease below the highest epoch this node has seen, written by a node that is not a member or a reset bucket: not following it")
+		}
+		return true
+	case cur.Epoch > maxEpoch:
+		if err := e.raiseEpoch(cur.Epoch); err != nil {
+			e.log.WithError(err).WithFields(fields).Error("newer lease epoch not stored: not following it")
+			return false
+		}
 	}
 	leader := cur.Holder
 	if cur.Released {
 		leader = -1
 	}
+	e.mu.Lock()
 	if e.state.Epoch == cur.Epoch && e.state.Leader == leader {
 		e.mu.Unlock()
-		return
+		return true
 	}
 	e.state.Epoch, e.state.Leader = cur.Epoch, leader
 	s := e.state
@@ -331,6 +427,36 @@ func (e *Elector) observe(rev uint64, now time.Time, cur leaseValue) {
 	if e.cfg.OnChange != nil {
 		e.cfg.OnChange(s)
 	}
+	return true
+}
+
+// raiseEpoch stores epoch as the highest seen, durably when an
+// EpochStore is set, before anything acts on it. It is called with
+// transMu held (or on the Tick goroutine), so stores never race.
+func (e *Elector) raiseEpoch(epoch uint64) error {
+	if e.cfg.Epochs != nil {
+		if err := e.cfg.Epochs.Store(epoch); err != nil {
+			return err
+		}
+	}
+	e.mu.Lock()
+	e.maxEpoch = max(e.maxEpoch, epoch)
+	e.mu.Unlock()
+	return nil
+}
+
+// lowerEpoch undoes the raise of a take whose write surely did not
+// happen; on the Tick goroutine, as raises are.
+func (e *Elector) lowerEpoch(epoch uint64) error {
+	if e.cfg.Epochs != nil {
+		if err := e.cfg.Epochs.Store(epoch); err != nil {
+			return err
+		}
+	}
+	e.mu.Lock()
+	e.maxEpoch = epoch
+	e.mu.Unlock()
+	return nil
 }
 
 // take writes a new lease with a higher epoch, compare-and-set on rev (0:
@@ -340,11 +466,17 @@ func (e *Elector) take(ctx context.Context, sent time.Time, rev uint64, cur leas
 		return
 	}
 	e.mu.Lock()
-	epoch := max(e.maxEpoch, cur.Epoch) + 1
+	prev := e.maxEpoch
+	epoch := max(prev, cur.Epoch) + 1
 	e.mu.Unlock()
 	val, err := encodeValue(leaseValue{Group: e.cfg.Group, Holder: e.cfg.NodeID, Epoch: epoch, DurationMs: e.cfg.Duration.Milliseconds()})
 	if err != nil {
 		e.log.WithError(err).Error("lease not encoded")
+		return
+	}
+	// Stored before the lease is written: once written, it is seen.
+	if err := e.raiseEpoch(epoch); err != nil {
+		e.log.WithError(err).WithField("epoch", epoch).Error("lease epoch not stored: not taking the lease")
 		return
 	}
 	var newRev uint64
@@ -354,6 +486,12 @@ func (e *Elector) take(ctx context.Context, sent time.Time, rev uint64, cur leas
 		newRev, err = e.kv.Update(ctx, e.key, val, rev)
 	}
 	if errors.Is(err, jetstream.ErrKeyExists) || errors.Is(err, jetstream.ErrKeyRevisionMismatch) {
+		// Surely not written: the epoch goes back to the highest seen,
+		// or the lease that won would look older than it. Any other
+		// error may hide a write that was applied, so it keeps it.
+		if err := e.lowerEpoch(prev); err != nil {
+			e.log.WithError(err).Warn("lease epoch not lowered after a lost contest")
+		}
 		return
 	}
 	if err != nil {
@@ -363,7 +501,6 @@ func (e *Elector) take(ctx context.Context, sent time.Time, rev uint64, cur leas
 	e.transMu.Lock()
 	defer e.transMu.Unlock()
 	e.mu.Lock()
-	e.maxEpoch = epoch
 	e.rev = newRev
 	e.state = LeaseState{Group: e.cfg.Group, Role: RoleLeader, Epoch: epoch, Leader: e.cfg.NodeID}
 	e.armFence(sent.Add(e.cfg.RenewDeadline))

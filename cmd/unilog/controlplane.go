@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/sirupsen/logrus"
 	"github.com/urfave/cli/v2"
 
@@ -125,6 +126,8 @@ func startControlPlane(c *cli.Context, cfg *broker.Config) (*controlPlane, error
 		ReplicationAddr: cp.repl.addr(),
 		OnRoleChange:    cp.repl.roleChanged,
 		Eligible:        cp.repl.eligible,
+		// The highest epoch seen outlives the buckets' word for it.
+		Epochs: ha.NewEpochFile(filepath.Join(cfg.DataDir, ha.EpochFileName)),
 		// Renew twice or more before stepping down, with a third of the
 		// lease as the safety margin (see the ha package doc).
 		LeaseDuration: c.Duration("lease-duration"),
@@ -145,6 +148,7 @@ func startControlPlane(c *cli.Context, cfg *broker.Config) (*controlPlane, error
 	cfg.Cluster = haCluster{cp.node, cp.repl}
 	cfg.Replication = cp.repl
 	cfg.SyncReplication = rc.sync
+	cfg.Metrics = leaseReadMetrics{cp.node.Elector()}
 	return cp, nil
 }
 
@@ -359,4 +363,29 @@ func (c haCluster) Replicas(leader int32) (replicas, isr []int32) {
 func (c haCluster) Status() broker.NodeStatus {
 	s := c.n.Elector().State()
 	return broker.NodeStatus{NodeID: c.n.Self().NodeID, ReplicaGroup: s.Group, Role: s.Role.String(), Epoch: s.Epoch}
+}
+
+// leaseReadMetrics export the lease reads that failed or were ignored: a
+// node that cannot read its group's lease cannot take it over when it
+// lapses, and one that ignores what it read says why in its log.
+type leaseReadMetrics struct{ e *ha.Elector }
+
+var (
+	leaseReadErrorsDesc = prometheus.NewDesc("unilog_lease_read_errors_total",
+		"Lease reads of a contending node that failed (NATS did not answer, or answered an error).", nil, nil)
+	leaseReadsIgnoredDesc = prometheus.NewDesc("unilog_lease_reads_ignored_total",
+		"Lease reads of a contending node that it did not act on: stale (an older revision than one already seen) or older_epoch (below the highest epoch it has seen).",
+		[]string{"reason"}, nil)
+)
+
+func (leaseReadMetrics) Describe(ch chan<- *prometheus.Desc) {
+	ch <- leaseReadErrorsDesc
+	ch <- leaseReadsIgnoredDesc
+}
+
+func (m leaseReadMetrics) Collect(ch chan<- prometheus.Metric) {
+	s := m.e.ReadStats()
+	ch <- prometheus.MustNewConstMetric(leaseReadErrorsDesc, prometheus.CounterValue, float64(s.Failed))
+	ch <- prometheus.MustNewConstMetric(leaseReadsIgnoredDesc, prometheus.CounterValue, float64(s.Stale), "stale")
+	ch <- prometheus.MustNewConstMetric(leaseReadsIgnoredDesc, prometheus.CounterValue, float64(s.OlderEpoch), "older_epoch")
 }

@@ -2,7 +2,10 @@ package main
 
 import (
 	"context"
+	"encoding/binary"
 	"errors"
+	"fmt"
+	"hash/crc32"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -11,11 +14,13 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/unilog/unilog/broker"
 	"github.com/unilog/unilog/commitlog"
 	"github.com/unilog/unilog/ha"
 	"github.com/unilog/unilog/ha/replication"
+	"github.com/unilog/unilog/internal/poll"
 	"github.com/unilog/unilog/internal/testnet"
 )
 
@@ -158,4 +163,89 @@ func TestDefaultControlPlaneAdmitsOnlyTheSecret(t *testing.T) {
 	} else if !strings.Contains(r.stderr, "refused a follower without the replication key") {
 		t.Errorf("the leader did not log the refused follower:\n%s", r.stderr)
 	}
+}
+
+// TestForgedLeaseNotFollowed: a lease written into the control plane by
+// something that is not a node (holder 5, epoch 50, no member record)
+// takes the leader's lease away for one lease duration, but the node
+// follows no address, takes the lease back above epoch 50, takes it again
+// when the key is deleted, and after a restart over a wiped control plane
+// store still leads above every epoch it has seen.
+func TestForgedLeaseNotFollowed(t *testing.T) {
+	dir := t.TempDir()
+	args := []string{"--data-dir", dir, "--listen", "127.0.0.1:0", "--admin", "127.0.0.1:0", "--file-size", "8MiB", "--lease-duration", "1s"}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	out, done := startBrokerCommand(ctx, t, args...)
+	admin := strings.TrimSuffix(strings.TrimPrefix(listeningLine.FindStringSubmatch(out)[2], "http://"), "/metrics")
+	leading := func(min uint64) func() bool {
+		return func() bool {
+			st, err := nodeStatus(admin)
+			return err == nil && st.Role == "leader" && st.Epoch > min
+		}
+	}
+	poll.True(t, "the node to lead", leading(0))
+
+	secret, err := ha.ReadSecret(os.Getenv(clusterSecretEnv))
+	if err != nil {
+		t.Fatal(err)
+	}
+	nc, err := ha.Dial(ha.ConnConfig{URLs: controlPlaneLine.FindStringSubmatch(out)[1], Secret: secret})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	leases, err := js.KeyValue(ctx, ha.LeasesBucket)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := leases.Put(ctx, "lease.main", framedValue(t, `{"group":"main","holder":5,"epoch":50,"duration_ms":1000}`)); err != nil {
+		t.Fatal(err)
+	}
+	poll.True(t, "the node to lead above the forged epoch", leading(50))
+	if err := leases.Delete(ctx, "lease.main"); err != nil {
+		t.Fatal(err)
+	}
+	st, _ := nodeStatus(admin)
+	poll.True(t, "the node to lead again after the key's deletion", leading(st.Epoch))
+	st, _ = nodeStatus(admin)
+	cancel()
+	r := <-done
+	if r.err != nil {
+		t.Fatalf("broker: %v\n%s", r.err, r.stderr)
+	}
+	if !regexp.MustCompile(`level=warning msg="the lease holder is no member.*leader=5`).MatchString(r.stderr) {
+		t.Errorf("no warning about the forged holder:\n%s", r.stderr)
+	}
+	if strings.Contains(r.stderr, "replication session ended") {
+		t.Errorf("the node dialed someone:\n%s", r.stderr)
+	}
+
+	// The control plane's store wiped: the bucket forgets every epoch,
+	// the node does not.
+	if err := os.RemoveAll(filepath.Join(dir, "nats")); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel = context.WithCancel(context.Background())
+	defer cancel()
+	out, done = startBrokerCommand(ctx, t, args...)
+	admin = strings.TrimSuffix(strings.TrimPrefix(listeningLine.FindStringSubmatch(out)[2], "http://"), "/metrics")
+	poll.True(t, fmt.Sprintf("the restarted node to lead above epoch %d", st.Epoch), leading(st.Epoch))
+	cancel()
+	if r := <-done; r.err != nil {
+		t.Fatalf("restarted broker: %v\n%s", r.err, r.stderr)
+	}
+}
+
+// framedValue frames a control plane value as the ha package doc says:
+// version 1, the body's CRC32C, the JSON body.
+func framedValue(t *testing.T, body string) []byte {
+	t.Helper()
+	b := []byte{1, 0, 0, 0, 0}
+	binary.BigEndian.PutUint32(b[1:], crc32.Checksum([]byte(body), crc32.MakeTable(crc32.Castagnoli)))
+	return append(b, body...)
 }
