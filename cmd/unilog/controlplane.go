@@ -20,7 +20,7 @@ import (
 )
 
 // defaultNATSListen is the embedded NATS client listener: the standard
-// NATS port, so `nats` tools and `unilog cluster status` find it.
+// NATS port, so `unilog cluster status` finds it (with the cluster secret).
 const defaultNATSListen = "127.0.0.1:4222"
 
 // controlPlaneFlags configure the NATS control plane of `unilog broker`.

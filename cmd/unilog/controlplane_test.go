@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"hash/crc32"
+	"io"
+	"net/http"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -213,6 +215,17 @@ func TestForgedLeaseNotFollowed(t *testing.T) {
 	st, _ := nodeStatus(admin)
 	poll.True(t, "the node to lead again after the key's deletion", leading(st.Epoch))
 	st, _ = nodeStatus(admin)
+	resp, err := http.Get("http://" + admin + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	metrics, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	for _, want := range []string{"unilog_lease_read_errors_total ", `unilog_lease_reads_ignored_total{reason="stale"} `, `unilog_lease_reads_ignored_total{reason="older_epoch"} `} {
+		if !strings.Contains(string(metrics), want) {
+			t.Errorf("/metrics lacks %s", want)
+		}
+	}
 	cancel()
 	r := <-done
 	if r.err != nil {
