@@ -68,14 +68,17 @@
 // clean shutdown writes the lease back as released (epoch kept), so a
 // follower takes over at once.
 //
-// Epochs never go back on a node. It keeps the highest epoch it has seen
-// in its data directory (EpochFile, lease.epoch: version 1, CRC32C, JSON
-// {"epoch"}, replaced atomically), stored before it takes a lease of a
-// higher epoch or acts on one it read, and loaded at start; a damaged
-// file stops the start (ErrCorrupt) rather than trust the bucket. A read
+// Epochs never go back on a node. It keeps two marks in its data
+// directory (EpochFile, lease.epoch: version 1, CRC32C, JSON {"seen",
+// "reserved"}, replaced atomically), loaded at start: the highest epoch it
+// has acted on, following or leading, stored before it acts; and the
+// highest it has tried to write, stored before the write (whose answer
+// may be lost after it was applied), so its next lease is above both. A
+// damaged file stops the start (ErrCorrupt) rather than trust the bucket.
+// A read
 // is ignored when it brings an older revision than one already seen and no
 // newer epoch (a lagging replica answered: following it would take the
-// node back to a deposed leader), and a lease below the stored epoch (a
+// node back to a deposed leader), and a lease below the epoch acted on (a
 // key forged or deleted by something that is not a node, or a wiped
 // store) is never followed: it stands until it lapses, then the next lease
 // is above both. Failed reads and ignored ones are counted

@@ -13,18 +13,29 @@ import (
 // highest lease epoch the node has seen.
 const EpochFileName = "lease.epoch"
 
-// EpochStore keeps the highest lease epoch a node has seen across its
-// restarts, so a lease bucket that went back (a forged or deleted key, a
-// stale replica) never takes the node to an older epoch.
+// EpochMarks are what a node keeps of lease epochs across its restarts.
+type EpochMarks struct {
+	// Seen is the highest epoch the node has acted on, following or
+	// leading: it never follows a lease below it, so a lease bucket that
+	// went back (a forged or deleted key, a wiped store) never takes it
+	// to an older leader.
+	Seen uint64 `json:"seen"`
+	// Reserved is the highest epoch it has tried to write (at least
+	// Seen): a write whose answer was lost may have been applied, so its
+	// next lease is above it, never the same epoch twice.
+	Reserved uint64 `json:"reserved"`
+}
+
+// EpochStore keeps a node's EpochMarks across its restarts.
 type EpochStore interface {
-	// Load returns the epoch stored, 0 when none is.
-	Load() (uint64, error)
-	// Store makes epoch durable before it returns.
-	Store(epoch uint64) error
+	// Load returns the marks stored, zero when none are.
+	Load() (EpochMarks, error)
+	// Store makes m durable before it returns.
+	Store(m EpochMarks) error
 }
 
 // EpochFile is an EpochStore in one small file, framed as the bucket
-// values are (version 1, CRC32C, JSON {"epoch": n}) and replaced
+// values are (version 1, CRC32C, JSON {"seen", "reserved"}) and replaced
 // atomically and durably (fsutil.ReplaceFile).
 type EpochFile struct {
 	path string
@@ -34,31 +45,27 @@ type EpochFile struct {
 // first Store.
 func NewEpochFile(path string) *EpochFile { return &EpochFile{path: path} }
 
-type epochValue struct {
-	Epoch uint64 `json:"epoch"`
-}
-
-// Load reads the file. A missing file is epoch 0; a damaged one is an
-// error wrapping ErrCorrupt, never 0: the node would then trust whatever
-// epoch the bucket shows.
-func (f *EpochFile) Load() (uint64, error) {
+// Load reads the file. A missing file is zero marks; a damaged one is an
+// error wrapping ErrCorrupt, never zero: the node would then trust
+// whatever epoch the bucket shows.
+func (f *EpochFile) Load() (EpochMarks, error) {
+	var m EpochMarks
 	b, err := os.ReadFile(f.path)
 	if errors.Is(err, fs.ErrNotExist) {
-		return 0, nil
+		return m, nil
 	}
 	if err != nil {
-		return 0, fmt.Errorf("ha: lease epoch file: %w", err)
+		return m, fmt.Errorf("ha: lease epoch file: %w", err)
 	}
-	var v epochValue
-	if err := decodeValue(b, &v); err != nil {
-		return 0, fmt.Errorf("ha: lease epoch file %s (remove it to trust the control plane's epochs again): %w", f.path, err)
+	if err := decodeValue(b, &m); err != nil {
+		return EpochMarks{}, fmt.Errorf("ha: lease epoch file %s (remove it to trust the control plane's epochs again): %w", f.path, err)
 	}
-	return v.Epoch, nil
+	return m, nil
 }
 
-// Store replaces the file with epoch.
-func (f *EpochFile) Store(epoch uint64) error {
-	b, err := encodeValue(epochValue{Epoch: epoch})
+// Store replaces the file with m.
+func (f *EpochFile) Store(m EpochMarks) error {
+	b, err := encodeValue(m)
 	if err != nil {
 		return err
 	}

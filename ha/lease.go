@@ -78,9 +78,9 @@ type LeaseConfig struct {
 	// call that takes leadership away returns before the lease can be
 	// taken by another node, as long as it returns within the margin.
 	OnChange func(LeaseState)
-	// Epochs, when set, keeps the highest epoch seen across restarts:
-	// NewElector loads it, and it is raised before this node takes, or
-	// follows, a lease of a higher epoch. Nil keeps it in memory only.
+	// Epochs, when set, keeps the epoch marks across restarts: NewElector
+	// loads them, and they are stored before this node writes a lease of
+	// a higher epoch or acts on one. Nil keeps them in memory only.
 	Epochs EpochStore
 	Clock  clock.Clock
 	Logger logrus.FieldLogger
@@ -132,12 +132,12 @@ type Elector struct {
 	// While following: the lease revision seen and when it was first seen.
 	obsRev uint64
 	obsAt  time.Time
-	// maxEpoch is the highest epoch seen (and stored in cfg.Epochs), so a
-	// new lease is always higher and an older one is never followed.
-	maxEpoch uint64
-	// ignoredRev is the revision of the last lease ignored for its older
-	// epoch, reported once.
-	ignoredRev uint64
+	// marks (as stored in cfg.Epochs): a new lease is above Reserved, and
+	// one below Seen is never followed.
+	marks EpochMarks
+	// ignored is the last lease ignored for its older epoch, reported
+	// once.
+	ignored leaseValue
 	// nudge makes Run tick before its next period (Nudge).
 	nudge chan struct{}
 
@@ -184,7 +184,7 @@ func NewElector(kv jetstream.KeyValue, cfg LeaseConfig) (*Elector, error) {
 		nudge: make(chan struct{}, 1),
 	}
 	if cfg.Epochs != nil {
-		if e.maxEpoch, err = cfg.Epochs.Load(); err != nil {
+		if e.marks, err = cfg.Epochs.Load(); err != nil {
 			return nil, err
 		}
 	}
@@ -384,14 +384,14 @@ func (e *Elector) observe(rev uint64, now time.Time, cur leaseValue) bool {
 	e.transMu.Lock()
 	defer e.transMu.Unlock()
 	e.mu.Lock()
-	seenRev, maxEpoch := e.obsRev, e.maxEpoch
-	stale := rev < seenRev && cur.Epoch <= maxEpoch
+	seenRev, marks := e.obsRev, e.marks
+	stale := rev < seenRev && cur.Epoch <= marks.Seen
 	if !stale && rev != e.obsRev {
 		e.obsRev, e.obsAt = rev, now
 	}
-	report := cur.Epoch < maxEpoch && rev != e.ignoredRev
+	report := cur.Epoch < marks.Seen && (cur.Holder != e.ignored.Holder || cur.Epoch != e.ignored.Epoch)
 	if report {
-		e.ignoredRev = rev
+		e.ignored = cur
 	}
 	e.mu.Unlock()
 	fields := logrus.Fields{"revision": rev, "holder": cur.Holder, "epoch": cur.Epoch}
@@ -400,14 +400,14 @@ func (e *Elector) observe(rev uint64, now time.Time, cur leaseValue) bool {
 		e.reads.stale.Add(1)
 		e.log.WithFields(fields).WithField("seen_revision", seenRev).Info("stale lease read ignored: an older revision than one already seen")
 		return false
-	case cur.Epoch < maxEpoch:
+	case cur.Epoch < marks.Seen:
 		e.reads.olderEpoch.Add(1)
 		if report {
-			e.log.WithFields(fields).WithField("highest_epoch", maxEpoch).Warn("lease below the highest epoch this node has seen, written by a node that is not a member or a reset bucket: not following it")
+			e.log.WithFields(fields).WithField("seen_epoch", marks.Seen).Warn("lease below the highest epoch this node has acted on, written by something that is not a node or a reset bucket: not following it")
 		}
 		return true
-	case cur.Epoch > maxEpoch:
-		if err := e.raiseEpoch(cur.Epoch); err != nil {
+	case cur.Epoch > marks.Seen:
+		if err := e.storeMarks(EpochMarks{Seen: cur.Epoch, Reserved: max(marks.Reserved, cur.Epoch)}); err != nil {
 			e.log.WithError(err).WithFields(fields).Error("newer lease epoch not stored: not following it")
 			return false
 		}
@@ -430,31 +430,17 @@ func (e *Elector) observe(rev uint64, now time.Time, cur leaseValue) bool {
 	return true
 }
 
-// raiseEpoch stores epoch as the highest seen, durably when an
-// EpochStore is set, before anything acts on it. It is called with
-// transMu held (or on the Tick goroutine), so stores never race.
-func (e *Elector) raiseEpoch(epoch uint64) error {
+// storeMarks stores m, durably when an EpochStore is set, before
+// anything acts on it. Only the Tick goroutine changes the marks, so
+// stores never race.
+func (e *Elector) storeMarks(m EpochMarks) error {
 	if e.cfg.Epochs != nil {
-		if err := e.cfg.Epochs.Store(epoch); err != nil {
+		if err := e.cfg.Epochs.Store(m); err != nil {
 			return err
 		}
 	}
 	e.mu.Lock()
-	e.maxEpoch = max(e.maxEpoch, epoch)
-	e.mu.Unlock()
-	return nil
-}
-
-// lowerEpoch undoes the raise of a take whose write surely did not
-// happen; on the Tick goroutine, as raises are.
-func (e *Elector) lowerEpoch(epoch uint64) error {
-	if e.cfg.Epochs != nil {
-		if err := e.cfg.Epochs.Store(epoch); err != nil {
-			return err
-		}
-	}
-	e.mu.Lock()
-	e.maxEpoch = epoch
+	e.marks = m
 	e.mu.Unlock()
 	return nil
 }
@@ -466,16 +452,17 @@ func (e *Elector) take(ctx context.Context, sent time.Time, rev uint64, cur leas
 		return
 	}
 	e.mu.Lock()
-	prev := e.maxEpoch
-	epoch := max(prev, cur.Epoch) + 1
+	marks := e.marks
 	e.mu.Unlock()
+	epoch := max(marks.Reserved, marks.Seen, cur.Epoch) + 1
 	val, err := encodeValue(leaseValue{Group: e.cfg.Group, Holder: e.cfg.NodeID, Epoch: epoch, DurationMs: e.cfg.Duration.Milliseconds()})
 	if err != nil {
 		e.log.WithError(err).Error("lease not encoded")
 		return
 	}
-	// Stored before the lease is written: once written, it is seen.
-	if err := e.raiseEpoch(epoch); err != nil {
+	// Reserved before the lease is written: a write whose answer is lost
+	// may still have been applied.
+	if err := e.storeMarks(EpochMarks{Seen: marks.Seen, Reserved: epoch}); err != nil {
 		e.log.WithError(err).WithField("epoch", epoch).Error("lease epoch not stored: not taking the lease")
 		return
 	}
@@ -486,16 +473,16 @@ func (e *Elector) take(ctx context.Context, sent time.Time, rev uint64, cur leas
 		newRev, err = e.kv.Update(ctx, e.key, val, rev)
 	}
 	if errors.Is(err, jetstream.ErrKeyExists) || errors.Is(err, jetstream.ErrKeyRevisionMismatch) {
-		// Surely not written: the epoch goes back to the highest seen,
-		// or the lease that won would look older than it. Any other
-		// error may hide a write that was applied, so it keeps it.
-		if err := e.lowerEpoch(prev); err != nil {
-			e.log.WithError(err).Warn("lease epoch not lowered after a lost contest")
-		}
 		return
 	}
 	if err != nil {
 		e.log.WithError(err).Debug("lease not taken")
+		return
+	}
+	if err := e.storeMarks(EpochMarks{Seen: epoch, Reserved: epoch}); err != nil {
+		// Not acting on it: the lease lapses, or this node takes it
+		// back (its own) at the next tick.
+		e.log.WithError(err).WithField("epoch", epoch).Error("lease epoch not stored: not leading")
 		return
 	}
 	e.transMu.Lock()

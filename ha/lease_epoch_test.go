@@ -165,8 +165,8 @@ func TestLeaseEpochsNeverGoBack(t *testing.T) {
 	if s := second.State(); s.Role != RoleLeader || s.Epoch != 51 {
 		t.Fatalf("after a restart with the key deleted: %+v, want leading at epoch 51", s)
 	}
-	if got, err := store.Load(); err != nil || got != 51 {
-		t.Fatalf("epoch file holds %d, %v; want 51", got, err)
+	if got, err := store.Load(); err != nil || got != (EpochMarks{Seen: 51, Reserved: 51}) {
+		t.Fatalf("epoch file holds %+v, %v; want 51 seen and reserved", got, err)
 	}
 
 	// A lease below it is not followed, and stands only until it lapses.
@@ -184,7 +184,7 @@ func TestLeaseEpochsNeverGoBack(t *testing.T) {
 	}
 	warned := false
 	for _, en := range hook.AllEntries() {
-		warned = warned || en.Level == logrus.WarnLevel && en.Data["holder"] == int32(7) && en.Data["highest_epoch"] == uint64(51)
+		warned = warned || en.Level == logrus.WarnLevel && en.Data["holder"] == int32(7) && en.Data["seen_epoch"] == uint64(51)
 	}
 	if !warned {
 		t.Fatal("no warning with the holder and the highest epoch")
@@ -201,14 +201,15 @@ func TestLeaseEpochsNeverGoBack(t *testing.T) {
 func TestEpochFileRefusesDamage(t *testing.T) {
 	path := filepath.Join(t.TempDir(), EpochFileName)
 	f := NewEpochFile(path)
-	if got, err := f.Load(); err != nil || got != 0 {
-		t.Fatalf("missing file: %d, %v", got, err)
+	if got, err := f.Load(); err != nil || got != (EpochMarks{}) {
+		t.Fatalf("missing file: %+v, %v", got, err)
 	}
-	if err := f.Store(12); err != nil {
+	want := EpochMarks{Seen: 12, Reserved: 14}
+	if err := f.Store(want); err != nil {
 		t.Fatal(err)
 	}
-	if got, err := f.Load(); err != nil || got != 12 {
-		t.Fatalf("stored 12, loaded %d, %v", got, err)
+	if got, err := f.Load(); err != nil || got != want {
+		t.Fatalf("stored %+v, loaded %+v, %v", want, got, err)
 	}
 	b, _ := os.ReadFile(path)
 	b[len(b)-2] ^= 1
@@ -220,5 +221,102 @@ func TestEpochFileRefusesDamage(t *testing.T) {
 	}
 	if _, err := epochElector(t, nil, 1, clocktest.New(), f, quietLogger()); !errors.Is(err, ErrCorrupt) {
 		t.Fatalf("elector over a damaged file: %v, want ErrCorrupt", err)
+	}
+}
+
+// partedKV is a node's view of the bucket while it is cut off from
+// the stream leader but not from a replica: reads repeat the last entry
+// seen, and writes are never answered (nor applied).
+type partedKV struct {
+	jetstream.KeyValue
+	mu     sync.Mutex
+	parted bool
+	last   jetstream.KeyValueEntry
+}
+
+func (kv *partedKV) Get(ctx context.Context, key string) (jetstream.KeyValueEntry, error) {
+	kv.mu.Lock()
+	defer kv.mu.Unlock()
+	if kv.parted {
+		return kv.last, nil
+	}
+	e, err := kv.KeyValue.Get(ctx, key)
+	if err == nil {
+		kv.last = e
+	}
+	return e, err
+}
+
+func (kv *partedKV) Update(ctx context.Context, key string, value []byte, rev uint64) (uint64, error) {
+	kv.mu.Lock()
+	parted := kv.parted
+	kv.mu.Unlock()
+	if parted {
+		return 0, context.DeadlineExceeded
+	}
+	return kv.KeyValue.Update(ctx, key, value, rev)
+}
+
+func (kv *partedKV) part(p bool) {
+	kv.mu.Lock()
+	defer kv.mu.Unlock()
+	kv.parted = p
+}
+
+// TestLeaseTakeWithoutAnswerKeepsFollowing: a node whose view of the
+// lease froze takes it when it seems to lapse; the take goes unanswered,
+// so its epoch stays reserved (the write may have been applied). Back in
+// touch, the node still follows the lease that stood all along, below the
+// reserved epoch, also after a restart, and its next lease is above it.
+func TestLeaseTakeWithoutAnswerKeepsFollowing(t *testing.T) {
+	srv := startServer(t)
+	clk := clocktest.New()
+	ctx := context.Background()
+	kvA, cutA := leaseBucket(t, srv.ClientURL())
+	kvB, _ := leaseBucket(t, srv.ClientURL())
+	store := NewEpochFile(filepath.Join(t.TempDir(), EpochFileName))
+	a := newTestElector(t, kvA, 1, clk, nil)
+	a.Tick(ctx)
+	parted := &partedKV{KeyValue: kvB}
+	b, err := epochElector(t, parted, 2, clk, store, quietLogger())
+	if err != nil {
+		t.Fatal(err)
+	}
+	b.Tick(ctx)
+	parted.part(true)
+	for range int(testDuration/testRetry) + 1 {
+		clk.Advance(testRetry)
+		a.Tick(ctx)
+		b.Tick(ctx)
+	}
+	marks, _ := store.Load()
+	if marks.Seen != 1 || marks.Reserved < 2 {
+		t.Fatalf("marks after an unanswered take: %+v, want seen 1, reserved 2 or more", marks)
+	}
+	if !a.Leading(1) {
+		t.Fatalf("node 1 %+v, want still leading at epoch 1", a.State())
+	}
+	parted.part(false)
+	restart := func() *Elector {
+		e, err := epochElector(t, kvB, 2, clk, store, quietLogger())
+		if err != nil {
+			t.Fatal(err)
+		}
+		return e
+	}
+	for _, b := range []*Elector{b, restart()} {
+		b.Tick(ctx)
+		if s := b.State(); s.Leader != 1 || s.Epoch != 1 || b.ReadStats().OlderEpoch != 0 {
+			t.Fatalf("b %+v, stats %+v: want following node 1 at epoch 1", s, b.ReadStats())
+		}
+	}
+	cutA()
+	b = restart()
+	for range int(testDuration/testRetry) + 1 {
+		b.Tick(ctx)
+		clk.Advance(testRetry)
+	}
+	if s := b.State(); s.Role != RoleLeader || s.Epoch != marks.Reserved+1 {
+		t.Fatalf("after node 1's lease lapsed: %+v, want leading just above the reserved epoch %d", s, marks.Reserved)
 	}
 }
