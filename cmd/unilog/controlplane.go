@@ -126,7 +126,7 @@ func startControlPlane(c *cli.Context, cfg *broker.Config) (*controlPlane, error
 		ReplicationAddr: cp.repl.addr(),
 		OnRoleChange:    cp.repl.roleChanged,
 		Eligible:        cp.repl.eligible,
-		// The highest epoch seen outlives the buckets' word for it.
+		// The epochs acted on and reserved outlive the buckets' word.
 		Epochs: ha.NewEpochFile(filepath.Join(cfg.DataDir, ha.EpochFileName)),
 		// Renew twice or more before stepping down, with a third of the
 		// lease as the safety margin (see the ha package doc).
@@ -374,7 +374,7 @@ var (
 	leaseReadErrorsDesc = prometheus.NewDesc("unilog_lease_read_errors_total",
 		"Lease reads of a contending node that failed (NATS did not answer, or answered an error).", nil, nil)
 	leaseReadsIgnoredDesc = prometheus.NewDesc("unilog_lease_reads_ignored_total",
-		"Lease reads of a contending node that it did not act on: stale (an older revision than one already seen) or older_epoch (below the highest epoch it has seen).",
+		"Lease reads of a contending node that it did not act on: stale (an older revision than one already seen) or older_epoch (below the highest epoch it has acted on).",
 		[]string{"reason"}, nil)
 )
 
