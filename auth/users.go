@@ -7,7 +7,6 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"hash/crc32"
 	"io/fs"
 	"os"
 	"slices"
@@ -17,6 +16,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/unilog/unilog/internal/fileops"
+	"github.com/unilog/unilog/internal/framed"
 )
 
 // usersMagic and usersVersion open every users file (format in doc.go).
@@ -24,8 +24,6 @@ const (
 	usersMagic   = "unilog-users"
 	usersVersion = 1
 )
-
-var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 
 // Users is the parsed content of a users file: credentials by user, then
 // by mechanism.
@@ -107,7 +105,7 @@ func (u *Users) Marshal() []byte {
 			fmt.Fprintf(&b, "user %s %s %d %s %s %s\n", um.Name, m, c.Iterations, b64(c.Salt), b64(c.StoredKey), b64(c.ServerKey))
 		}
 	}
-	fmt.Fprintf(&b, "crc32c %08x\n", crc32.Checksum(b.Bytes(), castagnoli))
+	fmt.Fprintf(&b, "crc32c %08x\n", framed.Checksum(b.Bytes()))
 	return b.Bytes()
 }
 
@@ -117,7 +115,7 @@ func ParseUsers(data []byte) (*Users, error) {
 	if err != nil {
 		return nil, err
 	}
-	if got := crc32.Checksum(body, castagnoli); got != sum {
+	if got := framed.Checksum(body); got != sum {
 		return nil, fmt.Errorf("%w: users file crc32c %08x, computed %08x", ErrFormat, sum, got)
 	}
 	u := &Users{}

@@ -3,6 +3,7 @@ package broker
 import (
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/sirupsen/logrus"
 
 	"github.com/unilog/unilog/commitlog"
@@ -100,6 +101,10 @@ type Config struct {
 	// Replication.WaitReplicated (--replication sync); otherwise they do
 	// not wait for followers.
 	SyncReplication bool
+	// Metrics, when set, collects the metrics of the parts wired in around
+	// the broker (the control plane's), served on the admin port with the
+	// broker's own.
+	Metrics prometheus.Collector
 	// Logger receives structured logs; nil uses logrus' standard logger.
 	Logger logrus.FieldLogger
 	// Storage, when set, is served instead of the unified log of DataDir

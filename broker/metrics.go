@@ -85,6 +85,9 @@ func newMetrics(b *Broker) *metrics {
 		}, func() float64 { return float64(b.fetchSessions.partitionCount()) }),
 	)
 	m.reg.MustRegister(b.statusGauges()...)
+	if b.cfg.Metrics != nil {
+		m.reg.MustRegister(b.cfg.Metrics)
+	}
 	return m
 }
 

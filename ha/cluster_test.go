@@ -14,8 +14,8 @@ import (
 )
 
 // startCluster routes n embedded servers together, each given the same
-// route list, as the nodes of a cluster are.
-func startCluster(t *testing.T, n int) []*Server {
+// route list and secret, as the nodes of a cluster are.
+func startCluster(t *testing.T, n int, secret *Secret) []*Server {
 	t.Helper()
 	addrs := make([]string, n)
 	routes := make([]string, n)
@@ -27,7 +27,7 @@ func startCluster(t *testing.T, n int) []*Server {
 	for i := 0; i < n; i++ {
 		s, err := StartServer(ServerConfig{
 			Name: fmt.Sprintf("s%d", i+1), Dir: t.TempDir(), Listen: "127.0.0.1:0",
-			ClusterListen: addrs[i], Routes: routes, Logger: quietLogger(),
+			ClusterListen: addrs[i], Routes: routes, Secret: secret, Logger: quietLogger(),
 		})
 		if err != nil {
 			t.Fatal(err)
@@ -39,13 +39,15 @@ func startCluster(t *testing.T, n int) []*Server {
 }
 
 func TestRoutedClusterReplicatesBuckets(t *testing.T) {
-	servers := startCluster(t, 3)
+	// With a secret, as a broker runs them: the routes authenticate.
+	secret := NewSecret([]byte("0123456789abcdef0123456789abcdef"))
+	servers := startCluster(t, 3, secret)
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
 	defer cancel()
 
 	var buckets []Buckets
 	for _, s := range servers {
-		b, err := OpenBuckets(ctx, dial(t, s.ClientURL()), 3, 0)
+		b, err := OpenBuckets(ctx, dialConn(t, ConnConfig{URLs: s.ClientURL(), Secret: secret}), 3, 0)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -5,7 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"hash/crc32"
+
+	"github.com/unilog/unilog/internal/framed"
 )
 
 // valueVersion is the version byte every value in the buckets starts with.
@@ -13,8 +14,6 @@ import (
 const valueVersion = 1
 
 const valueHeaderSize = 5
-
-var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 
 // ErrCorrupt reports a bucket value that fails its version or CRC check.
 var ErrCorrupt = errors.New("ha: corrupt value")
@@ -30,7 +29,7 @@ func encodeValue(v any) ([]byte, error) {
 	}
 	b := make([]byte, valueHeaderSize, valueHeaderSize+len(body))
 	b[0] = valueVersion
-	binary.BigEndian.PutUint32(b[1:], crc32.Checksum(body, castagnoli))
+	binary.BigEndian.PutUint32(b[1:], framed.Checksum(body))
 	return append(b, body...), nil
 }
 
@@ -44,7 +43,7 @@ func decodeValue(b []byte, v any) error {
 		return fmt.Errorf("%w: unsupported version %d", ErrCorrupt, b[0])
 	}
 	body := b[valueHeaderSize:]
-	if crc := crc32.Checksum(body, castagnoli); crc != binary.BigEndian.Uint32(b[1:]) {
+	if crc := framed.Checksum(body); crc != binary.BigEndian.Uint32(b[1:]) {
 		return fmt.Errorf("%w: CRC mismatch", ErrCorrupt)
 	}
 	if err := json.Unmarshal(body, v); err != nil {

@@ -26,6 +26,10 @@ type ConnConfig struct {
 	Creds string
 	// NKeySeed is a file holding an nkey seed.
 	NKeySeed string
+	// Secret signs in to an embedded server started with the same one
+	// (ServerConfig.Secret); a server that asks for no credentials is
+	// joined without.
+	Secret *Secret
 	// Name identifies the connection in the server's monitoring.
 	Name string
 }
@@ -48,7 +52,19 @@ func Dial(cfg ConnConfig) (*nats.Conn, error) {
 		}
 		opts = append(opts, o)
 	}
+	if cfg.Secret != nil {
+		kp, pub, err := cfg.Secret.natsUser()
+		if err != nil {
+			return nil, err
+		}
+		opts = append(opts, nats.Nkey(pub, kp.Sign))
+	}
 	nc, err := nats.Connect(cfg.URLs, opts...)
+	if errors.Is(err, nats.ErrNkeysNotSupported) && cfg.Secret != nil {
+		// An open server (an external NATS without accounts) takes no
+		// nkey: nothing to sign in to.
+		nc, err = nats.Connect(cfg.URLs, opts[:len(opts)-1]...)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("ha: connect to NATS %s: %w", cfg.URLs, err)
 	}

@@ -10,7 +10,12 @@
 // its store under the data directory, so one node needs nothing else.
 // Embedded servers given the same nats-route:// list form one JetStream
 // cluster, whose buckets then have 3 replicas; a broker can instead join an
-// external NATS (Dial: URLs, credentials file or nkey seed). The embedded
+// external NATS (Dial: URLs, credentials file or nkey seed). An embedded
+// server given a Secret (a broker always gives one) admits only clients
+// that sign in with the nkey derived from it and routes that present the
+// password derived from it: the nodes of a cluster share one secret file
+// (created with mode 0600 by the first node to start), and each use of it
+// derives its own key by HMAC, so none reveals the secret or another. The embedded
 // server fsyncs every JetStream write: leases and metadata must survive a
 // power cut as the commit log does. An external NATS must be configured so
 // (sync_interval: always) for the same promise.
@@ -62,6 +67,28 @@
 // same revision has stood unchanged for that duration on its own clock. A
 // clean shutdown writes the lease back as released (epoch kept), so a
 // follower takes over at once.
+//
+// Epochs never go back on a node. It keeps two marks in its data
+// directory (EpochFile, lease.epoch: version 1, CRC32C, JSON {"seen",
+// "reserved"}, replaced atomically), loaded at start: the highest epoch it
+// has acted on, following or leading, stored before it acts; and the
+// highest it has tried to write, stored before the write (whose answer
+// may be lost after it was applied), so its next lease is above both. A
+// damaged file stops the start (ErrCorrupt) rather than trust the bucket.
+// A read
+// is ignored when it brings an older revision than one already seen and no
+// newer epoch (a lagging replica answered: following it would take the
+// node back to a deposed leader), and a lease below the epoch acted on (a
+// key forged or deleted by something that is not a node, or a wiped
+// store) is never followed: it stands until it lapses, then the next lease
+// is above both. Failed reads and ignored ones are counted
+// (Elector.ReadStats), failed reads logged at info at most every 10s.
+//
+// Only the cluster's nodes can write the buckets: the embedded server
+// admits only clients and routes that hold the cluster secret (Secret,
+// LoadSecret; see "NATS"). A node follows only the replication address a
+// member record of its own replica group advertises, and the replication
+// stream itself authenticates both ends with the same secret.
 //
 // The holder stops acting as leader (LeaseConfig.OnChange, and Leading
 // turns false) RenewDeadline after it SENT its last successful renewal.

@@ -28,7 +28,14 @@ func startServer(t *testing.T) *Server {
 // dial opens one connection, as one node would.
 func dial(t *testing.T, url string) *nats.Conn {
 	t.Helper()
-	nc, err := Dial(ConnConfig{URLs: url, Name: t.Name()})
+	return dialConn(t, ConnConfig{URLs: url})
+}
+
+// dialConn opens one connection with cfg.
+func dialConn(t *testing.T, cfg ConnConfig) *nats.Conn {
+	t.Helper()
+	cfg.Name = t.Name()
+	nc, err := Dial(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}

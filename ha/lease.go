@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
@@ -77,8 +78,12 @@ type LeaseConfig struct {
 	// call that takes leadership away returns before the lease can be
 	// taken by another node, as long as it returns within the margin.
 	OnChange func(LeaseState)
-	Clock    clock.Clock
-	Logger   logrus.FieldLogger
+	// Epochs, when set, keeps the epoch marks across restarts: NewElector
+	// loads them, and they are stored before this node writes a lease of
+	// a higher epoch or acts on one. Nil keeps them in memory only.
+	Epochs EpochStore
+	Clock  clock.Clock
+	Logger logrus.FieldLogger
 }
 
 func (c LeaseConfig) withDefaults() (LeaseConfig, error) {
@@ -127,10 +132,41 @@ type Elector struct {
 	// While following: the lease revision seen and when it was first seen.
 	obsRev uint64
 	obsAt  time.Time
-	// maxEpoch is the highest epoch seen, so a new lease is always higher.
-	maxEpoch uint64
+	// marks (as stored in cfg.Epochs): a new lease is above Reserved, and
+	// one below Seen is never followed.
+	marks EpochMarks
+	// ignored is the last lease ignored for its older epoch, reported
+	// once.
+	ignored leaseValue
 	// nudge makes Run tick before its next period (Nudge).
 	nudge chan struct{}
+
+	reads readStats
+}
+
+// LeaseReadStats counts the lease reads of a contending node that failed
+// or that it ignored.
+type LeaseReadStats struct {
+	// Failed reads: NATS did not answer, or answered an error.
+	Failed uint64
+	// Stale reads: an older revision than one already seen (a lagging
+	// replica answered), with no newer epoch.
+	Stale uint64
+	// OlderEpoch reads: a lease below the highest epoch this node has
+	// seen (a forged or reset key); it is not followed.
+	OlderEpoch uint64
+}
+
+// readErrLogEvery spaces the info lines about failed lease reads: a NATS
+// outage fails one read a retry period for as long as it lasts.
+const readErrLogEvery = 10 * time.Second
+
+type readStats struct {
+	failed, stale, olderEpoch atomic.Uint64
+	// Under Elector.mu: when a failed read was last logged, and how many
+	// failed since.
+	loggedAt   time.Time
+	unreported uint64
 }
 
 // NewElector returns a follower that contends on Tick.
@@ -139,14 +175,25 @@ func NewElector(kv jetstream.KeyValue, cfg LeaseConfig) (*Elector, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Elector{
+	e := &Elector{
 		cfg:   cfg,
 		kv:    kv,
 		key:   leaseKey(cfg.Group),
 		log:   cfg.Logger.WithFields(logrus.Fields{"replica_group": cfg.Group, "node_id": cfg.NodeID}),
 		state: LeaseState{Group: cfg.Group, Leader: -1},
 		nudge: make(chan struct{}, 1),
-	}, nil
+	}
+	if cfg.Epochs != nil {
+		if e.marks, err = cfg.Epochs.Load(); err != nil {
+			return nil, err
+		}
+	}
+	return e, nil
+}
+
+// ReadStats counts the lease reads that failed or were ignored.
+func (e *Elector) ReadStats() LeaseReadStats {
+	return LeaseReadStats{Failed: e.reads.failed.Load(), Stale: e.reads.stale.Load(), OlderEpoch: e.reads.olderEpoch.Load()}
 }
 
 func leaseKey(group string) string { return "lease." + group }
@@ -285,7 +332,7 @@ func (e *Elector) contend(ctx context.Context) {
 		return
 	}
 	if err != nil {
-		e.log.WithError(err).Debug("lease not read")
+		e.readFailed(now, err)
 		return
 	}
 	var cur leaseValue
@@ -294,7 +341,9 @@ func (e *Elector) contend(ctx context.Context) {
 		e.log.WithError(err).WithField("key", e.key).Error("lease value unreadable: not contending")
 		return
 	}
-	e.observe(entry.Revision(), now, cur)
+	if !e.observe(entry.Revision(), now, cur) {
+		return
+	}
 	e.mu.Lock()
 	standing := now.Sub(e.obsAt)
 	e.mu.Unlock()
@@ -306,24 +355,71 @@ func (e *Elector) contend(ctx context.Context) {
 	}
 }
 
-// observe records the lease seen and reports a change of leader.
-func (e *Elector) observe(rev uint64, now time.Time, cur leaseValue) {
+// readFailed counts a failed lease read and reports it at info, at most
+// once every readErrLogEvery: while reads fail this node cannot take a
+// lapsed lease, which would otherwise go unexplained.
+func (e *Elector) readFailed(now time.Time, err error) {
+	e.reads.failed.Add(1)
+	e.mu.Lock()
+	e.reads.unreported++
+	n := e.reads.unreported
+	due := now.Sub(e.reads.loggedAt) >= readErrLogEvery
+	if due {
+		e.reads.loggedAt, e.reads.unreported = now, 0
+	}
+	e.mu.Unlock()
+	if due {
+		e.log.WithError(err).WithField("failed_reads", n).Info("lease not read: cannot tell whether it lapsed")
+	}
+}
+
+// observe records the lease seen at rev and reports a change of leader.
+// It returns false for a read to ignore: an older revision than one
+// already seen that brings no newer epoch (a lagging replica answered, and
+// acting on it would take this node back to an older leader), or a
+// lease whose newer epoch could not be stored. A lease below the highest
+// epoch seen still counts for its timing (it stands until it lapses, then
+// the next lease is above both), but is never followed.
+func (e *Elector) observe(rev uint64, now time.Time, cur leaseValue) bool {
 	e.transMu.Lock()
 	defer e.transMu.Unlock()
 	e.mu.Lock()
-	if rev != e.obsRev {
+	seenRev, marks := e.obsRev, e.marks
+	stale := rev < seenRev && cur.Epoch <= marks.Seen
+	if !stale && rev != e.obsRev {
 		e.obsRev, e.obsAt = rev, now
 	}
-	if cur.Epoch > e.maxEpoch {
-		e.maxEpoch = cur.Epoch
+	report := cur.Epoch < marks.Seen && (cur.Holder != e.ignored.Holder || cur.Epoch != e.ignored.Epoch)
+	if report {
+		e.ignored = cur
+	}
+	e.mu.Unlock()
+	fields := logrus.Fields{"revision": rev, "holder": cur.Holder, "epoch": cur.Epoch}
+	switch {
+	case stale:
+		e.reads.stale.Add(1)
+		e.log.WithFields(fields).WithField("seen_revision", seenRev).Info("stale lease read ignored: an older revision than one already seen")
+		return false
+	case cur.Epoch < marks.Seen:
+		e.reads.olderEpoch.Add(1)
+		if report {
+			e.log.WithFields(fields).WithField("seen_epoch", marks.Seen).Warn("lease below the highest epoch this node has acted on, written by something that is not a node or a reset bucket: not following it")
+		}
+		return true
+	case cur.Epoch > marks.Seen:
+		if err := e.storeMarks(EpochMarks{Seen: cur.Epoch, Reserved: max(marks.Reserved, cur.Epoch)}); err != nil {
+			e.log.WithError(err).WithFields(fields).Error("newer lease epoch not stored: not following it")
+			return false
+		}
 	}
 	leader := cur.Holder
 	if cur.Released {
 		leader = -1
 	}
+	e.mu.Lock()
 	if e.state.Epoch == cur.Epoch && e.state.Leader == leader {
 		e.mu.Unlock()
-		return
+		return true
 	}
 	e.state.Epoch, e.state.Leader = cur.Epoch, leader
 	s := e.state
@@ -331,6 +427,22 @@ func (e *Elector) observe(rev uint64, now time.Time, cur leaseValue) {
 	if e.cfg.OnChange != nil {
 		e.cfg.OnChange(s)
 	}
+	return true
+}
+
+// storeMarks stores m, durably when an EpochStore is set, before
+// anything acts on it. Only the Tick goroutine changes the marks, so
+// stores never race.
+func (e *Elector) storeMarks(m EpochMarks) error {
+	if e.cfg.Epochs != nil {
+		if err := e.cfg.Epochs.Store(m); err != nil {
+			return err
+		}
+	}
+	e.mu.Lock()
+	e.marks = m
+	e.mu.Unlock()
+	return nil
 }
 
 // take writes a new lease with a higher epoch, compare-and-set on rev (0:
@@ -340,11 +452,18 @@ func (e *Elector) take(ctx context.Context, sent time.Time, rev uint64, cur leas
 		return
 	}
 	e.mu.Lock()
-	epoch := max(e.maxEpoch, cur.Epoch) + 1
+	marks := e.marks
 	e.mu.Unlock()
+	epoch := max(marks.Reserved, marks.Seen, cur.Epoch) + 1
 	val, err := encodeValue(leaseValue{Group: e.cfg.Group, Holder: e.cfg.NodeID, Epoch: epoch, DurationMs: e.cfg.Duration.Milliseconds()})
 	if err != nil {
 		e.log.WithError(err).Error("lease not encoded")
+		return
+	}
+	// Reserved before the lease is written: a write whose answer is lost
+	// may still have been applied.
+	if err := e.storeMarks(EpochMarks{Seen: marks.Seen, Reserved: epoch}); err != nil {
+		e.log.WithError(err).WithField("epoch", epoch).Error("lease epoch not stored: not taking the lease")
 		return
 	}
 	var newRev uint64
@@ -360,10 +479,15 @@ func (e *Elector) take(ctx context.Context, sent time.Time, rev uint64, cur leas
 		e.log.WithError(err).Debug("lease not taken")
 		return
 	}
+	if err := e.storeMarks(EpochMarks{Seen: epoch, Reserved: epoch}); err != nil {
+		// Not acting on it: the lease lapses, or this node takes it
+		// back (its own) at the next tick.
+		e.log.WithError(err).WithField("epoch", epoch).Error("lease epoch not stored: not leading")
+		return
+	}
 	e.transMu.Lock()
 	defer e.transMu.Unlock()
 	e.mu.Lock()
-	e.maxEpoch = epoch
 	e.rev = newRev
 	e.state = LeaseState{Group: e.cfg.Group, Role: RoleLeader, Epoch: epoch, Leader: e.cfg.NodeID}
 	e.armFence(sent.Add(e.cfg.RenewDeadline))

@@ -43,8 +43,10 @@ type Config struct {
 	OnRoleChange func(LeaseState)
 	// Eligible is the elector's Eligible (see LeaseConfig).
 	Eligible func() bool
-	Clock    clock.Clock
-	Logger   logrus.FieldLogger
+	// Epochs is the elector's Epochs (see LeaseConfig).
+	Epochs EpochStore
+	Clock  clock.Clock
+	Logger logrus.FieldLogger
 }
 
 // Node is one broker's membership in the control plane: its heartbeat,
@@ -141,7 +143,7 @@ func (n *Node) leaseConfig() LeaseConfig {
 	return LeaseConfig{
 		Group: n.cfg.ReplicaGroup, NodeID: n.cfg.NodeID,
 		Duration: n.cfg.LeaseDuration, RenewDeadline: n.cfg.RenewDeadline, RetryPeriod: n.cfg.RetryPeriod,
-		Eligible: n.cfg.Eligible, OnChange: n.roleChanged, Clock: n.cfg.Clock, Logger: n.cfg.Logger,
+		Eligible: n.cfg.Eligible, OnChange: n.roleChanged, Epochs: n.cfg.Epochs, Clock: n.cfg.Clock, Logger: n.cfg.Logger,
 	}
 }
 

@@ -29,6 +29,11 @@ type ServerConfig struct {
 	Routes []string
 	// ClusterName must be the same on every routed server. Default "unilog".
 	ClusterName string
+	// Secret, when set, closes the server to everyone without it: clients
+	// must sign in with its nkey (ConnConfig.Secret) and routes present
+	// its route password. Nil leaves the server open, for tests and
+	// benchmarks standing in for an external NATS; a broker always sets it.
+	Secret *Secret
 	// ReadyTimeout bounds the wait for the listeners. Default 10s.
 	ReadyTimeout time.Duration
 	Logger       logrus.FieldLogger
@@ -57,6 +62,17 @@ func StartServer(cfg ServerConfig) (*Server, error) {
 		SyncAlways: true,
 		NoSigs:     true,
 	}
+	var routeUser *url.Userinfo
+	if cfg.Secret != nil {
+		_, pub, err := cfg.Secret.natsUser()
+		if err != nil {
+			return nil, err
+		}
+		opts.Nkeys = []*server.NkeyUser{{Nkey: pub}}
+		user, password := cfg.Secret.routeUser()
+		opts.Cluster.Username, opts.Cluster.Password = user, password
+		routeUser = url.UserPassword(user, password)
+	}
 	if cfg.ClusterListen != "" || len(cfg.Routes) > 0 {
 		// JetStream refuses a cluster listener without routes: a server
 		// cannot know its peers otherwise. Listing itself is harmless, so
@@ -76,6 +92,9 @@ func StartServer(cfg ServerConfig) (*Server, error) {
 			if err != nil || u.Scheme != "nats-route" || u.Port() == "" {
 				return nil, fmt.Errorf("ha: nats route %q: want nats-route://host:port", r)
 			}
+			// The password goes in the URL only here: the route list a
+			// user gives stays free of it.
+			u.User = routeUser
 			opts.Routes = append(opts.Routes, u)
 		}
 	}

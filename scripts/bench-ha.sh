@@ -55,7 +55,7 @@ start_group() {
 		"$BIN" broker --data-dir "$DIR/group/n$i" --node-id "$i" --replica-group bench \
 			--listen "127.0.0.1:$((BASE + i))" --admin "127.0.0.1:$((BASE + 40 + i))" \
 			--replication-listen "127.0.0.1:$((BASE + 60 + i))" --replication "$mode" --min-insync "$((followers > 0 ? 2 : 1))" \
-			"${nats[@]}" --file-size 256MiB >"$DIR/group/n$i.log" 2>&1 &
+			"${nats[@]}" --cluster-secret-file "$DIR/group/cluster.secret" --file-size 256MiB >"$DIR/group/n$i.log" 2>&1 &
 		pids+=($!)
 		# Node 1 leads: the others start once it does.
 		if [ "$i" -eq 1 ]; then

@@ -2,11 +2,13 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"text/tabwriter"
 	"time"
 
+	"github.com/nats-io/nats.go"
 	"github.com/urfave/cli/v2"
 
 	"github.com/unilog/unilog/ha"
@@ -29,6 +31,7 @@ only they may take over its lease.`,
 			ArgsUsage: " ",
 			Flags: []cli.Flag{
 				&cli.StringFlag{Name: "nats", Value: "nats://" + defaultNATSListen, Usage: "NATS `URLS` of the control plane", EnvVars: env("NATS")},
+				&cli.StringFlag{Name: "cluster-secret-file", Usage: "the brokers' --cluster-secret-file `FILE` (by default DATA_DIR/" + ha.SecretFileName + "), to sign in to their embedded NATS", EnvVars: env("CLUSTER_SECRET_FILE")},
 				&cli.StringFlag{Name: "nats-creds", Usage: "NATS credentials `FILE`", EnvVars: env("NATS_CREDS")},
 				&cli.StringFlag{Name: "nats-nkey", Usage: "NATS nkey seed `FILE`", EnvVars: env("NATS_NKEY")},
 				&cli.DurationFlag{Name: "timeout", Value: 10 * time.Second, Usage: "give up after this long", EnvVars: env("TIMEOUT")},
@@ -39,7 +42,18 @@ only they may take over its lease.`,
 }
 
 func clusterStatus(c *cli.Context) error {
-	nc, err := ha.Dial(ha.ConnConfig{URLs: c.String("nats"), Creds: c.String("nats-creds"), NKeySeed: c.String("nats-nkey"), Name: "unilog cluster status"})
+	conn := ha.ConnConfig{URLs: c.String("nats"), Creds: c.String("nats-creds"), NKeySeed: c.String("nats-nkey"), Name: "unilog cluster status"}
+	if path := c.String("cluster-secret-file"); path != "" {
+		secret, err := ha.ReadSecret(path)
+		if err != nil {
+			return fmt.Errorf("cluster status: %w", err)
+		}
+		conn.Secret = secret
+	}
+	nc, err := ha.Dial(conn)
+	if errors.Is(err, nats.ErrAuthorization) && conn.Secret == nil {
+		return fmt.Errorf("cluster status: %w (an embedded NATS admits only holders of the cluster secret: give --cluster-secret-file)", err)
+	}
 	if err != nil {
 		return fmt.Errorf("cluster status: %w", err)
 	}

@@ -3,13 +3,16 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -176,6 +179,9 @@ func TestThreeRoutedNodes(t *testing.T) {
 		stop              context.CancelFunc
 		done              <-chan cliResult
 	}
+	// One flag more than a single node needs, as in the README: the
+	// shared secret, which the first node to start writes.
+	secretFile := filepath.Join(t.TempDir(), "cluster.secret")
 	nodes := make([]node, n)
 	started := make(chan int, n)
 	// Together: each node's JetStream waits for the others before it is
@@ -188,7 +194,7 @@ func TestThreeRoutedNodes(t *testing.T) {
 			ctx, stop := context.WithCancel(context.Background())
 			out, done := startBrokerCommand(ctx, t, "--data-dir", t.TempDir(), "--listen", "127.0.0.1:0", "--admin", "127.0.0.1:0",
 				"--file-size", "8MiB", "--node-id", fmt.Sprint(i+1), "--replica-group", fmt.Sprintf("g%d", i+1),
-				"--nats-cluster-listen", routeAddrs[i], "--nats-routes", strings.Join(routes, ","))
+				"--nats-cluster-listen", routeAddrs[i], "--nats-routes", strings.Join(routes, ","), "--cluster-secret-file", secretFile)
 			m := listeningLine.FindStringSubmatch(out)
 			nodes[i] = node{addr: m[1], admin: strings.TrimSuffix(strings.TrimPrefix(m[2], "http://"), "/metrics"),
 				nats: controlPlaneLine.FindStringSubmatch(out)[1], stop: stop, done: done}
@@ -213,10 +219,23 @@ func TestThreeRoutedNodes(t *testing.T) {
 		t.FailNow()
 	}
 	poll.True(t, "every node to see three live leaders", func() bool {
-		r := runCLI(t, "", "cluster", "status", "--nats", nodes[2].nats)
+		r := runCLI(t, "", "cluster", "status", "--nats", nodes[2].nats, "--cluster-secret-file", secretFile)
 		return r.err == nil && len(regexp.MustCompile(`(?m)^\d\s+g\d\s+leader\s+1\s.*live$`).FindAllString(r.stdout, -1)) == 3
 	})
-	nc, err := ha.Dial(ha.ConnConfig{URLs: nodes[0].nats})
+	// Without the secret, nobody gets in.
+	for i, nd := range nodes {
+		if nc, err := nats.Connect(nd.nats, nats.MaxReconnects(0)); !errors.Is(err, nats.ErrAuthorization) {
+			if err == nil {
+				nc.Close()
+			}
+			t.Errorf("node %d's NATS, no credentials: %v, want an authorization violation", i+1, err)
+		}
+	}
+	secret, err := ha.ReadSecret(secretFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	nc, err := ha.Dial(ha.ConnConfig{URLs: nodes[0].nats, Secret: secret})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/sirupsen/logrus"
 	"github.com/urfave/cli/v2"
 
@@ -20,7 +21,7 @@ import (
 )
 
 // defaultNATSListen is the embedded NATS client listener: the standard
-// NATS port, so `nats` tools and `unilog cluster status` find it.
+// NATS port, so `unilog cluster status` finds it (with the cluster secret).
 const defaultNATSListen = "127.0.0.1:4222"
 
 // controlPlaneFlags configure the NATS control plane of `unilog broker`.
@@ -32,6 +33,7 @@ func controlPlaneFlags() []cli.Flag {
 		&cli.StringFlag{Name: "nats", Usage: "join an external NATS, `URLS` nats://host:port,... (default: embed a NATS server)", EnvVars: env("NATS")},
 		&cli.StringFlag{Name: "nats-creds", Usage: "NATS credentials `FILE` for --nats", EnvVars: env("NATS_CREDS")},
 		&cli.StringFlag{Name: "nats-nkey", Usage: "NATS nkey seed `FILE` for --nats", EnvVars: env("NATS_NKEY")},
+		&cli.StringFlag{Name: "cluster-secret-file", Usage: "the cluster's shared secret `FILE`, created (64 hex digits, mode 0600) when missing; default DATA_DIR/" + ha.SecretFileName + ". The embedded NATS admits only clients and routes that hold it, and both ends of a replication stream prove it: give every node of a cluster the same file", EnvVars: env("CLUSTER_SECRET_FILE")},
 		&cli.StringFlag{Name: "nats-listen", Value: defaultNATSListen, Usage: "embedded NATS client listener `HOST:PORT`", EnvVars: env("NATS_LISTEN")},
 		&cli.StringFlag{Name: "nats-cluster-listen", Usage: "embedded NATS route listener `HOST:PORT` (needed with --nats-routes)", EnvVars: env("NATS_CLUSTER_LISTEN")},
 		&cli.StringFlag{Name: "nats-routes", Usage: "route the embedded NATS to `URLS` nats-route://host:port,... (the same list on every node, itself included)", EnvVars: env("NATS_ROUTES")},
@@ -75,9 +77,24 @@ func startControlPlane(c *cli.Context, cfg *broker.Config) (*controlPlane, error
 	if err != nil {
 		return nil, err
 	}
+	secretFile := c.String("cluster-secret-file")
+	if secretFile == "" {
+		secretFile = filepath.Join(cfg.DataDir, ha.SecretFileName)
+	}
+	secret, err := ha.LoadSecret(secretFile)
+	if err != nil {
+		return nil, fmt.Errorf("--cluster-secret-file: %w", err)
+	}
+	rc.key = secret.ReplicationKey()
 	cp := &controlPlane{url: external, log: cfg.Logger}
 	if cp.repl, err = newReplicator(rc, *cfg, c.String("replica-group")); err != nil {
 		return nil, err
+	}
+	// Without credentials of its own, an external NATS may be another
+	// node's embedded one: the secret signs in there.
+	conn := ha.ConnConfig{URLs: external, Creds: c.String("nats-creds"), NKeySeed: c.String("nats-nkey")}
+	if conn.Creds == "" && conn.NKeySeed == "" {
+		conn.Secret = secret
 	}
 	replicas := c.Int("nats-replicas")
 	if cp.url == "" {
@@ -87,6 +104,7 @@ func startControlPlane(c *cli.Context, cfg *broker.Config) (*controlPlane, error
 			Listen:        c.String("nats-listen"),
 			ClusterListen: c.String("nats-cluster-listen"),
 			Routes:        routes,
+			Secret:        secret,
 			Logger:        cfg.Logger,
 		})
 		if err != nil {
@@ -94,12 +112,13 @@ func startControlPlane(c *cli.Context, cfg *broker.Config) (*controlPlane, error
 			return nil, err
 		}
 		cp.url = cp.srv.ClientURL()
+		conn = ha.ConnConfig{URLs: cp.url, Secret: secret}
 		if replicas == 0 {
 			replicas = embeddedReplicas(routes, c.String("nats-cluster-listen"))
 		}
 	}
 	cp.node, err = ha.Start(ha.Config{
-		Conn:         ha.ConnConfig{URLs: cp.url, Creds: c.String("nats-creds"), NKeySeed: c.String("nats-nkey")},
+		Conn:         conn,
 		Replicas:     replicas,
 		NodeID:       cfg.NodeID,
 		ReplicaGroup: c.String("replica-group"),
@@ -108,6 +127,8 @@ func startControlPlane(c *cli.Context, cfg *broker.Config) (*controlPlane, error
 		ReplicationAddr: cp.repl.addr(),
 		OnRoleChange:    cp.repl.roleChanged,
 		Eligible:        cp.repl.eligible,
+		// The epochs acted on and reserved outlive the buckets' word.
+		Epochs: ha.NewEpochFile(filepath.Join(cfg.DataDir, ha.EpochFileName)),
 		// Renew twice or more before stepping down, with a third of the
 		// lease as the safety margin (see the ha package doc).
 		LeaseDuration: c.Duration("lease-duration"),
@@ -128,6 +149,7 @@ func startControlPlane(c *cli.Context, cfg *broker.Config) (*controlPlane, error
 	cfg.Cluster = haCluster{cp.node, cp.repl}
 	cfg.Replication = cp.repl
 	cfg.SyncReplication = rc.sync
+	cfg.Metrics = leaseReadMetrics{cp.node.Elector()}
 	return cp, nil
 }
 
@@ -338,4 +360,29 @@ func (c haCluster) Replicas(leader int32) (replicas, isr []int32) {
 func (c haCluster) Status() broker.NodeStatus {
 	s := c.n.Elector().State()
 	return broker.NodeStatus{NodeID: c.n.Self().NodeID, ReplicaGroup: s.Group, Role: s.Role.String(), Epoch: s.Epoch}
+}
+
+// leaseReadMetrics export the lease reads that failed or were ignored: a
+// node that cannot read its group's lease cannot take it over when it
+// lapses, and one that ignores what it read says why in its log.
+type leaseReadMetrics struct{ e *ha.Elector }
+
+var (
+	leaseReadErrorsDesc = prometheus.NewDesc("unilog_lease_read_errors_total",
+		"Lease reads of a contending node that failed (NATS did not answer, or answered an error).", nil, nil)
+	leaseReadsIgnoredDesc = prometheus.NewDesc("unilog_lease_reads_ignored_total",
+		"Lease reads of a contending node that it did not act on: stale (an older revision than one already seen) or older_epoch (below the highest epoch it has acted on).",
+		[]string{"reason"}, nil)
+)
+
+func (leaseReadMetrics) Describe(ch chan<- *prometheus.Desc) {
+	ch <- leaseReadErrorsDesc
+	ch <- leaseReadsIgnoredDesc
+}
+
+func (m leaseReadMetrics) Collect(ch chan<- prometheus.Metric) {
+	s := m.e.ReadStats()
+	ch <- prometheus.MustNewConstMetric(leaseReadErrorsDesc, prometheus.CounterValue, float64(s.Failed))
+	ch <- prometheus.MustNewConstMetric(leaseReadsIgnoredDesc, prometheus.CounterValue, float64(s.Stale), "stale")
+	ch <- prometheus.MustNewConstMetric(leaseReadsIgnoredDesc, prometheus.CounterValue, float64(s.OlderEpoch), "older_epoch")
 }

@@ -2,11 +2,28 @@ package main
 
 import (
 	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"hash/crc32"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/unilog/unilog/broker"
+	"github.com/unilog/unilog/commitlog"
+	"github.com/unilog/unilog/ha"
+	"github.com/unilog/unilog/ha/replication"
+	"github.com/unilog/unilog/internal/poll"
+	"github.com/unilog/unilog/internal/testnet"
 )
 
 func TestEmbeddedReplicas(t *testing.T) {
@@ -89,6 +106,161 @@ func TestBrokerMovesFileMetadataIntoTheControlPlane(t *testing.T) {
 	if r := <-done; r.err != nil {
 		t.Errorf("second start: %v\n%s", r.err, r.stderr)
 	}
+}
+
+// TestDefaultControlPlaneAdmitsOnlyTheSecret runs a broker with no
+// control plane flag at all: its embedded NATS refuses a client without
+// credentials, and `unilog cluster status` gets in with the secret the
+// broker wrote into its data directory.
+func TestDefaultControlPlaneAdmitsOnlyTheSecret(t *testing.T) {
+	t.Setenv(clusterSecretEnv, "")
+	dir := t.TempDir()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	replAddr := testnet.FreeAddr(t)
+	out, done := startBrokerCommand(ctx, t, "--data-dir", dir, "--listen", "127.0.0.1:0", "--admin", "", "--file-size", "8MiB",
+		"--replication-listen", replAddr)
+	url := controlPlaneLine.FindStringSubmatch(out)[1]
+	secretFile := filepath.Join(dir, ha.SecretFileName)
+	if st, err := os.Stat(secretFile); err != nil || st.Mode().Perm() != 0o600 {
+		t.Fatalf("secret file %s: %v; want mode 0600", secretFile, err)
+	}
+
+	if nc, err := nats.Connect(url, nats.MaxReconnects(0)); !errors.Is(err, nats.ErrAuthorization) {
+		if err == nil {
+			nc.Close()
+		}
+		t.Fatalf("NATS client without credentials: %v, want an authorization violation", err)
+	}
+	if r := runCLI(t, "", "cluster", "status", "--nats", url); r.err == nil || !strings.Contains(r.err.Error(), "--cluster-secret-file") {
+		t.Errorf("cluster status without the secret: %v, want a hint at --cluster-secret-file", r.err)
+	}
+	if r := runCLI(t, "", "cluster", "status", "--nats", url, "--cluster-secret-file", secretFile); r.err != nil || !regexp.MustCompile(`(?m)^0\s+main\s+leader`).MatchString(r.stdout) {
+		t.Errorf("cluster status with the secret: %v\n%s", r.err, r.stdout)
+	}
+
+	// Nor does its replication stream serve a follower without it.
+	log, err := commitlog.Open(commitlog.Options{Dir: t.TempDir(), FileSize: 8 << 20, Logger: quietLogger()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer log.Close()
+	if _, err := log.Recover(0, nil); err != nil {
+		t.Fatal(err)
+	}
+	epochs, err := commitlog.OpenEpochs(log.Dir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	intruder := replication.NewFollower(replication.FollowerConfig{Node: "9", Log: log, Epochs: epochs, FileSize: 8 << 20,
+		Key: []byte("guessed"), Logger: quietLogger()})
+	fctx, fcancel := context.WithTimeout(ctx, 30*time.Second)
+	defer fcancel()
+	if err := intruder.Follow(fctx, replAddr, 1); !errors.Is(err, replication.ErrUnauthenticated) {
+		t.Errorf("replication follower without the secret: %v, want ErrUnauthenticated", err)
+	}
+	cancel()
+	if r := <-done; r.err != nil {
+		t.Errorf("broker: %v\n%s", r.err, r.stderr)
+	} else if !strings.Contains(r.stderr, "refused a follower without the replication key") {
+		t.Errorf("the leader did not log the refused follower:\n%s", r.stderr)
+	}
+}
+
+// TestForgedLeaseNotFollowed: a lease written into the control plane by
+// something that is not a node (holder 5, epoch 50, no member record)
+// takes the leader's lease away for one lease duration, but the node
+// follows no address, takes the lease back above epoch 50, takes it again
+// when the key is deleted, and after a restart over a wiped control plane
+// store still leads above every epoch it has seen.
+func TestForgedLeaseNotFollowed(t *testing.T) {
+	dir := t.TempDir()
+	args := []string{"--data-dir", dir, "--listen", "127.0.0.1:0", "--admin", "127.0.0.1:0", "--file-size", "8MiB", "--lease-duration", "1s"}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	out, done := startBrokerCommand(ctx, t, args...)
+	admin := strings.TrimSuffix(strings.TrimPrefix(listeningLine.FindStringSubmatch(out)[2], "http://"), "/metrics")
+	leading := func(min uint64) func() bool {
+		return func() bool {
+			st, err := nodeStatus(admin)
+			return err == nil && st.Role == "leader" && st.Epoch > min
+		}
+	}
+	poll.True(t, "the node to lead", leading(0))
+
+	secret, err := ha.ReadSecret(os.Getenv(clusterSecretEnv))
+	if err != nil {
+		t.Fatal(err)
+	}
+	nc, err := ha.Dial(ha.ConnConfig{URLs: controlPlaneLine.FindStringSubmatch(out)[1], Secret: secret})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	leases, err := js.KeyValue(ctx, ha.LeasesBucket)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := leases.Put(ctx, "lease.main", framedValue(t, `{"group":"main","holder":5,"epoch":50,"duration_ms":1000}`)); err != nil {
+		t.Fatal(err)
+	}
+	poll.True(t, "the node to lead above the forged epoch", leading(50))
+	if err := leases.Delete(ctx, "lease.main"); err != nil {
+		t.Fatal(err)
+	}
+	st, _ := nodeStatus(admin)
+	poll.True(t, "the node to lead again after the key's deletion", leading(st.Epoch))
+	st, _ = nodeStatus(admin)
+	resp, err := http.Get("http://" + admin + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	metrics, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	for _, want := range []string{"unilog_lease_read_errors_total ", `unilog_lease_reads_ignored_total{reason="stale"} `, `unilog_lease_reads_ignored_total{reason="older_epoch"} `} {
+		if !strings.Contains(string(metrics), want) {
+			t.Errorf("/metrics lacks %s", want)
+		}
+	}
+	cancel()
+	r := <-done
+	if r.err != nil {
+		t.Fatalf("broker: %v\n%s", r.err, r.stderr)
+	}
+	if !regexp.MustCompile(`level=warning msg="the lease holder is no member.*leader=5`).MatchString(r.stderr) {
+		t.Errorf("no warning about the forged holder:\n%s", r.stderr)
+	}
+	if strings.Contains(r.stderr, "replication session ended") {
+		t.Errorf("the node dialed someone:\n%s", r.stderr)
+	}
+
+	// The control plane's store wiped: the bucket forgets every epoch,
+	// the node does not.
+	if err := os.RemoveAll(filepath.Join(dir, "nats")); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel = context.WithCancel(context.Background())
+	defer cancel()
+	out, done = startBrokerCommand(ctx, t, args...)
+	admin = strings.TrimSuffix(strings.TrimPrefix(listeningLine.FindStringSubmatch(out)[2], "http://"), "/metrics")
+	poll.True(t, fmt.Sprintf("the restarted node to lead above epoch %d", st.Epoch), leading(st.Epoch))
+	cancel()
+	if r := <-done; r.err != nil {
+		t.Fatalf("restarted broker: %v\n%s", r.err, r.stderr)
+	}
+}
+
+// framedValue frames a control plane value as the ha package doc says:
+// version 1, the body's CRC32C, the JSON body.
+func framedValue(t *testing.T, body string) []byte {
+	t.Helper()
+	b := []byte{1, 0, 0, 0, 0}
+	binary.BigEndian.PutUint32(b[1:], crc32.Checksum([]byte(body), crc32.MakeTable(crc32.Castagnoli)))
+	return append(b, body...)
 }
 
 // TestOwnDeletesAreNotAnotherNodes: a single broker deleting its topics

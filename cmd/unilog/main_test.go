@@ -2,6 +2,7 @@ package main
 
 import (
 	"os"
+	"path/filepath"
 	"testing"
 )
 
@@ -15,5 +16,17 @@ func TestMain(m *testing.M) {
 		main()
 		os.Exit(0)
 	}
-	os.Exit(m.Run())
+	// Every broker a test starts, in process or as a child, is of one
+	// cluster unless it says otherwise: nodes with their own data
+	// directories would otherwise each make their own secret.
+	dir, err := os.MkdirTemp("", "unilog-test-secret")
+	if err != nil {
+		panic(err)
+	}
+	os.Setenv(clusterSecretEnv, filepath.Join(dir, "cluster.secret"))
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
 }
+
+const clusterSecretEnv = "UNILOG_CLUSTER_SECRET_FILE"

@@ -41,6 +41,9 @@ type replicationConfig struct {
 	listen    string
 	sync      bool
 	minInSync int
+	// key is what both ends of a stream prove they hold (the cluster
+	// secret's replication key).
+	key []byte
 	// With --replication-tls-ca: the leader's listener and the follower's
 	// dialer configs; nil is plaintext.
 	serverTLS, clientTLS *tls.Config
@@ -165,6 +168,7 @@ func (r *replicator) attach(b *broker.Broker) error {
 		Truncate: r.b.TruncateLog,
 		Restart:  r.b.RestartLog,
 		Durable:  r.durable,
+		Key:      r.cfg.key,
 		TLS:      r.cfg.clientTLS,
 		Logger:   r.log,
 	})
@@ -332,6 +336,7 @@ func (r *replicator) lead(epoch uint64) error {
 		PublishInSync: func(ctx context.Context, nodes []string) error {
 			return r.node.Load().PublishInSync(ctx, nodeIDs(nodes))
 		},
+		Key:    r.cfg.key,
 		TLS:    r.cfg.serverTLS,
 		Logger: r.log,
 	})
@@ -408,13 +413,24 @@ func (r *replicator) startFollowing(s ha.LeaseState) func() {
 }
 
 // follow keeps a session with the leader of s, reconnecting with backoff.
+// It dials only the replication address the lease holder's own member
+// record advertises in this replica group: a lease naming a node that is
+// no member of it (written by something that is not a node) is not
+// followed anywhere, and said so once.
 func (r *replicator) follow(ctx context.Context, s ha.LeaseState) {
 	const minBackoff, maxBackoff = 50 * time.Millisecond, 2 * time.Second
 	backoff := minBackoff
 	var lastErr string
+	warned := false
 	for ctx.Err() == nil {
 		m, ok := r.node.Load().Member(s.Leader)
-		if ok && m.ReplicationAddr != "" {
+		member := ok && m.ReplicaGroup == r.group && m.ReplicationAddr != ""
+		if !member && !warned {
+			warned = true
+			r.log.WithFields(logrus.Fields{"leader": s.Leader, "epoch": s.Epoch, "replica_group": r.group, "member_record": ok, "its_group": m.ReplicaGroup}).
+				Warn("the lease holder is no member of this replica group with a replication address: not following it")
+		}
+		if member {
 			began := time.Now()
 			err := r.follower.Follow(ctx, m.ReplicationAddr, int64(s.Epoch))
 			if ctx.Err() != nil {

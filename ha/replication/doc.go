@@ -77,26 +77,47 @@
 // Fenced frame) and reports it through OnFenced: it must stop taking writes
 // and follow.
 //
+// # Authentication
+//
+// Both ends prove they hold the replication key (LeaderConfig.Key,
+// FollowerConfig.Key; unilog derives it from the cluster secret) before
+// either acts on anything the other says. The follower's Hello carries a
+// fresh random nonce; the leader answers with an Auth frame holding a
+// nonce of its own and HMAC-SHA256(key, "unilog replication leader v1",
+// follower nonce, leader nonce, the leader's listen address); the
+// follower checks it against the address it dialed and answers with
+// HMAC-SHA256(key, "unilog replication follower v1", leader nonce,
+// follower nonce, its node name). Each HMAC input is length-prefixed.
+// Only then does the leader look at the Hello's epoch (which could fence
+// it) and send Start, and only then does the follower cut or write its
+// log. A process without the key so neither reads a leader's log nor
+// poses as a leader; one that makes a follower dial it and relays a real
+// leader's answers fails the address check. The key authenticates the
+// handshake, not each frame: against someone able to alter traffic on
+// the wire, add TLS.
+//
 // With TLS configured on both sides (internal/tlsconf) the stream is
 // encrypted and, with a client CA and RequirePeer on the leader, mutual: a
 // peer without a certificate of the cluster's CA and an allowed name never
 // reaches the handshake.
 //
-// # Frames, version 2
+// # Frames, version 3
 //
 // All integers are big-endian.
 //
 //	off  size  field
 //	0    4     Length   uint32, bytes after this field
-//	4    1     Type     1 Hello, 2 Start, 3 Data, 4 Ack, 5 Fenced, 6 Offsets
-//	5    1     Version  2
+//	4    1     Type     1 Hello, 2 Start, 3 Data, 4 Ack, 5 Fenced, 6 Offsets, 7 Auth
+//	5    1     Version  3
 //	6    8     Epoch    int64, the leader epoch as the sender knows it
 //	14   n     Payload
 //	     4     CRC      CRC32C (Castagnoli) of bytes [4, 14+n)
 //
 // Payloads:
 //
-//	Hello   (follower) End int64, LastEpoch int64 (-1: none), NodeLen uint16, Node
+//	Hello   (follower) End int64, LastEpoch int64 (-1: none), NodeLen uint16, Node, Nonce [32]byte
+//	Auth    (leader)   Nonce [32]byte, Proof [32]byte; Epoch 0
+//	Auth    (follower) Proof [32]byte; Epoch 0
 //	Start   (leader)   TruncateTo int64 (-1: keep nothing), LeaderMin int64, FileSize int64
 //	Offsets (leader)   At int64 (= LeaderMin), Last uint8 (1 on the final one), Count uint32,
 //	                   Count entries: TopicLen uint16, Topic, TopicID [16]byte,
@@ -105,10 +126,11 @@
 //	Ack     (follower) End int64, Flushed int64
 //	Fenced  (either)   the frame's Epoch is the newer epoch; no payload
 //
-// The handshake is Hello, Start, one or more Offsets (the last one marked,
-// each with at most MaxChunk bytes of entries), then the follower's first
-// Ack; Data and Ack frames follow. Version 1 had no Offsets frames; either
-// side refuses a frame of another version (ErrProtocol), so nodes of both
+// The handshake is Hello, the leader's Auth, the follower's Auth, Start,
+// one or more Offsets (the last one marked, each with at most MaxChunk
+// bytes of entries), then the follower's first Ack; Data and Ack frames
+// follow. Version 1 had no Offsets frames, version 2 no Auth; either side
+// refuses a frame of another version (ErrProtocol), so nodes of different
 // versions never share a stream.
 //
 // A Data frame never crosses a file end or an epoch start, and carries at

@@ -2,6 +2,7 @@ package replication
 
 import (
 	"context"
+	"crypto/hmac"
 	"crypto/tls"
 	"errors"
 	"fmt"
@@ -56,6 +57,10 @@ type FollowerConfig struct {
 	// Timeout is how long the leader may stay silent (default 5s; it
 	// heartbeats every 250ms by default).
 	Timeout time.Duration
+	// Key is what the leader must prove it holds before the follower acts
+	// on anything it says, and what the follower proves in turn (see
+	// LeaderConfig.Key).
+	Key []byte
 	// TLS, if set, is the dialer's config (internal/tlsconf): the leader's
 	// certificate is verified, and the follower's own is presented for a
 	// leader that requires one.
@@ -102,22 +107,29 @@ func (f *Follower) Follow(ctx context.Context, addr string, epoch int64) error {
 	defer c.Close()
 	stop := context.AfterFunc(ctx, func() { c.Close() })
 	defer stop()
-	err = f.session(ctx, c, epoch)
+	err = f.session(ctx, c, addr, epoch)
 	if ctx.Err() != nil {
 		return ctx.Err()
 	}
 	return err
 }
 
-func (f *Follower) session(ctx context.Context, c net.Conn, epoch int64) error {
+func (f *Follower) session(ctx context.Context, c net.Conn, addr string, epoch int64) error {
 	last := int64(-1)
 	if e, ok := f.cfg.Epochs.Latest(); ok {
 		last = e.Epoch
 	}
-	if err := f.write(c, encodeHello(epoch, hello{end: f.cfg.Log.WriteOffset(), lastEpoch: last, node: f.cfg.Node})); err != nil {
+	n, err := newNonce()
+	if err != nil {
+		return err
+	}
+	if err := f.write(c, encodeHello(epoch, hello{end: f.cfg.Log.WriteOffset(), lastEpoch: last, node: f.cfg.Node, nonce: n})); err != nil {
 		return err
 	}
 	fr := &frameReader{r: c, max: MaxChunk + 1<<20}
+	if err := f.authenticate(c, fr, addr, n); err != nil {
+		return err
+	}
 	c.SetReadDeadline(time.Now().Add(f.cfg.Timeout))
 	fm, err := fr.next()
 	if err != nil {
@@ -185,6 +197,24 @@ func (f *Follower) session(ctx context.Context, c net.Conn, epoch int64) error {
 			return err
 		}
 	}
+}
+
+// authenticate checks the leader's proof over the Hello's nonce n, the
+// first thing the leader sends, and answers with this follower's proof.
+func (f *Follower) authenticate(c net.Conn, fr *frameReader, addr string, n nonce) error {
+	c.SetReadDeadline(time.Now().Add(f.cfg.Timeout))
+	fm, err := fr.next()
+	if err != nil {
+		return fmt.Errorf("replication: read leader auth: %w", err)
+	}
+	ln, proof, err := decodeLeaderAuth(fm)
+	if err != nil {
+		return err
+	}
+	if !hmac.Equal(proof, leaderProof(f.cfg.Key, n, ln, addr)) {
+		return fmt.Errorf("replication: leader at %s: %w", addr, ErrUnauthenticated)
+	}
+	return f.write(c, appendFrame(nil, frameAuth, 0, followerProof(f.cfg.Key, ln, n, f.cfg.Node)))
 }
 
 // readOffsets reads the Offsets frames that follow Start: the leader's

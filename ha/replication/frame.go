@@ -4,10 +4,10 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"hash/crc32"
 	"io"
 
 	"github.com/unilog/unilog/commitlog"
+	"github.com/unilog/unilog/internal/framed"
 )
 
 const (
@@ -17,8 +17,9 @@ const (
 	frameAck     = 4
 	frameFenced  = 5
 	frameOffsets = 6
+	frameAuth    = 7
 
-	frameVersion = 2
+	frameVersion = 3
 	headerSize   = 14 // Length, Type, Version, Epoch
 	dataHeader   = 24 // RecordEpoch, HighWatermark, Phys
 
@@ -27,12 +28,9 @@ const (
 	MaxChunk = 1 << 20
 )
 
-var (
-	be         = binary.BigEndian
-	castagnoli = crc32.MakeTable(crc32.Castagnoli)
-)
+var be = binary.BigEndian
 
-// ErrProtocol marks a frame that is not valid version 2 replication.
+// ErrProtocol marks a frame that is not valid version 3 replication.
 var ErrProtocol = errors.New("replication: protocol error")
 
 // frame is one decoded frame; payload aliases the reader's buffer.
@@ -55,7 +53,7 @@ func appendFrame(dst []byte, typ byte, epoch int64, payload ...[]byte) []byte {
 	for _, p := range payload {
 		dst = append(dst, p...)
 	}
-	return be.AppendUint32(dst, crc32.Checksum(dst[start+4:], castagnoli))
+	return be.AppendUint32(dst, framed.Checksum(dst[start+4:]))
 }
 
 // frameReader reads frames into one reused buffer.
@@ -83,7 +81,7 @@ func (fr *frameReader) next() (frame, error) {
 		return frame{}, fmt.Errorf("replication: read frame: %w", io.ErrUnexpectedEOF)
 	}
 	body := b[:n-4]
-	if got, want := crc32.Checksum(body, castagnoli), be.Uint32(b[n-4:]); got != want {
+	if got, want := framed.Checksum(body), be.Uint32(b[n-4:]); got != want {
 		return frame{}, fmt.Errorf("%w: frame crc %#08x, computed %#08x", ErrProtocol, want, got)
 	}
 	if body[1] != frameVersion {
@@ -114,11 +112,13 @@ func readInt64s(p []byte, dst ...*int64) error {
 type hello struct {
 	end, lastEpoch int64
 	node           string
+	// nonce is what the leader proves itself over.
+	nonce nonce
 }
 
 func encodeHello(epoch int64, h hello) []byte {
 	name := be.AppendUint16(nil, uint16(len(h.node)))
-	return appendFrame(nil, frameHello, epoch, int64s(h.end, h.lastEpoch), name, []byte(h.node))
+	return appendFrame(nil, frameHello, epoch, int64s(h.end, h.lastEpoch), name, []byte(h.node), h.nonce[:])
 }
 
 func decodeHello(p []byte) (hello, error) {
@@ -126,10 +126,11 @@ func decodeHello(p []byte) (hello, error) {
 	if err := readInt64s(p, &h.end, &h.lastEpoch); err != nil {
 		return h, err
 	}
-	if len(p) < 18 || len(p) != 18+int(be.Uint16(p[16:])) {
+	if len(p) < 18 || len(p) != 18+int(be.Uint16(p[16:]))+nonceSize {
 		return h, fmt.Errorf("%w: hello of %d bytes", ErrProtocol, len(p))
 	}
-	h.node = string(p[18:])
+	h.node = string(p[18 : len(p)-nonceSize])
+	copy(h.nonce[:], p[len(p)-nonceSize:])
 	return h, nil
 }
 

@@ -12,7 +12,7 @@ import (
 
 func TestFrameRoundTrip(t *testing.T) {
 	var stream []byte
-	stream = append(stream, encodeHello(7, hello{end: 4096, lastEpoch: 6, node: "node-1"})...)
+	stream = append(stream, encodeHello(7, hello{end: 4096, lastEpoch: 6, node: "node-1", nonce: nonce{1, 2, 3}})...)
 	stream = appendFrame(stream, frameData, 7, int64s(6, 100, 4096), []byte("raw bytes"))
 	stream = appendFrame(stream, frameFenced, 9)
 	fr := &frameReader{r: bytes.NewReader(stream), max: 1 << 16}
@@ -21,7 +21,7 @@ func TestFrameRoundTrip(t *testing.T) {
 	if err != nil || f.typ != frameHello || f.epoch != 7 {
 		t.Fatalf("hello frame: %+v %v", f, err)
 	}
-	if h, err := decodeHello(f.payload); err != nil || h != (hello{end: 4096, lastEpoch: 6, node: "node-1"}) {
+	if h, err := decodeHello(f.payload); err != nil || h != (hello{end: 4096, lastEpoch: 6, node: "node-1", nonce: nonce{1, 2, 3}}) {
 		t.Fatalf("hello: %+v %v", h, err)
 	}
 	f, err = fr.next()

@@ -2,6 +2,7 @@ package replication
 
 import (
 	"context"
+	"crypto/hmac"
 	"crypto/tls"
 	"errors"
 	"fmt"
@@ -71,6 +72,11 @@ type LeaderConfig struct {
 	// watermark until a set without it was published (see the package
 	// doc). Nil: the set changes take effect at once.
 	PublishInSync func(ctx context.Context, nodes []string) error
+	// Key is what a follower must prove it holds (HMAC challenge and
+	// response, both ways, see the package doc) before it reads a byte of
+	// the log; followers need the same one. unilog derives it from the
+	// cluster secret. An empty key is still a key, one everybody holds.
+	Key []byte
 	// TLS, if set, is the listener's config (internal/tlsconf): with a
 	// client CA the stream is mutual TLS and, with VerifyConnection from
 	// tlsconf.RequirePeer, open to the cluster's own nodes only.
@@ -165,6 +171,7 @@ func (l *Leader) Serve(ln net.Listener) error {
 	l.mu.Unlock()
 	go l.checkLag()
 	go l.publish()
+	addr := ln.Addr().String()
 	for {
 		c, err := ln.Accept()
 		if err != nil {
@@ -177,7 +184,11 @@ func (l *Leader) Serve(ln net.Listener) error {
 		l.wg.Add(1)
 		go func() {
 			defer l.wg.Done()
-			if err := l.session(c); err != nil && !errors.Is(err, net.ErrClosed) {
+			err := l.session(c, addr)
+			switch {
+			case errors.Is(err, ErrUnauthenticated):
+				l.log.WithError(err).WithField("peer", c.RemoteAddr().String()).Warn("refused a follower without the replication key")
+			case err != nil && !errors.Is(err, net.ErrClosed):
 				l.log.WithError(err).WithField("peer", c.RemoteAddr().String()).Info("follower session ended")
 			}
 		}()
@@ -371,8 +382,8 @@ func (l *Leader) fence(newer int64) {
 	}
 }
 
-// session serves one follower connection.
-func (l *Leader) session(c net.Conn) error {
+// session serves one follower connection accepted on addr.
+func (l *Leader) session(c net.Conn, addr string) error {
 	defer c.Close()
 	fr := &frameReader{r: c, max: 1 << 16}
 	c.SetReadDeadline(time.Now().Add(10 * time.Second))
@@ -385,6 +396,11 @@ func (l *Leader) session(c net.Conn) error {
 	}
 	h, err := decodeHello(f.payload)
 	if err != nil {
+		return err
+	}
+	// Nothing the Hello says counts before the follower proved itself:
+	// its epoch could fence this leader.
+	if err := l.authenticate(c, fr, h, addr); err != nil {
 		return err
 	}
 	if f.epoch > l.cfg.Epoch {
@@ -427,6 +443,32 @@ func (l *Leader) session(c net.Conn) error {
 		serr = rerr
 	}
 	return serr
+}
+
+// authenticate proves this leader to the follower over its Hello's nonce
+// and checks the follower's proof over a nonce of its own. The Auth frames
+// carry epoch 0: the epoch is told only to a member.
+func (l *Leader) authenticate(c net.Conn, fr *frameReader, h hello, addr string) error {
+	n, err := newNonce()
+	if err != nil {
+		return err
+	}
+	if err := l.write(c, encodeLeaderAuth(0, n, leaderProof(l.cfg.Key, h.nonce, n, addr))); err != nil {
+		return err
+	}
+	f, err := fr.next()
+	if err != nil {
+		// A follower that found this leader's proof wrong hangs up here.
+		return fmt.Errorf("%w: read follower auth: %w", ErrUnauthenticated, err)
+	}
+	proof, err := decodeFollowerAuth(f)
+	if err != nil {
+		return err
+	}
+	if !hmac.Equal(proof, followerProof(l.cfg.Key, n, h.nonce, h.node)) {
+		return fmt.Errorf("follower %q: %w", h.node, ErrUnauthenticated)
+	}
+	return nil
 }
 
 // offsetsAtMin returns the log's MinOffset and the partitions' next

@@ -3,7 +3,6 @@ package replication
 import (
 	"context"
 	"errors"
-	"net"
 	"slices"
 	"testing"
 	"time"
@@ -112,18 +111,8 @@ func TestLagShrinkHoldsHighWatermarkUntilPublished(t *testing.T) {
 	had := leader.log.WriteOffset()
 
 	// A follower that says it has the leader's log, then never acks again.
-	c, err := net.Dial("tcp", addr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
+	c, _ := handshake(t, addr, nil, 1, hello{end: had, lastEpoch: 1, node: "silent"})
 	ack := appendFrame(nil, frameAck, 1, int64s(had, had))
-	if _, err := c.Write(encodeHello(1, hello{end: had, lastEpoch: 1, node: "silent"})); err != nil {
-		t.Fatal(err)
-	}
-	if f, err := (&frameReader{r: c, max: 1 << 16}).next(); err != nil || f.typ != frameStart {
-		t.Fatalf("start frame: %+v %v", f, err)
-	}
 	for range 2 { // the answer to Start, then the ack that puts it in sync
 		if _, err := c.Write(ack); err != nil {
 			t.Fatal(err)

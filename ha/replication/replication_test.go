@@ -34,6 +34,8 @@ type node struct {
 	dir    string
 	log    *commitlog.Log
 	epochs *commitlog.Epochs
+	// key is the replication key it follows with.
+	key []byte
 }
 
 func newNode(t testing.TB) *node { return newNodeSized(t, fileSize) }
@@ -105,7 +107,7 @@ func (n *node) follow(t testing.TB, addr string, epoch int64, durable bool) (*Fo
 	t.Helper()
 	f := NewFollower(FollowerConfig{
 		Node: n.dir, Log: n.log, Epochs: n.epochs, FileSize: n.log.Options().FileSize,
-		Truncate: n.log.Truncate, Restart: n.restart, Durable: durable, Logger: quiet(),
+		Truncate: n.log.Truncate, Restart: n.restart, Durable: durable, Key: n.key, Logger: quiet(),
 	})
 	ctx, cancel := context.WithCancel(context.Background())
 	errc := make(chan error, 1)
