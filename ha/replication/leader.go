@@ -94,27 +94,14 @@ type FollowerStatus struct {
 	LagBytes  int64  `json:"lag_bytes"`
 }
 
-type peer struct {
-	end, flushed  int64
-	lastLeaderEnd int64 // the leader's end at the previous ack
-	caughtUpAt    time.Time
-	inSync        bool
-	// Out of sync but not yet published so: the high watermark stays at
-	// or below heldAt (what it had confirmed) while leftGen > published.
-	leftGen   uint64
-	heldAt    int64
-	connected bool
-	conn      net.Conn
-}
-
 // Leader serves a replica group's followers.
 type Leader struct {
 	cfg LeaderConfig
 	log logrus.FieldLogger
 
 	mu      sync.Mutex
-	peers   map[string]*peer
-	hw      int64 // of the followers in sync; MaxInt64 when there are none
+	set     *inSyncSet          // the followers, the in-sync set and the high watermark
+	conns   map[string]net.Conn // each follower's current session
 	changed chan struct{}
 	fenced  bool
 	closed  bool
@@ -122,12 +109,10 @@ type Leader struct {
 	wg      sync.WaitGroup
 	stop    chan struct{}
 
-	// isrGen counts in-sync set changes; published is the newest one
-	// PublishInSync stored. publishKick wakes the publisher.
-	isrGen, published uint64
-	publishKick       chan struct{}
-	publishCtx        context.Context
-	cancelPublish     context.CancelFunc
+	// publishKick wakes the publisher of the in-sync set.
+	publishKick   chan struct{}
+	publishCtx    context.Context
+	cancelPublish context.CancelFunc
 }
 
 // NewLeader returns a Leader; Serve starts it.
@@ -145,8 +130,8 @@ func NewLeader(cfg LeaderConfig) *Leader {
 	return &Leader{
 		cfg:           cfg,
 		log:           cfg.Logger.WithFields(logrus.Fields{"component": "replication", "role": "leader", "epoch": cfg.Epoch}),
-		peers:         make(map[string]*peer),
-		hw:            math.MaxInt64,
+		set:           newInSyncSet(cfg.MaxLag, cfg.Durable, cfg.MinInSync, cfg.PublishInSync != nil),
+		conns:         make(map[string]net.Conn),
 		changed:       make(chan struct{}),
 		stop:          make(chan struct{}),
 		publishKick:   make(chan struct{}, 1),
@@ -208,10 +193,8 @@ func (l *Leader) Close() {
 	if l.ln != nil {
 		l.ln.Close()
 	}
-	for _, p := range l.peers {
-		if p.conn != nil {
-			p.conn.Close()
-		}
+	for _, c := range l.conns {
+		c.Close()
 	}
 	l.mu.Unlock()
 	l.wg.Wait()
@@ -223,7 +206,7 @@ func (l *Leader) HighWatermark() int64 {
 	end := l.cfg.Log.WriteOffset()
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	return min(end, l.hw)
+	return l.set.highWatermark(end)
 }
 
 // Changed returns a channel closed the next time the followers' part of
@@ -239,12 +222,7 @@ func (l *Leader) Followers() []FollowerStatus {
 	end := l.cfg.Log.WriteOffset()
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	out := make([]FollowerStatus, 0, len(l.peers))
-	for node, p := range l.peers {
-		out = append(out, FollowerStatus{Node: node, End: p.end, Flushed: p.flushed, InSync: p.inSync, Connected: p.connected, LagBytes: max(0, end-p.end)})
-	}
-	sort.Slice(out, func(i, j int) bool { return out[i].Node < out[j].Node })
-	return out
+	return l.set.status(end)
 }
 
 // CheckInSync is WaitReplicated's check without the wait: ErrFenced once
@@ -261,10 +239,7 @@ func (l *Leader) checkLocked() error {
 	if l.fenced {
 		return ErrFenced
 	}
-	if n := 1 + l.inSyncLocked(); n < l.cfg.MinInSync {
-		return fmt.Errorf("replication: %d replicas in sync (the leader and %d followers), %d required: %w", n, n-1, l.cfg.MinInSync, ErrNotEnoughReplicas)
-	}
-	return nil
+	return l.set.enough()
 }
 
 // WaitReplicated blocks until the high watermark reaches end. It returns
@@ -273,7 +248,7 @@ func (l *Leader) checkLocked() error {
 func (l *Leader) WaitReplicated(ctx context.Context, end int64) error {
 	for {
 		l.mu.Lock()
-		ch, err, hw := l.changed, l.checkLocked(), l.hw
+		ch, err, hw := l.changed, l.checkLocked(), l.set.hw
 		l.mu.Unlock()
 		switch {
 		case err != nil:
@@ -291,37 +266,17 @@ func (l *Leader) WaitReplicated(ctx context.Context, end int64) error {
 	}
 }
 
-func (l *Leader) inSyncLocked() int {
-	n := 0
-	for _, p := range l.peers {
-		if p.inSync {
-			n++
+// changedLocked wakes the waiters on the high watermark and the in-sync
+// set, and the publisher when the set changed.
+func (l *Leader) changedLocked() {
+	if l.set.unpublished() {
+		select {
+		case l.publishKick <- struct{}{}:
+		default:
 		}
 	}
-	return n
-}
-
-// updateLocked recomputes the followers' high watermark and wakes waiters.
-func (l *Leader) updateLocked() {
-	hw := int64(math.MaxInt64)
-	for _, p := range l.peers {
-		switch {
-		case p.inSync:
-			hw = min(hw, l.confirmed(p))
-		case p.leftGen > l.published:
-			hw = min(hw, p.heldAt)
-		}
-	}
-	l.hw = hw
 	close(l.changed)
 	l.changed = make(chan struct{})
-}
-
-func (l *Leader) confirmed(p *peer) int64 {
-	if l.cfg.Durable {
-		return p.flushed
-	}
-	return p.end
 }
 
 // ack records a follower's acknowledgement.
@@ -330,19 +285,10 @@ func (l *Leader) ack(node string, end, flushed int64) {
 	leaderEnd := l.cfg.Log.WriteOffset()
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	p := l.peers[node]
-	p.end, p.flushed = end, flushed
-	if end >= p.lastLeaderEnd {
-		p.caughtUpAt = now
-	}
-	p.lastLeaderEnd = leaderEnd
-	// Joining must not pull the high watermark back.
-	if !p.inSync && now.Sub(p.caughtUpAt) <= l.cfg.MaxLag && l.confirmed(p) >= min(l.hw, leaderEnd) {
-		p.inSync, p.leftGen = true, 0
-		l.inSyncChangedLocked()
+	if l.set.ack(node, end, flushed, leaderEnd, now) {
 		l.log.WithField("follower", node).Info("follower in sync")
 	}
-	l.updateLocked()
+	l.changedLocked()
 }
 
 // checkLag drops followers that have not caught up within MaxLag.
@@ -356,12 +302,11 @@ func (l *Leader) checkLag() {
 			return
 		case now := <-t.C:
 			l.mu.Lock()
-			for node, p := range l.peers {
-				if p.inSync && now.Sub(p.caughtUpAt) > l.cfg.MaxLag {
-					l.dropLocked(p)
-					l.log.WithFields(logrus.Fields{"follower": node, "end": p.end}).Warn("follower fell out of sync")
-					l.updateLocked()
+			if dropped := l.set.lag(now); len(dropped) > 0 {
+				for _, node := range dropped {
+					l.log.WithFields(logrus.Fields{"follower": node, "end": l.set.peers[node].end}).Warn("follower fell out of sync")
 				}
+				l.changedLocked()
 			}
 			l.mu.Unlock()
 		}
@@ -372,7 +317,7 @@ func (l *Leader) fence(newer int64) {
 	l.mu.Lock()
 	first := !l.fenced
 	l.fenced = true
-	l.updateLocked()
+	l.changedLocked()
 	l.mu.Unlock()
 	if first {
 		l.log.WithField("newer_epoch", newer).Warn("a follower knows a newer leader epoch: fenced")
@@ -492,30 +437,24 @@ func (l *Leader) join(node string, c net.Conn, end, flushed int64) bool {
 	if l.closed {
 		return false
 	}
-	p := l.peers[node]
-	if p == nil {
-		p = &peer{}
-		l.peers[node] = p
+	if old := l.conns[node]; old != nil {
+		old.Close() // a reconnect replaces the old session
 	}
-	if p.conn != nil {
-		p.conn.Close() // a reconnect replaces the old session
-	}
-	p.conn, p.connected, p.end, p.flushed, p.lastLeaderEnd = c, true, end, flushed, end
+	l.conns[node] = c
+	l.set.connect(node, end, flushed)
 	return true
 }
 
 func (l *Leader) leave(node string, c net.Conn) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	p := l.peers[node]
-	if p == nil || p.conn != c {
+	if l.conns[node] != c {
 		return
 	}
-	p.conn, p.connected = nil, false
-	if p.inSync {
-		l.dropLocked(p)
+	delete(l.conns, node)
+	if l.set.disconnect(node) {
 		l.log.WithField("follower", node).Warn("follower disconnected: out of sync")
-		l.updateLocked()
+		l.changedLocked()
 	}
 }
 

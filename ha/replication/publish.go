@@ -1,7 +1,6 @@
 package replication
 
 import (
-	"sort"
 	"time"
 
 	"github.com/sirupsen/logrus"
@@ -12,41 +11,6 @@ const (
 	minPublishBackoff = 50 * time.Millisecond
 	maxPublishBackoff = 2 * time.Second
 )
-
-// dropLocked takes p out of the in-sync set. It stops counting toward
-// MinInSync now, but holds the high watermark at what it confirmed until
-// a set without it is published: until then it may still be elected.
-func (l *Leader) dropLocked(p *peer) {
-	p.inSync, p.heldAt = false, l.confirmed(p)
-	p.leftGen = l.inSyncChangedLocked()
-}
-
-// inSyncChangedLocked counts a change of the in-sync set and has it
-// published; without PublishInSync it is in effect at once.
-func (l *Leader) inSyncChangedLocked() uint64 {
-	l.isrGen++
-	if l.cfg.PublishInSync == nil {
-		l.published = l.isrGen
-		return l.isrGen
-	}
-	select {
-	case l.publishKick <- struct{}{}:
-	default:
-	}
-	return l.isrGen
-}
-
-// inSyncNodesLocked lists the in-sync followers, sorted.
-func (l *Leader) inSyncNodesLocked() []string {
-	out := []string{}
-	for node, p := range l.peers {
-		if p.inSync {
-			out = append(out, node)
-		}
-	}
-	sort.Strings(out)
-	return out
-}
 
 // publish stores the current in-sync set after every change, outside the
 // mutex (it waits on the control plane), until the Leader closes. Changes
@@ -67,8 +31,8 @@ func (l *Leader) publish() {
 		}
 		for {
 			l.mu.Lock()
-			gen, nodes := l.isrGen, l.inSyncNodesLocked()
-			done := gen == l.published
+			gen, nodes := l.set.gen, l.set.members()
+			done := gen == l.set.published
 			l.mu.Unlock()
 			if done {
 				break
@@ -85,9 +49,8 @@ func (l *Leader) publish() {
 			}
 			backoff = minPublishBackoff
 			l.mu.Lock()
-			if gen > l.published {
-				l.published = gen
-				l.updateLocked()
+			if l.set.markPublished(gen) {
+				l.changedLocked()
 			}
 			l.mu.Unlock()
 		}
