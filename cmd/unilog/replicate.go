@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"math"
 	"net"
-	"slices"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -478,7 +477,7 @@ func inSyncOf(l *replication.Leader) []int32 {
 }
 
 // nodeIDs converts followers' node names (their node ids, as
-// FollowerConfig.Node is set) to ids. Any other name is left out: mayLead
+// FollowerConfig.Node is set) to ids. Any other name is left out: MayLead
 // never lets such a node lead, so it need not be published.
 func nodeIDs(nodes []string) []int32 {
 	var out []int32
@@ -506,14 +505,10 @@ func (r *replicator) noteISR() {
 	r.mu.Unlock()
 }
 
-// eligible is the elector's Eligible: only a follower the last leader had
-// in sync may take its lapsed lease, and of those the live one with the
-// longest log (ties: the lowest node id), so the most caught-up in-sync
-// follower takes over and no acknowledged record is lost. A node that
-// held the newest lease itself may take it back. When the last leader's
-// set is unknown (this node never saw it), the longest log decides.
-// Nothing is eligible before the data directory is open (attach nudges
-// the elector then).
+// eligible is the elector's Eligible (replication.MayLead's rule over the
+// last leader's in-sync set and the live members' logs). Nothing is
+// eligible before the data directory is open (attach nudges the elector
+// then).
 func (r *replicator) eligible() bool {
 	node := r.node.Load()
 	if node == nil || !r.isAttached() {
@@ -525,29 +520,12 @@ func (r *replicator) eligible() bool {
 	known := r.isrEpoch != 0 && r.isrEpoch == st.Epoch
 	isr := r.isr
 	r.mu.Unlock()
-	return mayLead(r.self, r.group, r.d.Log().WriteOffset(), st.Leader, isr, known, node.Members())
-}
-
-// mayLead is eligible's rule for node self, whose log ends at end, after
-// leader (the last lease holder) with in-sync set isr (if known), among
-// the live members.
-func mayLead(self int32, group string, end int64, leader int32, isr []int32, known bool, members []ha.Member) bool {
-	if leader == self {
-		return true
+	var peers []replication.Candidate
+	for _, m := range node.Members() {
+		peers = append(peers, replication.Candidate{Node: m.NodeID, Group: m.ReplicaGroup, LogEnd: m.LogEndOffset})
 	}
-	may := func(id int32) bool { return !known || slices.Contains(isr, id) }
-	if !may(self) {
-		return false
-	}
-	for _, m := range members {
-		if m.ReplicaGroup != group || m.NodeID == self || m.NodeID == leader || !may(m.NodeID) {
-			continue
-		}
-		if m.LogEndOffset > end || m.LogEndOffset == end && m.NodeID < self {
-			return false
-		}
-	}
-	return true
+	self := replication.Candidate{Node: r.self, Group: r.group, LogEnd: r.d.Log().WriteOffset()}
+	return replication.MayLead(self, st.Leader, isr, known, peers)
 }
 
 // HighWatermark implements broker.Replication.

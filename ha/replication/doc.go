@@ -71,6 +71,12 @@
 // either in sync or held, so the high watermark never exceeds the end of
 // any follower that could be elected.
 //
+// These rules are inSyncSet's, a state without I/O, locks or clock that
+// the scripts in testdata/insync drive. The election itself is MayLead:
+// of the last published set, the live follower with the longest log
+// (ties: the lowest node id) may take the lapsed lease; the node that
+// held it may take it back; with the set unknown, the longest log.
+//
 // Every frame carries the sender's leader epoch. A follower refuses a
 // leader with an older epoch than the one it was told to follow, and a
 // leader that meets a follower which knows a newer epoch is told so (a
