@@ -61,6 +61,10 @@ type Config struct {
 	// MaxConnections caps concurrently open client connections; further
 	// connections are closed right after accept. Default 4096.
 	MaxConnections int
+	// MaxConnectionsPerIP caps the open connections from one client
+	// address (Kafka's max.connections.per.ip), so one host cannot take
+	// every slot. Default 1024, a quarter of the default MaxConnections.
+	MaxConnectionsPerIP int
 	// IdleTimeout closes a connection that sends no request for this
 	// long (Kafka's connections.max.idle.ms). Default 10 minutes;
 	// negative disables.
@@ -111,15 +115,16 @@ type Config struct {
 }
 
 const (
-	defaultListen          = "127.0.0.1:9092"
-	defaultMaxMessageBytes = 1<<20 + 12
-	defaultMaxRequestBytes = 100 << 20
-	defaultMaxConnections  = 4096
-	defaultIdleTimeout     = 10 * time.Minute
-	defaultReadTimeout     = time.Minute
-	defaultInflightBytes   = 512 << 20
-	defaultMaxFetchBytes   = 55 << 20
-	defaultWriteTimeout    = 30 * time.Second
+	defaultListen           = "127.0.0.1:9092"
+	defaultMaxMessageBytes  = 1<<20 + 12
+	defaultMaxRequestBytes  = 100 << 20
+	defaultMaxConnections   = 4096
+	defaultConnectionsPerIP = 1024
+	defaultIdleTimeout      = 10 * time.Minute
+	defaultReadTimeout      = time.Minute
+	defaultInflightBytes    = 512 << 20
+	defaultMaxFetchBytes    = 55 << 20
+	defaultWriteTimeout     = 30 * time.Second
 )
 
 func (c Config) withDefaults() Config {
@@ -137,6 +142,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.MaxConnections <= 0 {
 		c.MaxConnections = defaultMaxConnections
+	}
+	if c.MaxConnectionsPerIP <= 0 {
+		c.MaxConnectionsPerIP = defaultConnectionsPerIP
 	}
 	if c.IdleTimeout == 0 {
 		c.IdleTimeout = defaultIdleTimeout

@@ -75,8 +75,9 @@
 // cannot hold up a CreateTopics or, behind it, other produces. IdleTimeout
 // bounds the wait for a request, ReadTimeout the rest of it once its size
 // arrived, WriteTimeout the writing of a response; at most MaxConnections
-// are served, and all of them together hold at most MaxInflightBytes of
-// requests (limits.go). A bad frame, header or body closes that connection
+// are served (MaxConnectionsPerIP from one address), and all of them
+// together hold at most MaxInflightBytes of requests, reserved as their
+// bytes arrive (limits.go). A bad frame, header or body closes that connection
 // only, logged with the fields remote, api, version and error; nothing is
 // stored for it.
 //

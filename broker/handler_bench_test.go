@@ -34,8 +34,8 @@ func benchFrame(req kmsg.Request) []byte {
 // frame can be served again.
 func serveFrame(tb testing.TB, c *conn, frame, scratch []byte) {
 	copy(scratch, frame)
-	if err := c.acquireFrame(int32(len(scratch))); err != nil {
-		tb.Fatal(err)
+	if !c.b.inflight.take(int64(len(scratch))) {
+		tb.Fatal("in-flight budget spent")
 	}
 	if _, err := c.handle(scratch); err != nil {
 		tb.Fatal(err)

@@ -48,6 +48,7 @@ a plain byte count or a unit: KiB, MiB, GiB, TiB (powers of 1024) or KB, MB, GB,
 			&cli.StringFlag{Name: "max-message-bytes", Value: "1048588", Usage: "largest record batch accepted, `SIZE` (Kafka's max.message.bytes)", EnvVars: env("MAX_MESSAGE_BYTES")},
 			&cli.StringFlag{Name: "max-request-bytes", Value: "100MiB", Usage: "largest request frame accepted, `SIZE`", EnvVars: env("MAX_REQUEST_BYTES")},
 			&cli.IntFlag{Name: "max-connections", Value: 4096, Usage: "concurrent client connections; more are closed at accept", EnvVars: env("MAX_CONNECTIONS")},
+			&cli.IntFlag{Name: "max-connections-per-ip", Value: 1024, Usage: "concurrent client connections from one address (max.connections.per.ip); more are closed at accept", EnvVars: env("MAX_CONNECTIONS_PER_IP")},
 			&cli.DurationFlag{Name: "read-timeout", Value: time.Minute, Usage: "a request whose size has arrived must arrive whole within this", EnvVars: env("READ_TIMEOUT")},
 			&cli.DurationFlag{Name: "write-timeout", Value: 30 * time.Second, Usage: "a response not written within this closes the connection", EnvVars: env("WRITE_TIMEOUT")},
 			&cli.BoolFlag{Name: "recover-truncate", Usage: "cut the commit log at damage found before the last flushed mark (losing the records from there on) instead of refusing to start", EnvVars: env("RECOVER_TRUNCATE")},
@@ -103,6 +104,7 @@ func brokerConfig(c *cli.Context, logOut io.Writer) (broker.Config, error) {
 	}{
 		{"default-partitions", 1, func(n int) { cfg.DefaultPartitions = int32(n) }},
 		{"max-connections", 1, func(n int) { cfg.MaxConnections = n }},
+		{"max-connections-per-ip", 1, func(n int) { cfg.MaxConnectionsPerIP = n }},
 		{"node-id", 0, func(n int) { cfg.NodeID = int32(n) }},
 	} {
 		n := c.Int(f.name)
