@@ -18,9 +18,13 @@ type Config struct {
 	// Listen is the Kafka listener address (":0" picks a free port).
 	// Default 127.0.0.1:9092.
 	Listen string
-	// Admin is the HTTP address serving /metrics and /healthz; empty
-	// disables the admin server.
+	// Admin is the HTTP address serving /healthz, /metrics and /status
+	// (admin.go); empty disables the admin server.
 	Admin string
+	// AdminPprof serves Go's profiles under /debug/pprof/ on the admin
+	// port. Off by default: they show whoever reaches the port the
+	// command line, every goroutine's stack and the heap.
+	AdminPprof bool
 	// Flush selects when appended data is flushed; with FlushSync a
 	// produce with acks=-1 is answered only after the flush covering it.
 	Flush commitlog.FlushMode

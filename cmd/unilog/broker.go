@@ -25,7 +25,7 @@ func brokerCommand() *cli.Command {
 	return &cli.Command{
 		Name:  "broker",
 		Usage: "run a Kafka-protocol broker on a data directory",
-		Description: `Serves the Kafka protocol on --listen and /metrics and /healthz on --admin until
+		Description: `Serves the Kafka protocol on --listen and /healthz, /metrics and /status on --admin until
 SIGINT or SIGTERM, then stops accepting, finishes in-flight requests, flushes and
 writes a clean checkpoint. A second signal during that shutdown ends the process
 at once (the data is safe: the next start recovers from the commit log).
@@ -37,7 +37,8 @@ a plain byte count or a unit: KiB, MiB, GiB, TiB (powers of 1024) or KB, MB, GB,
 		Flags: append(append([]cli.Flag{
 			&cli.StringFlag{Name: "data-dir", Required: true, Usage: "data `DIR` (commit log, consume queues, checkpoint, topics)", EnvVars: env("DATA_DIR")},
 			&cli.StringFlag{Name: "listen", Value: "127.0.0.1:9092", Usage: "Kafka listener `HOST:PORT` (port 0 picks a free one)", EnvVars: env("LISTEN")},
-			&cli.StringFlag{Name: "admin", Value: "127.0.0.1:9644", Usage: "admin HTTP `HOST:PORT` for /metrics, /healthz and /debug/pprof/ (empty disables)", EnvVars: env("ADMIN")},
+			&cli.StringFlag{Name: "admin", Value: "127.0.0.1:9644", Usage: "admin HTTP `HOST:PORT` for /healthz, /metrics and /status (empty disables)", EnvVars: env("ADMIN")},
+			&cli.BoolFlag{Name: "admin-pprof", Usage: "serve Go's profiles under /debug/pprof/ on the admin port (command line, goroutine stacks, CPU and heap profiles)", EnvVars: env("ADMIN_PPROF")},
 			&cli.StringFlag{Name: "flush", Value: "async", Usage: "async (background flush every 500ms) or sync (acks=all waits for the flush)", EnvVars: env("FLUSH")},
 			&cli.StringFlag{Name: "file-size", Value: "1GiB", Usage: "`SIZE` of each commit log file", EnvVars: env("FILE_SIZE")},
 			&cli.IntFlag{Name: "max-mapped-queues", Usage: "consume-queue files mapped at once, `N` (0: 16384); above the partitions written, appends stop unmapping and remapping. Keep well below vm.max_map_count", EnvVars: env("MAX_MAPPED_QUEUES")},
@@ -66,6 +67,7 @@ func brokerConfig(c *cli.Context, logOut io.Writer) (broker.Config, error) {
 		DataDir:          c.String("data-dir"),
 		Listen:           c.String("listen"),
 		Admin:            c.String("admin"),
+		AdminPprof:       c.Bool("admin-pprof"),
 		AutoCreateTopics: c.Bool("auto-create-topics"),
 		RecoverTruncate:  c.Bool("recover-truncate"),
 		ReadTimeout:      c.Duration("read-timeout"),

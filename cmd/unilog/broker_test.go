@@ -96,7 +96,7 @@ func TestBrokerFlags(t *testing.T) {
 		"--file-size", "64MiB", "--auto-create-topics", "--default-partitions", "12", "--max-message-bytes", "4MiB",
 		"--max-request-bytes", "8MiB", "--max-connections", "10", "--max-connections-per-ip", "3", "--read-timeout", "1m", "--write-timeout", "5s",
 		"--node-id", "3", "--log-level", "warn", "--log-format", "json", "--recover-truncate", "--max-mapped-queues", "60000",
-		"--checkpoint-interval", "2s", "--checkpoint-bytes", "64MiB")
+		"--checkpoint-interval", "2s", "--checkpoint-bytes", "64MiB", "--admin-pprof")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -105,7 +105,7 @@ func TestBrokerFlags(t *testing.T) {
 	}
 	cfg.Logger.(*logrus.Logger).Warn("probe")
 	want = broker.Config{
-		DataDir: "/x", Listen: "0.0.0.0:19092", Admin: "", Flush: commitlog.FlushSync, FileSize: 64 << 20,
+		DataDir: "/x", Listen: "0.0.0.0:19092", Admin: "", AdminPprof: true, Flush: commitlog.FlushSync, FileSize: 64 << 20,
 		AutoCreateTopics: true, DefaultPartitions: 12, MaxMessageBytes: 4 << 20, MaxRequestBytes: 8 << 20,
 		MaxConnections: 10, MaxConnectionsPerIP: 3, IdleTimeout: 10 * time.Minute, ReadTimeout: time.Minute, WriteTimeout: 5 * time.Second, NodeID: 3, RecoverTruncate: true,
 		MaxInflightBytes: 512 << 20, MaxFetchBytes: 55 << 20, MaxMappedQueues: 60000,
