@@ -51,7 +51,8 @@ type Config struct {
 	// file is one mapping, and a failed mmap stops indexing).
 	MaxMappedQueues int
 	// AutoCreateTopics creates unknown topics named by Metadata (when the
-	// client allows it) and Produce requests.
+	// client allows it) and Produce requests, at most
+	// maxAutoCreatePerRequest (100) per request.
 	AutoCreateTopics bool
 	// DefaultPartitions is the partition count of auto-created topics and
 	// of CreateTopics asking for -1. Default 1.

@@ -199,7 +199,8 @@
 //
 // Topics are created by CreateTopics or, with AutoCreateTopics, by Metadata
 // (when the client allows it) and Produce naming an unknown, validly named
-// topic (DefaultPartitions). Names follow Kafka's rules: 1..249 of
+// topic (DefaultPartitions), at most 100 per request (the rest are
+// answered UNKNOWN_TOPIC_OR_PARTITION). Names follow Kafka's rules: 1..249 of
 // [a-zA-Z0-9._-], not "." or "..". Unknown topics or partitions get
 // UNKNOWN_TOPIC_OR_PARTITION.
 //
