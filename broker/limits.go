@@ -1,7 +1,7 @@
 package broker
 
 import (
-	"fmt"
+	"errors"
 	"slices"
 	"sync"
 
@@ -142,7 +142,7 @@ func (c *conn) reserve(more, rest, held int64) (int64, error) {
 	}
 	got, ok := c.b.inflight.wait(more, rest, held, c.b.closing)
 	if !ok {
-		return 0, fmt.Errorf("%w: broker closing while request waited for memory", errFrame)
+		return 0, errors.New("broker closing while the request waited for memory")
 	}
 	// The wait was the broker's, not the client's: the body's
 	// ReadTimeout starts again.

@@ -84,17 +84,26 @@ func TestByteBudgetCredit(t *testing.T) {
 		ok bool
 	}
 	first, second := make(chan grant), make(chan grant)
+	recv := func(ch chan grant) grant {
+		select {
+		case g := <-ch:
+			return g
+		case <-time.After(30 * time.Second):
+			t.Fatal("deadlocked: no waiter granted")
+			return grant{}
+		}
+	}
 	go func() { n, ok := bb.wait(1, 4, 6, stop); first <- grant{n, ok} }()
 	poll.True(t, "one waiter", func() bool { return bb.waiting() == 1 })
 	go func() { n, ok := bb.wait(1, 6, 4, stop); second <- grant{n, ok} }()
-	if g := <-first; !g.ok || g.n != 4 {
+	if g := recv(first); !g.ok || g.n != 4 {
 		t.Fatalf("head of a deadlock granted %+v, want the rest of its frame (4)", g)
 	}
 	if bb.available() != -4 || bb.waiting() != 1 {
 		t.Fatalf("after the credit: %d available, %d waiting; want -4 and the second frame waiting", bb.available(), bb.waiting())
 	}
 	bb.release(10) // the first frame, handled
-	if g := <-second; !g.ok || g.n != 1 {
+	if g := recv(second); !g.ok || g.n != 1 {
 		t.Fatalf("second frame granted %+v, want the byte it asked for", g)
 	}
 	bb.release(5)
@@ -132,6 +141,48 @@ func TestInflightBudgetAcrossConnections(t *testing.T) {
 	hog.nc.Close()
 	if !<-answered {
 		t.Fatal("waiting request not answered once the budget was released")
+	}
+	poll.True(t, "the whole budget back", func() bool { return b.inflight.available() == cfg.MaxInflightBytes })
+}
+
+// TestPartReadFramesDoNotDeadlock: two produce requests whose first
+// halves hold the whole budget between them each wait for more; the one
+// waiting longest is let finish on credit, then the other, and both are
+// stored.
+func TestPartReadFramesDoNotDeadlock(t *testing.T) {
+	cfg := testConfig(t, t.TempDir())
+	cfg.MaxRequestBytes = 1 << 20
+	cfg.MaxInflightBytes = 1 << 20
+	b := startBroker(t, cfg)
+	createTopic(t, newClient(t, b.Addr()), "halves", 1)
+
+	value := strings.Repeat("v", 900<<10)
+	conns := []*rawConn{dialRaw(t, b.Addr()), dialRaw(t, b.Addr())}
+	frames := make([][]byte, len(conns))
+	for i, c := range conns {
+		frames[i] = c.frame(produceReq("halves", 0, 1, 10*time.Second, rawBatch(-1, -1, -1, value)))
+		if err := c.write(frames[i][:600<<10]); err != nil {
+			t.Fatal(err)
+		}
+		if i == 0 {
+			poll.True(t, "the first part reserved", func() bool { return b.inflight.available() == 1<<20-(600<<10-4) }) // less the size prefix
+		}
+	}
+	poll.True(t, "the second request waiting for memory", func() bool { return b.inflight.waiting() == 1 })
+	for i, c := range conns {
+		if err := c.write(frames[i][600<<10:]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i, c := range conns {
+		resp := kmsg.NewPtrProduceResponse()
+		resp.SetVersion(9)
+		if !c.readResponse(resp) {
+			t.Fatalf("request %d: connection closed", i)
+		}
+		if p := resp.Topics[0].Partitions[0]; p.ErrorCode != 0 {
+			t.Fatalf("request %d: %v", i, kerr.ErrorForCode(p.ErrorCode))
+		}
 	}
 	poll.True(t, "the whole budget back", func() bool { return b.inflight.available() == cfg.MaxInflightBytes })
 }
