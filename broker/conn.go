@@ -240,33 +240,51 @@ func (c *conn) checkFrameSize(n int32) error {
 	return nil
 }
 
-// readFrameBody appends n bytes to frame as they arrive, reserving each
-// piece once it is in the connection's read buffer and before it is
-// copied; it returns what it reserved.
+// readFrameBody appends n bytes to frame as they arrive and reserves them
+// (limits.go); it returns what it reserved. The frame grows at most to
+// twice what has arrived, so an announced size allocates nothing ahead of
+// its bytes: what the connection's read buffer holds is copied, and once
+// it is empty the rest is read straight into the frame's spare room
+// (bufio passes large reads through), as a whole frame was before.
 func (c *conn) readFrameBody(frame *bytebufferpool.ByteBuffer, n int) (int64, error) {
 	var reserved int64
-	for len(frame.B) < n {
-		if _, err := c.r.Peek(1); err != nil {
-			return reserved, err
-		}
-		k := min(c.r.Buffered(), n-len(frame.B))
-		if more := int64(len(frame.B)+k) - reserved; more > 0 {
-			got, err := c.reserve(more, int64(n)-reserved, reserved)
-			if err != nil {
+	for have := len(frame.B); have < n; have = len(frame.B) {
+		var err error
+		if c.r.Buffered() > 0 || have == 0 {
+			if _, err = c.r.Peek(1); err != nil {
 				return reserved, err
+			}
+			k := min(c.r.Buffered(), n-have)
+			growFrame(frame, k, n)
+			p, _ := c.r.Peek(k)
+			frame.B = append(frame.B, p...)
+			c.r.Discard(k)
+		} else {
+			growFrame(frame, 1, n)
+			var m int
+			m, err = c.r.Read(frame.B[have:min(cap(frame.B), n)])
+			frame.B = frame.B[:have+m]
+		}
+		if more := int64(len(frame.B)) - reserved; more > 0 {
+			got, rerr := c.reserve(more, int64(n)-reserved, reserved)
+			if rerr != nil {
+				return reserved, rerr
 			}
 			reserved += got
 		}
-		if len(frame.B)+k > cap(frame.B) {
-			// Doubling up to the frame's size: an announced size
-			// allocates nothing until its bytes come.
-			frame.B = slices.Grow(frame.B, min(max(cap(frame.B), k), n-len(frame.B)))
+		if err != nil {
+			return reserved, err
 		}
-		p, _ := c.r.Peek(k)
-		frame.B = append(frame.B, p...)
-		c.r.Discard(k)
 	}
 	return reserved, nil
+}
+
+// growFrame makes room for k more bytes of an n-byte frame, doubling what
+// it holds at most.
+func growFrame(frame *bytebufferpool.ByteBuffer, k, n int) {
+	if have := len(frame.B); have+k > cap(frame.B) {
+		frame.B = slices.Grow(frame.B, min(max(have, k), n-have))
+	}
 }
 
 func (c *conn) logReadError(err error) {
