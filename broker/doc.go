@@ -316,7 +316,9 @@
 // _generation, _rebalances_total and unilog_group_lag_records (end offset
 // minus committed offset, summed over the group's committed partitions),
 // unilog_fetch_watchers (partitions registered by parked long polls), plus
-// the Go and process collectors.
+// the Go and process collectors. /debug/pprof/ only with Config.AdminPprof;
+// with a client CA on Security.AdminTLS all but /healthz need a verified
+// client certificate (admin.go).
 //
 // # Close
 //
