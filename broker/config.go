@@ -75,7 +75,8 @@ type Config struct {
 	// negative disables.
 	IdleTimeout time.Duration
 	// ReadTimeout bounds receiving the rest of a request once its size
-	// has arrived. Default 1 minute; negative disables.
+	// has arrived (started again after a wait for MaxInflightBytes).
+	// Default 1 minute; negative disables.
 	ReadTimeout time.Duration
 	// WriteTimeout bounds writing one response. Default 30s; negative
 	// disables.
@@ -84,8 +85,9 @@ type Config struct {
 	// member may ask for (group.min.session.timeout.ms). Default 6s.
 	GroupMinSessionTimeout time.Duration
 	// MaxInflightBytes caps the request bytes held by all connections
-	// together (queued.max.request.bytes); at least MaxRequestBytes.
-	// Default 512 MiB.
+	// together (queued.max.request.bytes), counted as they arrive; at
+	// least MaxRequestBytes. When every frame holding some waits for more,
+	// one is let finish beyond it (limits.go). Default 512 MiB.
 	MaxInflightBytes int64
 	// MaxFetchBytes caps one Fetch response (fetch.max.bytes) whatever the
 	// client asks. Default 55 MiB, as Kafka.
