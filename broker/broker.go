@@ -68,8 +68,10 @@ type Broker struct {
 
 	connMu sync.Mutex
 	conns  map[*conn]struct{}
-	connWG sync.WaitGroup
-	loopWG sync.WaitGroup
+	// perHost counts the open connections of each client address.
+	perHost map[string]int
+	connWG  sync.WaitGroup
+	loopWG  sync.WaitGroup
 }
 
 type topicPartition struct {
@@ -112,6 +114,7 @@ func start(cfg Config, wrap func(Storage) Storage) (*Broker, error) {
 		parts:   make(map[topicPartition]*partitionState),
 		closing: make(chan struct{}),
 		conns:   make(map[*conn]struct{}),
+		perHost: make(map[string]int),
 
 		fetchSessions: newFetchSessions(maxFetchSessions, maxSessionPartitions),
 		now:           time.Now,
@@ -201,9 +204,9 @@ func (b *Broker) acceptLoop() {
 			b.log.WithError(err).Error("accept failed, listener stopped")
 			return
 		}
-		c, ok := b.register(nc)
-		if !ok {
-			b.log.WithFields(logrus.Fields{"remote": nc.RemoteAddr().String(), "max_connections": b.cfg.MaxConnections}).Warn("connection refused: too many connections")
+		c, refused := b.register(nc)
+		if refused != "" {
+			b.log.WithFields(logrus.Fields{"remote": nc.RemoteAddr().String(), "max_connections": b.cfg.MaxConnections, "max_connections_per_ip": b.cfg.MaxConnectionsPerIP}).Warn("connection refused: " + refused)
 			nc.Close()
 			continue
 		}
@@ -211,27 +214,35 @@ func (b *Broker) acceptLoop() {
 	}
 }
 
-func (b *Broker) register(nc net.Conn) (*conn, bool) {
+// register admits a connection, or says why not.
+func (b *Broker) register(nc net.Conn) (*conn, string) {
 	b.connMu.Lock()
 	defer b.connMu.Unlock()
 	select {
 	case <-b.closing:
-		return nil, false
+		return nil, "broker closing"
 	default:
 	}
 	if len(b.conns) >= b.cfg.MaxConnections {
-		return nil, false
+		return nil, "too many connections"
 	}
 	c := newConn(b, nc)
+	if b.perHost[c.host] >= b.cfg.MaxConnectionsPerIP {
+		return nil, "too many connections from its address"
+	}
+	b.perHost[c.host]++
 	b.conns[c] = struct{}{}
 	b.connWG.Add(1)
 	b.metrics.connections.Inc()
-	return c, true
+	return c, ""
 }
 
 func (b *Broker) unregister(c *conn) {
 	b.connMu.Lock()
 	delete(b.conns, c)
+	if b.perHost[c.host]--; b.perHost[c.host] == 0 {
+		delete(b.perHost, c.host)
+	}
 	b.connMu.Unlock()
 	b.metrics.connections.Dec()
 	b.connWG.Done()

@@ -2,7 +2,6 @@ package broker
 
 import (
 	"encoding/binary"
-	"slices"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 	"github.com/valyala/bytebufferpool"
@@ -19,13 +18,6 @@ var (
 	requestFrames   bytebufferpool.Pool
 	responseBuffers bytebufferpool.Pool
 )
-
-// newFrame takes a pooled buffer of n bytes for a request frame.
-func newFrame(n int32) *bytebufferpool.ByteBuffer {
-	f := requestFrames.Get()
-	f.B = slices.Grow(f.B[:0], int(n))[:n]
-	return f
-}
 
 // recycleFrame gives a handled frame back to the pool when no handler can
 // still refer to it. Decoded requests alias their frame (kmsg keeps byte

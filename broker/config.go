@@ -19,9 +19,13 @@ type Config struct {
 	// Listen is the Kafka listener address (":0" picks a free port).
 	// Default 127.0.0.1:9092.
 	Listen string
-	// Admin is the HTTP address serving /metrics and /healthz; empty
-	// disables the admin server.
+	// Admin is the HTTP address serving /healthz, /metrics and /status
+	// (admin.go); empty disables the admin server.
 	Admin string
+	// AdminPprof serves Go's profiles under /debug/pprof/ on the admin
+	// port. Off by default: they show whoever reaches the port the
+	// command line, every goroutine's stack and the heap.
+	AdminPprof bool
 	// Flush selects when appended data is flushed; with FlushSync a
 	// produce with acks=-1 is answered only after the flush covering it.
 	Flush commitlog.FlushMode
@@ -48,7 +52,8 @@ type Config struct {
 	// file is one mapping, and a failed mmap stops indexing).
 	MaxMappedQueues int
 	// AutoCreateTopics creates unknown topics named by Metadata (when the
-	// client allows it) and Produce requests.
+	// client allows it) and Produce requests, at most
+	// maxAutoCreatePerRequest (100) per request.
 	AutoCreateTopics bool
 	// DefaultPartitions is the partition count of auto-created topics and
 	// of CreateTopics asking for -1. Default 1.
@@ -62,12 +67,17 @@ type Config struct {
 	// MaxConnections caps concurrently open client connections; further
 	// connections are closed right after accept. Default 4096.
 	MaxConnections int
+	// MaxConnectionsPerIP caps the open connections from one client
+	// address (Kafka's max.connections.per.ip), so one host cannot take
+	// every slot. Default 1024, a quarter of the default MaxConnections.
+	MaxConnectionsPerIP int
 	// IdleTimeout closes a connection that sends no request for this
 	// long (Kafka's connections.max.idle.ms). Default 10 minutes;
 	// negative disables.
 	IdleTimeout time.Duration
 	// ReadTimeout bounds receiving the rest of a request once its size
-	// has arrived. Default 1 minute; negative disables.
+	// has arrived (started again after a wait for MaxInflightBytes).
+	// Default 1 minute; negative disables.
 	ReadTimeout time.Duration
 	// WriteTimeout bounds writing one response. Default 30s; negative
 	// disables.
@@ -76,8 +86,9 @@ type Config struct {
 	// member may ask for (group.min.session.timeout.ms). Default 6s.
 	GroupMinSessionTimeout time.Duration
 	// MaxInflightBytes caps the request bytes held by all connections
-	// together (queued.max.request.bytes); at least MaxRequestBytes.
-	// Default 512 MiB.
+	// together (queued.max.request.bytes), counted as they arrive; at
+	// least MaxRequestBytes. When every frame holding some waits for more,
+	// one is let finish beyond it (limits.go). Default 512 MiB.
 	MaxInflightBytes int64
 	// MaxFetchBytes caps one Fetch response (fetch.max.bytes) whatever the
 	// client asks. Default 55 MiB, as Kafka.
@@ -116,15 +127,16 @@ type Config struct {
 }
 
 const (
-	defaultListen          = "127.0.0.1:9092"
-	defaultMaxMessageBytes = 1<<20 + 12
-	defaultMaxRequestBytes = 100 << 20
-	defaultMaxConnections  = 4096
-	defaultIdleTimeout     = 10 * time.Minute
-	defaultReadTimeout     = time.Minute
-	defaultInflightBytes   = 512 << 20
-	defaultMaxFetchBytes   = 55 << 20
-	defaultWriteTimeout    = 30 * time.Second
+	defaultListen           = "127.0.0.1:9092"
+	defaultMaxMessageBytes  = 1<<20 + 12
+	defaultMaxRequestBytes  = 100 << 20
+	defaultMaxConnections   = 4096
+	defaultConnectionsPerIP = 1024
+	defaultIdleTimeout      = 10 * time.Minute
+	defaultReadTimeout      = time.Minute
+	defaultInflightBytes    = 512 << 20
+	defaultMaxFetchBytes    = 55 << 20
+	defaultWriteTimeout     = 30 * time.Second
 )
 
 func (c Config) withDefaults() Config {
@@ -142,6 +154,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.MaxConnections <= 0 {
 		c.MaxConnections = defaultMaxConnections
+	}
+	if c.MaxConnectionsPerIP <= 0 {
+		c.MaxConnectionsPerIP = defaultConnectionsPerIP
 	}
 	if c.IdleTimeout == 0 {
 		c.IdleTimeout = defaultIdleTimeout

@@ -9,6 +9,7 @@ import (
 	"io"
 	"net"
 	"os"
+	"slices"
 	"sync"
 	"time"
 
@@ -28,6 +29,7 @@ type conn struct {
 	b      *Broker
 	nc     net.Conn
 	remote string
+	host   string // the client's address without its port
 	r      *bufio.Reader
 
 	// mu orders the read deadlines set by the reader, the handler and
@@ -54,7 +56,12 @@ type conn struct {
 }
 
 func newConn(b *Broker, nc net.Conn) *conn {
-	return &conn{b: b, nc: nc, remote: nc.RemoteAddr().String(), r: bufio.NewReaderSize(nc, 64<<10), ctx: context.Background()}
+	remote := nc.RemoteAddr().String()
+	host := remote
+	if a, ok := nc.RemoteAddr().(*net.TCPAddr); ok {
+		host = a.IP.String()
+	}
+	return &conn{b: b, nc: nc, remote: remote, host: host, r: bufio.NewReaderSize(nc, 64<<10), ctx: context.Background()}
 }
 
 // interruptRead unblocks a connection waiting for its next request; one
@@ -194,28 +201,24 @@ func (c *conn) readLoop(ctx context.Context, cancel context.CancelFunc, frames c
 var errFrame = errors.New("broker: bad frame")
 
 // readFrame reads one size-prefixed request, its bytes reserved from the
-// broker's in-flight budget until handle releases them.
+// broker's in-flight budget as they arrive (limits.go) until handle
+// releases them.
 func (c *conn) readFrame() (*bytebufferpool.ByteBuffer, error) {
 	var size [4]byte
 	if _, err := io.ReadFull(c.r, size[:]); err != nil {
 		return nil, err
 	}
 	n := int32(binary.BigEndian.Uint32(size[:]))
-	if n < c.minFrame() {
-		return nil, fmt.Errorf("%w: request size %d is below the %d byte minimum", errFrame, n, c.minFrame())
-	}
-	if n > c.b.cfg.MaxRequestBytes {
-		return nil, fmt.Errorf("%w: request size %d exceeds max request size %d", errFrame, n, c.b.cfg.MaxRequestBytes)
-	}
-	if err := c.acquireFrame(n); err != nil {
+	if err := c.checkFrameSize(n); err != nil {
 		return nil, err
 	}
 	c.readBody(true)
-	frame := newFrame(n)
-	_, err := io.ReadFull(c.r, frame.B)
+	frame := requestFrames.Get()
+	frame.B = frame.B[:0]
+	reserved, err := c.readFrameBody(frame, int(n))
 	c.readBody(false)
 	if err != nil {
-		c.releaseFrame(frame.B)
+		c.b.inflight.release(reserved)
 		if errors.Is(err, io.EOF) {
 			err = io.ErrUnexpectedEOF
 		}
@@ -223,6 +226,65 @@ func (c *conn) readFrame() (*bytebufferpool.ByteBuffer, error) {
 	}
 	c.b.metrics.bytesIn.Add(float64(4 + n))
 	return frame, nil
+}
+
+func (c *conn) checkFrameSize(n int32) error {
+	switch {
+	case n < c.minFrame():
+		return fmt.Errorf("%w: request size %d is below the %d byte minimum", errFrame, n, c.minFrame())
+	case n > c.b.cfg.MaxRequestBytes:
+		return fmt.Errorf("%w: request size %d exceeds max request size %d", errFrame, n, c.b.cfg.MaxRequestBytes)
+	case n > maxUnauthenticatedFrame && c.b.cfg.Security.Credentials != nil && c.auth.user == "":
+		return fmt.Errorf("%w: request size %d before SASL authentication exceeds %d bytes", errFrame, n, maxUnauthenticatedFrame)
+	}
+	return nil
+}
+
+// readFrameBody appends n bytes to frame as they arrive and reserves them
+// (limits.go); it returns what it reserved. The frame grows at most to
+// twice what has arrived, so an announced size allocates nothing ahead of
+// its bytes: what the connection's read buffer holds is copied, and once
+// it is empty the rest is read straight into the frame's spare room
+// (bufio passes large reads through), as a whole frame was before.
+func (c *conn) readFrameBody(frame *bytebufferpool.ByteBuffer, n int) (int64, error) {
+	var reserved int64
+	for have := len(frame.B); have < n; have = len(frame.B) {
+		var err error
+		if c.r.Buffered() > 0 || have == 0 {
+			if _, err = c.r.Peek(1); err != nil {
+				return reserved, err
+			}
+			k := min(c.r.Buffered(), n-have)
+			growFrame(frame, k, n)
+			p, _ := c.r.Peek(k)
+			frame.B = append(frame.B, p...)
+			c.r.Discard(k)
+		} else {
+			growFrame(frame, 1, n)
+			var m int
+			m, err = c.r.Read(frame.B[have:min(cap(frame.B), n)])
+			frame.B = frame.B[:have+m]
+		}
+		if more := int64(len(frame.B)) - reserved; more > 0 {
+			got, rerr := c.reserve(more, int64(n)-reserved, reserved)
+			if rerr != nil {
+				return reserved, rerr
+			}
+			reserved += got
+		}
+		if err != nil {
+			return reserved, err
+		}
+	}
+	return reserved, nil
+}
+
+// growFrame makes room for k more bytes of an n-byte frame, doubling what
+// it holds at most.
+func growFrame(frame *bytebufferpool.ByteBuffer, k, n int) {
+	if have := len(frame.B); have+k > cap(frame.B) {
+		frame.B = slices.Grow(frame.B, min(max(have, k), n-have))
+	}
 }
 
 func (c *conn) logReadError(err error) {

@@ -77,8 +77,9 @@
 // cannot hold up a CreateTopics or, behind it, other produces. IdleTimeout
 // bounds the wait for a request, ReadTimeout the rest of it once its size
 // arrived, WriteTimeout the writing of a response; at most MaxConnections
-// are served, and all of them together hold at most MaxInflightBytes of
-// requests (limits.go). A bad frame, header or body closes that connection
+// are served (MaxConnectionsPerIP from one address), and all of them
+// together hold at most MaxInflightBytes of requests, reserved as their
+// bytes arrive (limits.go). A bad frame, header or body closes that connection
 // only, logged with the fields remote, api, version and error; nothing is
 // stored for it.
 //
@@ -191,7 +192,8 @@
 //
 // Topics are created by CreateTopics or, with AutoCreateTopics, by Metadata
 // (when the client allows it) and Produce naming an unknown, validly named
-// topic (DefaultPartitions). Names follow Kafka's rules: 1..249 of
+// topic (DefaultPartitions), at most 100 per request (the rest are
+// answered UNKNOWN_TOPIC_OR_PARTITION). Names follow Kafka's rules: 1..249 of
 // [a-zA-Z0-9._-], not "." or "..". Unknown topics or partitions get
 // UNKNOWN_TOPIC_OR_PARTITION.
 //
@@ -314,7 +316,9 @@
 // _generation, _rebalances_total and unilog_group_lag_records (end offset
 // minus committed offset, summed over the group's committed partitions),
 // unilog_fetch_watchers (partitions registered by parked long polls), plus
-// the Go and process collectors.
+// the Go and process collectors. /debug/pprof/ only with Config.AdminPprof;
+// with a client CA on Security.AdminTLS all but /healthz need a verified
+// client certificate (admin.go).
 //
 // # Close
 //

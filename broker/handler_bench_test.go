@@ -2,7 +2,9 @@ package broker
 
 import (
 	"context"
+	"encoding/binary"
 	"fmt"
+	"net"
 	"testing"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -34,8 +36,8 @@ func benchFrame(req kmsg.Request) []byte {
 // frame can be served again.
 func serveFrame(tb testing.TB, c *conn, frame, scratch []byte) {
 	copy(scratch, frame)
-	if err := c.acquireFrame(int32(len(scratch))); err != nil {
-		tb.Fatal(err)
+	if !c.b.inflight.take(int64(len(scratch))) {
+		tb.Fatal("in-flight budget spent")
 	}
 	if _, err := c.handle(scratch); err != nil {
 		tb.Fatal(err)
@@ -120,6 +122,54 @@ func BenchmarkFetchHandler(b *testing.B) {
 				serveFrame(b, c, frame, scratch)
 			}
 			b.ReportMetric(float64(partitions*10*benchBatchRecords), "records/op")
+		})
+	}
+}
+
+// BenchmarkReadFrame reads request frames from a loopback TCP connection
+// as a connection's reader does (reserving their bytes as they arrive),
+// without handling them.
+//
+//	go test -run '^$' -bench 'ReadFrame$' -benchmem ./broker/
+func BenchmarkReadFrame(b *testing.B) {
+	for _, size := range []int{1 << 10, 1 << 20} {
+		b.Run(fmt.Sprintf("bytes=%d", size), func(b *testing.B) {
+			br := startBroker(b, testConfig(b, b.TempDir()))
+			ln, err := net.Listen("tcp", "127.0.0.1:0")
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer ln.Close()
+			go func() {
+				nc, err := ln.Accept()
+				if err != nil {
+					return
+				}
+				defer nc.Close()
+				frame := binary.BigEndian.AppendUint32(nil, uint32(size))
+				frame = append(frame, make([]byte, size)...)
+				for i := 0; i < b.N; i++ {
+					if _, err := nc.Write(frame); err != nil {
+						return
+					}
+				}
+			}()
+			nc, err := net.Dial("tcp", ln.Addr().String())
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer nc.Close()
+			c := newConn(br, nc)
+			b.SetBytes(int64(size))
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				f, err := c.readFrame()
+				if err != nil {
+					b.Fatal(err)
+				}
+				c.releaseFrame(f.B)
+				requestFrames.Put(f)
+			}
 		})
 	}
 }

@@ -1,7 +1,8 @@
 package broker
 
 import (
-	"fmt"
+	"errors"
+	"slices"
 	"sync"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -11,70 +12,97 @@ import (
 //
 //   - A connection reads, handles and answers one request at a time, so it
 //     holds at most one request frame: MaxRequestBytes is the
-//     per-connection in-flight limit.
+//     per-connection in-flight limit. Before a SASL login a frame may be
+//     at most maxUnauthenticatedFrame (Kafka's
+//     sasl.server.max.receive.size): only the login APIs are allowed then.
 //   - All connections together hold at most MaxInflightBytes of request
-//     frames (Kafka's queued.max.request.bytes): a frame's bytes are
-//     reserved when its size arrives, before it is allocated, and released
-//     once it is handled, so a thousand clients announcing 100 MiB requests
-//     wait their turn instead of exhausting memory.
+//     frames (Kafka's queued.max.request.bytes). A frame's bytes are
+//     reserved as they arrive, not when its size prefix announces them, so
+//     clients announcing 100 MiB requests and sending nothing hold nothing;
+//     a frame whose next bytes find the budget spent stops reading (TCP
+//     pushes back on its client) until bytes are released.
 //   - IdleTimeout closes a connection that sends nothing between requests
 //     (connections.max.idle.ms); ReadTimeout bounds the rest of a request
 //     once its size has arrived, so a client trickling bytes cannot hold
-//     its reservation for long; WriteTimeout bounds writing a response to a
-//     client that does not read.
+//     what it reserved for long; WriteTimeout bounds writing a response to
+//     a client that does not read.
 //   - A Fetch asks for at most MaxFetchBytes whatever the client says
 //     (fetch.max.bytes); response buffers are pooled across connections
 //     (buffers.go), so idle connections do not keep their largest
 //     response alive.
-//   - MaxConnections caps open connections (acceptLoop).
+//   - MaxConnections caps open connections, MaxConnectionsPerIP those from
+//     one address (acceptLoop), so one host cannot take every slot.
+
+// maxUnauthenticatedFrame bounds a frame before a SASL login, as Kafka's
+// sasl.server.max.receive.size (512 KB): ApiVersions, SaslHandshake and
+// SaslAuthenticate are all far smaller.
+const maxUnauthenticatedFrame = 512 << 10
 
 // byteBudget is a FIFO counting semaphore of bytes; FIFO so one large
 // request is not starved by a stream of small ones.
+//
+// Frames reserve their bytes piecewise as they arrive, so frames part-read
+// can wait on each other: with every reserved byte held by a frame waiting
+// for more, none would ever finish. The head waiter is then granted the
+// rest of its frame on credit, which it finishes and releases; only one
+// frame is ever on credit (it holds bytes and does not wait, so the
+// condition is false until it releases), so the budget is exceeded by at
+// most one request.
 type byteBudget struct {
-	mu      sync.Mutex
-	avail   int64
-	waiters []budgetWaiter
+	mu    sync.Mutex
+	total int64
+	avail int64
+	// waitHeld is what the waiters already hold.
+	waitHeld int64
+	waiters  []*budgetWaiter
 }
 
 type budgetWaiter struct {
-	n     int64
-	ready chan struct{}
+	n, rest, held int64 // wanted now, wanted to finish, already held
+	granted       int64
+	ready         chan struct{}
 }
 
-func newByteBudget(n int64) *byteBudget { return &byteBudget{avail: n} }
+func newByteBudget(n int64) *byteBudget { return &byteBudget{total: n, avail: n} }
 
-// acquire reserves n bytes, waiting until they are free or stop closes.
-func (bb *byteBudget) acquire(n int64, stop <-chan struct{}) bool {
+// take reserves n bytes if they are free and nobody waits.
+func (bb *byteBudget) take(n int64) bool {
 	bb.mu.Lock()
+	defer bb.mu.Unlock()
 	if len(bb.waiters) == 0 && bb.avail >= n {
 		bb.avail -= n
-		bb.mu.Unlock()
 		return true
 	}
-	w := budgetWaiter{n: n, ready: make(chan struct{})}
+	return false
+}
+
+// wait reserves n bytes for a caller already holding held and wanting
+// rest (at least n) to finish, waiting its turn until stop closes. It
+// returns what was granted: n, or rest when granted on credit.
+func (bb *byteBudget) wait(n, rest, held int64, stop <-chan struct{}) (int64, bool) {
+	bb.mu.Lock()
+	w := &budgetWaiter{n: n, rest: rest, held: held, ready: make(chan struct{})}
 	bb.waiters = append(bb.waiters, w)
+	bb.waitHeld += held
+	bb.grant()
 	bb.mu.Unlock()
 	select {
 	case <-w.ready:
-		return true
+		return w.granted, true
 	case <-stop:
 		bb.mu.Lock()
 		defer bb.mu.Unlock()
 		select {
 		case <-w.ready:
 			// Granted while stopping: hand the bytes back.
-			bb.avail += n
-			bb.grant()
+			bb.avail += w.granted
 		default:
-			for i := range bb.waiters {
-				if bb.waiters[i].ready == w.ready {
-					bb.waiters = append(bb.waiters[:i], bb.waiters[i+1:]...)
-					break
-				}
-			}
-			bb.grant()
+			i := slices.Index(bb.waiters, w)
+			bb.waiters = slices.Delete(bb.waiters, i, i+1)
+			bb.waitHeld -= held
 		}
-		return false
+		bb.grant()
+		return 0, false
 	}
 }
 
@@ -85,27 +113,45 @@ func (bb *byteBudget) release(n int64) {
 	bb.mu.Unlock()
 }
 
-// grant wakes waiters in order while the head one fits.
+// grant wakes waiters in order while the head one fits, or gives the
+// head its rest on credit when nothing holding bytes could release them.
 func (bb *byteBudget) grant() {
-	for len(bb.waiters) > 0 && bb.waiters[0].n <= bb.avail {
+	for len(bb.waiters) > 0 {
 		w := bb.waiters[0]
+		switch {
+		case w.n <= bb.avail:
+			w.granted = w.n
+		case bb.waitHeld == bb.total-bb.avail:
+			w.granted = w.rest
+		default:
+			return
+		}
 		bb.waiters = bb.waiters[1:]
-		bb.avail -= w.n
+		bb.avail -= w.granted
+		bb.waitHeld -= w.held
 		close(w.ready)
 	}
 }
 
-// acquireFrame reserves an announced frame of n bytes from the broker's
-// in-flight budget.
-func (c *conn) acquireFrame(n int32) error {
-	if !c.b.inflight.acquire(int64(n), c.b.closing) {
-		return fmt.Errorf("%w: broker closing while request waited for memory", errFrame)
+// reserve takes more bytes of the in-flight budget for a frame holding
+// held and wanting rest to finish, waiting its turn if they are not free.
+// It returns what it reserved: more, or rest when granted on credit.
+func (c *conn) reserve(more, rest, held int64) (int64, error) {
+	if c.b.inflight.take(more) {
+		return more, nil
 	}
-	return nil
+	got, ok := c.b.inflight.wait(more, rest, held, c.b.closing)
+	if !ok {
+		return 0, errors.New("broker closing while the request waited for memory")
+	}
+	// The wait was the broker's, not the client's: the body's
+	// ReadTimeout starts again.
+	c.readBody(true)
+	return got, nil
 }
 
-// releaseFrame returns the reservation of a frame handled (or failed to
-// read, or never handed over): its length, as acquireFrame reserved it.
+// releaseFrame returns the reservation of a frame handled (or never handed
+// over): its length, as readFrame reserved it.
 func (c *conn) releaseFrame(frame []byte) {
 	c.b.inflight.release(int64(len(frame)))
 }

@@ -53,7 +53,11 @@ func (b *Broker) handleMetadata(_ context.Context, c *conn, kreq kmsg.Request) (
 		}
 		return resp, nil
 	}
-	allowCreate := req.Version < 4 || req.AllowAutoTopicCreation
+	var creator *autoCreator
+	if b.cfg.AutoCreateTopics && (req.Version < 4 || req.AllowAutoTopicCreation) {
+		creator = b.autoCreator("Metadata")
+		defer creator.done(c)
+	}
 	for _, rt := range req.Topics {
 		var name string
 		switch {
@@ -62,8 +66,8 @@ func (b *Broker) handleMetadata(_ context.Context, c *conn, kreq kmsg.Request) (
 		default:
 			name = b.topicNameByID(rt.TopicID)
 		}
-		if b.cfg.AutoCreateTopics && allowCreate {
-			b.autoCreate(name)
+		if creator != nil {
+			creator.create(name)
 		}
 		t, ok := b.meta.Topic(name)
 		if !ok {

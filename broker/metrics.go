@@ -1,12 +1,10 @@
 package broker
 
 import (
-	"net/http"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
-	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
@@ -95,20 +93,4 @@ func (m *metrics) observe(key int16, d time.Duration) {
 	name := kmsg.NameForKey(key)
 	m.requests.WithLabelValues(name).Inc()
 	m.latency.WithLabelValues(name).Observe(d.Seconds())
-}
-
-func (b *Broker) adminHandler() http.Handler {
-	mux := http.NewServeMux()
-	mux.Handle("/metrics", promhttp.HandlerFor(b.metrics.reg, promhttp.HandlerOpts{}))
-	mux.HandleFunc("GET /status", b.serveStatus)
-	registerPprof(mux)
-	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) {
-		select {
-		case <-b.closing:
-			http.Error(w, "closing", http.StatusServiceUnavailable)
-		default:
-			w.Write([]byte("ok\n"))
-		}
-	})
-	return mux
 }

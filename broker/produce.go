@@ -80,10 +80,18 @@ func (b *Broker) handleProduce(ctx context.Context, c *conn, kreq kmsg.Request) 
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 
+	var uncreated map[string]bool
 	if reqErr == nil && b.cfg.AutoCreateTopics {
+		creator := b.autoCreator("Produce")
 		for _, t := range req.Topics {
-			b.autoCreate(t.Topic)
+			if !creator.create(t.Topic) {
+				if uncreated == nil {
+					uncreated = make(map[string]bool)
+				}
+				uncreated[t.Topic] = true
+			}
 		}
+		creator.done(c)
 	}
 
 	sc := produceScratchPool.Get().(*produceScratch)
@@ -113,6 +121,9 @@ func (b *Broker) handleProduce(ctx context.Context, c *conn, kreq kmsg.Request) 
 				rp.ErrorCode = reqErr.Code
 			case !known || p.Partition < 0 || p.Partition >= meta.Partitions:
 				rp.ErrorCode = kerr.UnknownTopicOrPartition.Code
+				if uncreated[t.Topic] {
+					rp.ErrorMessage = &autoCreateLimitMsg
+				}
 			case isInternalTopic(t.Topic):
 				rp.ErrorCode = kerr.InvalidTopicException.Code
 			case !b.leads(t.Topic, p.Partition):

@@ -19,7 +19,10 @@ type Security struct {
 	// TLS, when set, serves the Kafka listener over TLS; with ClientCAs
 	// and RequireAndVerifyClientCert it is mutual TLS (tlsconf builds it).
 	TLS *tls.Config
-	// AdminTLS, when set, serves /metrics and /healthz over TLS.
+	// AdminTLS, when set, serves the admin port over TLS. With ClientCAs
+	// every endpoint but /healthz needs a client certificate verified
+	// against them (admin.go); ClientAuth VerifyClientCertIfGiven lets
+	// probes without one reach /healthz.
 	AdminTLS *tls.Config
 	// Credentials, when set, turns SASL on: every connection must log in
 	// with one of SASLMechanisms before any request but ApiVersions,

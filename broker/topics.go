@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"errors"
+	"fmt"
 	"time"
 
 	"github.com/sirupsen/logrus"
@@ -53,15 +54,51 @@ func (b *Broker) createTopic(name string, partitions int32, validateOnly bool) (
 	return nil, ""
 }
 
-// autoCreate creates an unknown, validly named topic with the default
-// partition count when auto-creation is enabled.
-func (b *Broker) autoCreate(name string) {
+// maxAutoCreatePerRequest bounds the topics one Metadata or Produce
+// request creates with AutoCreateTopics: each is a metadata write (and in
+// a cluster a control-plane round trip), and a request naming 100,000
+// unknown topics must not create them all. The rest are answered
+// UNKNOWN_TOPIC_OR_PARTITION, which clients retry, so one that means it
+// creates them a hundred per request; CreateTopics is not bounded.
+const maxAutoCreatePerRequest = 100
+
+// autoCreateLimitMsg is the Produce error message of a topic left
+// uncreated by the bound.
+var autoCreateLimitMsg = fmt.Sprintf("not auto-created: one request creates at most %d topics; retry, or create it with CreateTopics", maxAutoCreatePerRequest)
+
+// autoCreator creates the unknown topics of one request.
+type autoCreator struct {
+	b       *Broker
+	api     string
+	created int
+	refused int
+}
+
+func (b *Broker) autoCreator(api string) *autoCreator { return &autoCreator{b: b, api: api} }
+
+// create creates an unknown, validly named topic with the default
+// partition count; false when the request's bound left it uncreated.
+func (a *autoCreator) create(name string) bool {
+	b := a.b
 	if _, ok := b.meta.Topic(name); ok || validTopicName(name) != nil {
-		return
+		return true
 	}
+	if a.created >= maxAutoCreatePerRequest {
+		a.refused++
+		return false
+	}
+	a.created++
 	b.topicMu.Lock()
 	defer b.topicMu.Unlock()
 	b.createTopic(name, b.cfg.DefaultPartitions, false)
+	return true
+}
+
+// done logs the topics the bound left uncreated, once per request.
+func (a *autoCreator) done(c *conn) {
+	if a.refused > 0 {
+		a.b.log.WithFields(logrus.Fields{"remote": c.remote, "api": a.api, "created": a.created, "refused": a.refused}).Warn("auto-creation bound reached: topics left uncreated")
+	}
 }
 
 func init() {

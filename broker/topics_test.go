@@ -1,6 +1,9 @@
 package broker
 
 import (
+	"fmt"
+	"maps"
+	"strings"
 	"testing"
 	"time"
 
@@ -90,6 +93,74 @@ func TestAutoCreate(t *testing.T) {
 	md, err := kadm.NewClient(cl).Metadata(testCtx(t), "auto")
 	if err != nil || len(md.Topics["auto"].Partitions) != 3 {
 		t.Fatalf("auto-created: %v %+v", err, md.Topics["auto"])
+	}
+}
+
+// TestAutoCreateBounded: a Metadata request naming 1,000 unknown topics
+// creates maxAutoCreatePerRequest of them and answers the rest
+// UNKNOWN_TOPIC_OR_PARTITION; a Produce does the same and says why.
+func TestAutoCreateBounded(t *testing.T) {
+	cfg := testConfig(t, t.TempDir())
+	cfg.AutoCreateTopics = true
+	b := startBroker(t, cfg)
+	c := dialRaw(t, b.Addr())
+	created := func() int { return len(b.meta.Topics()) - 1 } // less __consumer_offsets
+
+	md := kmsg.NewPtrMetadataRequest()
+	md.SetVersion(12)
+	md.AllowAutoTopicCreation = true
+	for i := 0; i < 1000; i++ {
+		rt := kmsg.NewMetadataRequestTopic()
+		rt.Topic = kmsg.StringPtr(fmt.Sprintf("meta-%d", i))
+		md.Topics = append(md.Topics, rt)
+	}
+	resp, ok := c.roundTrip(md)
+	if !ok {
+		t.Fatal("Metadata naming 1,000 topics closed the connection")
+	}
+	codes := map[int16]int{}
+	for _, rt := range resp.(*kmsg.MetadataResponse).Topics {
+		codes[rt.ErrorCode]++
+	}
+	if want := (map[int16]int{0: maxAutoCreatePerRequest, kerr.UnknownTopicOrPartition.Code: 1000 - maxAutoCreatePerRequest}); !maps.Equal(codes, want) {
+		t.Fatalf("Metadata naming 1,000 unknown topics answered %v (error code: topics), want %v", codes, want)
+	}
+	if n := created(); n != maxAutoCreatePerRequest {
+		t.Fatalf("%d topics created by one Metadata request, want %d", n, maxAutoCreatePerRequest)
+	}
+
+	pr := kmsg.NewPtrProduceRequest()
+	pr.SetVersion(9)
+	pr.Acks = 1
+	pr.TimeoutMillis = 10000
+	for i := 0; i < maxAutoCreatePerRequest+50; i++ {
+		rt := kmsg.NewProduceRequestTopic()
+		rt.Topic = fmt.Sprintf("produce-%d", i)
+		rp := kmsg.NewProduceRequestTopicPartition()
+		rp.Records = rawBatch(-1, -1, -1, "v")
+		rt.Partitions = append(rt.Partitions, rp)
+		pr.Topics = append(pr.Topics, rt)
+	}
+	presp, ok := c.roundTrip(pr)
+	if !ok {
+		t.Fatal("Produce to 150 unknown topics closed the connection")
+	}
+	var stored, limited int
+	for _, rt := range presp.(*kmsg.ProduceResponse).Topics {
+		switch p := rt.Partitions[0]; {
+		case p.ErrorCode == 0:
+			stored++
+		case p.ErrorCode == kerr.UnknownTopicOrPartition.Code && p.ErrorMessage != nil && strings.Contains(*p.ErrorMessage, "at most 100 topics"):
+			limited++
+		default:
+			t.Fatalf("produce to %s: %v %v", rt.Topic, kerr.ErrorForCode(p.ErrorCode), p.ErrorMessage)
+		}
+	}
+	if stored != maxAutoCreatePerRequest || limited != 50 {
+		t.Fatalf("Produce to 150 unknown topics: %d stored, %d refused by the bound; want 100 and 50", stored, limited)
+	}
+	if n := created(); n != 2*maxAutoCreatePerRequest {
+		t.Fatalf("%d topics after a Metadata and a Produce, want %d", n, 2*maxAutoCreatePerRequest)
 	}
 }
 

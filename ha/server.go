@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"net"
 	"net/url"
+	"os"
+	"path/filepath"
 	"strconv"
 	"time"
 
@@ -52,6 +54,9 @@ func StartServer(cfg ServerConfig) (*Server, error) {
 	host, port, err := splitListen(cfg.Listen)
 	if err != nil {
 		return nil, fmt.Errorf("ha: nats listen %q: %w", cfg.Listen, err)
+	}
+	if err := prepareStoreDir(cfg.Dir); err != nil {
+		return nil, err
 	}
 	opts := &server.Options{
 		ServerName: cfg.Name,
@@ -128,6 +133,28 @@ func StartServer(cfg ServerConfig) (*Server, error) {
 		}
 	}
 	return &Server{ns: ns}, nil
+}
+
+// prepareStoreDir creates JetStream's store directory under dir and makes
+// sure it can be written. JetStream checks this itself, but reports a
+// directory it may not look into as "storage directory is not a
+// directory" and one it may not write to as "not writable", without the
+// path or the reason; this says which path and why (permission denied, a
+// file where a directory should be).
+func prepareStoreDir(dir string) error {
+	js := filepath.Join(dir, "jetstream")
+	if err := os.MkdirAll(js, 0o750); err != nil {
+		return fmt.Errorf("ha: nats store directory %s: %w", js, err)
+	}
+	probe, err := os.CreateTemp(js, ".probe-")
+	if err != nil {
+		return fmt.Errorf("ha: nats store directory %s is not writable: %w", js, err)
+	}
+	probe.Close()
+	if err := os.Remove(probe.Name()); err != nil {
+		return fmt.Errorf("ha: nats store directory %s: %w", js, err)
+	}
+	return nil
 }
 
 // splitListen maps port 0 to the server's "pick a free port" value.

@@ -24,7 +24,7 @@ func brokerCommand() *cli.Command {
 	return &cli.Command{
 		Name:  "broker",
 		Usage: "run a Kafka-protocol broker on a data directory",
-		Description: `Serves the Kafka protocol on --listen and /metrics and /healthz on --admin until
+		Description: `Serves the Kafka protocol on --listen and /healthz, /metrics and /status on --admin until
 SIGINT or SIGTERM, then stops accepting, finishes in-flight requests, flushes and
 writes a clean checkpoint. A second signal during that shutdown ends the process
 at once (the data is safe: the next start recovers from the commit log).
@@ -36,17 +36,19 @@ a plain byte count or a unit: KiB, MiB, GiB, TiB (powers of 1024) or KB, MB, GB,
 		Flags: append(append([]cli.Flag{
 			&cli.StringFlag{Name: "data-dir", Required: true, Usage: "data `DIR` (commit log, consume queues, checkpoint, topics)", EnvVars: env("DATA_DIR")},
 			&cli.StringFlag{Name: "listen", Value: "127.0.0.1:9092", Usage: "Kafka listener `HOST:PORT` (port 0 picks a free one)", EnvVars: env("LISTEN")},
-			&cli.StringFlag{Name: "admin", Value: "127.0.0.1:9644", Usage: "admin HTTP `HOST:PORT` for /metrics, /healthz and /debug/pprof/ (empty disables)", EnvVars: env("ADMIN")},
+			&cli.StringFlag{Name: "admin", Value: "127.0.0.1:9644", Usage: "admin HTTP `HOST:PORT` for /healthz, /metrics and /status (empty disables)", EnvVars: env("ADMIN")},
+			&cli.BoolFlag{Name: "admin-pprof", Usage: "serve Go's profiles under /debug/pprof/ on the admin port (command line, goroutine stacks, CPU and heap profiles)", EnvVars: env("ADMIN_PPROF")},
 			&cli.StringFlag{Name: "flush", Value: "async", Usage: "async (background flush every 500ms) or sync (acks=all waits for the flush)", EnvVars: env("FLUSH")},
 			&cli.StringFlag{Name: "file-size", Value: "1GiB", Usage: "`SIZE` of each commit log file", EnvVars: env("FILE_SIZE")},
 			&cli.IntFlag{Name: "max-mapped-queues", Usage: "consume-queue files mapped at once, `N` (0: 16384); above the partitions written, appends stop unmapping and remapping. Keep well below vm.max_map_count", EnvVars: env("MAX_MAPPED_QUEUES")},
 			&cli.DurationFlag{Name: "checkpoint-interval", Value: dispatcher.DefaultCheckpointInterval, Usage: "longest time between checkpoints of the consume queues; a crash re-dispatches the log after the last one. Shorter costs a page fault per queue written, per checkpoint", EnvVars: env("CHECKPOINT_INTERVAL")},
 			&cli.StringFlag{Name: "checkpoint-bytes", Value: "1GiB", Usage: "checkpoint sooner once `SIZE` of log was dispatched since the last one, bounding the replay after a crash", EnvVars: env("CHECKPOINT_BYTES")},
-			&cli.BoolFlag{Name: "auto-create-topics", Usage: "create unknown topics on first use", EnvVars: env("AUTO_CREATE_TOPICS")},
+			&cli.BoolFlag{Name: "auto-create-topics", Usage: "create unknown topics on first use, at most 100 per request", EnvVars: env("AUTO_CREATE_TOPICS")},
 			&cli.IntFlag{Name: "default-partitions", Value: 1, Usage: "partitions of auto-created topics", EnvVars: env("DEFAULT_PARTITIONS")},
 			&cli.StringFlag{Name: "max-message-bytes", Value: "1048588", Usage: "largest record batch accepted, `SIZE` (Kafka's max.message.bytes)", EnvVars: env("MAX_MESSAGE_BYTES")},
 			&cli.StringFlag{Name: "max-request-bytes", Value: "100MiB", Usage: "largest request frame accepted, `SIZE`", EnvVars: env("MAX_REQUEST_BYTES")},
 			&cli.IntFlag{Name: "max-connections", Value: 4096, Usage: "concurrent client connections; more are closed at accept", EnvVars: env("MAX_CONNECTIONS")},
+			&cli.IntFlag{Name: "max-connections-per-ip", Value: 1024, Usage: "concurrent client connections from one address (max.connections.per.ip); more are closed at accept", EnvVars: env("MAX_CONNECTIONS_PER_IP")},
 			&cli.DurationFlag{Name: "read-timeout", Value: time.Minute, Usage: "a request whose size has arrived must arrive whole within this", EnvVars: env("READ_TIMEOUT")},
 			&cli.DurationFlag{Name: "write-timeout", Value: 30 * time.Second, Usage: "a response not written within this closes the connection", EnvVars: env("WRITE_TIMEOUT")},
 			&cli.BoolFlag{Name: "recover-truncate", Usage: "cut the commit log at damage found before the last flushed mark (losing the records from there on) instead of refusing to start", EnvVars: env("RECOVER_TRUNCATE")},
@@ -64,6 +66,7 @@ func brokerConfig(c *cli.Context, logOut io.Writer) (broker.Config, error) {
 		DataDir:          c.String("data-dir"),
 		Listen:           c.String("listen"),
 		Admin:            c.String("admin"),
+		AdminPprof:       c.Bool("admin-pprof"),
 		AutoCreateTopics: c.Bool("auto-create-topics"),
 		RecoverTruncate:  c.Bool("recover-truncate"),
 		ReadTimeout:      c.Duration("read-timeout"),
@@ -102,6 +105,7 @@ func brokerConfig(c *cli.Context, logOut io.Writer) (broker.Config, error) {
 	}{
 		{"default-partitions", 1, func(n int) { cfg.DefaultPartitions = int32(n) }},
 		{"max-connections", 1, func(n int) { cfg.MaxConnections = n }},
+		{"max-connections-per-ip", 1, func(n int) { cfg.MaxConnectionsPerIP = n }},
 		{"node-id", 0, func(n int) { cfg.NodeID = int32(n) }},
 	} {
 		n := c.Int(f.name)

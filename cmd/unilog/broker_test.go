@@ -46,7 +46,7 @@ func TestBrokerFlags(t *testing.T) {
 	want := broker.Config{
 		DataDir: "/d", Listen: "127.0.0.1:9092", Admin: "127.0.0.1:9644", Flush: commitlog.FlushAsync,
 		FileSize: 1 << 30, DefaultPartitions: 1, MaxMessageBytes: 1<<20 + 12, MaxRequestBytes: 100 << 20,
-		MaxConnections: 4096, IdleTimeout: 10 * time.Minute, ReadTimeout: time.Minute, WriteTimeout: 30 * time.Second,
+		MaxConnections: 4096, MaxConnectionsPerIP: 1024, IdleTimeout: 10 * time.Minute, ReadTimeout: time.Minute, WriteTimeout: 30 * time.Second,
 		MaxInflightBytes: 512 << 20, MaxFetchBytes: 55 << 20,
 		CheckpointInterval: 10 * time.Second, CheckpointBytes: 1 << 30,
 	}
@@ -60,9 +60,9 @@ func TestBrokerFlags(t *testing.T) {
 
 	cfg, logs, err = parsedBrokerConfig(t, "--data-dir", "/x", "--listen", "0.0.0.0:19092", "--admin", "", "--flush", "sync",
 		"--file-size", "64MiB", "--auto-create-topics", "--default-partitions", "12", "--max-message-bytes", "4MiB",
-		"--max-request-bytes", "8MiB", "--max-connections", "10", "--read-timeout", "1m", "--write-timeout", "5s",
+		"--max-request-bytes", "8MiB", "--max-connections", "10", "--max-connections-per-ip", "3", "--read-timeout", "1m", "--write-timeout", "5s",
 		"--node-id", "3", "--log-level", "warn", "--log-format", "json", "--recover-truncate", "--max-mapped-queues", "60000",
-		"--checkpoint-interval", "2s", "--checkpoint-bytes", "64MiB")
+		"--checkpoint-interval", "2s", "--checkpoint-bytes", "64MiB", "--admin-pprof")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -71,9 +71,9 @@ func TestBrokerFlags(t *testing.T) {
 	}
 	cfg.Logger.(*logrus.Logger).Warn("probe")
 	want = broker.Config{
-		DataDir: "/x", Listen: "0.0.0.0:19092", Admin: "", Flush: commitlog.FlushSync, FileSize: 64 << 20,
+		DataDir: "/x", Listen: "0.0.0.0:19092", Admin: "", AdminPprof: true, Flush: commitlog.FlushSync, FileSize: 64 << 20,
 		AutoCreateTopics: true, DefaultPartitions: 12, MaxMessageBytes: 4 << 20, MaxRequestBytes: 8 << 20,
-		MaxConnections: 10, IdleTimeout: 10 * time.Minute, ReadTimeout: time.Minute, WriteTimeout: 5 * time.Second, NodeID: 3, RecoverTruncate: true,
+		MaxConnections: 10, MaxConnectionsPerIP: 3, IdleTimeout: 10 * time.Minute, ReadTimeout: time.Minute, WriteTimeout: 5 * time.Second, NodeID: 3, RecoverTruncate: true,
 		MaxInflightBytes: 512 << 20, MaxFetchBytes: 55 << 20, MaxMappedQueues: 60000,
 		CheckpointInterval: 2 * time.Second, CheckpointBytes: 64 << 20,
 	}
@@ -92,6 +92,7 @@ func TestBrokerFlags(t *testing.T) {
 		{[]string{"--data-dir", "d", "--max-message-bytes", "3GiB"}, "--max-message-bytes"},
 		{[]string{"--data-dir", "d", "--default-partitions", "0"}, "--default-partitions"},
 		{[]string{"--data-dir", "d", "--max-connections", "-1"}, "--max-connections"},
+		{[]string{"--data-dir", "d", "--max-connections-per-ip", "0"}, "--max-connections-per-ip"},
 		{[]string{"--data-dir", "d", "--max-mapped-queues", "-1"}, "--max-mapped-queues"},
 		{[]string{"--data-dir", "d", "--checkpoint-interval", "0s"}, "--checkpoint-interval"},
 		{[]string{"--data-dir", "d", "--checkpoint-bytes", "0"}, "--checkpoint-bytes"},
@@ -122,7 +123,7 @@ func TestBrokerFlagsFromEnvironment(t *testing.T) {
 	for k, v := range map[string]string{
 		"UNILOG_DATA_DIR": "/env", "UNILOG_LISTEN": "127.0.0.1:1", "UNILOG_ADMIN": "127.0.0.1:2", "UNILOG_FLUSH": "sync",
 		"UNILOG_FILE_SIZE": "16MiB", "UNILOG_AUTO_CREATE_TOPICS": "true", "UNILOG_DEFAULT_PARTITIONS": "7",
-		"UNILOG_MAX_MESSAGE_BYTES": "2MiB", "UNILOG_MAX_REQUEST_BYTES": "3MiB", "UNILOG_MAX_CONNECTIONS": "5",
+		"UNILOG_MAX_MESSAGE_BYTES": "2MiB", "UNILOG_MAX_REQUEST_BYTES": "3MiB", "UNILOG_MAX_CONNECTIONS": "5", "UNILOG_MAX_CONNECTIONS_PER_IP": "4",
 		"UNILOG_READ_TIMEOUT": "2m", "UNILOG_WRITE_TIMEOUT": "3s", "UNILOG_NODE_ID": "9",
 		"UNILOG_LOG_LEVEL": "error", "UNILOG_LOG_FORMAT": "json", "UNILOG_RECOVER_TRUNCATE": "true",
 		"UNILOG_CHECKPOINT_INTERVAL": "30s", "UNILOG_CHECKPOINT_BYTES": "2GiB",
@@ -142,7 +143,7 @@ func TestBrokerFlagsFromEnvironment(t *testing.T) {
 	want := broker.Config{
 		DataDir: "/env", Listen: "127.0.0.1:1", Admin: "127.0.0.1:2", Flush: commitlog.FlushSync, FileSize: 16 << 20,
 		AutoCreateTopics: true, DefaultPartitions: 7, MaxMessageBytes: 2 << 20, MaxRequestBytes: 3 << 20,
-		MaxConnections: 5, IdleTimeout: 10 * time.Minute, ReadTimeout: 2 * time.Minute, WriteTimeout: 3 * time.Second, NodeID: 9, RecoverTruncate: true,
+		MaxConnections: 5, MaxConnectionsPerIP: 4, IdleTimeout: 10 * time.Minute, ReadTimeout: 2 * time.Minute, WriteTimeout: 3 * time.Second, NodeID: 9, RecoverTruncate: true,
 		MaxInflightBytes: 512 << 20, MaxFetchBytes: 55 << 20, CheckpointInterval: 30 * time.Second, CheckpointBytes: 2 << 30,
 	}
 	if cfg != want {

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"crypto/tls"
 	"os"
 	"path/filepath"
 	"strings"
@@ -122,5 +123,37 @@ func TestSecuredBrokerCommands(t *testing.T) {
 	cancel()
 	if r := <-done; r.err != nil {
 		t.Fatalf("broker: %v\n%s", r.err, r.stderr)
+	}
+}
+
+// TestAdminClientCAFlag: --admin-client-ca gives the admin port's TLS the
+// CA to verify client certificates with, verified when presented so that
+// probes reach /healthz (the broker refuses the other endpoints without
+// one); it needs --admin-tls.
+func TestAdminClientCAFlag(t *testing.T) {
+	ca := tlstest.NewCA(t, "admin")
+	cert, key := ca.Issue("broker")
+	tlsArgs := []string{"--data-dir", "/d", "--tls-cert", cert, "--tls-key", key, "--admin-tls"}
+	for _, tc := range []struct {
+		args []string
+		want tls.ClientAuthType
+	}{
+		{tlsArgs, tls.NoClientCert},
+		{append(tlsArgs, "--admin-client-ca", ca.File), tls.VerifyClientCertIfGiven},
+	} {
+		cfg, _, err := parsedBrokerConfig(t, tc.args...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		admin := cfg.Security.AdminTLS
+		if admin == nil {
+			t.Fatalf("%q: no admin TLS", tc.args)
+		}
+		if admin.ClientAuth != tc.want || (admin.ClientCAs != nil) != (tc.want != tls.NoClientCert) {
+			t.Fatalf("%q: admin client auth %v, client CAs set %v; want %v", tc.args, admin.ClientAuth, admin.ClientCAs != nil, tc.want)
+		}
+	}
+	if _, _, err := parsedBrokerConfig(t, "--data-dir", "/d", "--admin-client-ca", ca.File); err == nil || !strings.Contains(err.Error(), "--admin-tls") {
+		t.Fatalf("--admin-client-ca without --admin-tls: %v", err)
 	}
 }
