@@ -91,9 +91,11 @@ func startReplicaPair(t *testing.T, topic string, minInSync int) *replicaPair {
 	if err != nil {
 		t.Fatal(err)
 	}
-	go p.ld.Serve(ln)
-	t.Cleanup(p.ld.Close)
 	p.gate = newAckGate(t, ln.Addr().String())
+	// The follower dials the gate, and the leader proves itself for the
+	// address its followers dial (replication's handshake): the gate's.
+	go p.ld.Serve(dialedAs{ln, p.gate.ln.Addr()})
+	t.Cleanup(p.ld.Close)
 	createTopic(t, newClient(t, p.leader.Addr()), topic, 1)
 
 	shareMetadata(t, leaderDir, followerDir)
@@ -166,6 +168,14 @@ func newAckGate(t *testing.T, leader string) *ackGate {
 }
 
 func (g *ackGate) addr() string { return g.ln.Addr().String() }
+
+// dialedAs is a listener known to its clients by another address.
+type dialedAs struct {
+	net.Listener
+	addr net.Addr
+}
+
+func (l dialedAs) Addr() net.Addr { return l.addr }
 
 func (g *ackGate) serve() {
 	for {
