@@ -11,7 +11,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 )
 
-// Cluster is what the broker needs from a control plane (package ha,
+// Cluster is what the broker needs from a control plane (package ha/controlplane,
 // wired in by cmd/unilog): who is alive and who leads each partition. A
 // broker without one (Config.Cluster nil) is a single node leading every
 // partition.

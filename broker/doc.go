@@ -248,7 +248,7 @@
 //
 // Without Config.Cluster the broker is one node, leader of every partition,
 // advertised in Metadata as the local address of the client's connection.
-// With one (package ha behind it, wired by cmd/unilog), Metadata lists the
+// With one (package ha/controlplane behind it, wired by cmd/unilog), Metadata lists the
 // live brokers and gives each partition the leader and leader epoch of the
 // replica group that owns it (LEADER_NOT_AVAILABLE while none), and
 // Produce to a partition this broker does not lead is refused with

@@ -20,7 +20,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
-	"github.com/unilog/unilog/ha"
+	"github.com/unilog/unilog/ha/controlplane"
 	"github.com/unilog/unilog/internal/poll"
 	"github.com/unilog/unilog/internal/testnet"
 )
@@ -78,7 +78,7 @@ type brokerGroup struct {
 // flags go to every broker.
 func startBrokerGroup(t *testing.T, n int, extra ...string) *brokerGroup {
 	t.Helper()
-	srv, err := ha.StartServer(ha.ServerConfig{Name: "ha-test", Dir: t.TempDir(), Listen: "127.0.0.1:0", Logger: quietLogger()})
+	srv, err := controlplane.StartServer(controlplane.ServerConfig{Name: "ha-test", Dir: t.TempDir(), Listen: "127.0.0.1:0", Logger: quietLogger()})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -11,7 +11,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/urfave/cli/v2"
 
-	"github.com/unilog/unilog/ha"
+	"github.com/unilog/unilog/ha/controlplane"
 )
 
 func clusterCommand() *cli.Command {
@@ -31,7 +31,7 @@ only they may take over its lease.`,
 			ArgsUsage: " ",
 			Flags: []cli.Flag{
 				&cli.StringFlag{Name: "nats", Value: "nats://" + defaultNATSListen, Usage: "NATS `URLS` of the control plane", EnvVars: env("NATS")},
-				&cli.StringFlag{Name: "cluster-secret-file", Usage: "the brokers' --cluster-secret-file `FILE` (by default DATA_DIR/" + ha.SecretFileName + "), to sign in to their embedded NATS", EnvVars: env("CLUSTER_SECRET_FILE")},
+				&cli.StringFlag{Name: "cluster-secret-file", Usage: "the brokers' --cluster-secret-file `FILE` (by default DATA_DIR/" + controlplane.SecretFileName + "), to sign in to their embedded NATS", EnvVars: env("CLUSTER_SECRET_FILE")},
 				&cli.StringFlag{Name: "nats-creds", Usage: "NATS credentials `FILE`", EnvVars: env("NATS_CREDS")},
 				&cli.StringFlag{Name: "nats-nkey", Usage: "NATS nkey seed `FILE`", EnvVars: env("NATS_NKEY")},
 				&cli.DurationFlag{Name: "timeout", Value: 10 * time.Second, Usage: "give up after this long", EnvVars: env("TIMEOUT")},
@@ -42,15 +42,15 @@ only they may take over its lease.`,
 }
 
 func clusterStatus(c *cli.Context) error {
-	conn := ha.ConnConfig{URLs: c.String("nats"), Creds: c.String("nats-creds"), NKeySeed: c.String("nats-nkey"), Name: "unilog cluster status"}
+	conn := controlplane.ConnConfig{URLs: c.String("nats"), Creds: c.String("nats-creds"), NKeySeed: c.String("nats-nkey"), Name: "unilog cluster status"}
 	if path := c.String("cluster-secret-file"); path != "" {
-		secret, err := ha.ReadSecret(path)
+		secret, err := controlplane.ReadSecret(path)
 		if err != nil {
 			return fmt.Errorf("cluster status: %w", err)
 		}
 		conn.Secret = secret
 	}
-	nc, err := ha.Dial(conn)
+	nc, err := controlplane.Dial(conn)
 	if errors.Is(err, nats.ErrAuthorization) && conn.Secret == nil {
 		return fmt.Errorf("cluster status: %w (an embedded NATS admits only holders of the cluster secret: give --cluster-secret-file)", err)
 	}
@@ -60,11 +60,11 @@ func clusterStatus(c *cli.Context) error {
 	defer nc.Close()
 	ctx, cancel := context.WithTimeout(c.Context, c.Duration("timeout"))
 	defer cancel()
-	st, err := ha.ReadStatus(ctx, nc)
+	st, err := controlplane.ReadStatus(ctx, nc)
 	if err != nil {
 		return fmt.Errorf("cluster status: %w", err)
 	}
-	leaders := map[string]ha.Member{}
+	leaders := map[string]controlplane.Member{}
 	for _, l := range st.Leaders {
 		for _, m := range st.Members {
 			if m.NodeID == l.NodeID && m.ReplicaGroup == l.Group {
@@ -76,7 +76,7 @@ func clusterStatus(c *cli.Context) error {
 	fmt.Fprintln(w, "NODE\tGROUP\tROLE\tEPOCH\tADVERTISE\tLOG END\tLAG\tHEARTBEAT\tSTATE")
 	for _, m := range st.Members {
 		state := "live"
-		if m.Age >= ha.DefaultMemberDeadline {
+		if m.Age >= controlplane.DefaultMemberDeadline {
 			state = "gone"
 		}
 		lag := "-"

@@ -18,7 +18,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/unilog/unilog/broker"
-	"github.com/unilog/unilog/ha"
+	"github.com/unilog/unilog/ha/controlplane"
 	"github.com/unilog/unilog/internal/poll"
 	"github.com/unilog/unilog/internal/testnet"
 )
@@ -231,11 +231,11 @@ func TestThreeRoutedNodes(t *testing.T) {
 			t.Errorf("node %d's NATS, no credentials: %v, want an authorization violation", i+1, err)
 		}
 	}
-	secret, err := ha.ReadSecret(secretFile)
+	secret, err := controlplane.ReadSecret(secretFile)
 	if err != nil {
 		t.Fatal(err)
 	}
-	nc, err := ha.Dial(ha.ConnConfig{URLs: nodes[0].nats, Secret: secret})
+	nc, err := controlplane.Dial(controlplane.ConnConfig{URLs: nodes[0].nats, Secret: secret})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -244,7 +244,7 @@ func TestThreeRoutedNodes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	kv, err := js.KeyValue(context.Background(), ha.MetadataBucket)
+	kv, err := js.KeyValue(context.Background(), controlplane.MetadataBucket)
 	if err != nil {
 		t.Fatal(err)
 	}

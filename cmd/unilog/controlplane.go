@@ -16,7 +16,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/unilog/unilog/broker"
-	"github.com/unilog/unilog/ha"
+	"github.com/unilog/unilog/ha/controlplane"
 	"github.com/unilog/unilog/internal/fileops"
 )
 
@@ -33,11 +33,11 @@ func controlPlaneFlags() []cli.Flag {
 		&cli.StringFlag{Name: "nats", Usage: "join an external NATS, `URLS` nats://host:port,... (default: embed a NATS server)", EnvVars: env("NATS")},
 		&cli.StringFlag{Name: "nats-creds", Usage: "NATS credentials `FILE` for --nats", EnvVars: env("NATS_CREDS")},
 		&cli.StringFlag{Name: "nats-nkey", Usage: "NATS nkey seed `FILE` for --nats", EnvVars: env("NATS_NKEY")},
-		&cli.StringFlag{Name: "cluster-secret-file", Usage: "the cluster's shared secret `FILE`, created (64 hex digits, mode 0600) when missing; default DATA_DIR/" + ha.SecretFileName + ". The embedded NATS admits only clients and routes that hold it, and both ends of a replication stream prove it: give every node of a cluster the same file", EnvVars: env("CLUSTER_SECRET_FILE")},
+		&cli.StringFlag{Name: "cluster-secret-file", Usage: "the cluster's shared secret `FILE`, created (64 hex digits, mode 0600) when missing; default DATA_DIR/" + controlplane.SecretFileName + ". The embedded NATS admits only clients and routes that hold it, and both ends of a replication stream prove it: give every node of a cluster the same file", EnvVars: env("CLUSTER_SECRET_FILE")},
 		&cli.StringFlag{Name: "nats-listen", Value: defaultNATSListen, Usage: "embedded NATS client listener `HOST:PORT`", EnvVars: env("NATS_LISTEN")},
 		&cli.StringFlag{Name: "nats-cluster-listen", Usage: "embedded NATS route listener `HOST:PORT` (needed with --nats-routes)", EnvVars: env("NATS_CLUSTER_LISTEN")},
 		&cli.StringFlag{Name: "nats-routes", Usage: "route the embedded NATS to `URLS` nats-route://host:port,... (the same list on every node, itself included)", EnvVars: env("NATS_ROUTES")},
-		&cli.DurationFlag{Name: "lease-duration", Value: ha.DefaultLeaseDuration, Usage: "how long an unrenewed leader lease stands; the leader steps down 2/3 of the way in. Longer rides out a NATS server's loss (its streams re-elect in seconds), shorter fails over sooner", EnvVars: env("LEASE_DURATION")},
+		&cli.DurationFlag{Name: "lease-duration", Value: controlplane.DefaultLeaseDuration, Usage: "how long an unrenewed leader lease stands; the leader steps down 2/3 of the way in. Longer rides out a NATS server's loss (its streams re-elect in seconds), shorter fails over sooner", EnvVars: env("LEASE_DURATION")},
 		&cli.IntFlag{Name: "nats-replicas", Usage: "replicas of the control plane's buckets (0: 3 when the NATS cluster has 3 or more servers, else 1)", EnvVars: env("NATS_REPLICAS")},
 	}, replicationFlags()...)
 }
@@ -45,8 +45,8 @@ func controlPlaneFlags() []cli.Flag {
 // controlPlane is the embedded NATS server (if any) and this node's
 // membership in the control plane.
 type controlPlane struct {
-	srv  *ha.Server
-	node *ha.Node
+	srv  *controlplane.Server
+	node *controlplane.Node
 	repl *replicator
 	url  string
 	log  logrus.FieldLogger
@@ -79,9 +79,9 @@ func startControlPlane(c *cli.Context, cfg *broker.Config) (*controlPlane, error
 	}
 	secretFile := c.String("cluster-secret-file")
 	if secretFile == "" {
-		secretFile = filepath.Join(cfg.DataDir, ha.SecretFileName)
+		secretFile = filepath.Join(cfg.DataDir, controlplane.SecretFileName)
 	}
-	secret, err := ha.LoadSecret(secretFile)
+	secret, err := controlplane.LoadSecret(secretFile)
 	if err != nil {
 		return nil, fmt.Errorf("--cluster-secret-file: %w", err)
 	}
@@ -92,13 +92,13 @@ func startControlPlane(c *cli.Context, cfg *broker.Config) (*controlPlane, error
 	}
 	// Without credentials of its own, an external NATS may be another
 	// node's embedded one: the secret signs in there.
-	conn := ha.ConnConfig{URLs: external, Creds: c.String("nats-creds"), NKeySeed: c.String("nats-nkey")}
+	conn := controlplane.ConnConfig{URLs: external, Creds: c.String("nats-creds"), NKeySeed: c.String("nats-nkey")}
 	if conn.Creds == "" && conn.NKeySeed == "" {
 		conn.Secret = secret
 	}
 	replicas := c.Int("nats-replicas")
 	if cp.url == "" {
-		cp.srv, err = ha.StartServer(ha.ServerConfig{
+		cp.srv, err = controlplane.StartServer(controlplane.ServerConfig{
 			Name:          fmt.Sprintf("unilog-%d", cfg.NodeID),
 			Dir:           filepath.Join(cfg.DataDir, "nats"),
 			Listen:        c.String("nats-listen"),
@@ -112,12 +112,12 @@ func startControlPlane(c *cli.Context, cfg *broker.Config) (*controlPlane, error
 			return nil, err
 		}
 		cp.url = cp.srv.ClientURL()
-		conn = ha.ConnConfig{URLs: cp.url, Secret: secret}
+		conn = controlplane.ConnConfig{URLs: cp.url, Secret: secret}
 		if replicas == 0 {
 			replicas = embeddedReplicas(routes, c.String("nats-cluster-listen"))
 		}
 	}
-	cp.node, err = ha.Start(ha.Config{
+	cp.node, err = controlplane.Start(controlplane.Config{
 		Conn:         conn,
 		Replicas:     replicas,
 		NodeID:       cfg.NodeID,
@@ -128,9 +128,9 @@ func startControlPlane(c *cli.Context, cfg *broker.Config) (*controlPlane, error
 		OnRoleChange:    cp.repl.roleChanged,
 		Eligible:        cp.repl.eligible,
 		// The epochs acted on and reserved outlive the buckets' word.
-		Epochs: ha.NewEpochFile(filepath.Join(cfg.DataDir, ha.EpochFileName)),
+		Epochs: controlplane.NewEpochFile(filepath.Join(cfg.DataDir, controlplane.EpochFileName)),
 		// Renew twice or more before stepping down, with a third of the
-		// lease as the safety margin (see the ha package doc).
+		// lease as the safety margin (see the controlplane package doc).
 		LeaseDuration: c.Duration("lease-duration"),
 		RenewDeadline: c.Duration("lease-duration") * 2 / 3,
 		RetryPeriod:   c.Duration("lease-duration") / 6,
@@ -157,7 +157,7 @@ func startControlPlane(c *cli.Context, cfg *broker.Config) (*controlPlane, error
 // on the watch goroutine: the deletion is done before a re-creation under
 // the same name is applied.
 func (cp *controlPlane) dropRemoteDeletes(b *broker.Broker) {
-	cp.node.Metadata().OnChange(func(ev ha.TopicEvent) {
+	cp.node.Metadata().OnChange(func(ev controlplane.TopicEvent) {
 		if !ev.Deleted || !ev.Remote {
 			return
 		}
@@ -203,7 +203,7 @@ const importedSuffix = ".imported"
 // deleted, and the dispatcher stops indexing the records of deleted
 // topics. A control plane that already has topics (another node created
 // them) is not merged into.
-func importFileMetadata(dir string, m *ha.Metadata, log logrus.FieldLogger) error {
+func importFileMetadata(dir string, m *controlplane.Metadata, log logrus.FieldLogger) error {
 	path := filepath.Join(dir, broker.MetadataFileName)
 	if _, err := os.Stat(path); errors.Is(err, os.ErrNotExist) || len(m.Topics()) > 0 {
 		return nil
@@ -239,9 +239,9 @@ func importFileMetadata(dir string, m *ha.Metadata, log logrus.FieldLogger) erro
 }
 
 // haMetadata is the broker's MetadataStore over the control plane's.
-type haMetadata struct{ m *ha.Metadata }
+type haMetadata struct{ m *controlplane.Metadata }
 
-func toTopicMeta(t ha.Topic) broker.TopicMeta {
+func toTopicMeta(t controlplane.Topic) broker.TopicMeta {
 	return broker.TopicMeta{Name: t.Name, ID: t.ID, Partitions: t.Partitions, CreatedMs: t.CreatedMs, UntaggedRecords: t.UntaggedRecords}
 }
 
@@ -260,7 +260,7 @@ func (s haMetadata) Topic(name string) (broker.TopicMeta, bool) {
 }
 
 func (s haMetadata) CreateTopic(t broker.TopicMeta) error {
-	return brokerError(s.m.CreateTopic(ha.Topic{Name: t.Name, ID: t.ID, Partitions: t.Partitions, CreatedMs: t.CreatedMs, UntaggedRecords: t.UntaggedRecords}))
+	return brokerError(s.m.CreateTopic(controlplane.Topic{Name: t.Name, ID: t.ID, Partitions: t.Partitions, CreatedMs: t.CreatedMs, UntaggedRecords: t.UntaggedRecords}))
 }
 
 func (s haMetadata) DeleteTopic(name string) error { return brokerError(s.m.DeleteTopic(name)) }
@@ -277,9 +277,9 @@ func (s haMetadata) Close() error { return nil }
 // brokerError maps the control plane's sentinels onto the broker's.
 func brokerError(err error) error {
 	switch {
-	case errors.Is(err, ha.ErrTopicExists):
+	case errors.Is(err, controlplane.ErrTopicExists):
 		return fmt.Errorf("%w: %w", broker.ErrTopicExists, err)
-	case errors.Is(err, ha.ErrUnknownTopic):
+	case errors.Is(err, controlplane.ErrUnknownTopic):
 		return fmt.Errorf("%w: %w", broker.ErrUnknownTopic, err)
 	}
 	return err
@@ -287,7 +287,7 @@ func brokerError(err error) error {
 
 // haCluster is the broker's Cluster over the control plane node.
 type haCluster struct {
-	n *ha.Node
+	n *controlplane.Node
 	r *replicator
 }
 
@@ -308,7 +308,7 @@ func (c haCluster) Brokers() []broker.ClusterBroker {
 	return out
 }
 
-func clusterBroker(m ha.Member) broker.ClusterBroker {
+func clusterBroker(m controlplane.Member) broker.ClusterBroker {
 	host, port, err := net.SplitHostPort(m.Advertise)
 	if err != nil {
 		return broker.ClusterBroker{NodeID: m.NodeID}
@@ -330,7 +330,7 @@ func (c haCluster) PartitionLeader(topic string, partition int32) (int32, int32,
 // sync the leader with the followers its member record names in sync
 // (the set it publishes before its high watermark passes a dropped one).
 func (c haCluster) Replicas(leader int32) (replicas, isr []int32) {
-	lm, ok := ha.Member{}, false
+	lm, ok := controlplane.Member{}, false
 	if self := c.n.Self(); self.NodeID == leader {
 		lm, ok = self, true
 	}
@@ -365,7 +365,7 @@ func (c haCluster) Status() broker.NodeStatus {
 // leaseReadMetrics export the lease reads that failed or were ignored: a
 // node that cannot read its group's lease cannot take it over when it
 // lapses, and one that ignores what it read says why in its log.
-type leaseReadMetrics struct{ e *ha.Elector }
+type leaseReadMetrics struct{ e *controlplane.Elector }
 
 var (
 	leaseReadErrorsDesc = prometheus.NewDesc("unilog_lease_read_errors_total",

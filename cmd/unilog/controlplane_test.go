@@ -20,7 +20,7 @@ import (
 
 	"github.com/unilog/unilog/broker"
 	"github.com/unilog/unilog/commitlog"
-	"github.com/unilog/unilog/ha"
+	"github.com/unilog/unilog/ha/controlplane"
 	"github.com/unilog/unilog/ha/replication"
 	"github.com/unilog/unilog/internal/poll"
 	"github.com/unilog/unilog/internal/testnet"
@@ -121,7 +121,7 @@ func TestDefaultControlPlaneAdmitsOnlyTheSecret(t *testing.T) {
 	out, done := startBrokerCommand(ctx, t, "--data-dir", dir, "--listen", "127.0.0.1:0", "--admin", "", "--file-size", "8MiB",
 		"--replication-listen", replAddr)
 	url := controlPlaneLine.FindStringSubmatch(out)[1]
-	secretFile := filepath.Join(dir, ha.SecretFileName)
+	secretFile := filepath.Join(dir, controlplane.SecretFileName)
 	if st, err := os.Stat(secretFile); err != nil || st.Mode().Perm() != 0o600 {
 		t.Fatalf("secret file %s: %v; want mode 0600", secretFile, err)
 	}
@@ -188,11 +188,11 @@ func TestForgedLeaseNotFollowed(t *testing.T) {
 	}
 	poll.True(t, "the node to lead", leading(0))
 
-	secret, err := ha.ReadSecret(os.Getenv(clusterSecretEnv))
+	secret, err := controlplane.ReadSecret(os.Getenv(clusterSecretEnv))
 	if err != nil {
 		t.Fatal(err)
 	}
-	nc, err := ha.Dial(ha.ConnConfig{URLs: controlPlaneLine.FindStringSubmatch(out)[1], Secret: secret})
+	nc, err := controlplane.Dial(controlplane.ConnConfig{URLs: controlPlaneLine.FindStringSubmatch(out)[1], Secret: secret})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -201,7 +201,7 @@ func TestForgedLeaseNotFollowed(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	leases, err := js.KeyValue(ctx, ha.LeasesBucket)
+	leases, err := js.KeyValue(ctx, controlplane.LeasesBucket)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -254,7 +254,7 @@ func TestForgedLeaseNotFollowed(t *testing.T) {
 	}
 }
 
-// framedValue frames a control plane value as the ha package doc says:
+// framedValue frames a control plane value as the controlplane package doc says:
 // version 1, the body's CRC32C, the JSON body.
 func framedValue(t *testing.T, body string) []byte {
 	t.Helper()

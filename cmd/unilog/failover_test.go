@@ -22,7 +22,7 @@ import (
 
 	"github.com/unilog/unilog/broker"
 	"github.com/unilog/unilog/commitlog"
-	"github.com/unilog/unilog/ha"
+	"github.com/unilog/unilog/ha/controlplane"
 	"github.com/unilog/unilog/internal/poll"
 	"github.com/unilog/unilog/internal/testnet"
 )
@@ -94,9 +94,9 @@ func tail(path string) string {
 // startReplicaGroup starts a NATS server and three broker processes in
 // one replica group on it, with args added to each; they stop, and their
 // logs are shown if the test failed, when it ends.
-func startReplicaGroup(t *testing.T, args ...string) (*ha.Server, []*brokerProcess) {
+func startReplicaGroup(t *testing.T, args ...string) (*controlplane.Server, []*brokerProcess) {
 	t.Helper()
-	srv, err := ha.StartServer(ha.ServerConfig{Name: "group-test", Dir: t.TempDir(), Listen: "127.0.0.1:0", Logger: quietLogger()})
+	srv, err := controlplane.StartServer(controlplane.ServerConfig{Name: "group-test", Dir: t.TempDir(), Listen: "127.0.0.1:0", Logger: quietLogger()})
 	if err != nil {
 		t.Fatal(err)
 	}

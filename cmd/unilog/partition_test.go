@@ -87,7 +87,7 @@ func (w *pinnedWriter) snapshot() ([]pinnedAck, []time.Time) {
 // control plane while its clients and followers still reach it. Its lease
 // lapses: it must stop accepting writes (RenewDeadline after its last
 // renewal) before a follower can take the lease (LeaseDuration after it
-// last saw that renewal; see the ha package doc). A writer pinned to each
+// last saw that renewal; see the controlplane package doc). A writer pinned to each
 // node shows it: the old leader's last acknowledgement arrives before the
 // new leader's first accepted write was even sent. Nothing the old leader
 // acknowledged is lost, and once reconnected it follows.

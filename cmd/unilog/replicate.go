@@ -18,7 +18,7 @@ import (
 	"github.com/unilog/unilog/broker"
 	"github.com/unilog/unilog/commitlog"
 	"github.com/unilog/unilog/dispatcher"
-	"github.com/unilog/unilog/ha"
+	"github.com/unilog/unilog/ha/controlplane"
 	"github.com/unilog/unilog/ha/replication"
 	"github.com/unilog/unilog/internal/tlsconf"
 )
@@ -100,7 +100,7 @@ type replicator struct {
 	log      logrus.FieldLogger
 	ln       net.Listener
 
-	node atomic.Pointer[ha.Node] // set once the control plane started
+	node atomic.Pointer[controlplane.Node] // set once the control plane started
 
 	// Set by attach, once the broker opened the data directory.
 	b        *broker.Broker
@@ -110,7 +110,7 @@ type replicator struct {
 	attached chan struct{}
 
 	mu       sync.Mutex
-	want     ha.LeaseState
+	want     controlplane.LeaseState
 	leader   *replication.Leader // while leading, from the epoch start on
 	epoch    uint64              // the epoch writes are taken under; 0: none
 	roleCh   chan struct{}       // closed and replaced on every role change
@@ -186,16 +186,16 @@ func (r *replicator) attach(b *broker.Broker) error {
 
 // roleChanged is the elector's OnChange. Writes stop here, at once, when
 // leadership ends; the rest of the change happens on run's goroutine.
-func (r *replicator) roleChanged(s ha.LeaseState) {
+func (r *replicator) roleChanged(s controlplane.LeaseState) {
 	r.mu.Lock()
 	r.want = s
 	wasLeading := r.leader != nil
-	if s.Role != ha.RoleLeader || s.Epoch != r.epoch {
+	if s.Role != controlplane.RoleLeader || s.Epoch != r.epoch {
 		r.epoch = 0
 	}
 	r.roleChangedLocked()
 	r.mu.Unlock()
-	if s.Role != ha.RoleLeader && wasLeading {
+	if s.Role != controlplane.RoleLeader && wasLeading {
 		r.b.Demote()
 	}
 	r.nudge()
@@ -213,7 +213,7 @@ func (r *replicator) settle(max time.Duration) {
 	timeout := time.After(max)
 	for {
 		r.mu.Lock()
-		done := r.epoch != 0 || r.want.Role == ha.RoleFollower && r.want.Leader >= 0 && r.want.Leader != r.self
+		done := r.epoch != 0 || r.want.Role == controlplane.RoleFollower && r.want.Leader >= 0 && r.want.Leader != r.self
 		ch := r.roleCh
 		r.mu.Unlock()
 		if done {
@@ -255,7 +255,7 @@ func (r *replicator) writable(epoch uint64) bool {
 func (r *replicator) run() {
 	defer close(r.done)
 	var (
-		cur        = ha.LeaseState{Leader: -1}
+		cur        = controlplane.LeaseState{Leader: -1}
 		stopFollow func()
 		retry      <-chan time.Time
 		isrTick    = time.NewTicker(250 * time.Millisecond)
@@ -288,7 +288,7 @@ func (r *replicator) run() {
 		if s == cur {
 			continue
 		}
-		if s.Role == ha.RoleLeader {
+		if s.Role == controlplane.RoleLeader {
 			endFollow()
 			if err := r.lead(s.Epoch); err != nil {
 				r.log.WithError(err).WithField("epoch", s.Epoch).Error("cannot lead: not taking writes; retrying")
@@ -340,7 +340,7 @@ func (r *replicator) lead(epoch uint64) error {
 		Logger: r.log,
 	})
 	r.mu.Lock()
-	if r.want.Role != ha.RoleLeader || r.want.Epoch != epoch {
+	if r.want.Role != controlplane.RoleLeader || r.want.Epoch != epoch {
 		// Deposed meanwhile: run sees the newer state next.
 		r.mu.Unlock()
 		l.Close()
@@ -398,7 +398,7 @@ func (r *replicator) fenced(newer int64) {
 
 // startFollowing replicates from the leader of s until the returned
 // function is called (which waits for the follower to stop).
-func (r *replicator) startFollowing(s ha.LeaseState) func() {
+func (r *replicator) startFollowing(s controlplane.LeaseState) func() {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() {
@@ -416,7 +416,7 @@ func (r *replicator) startFollowing(s ha.LeaseState) func() {
 // record advertises in this replica group: a lease naming a node that is
 // no member of it (written by something that is not a node) is not
 // followed anywhere, and said so once.
-func (r *replicator) follow(ctx context.Context, s ha.LeaseState) {
+func (r *replicator) follow(ctx context.Context, s controlplane.LeaseState) {
 	const minBackoff, maxBackoff = 50 * time.Millisecond, 2 * time.Second
 	backoff := minBackoff
 	var lastErr string
@@ -497,7 +497,7 @@ func (r *replicator) noteISR() {
 		return
 	}
 	m, ok := r.node.Load().Member(st.Leader)
-	if !ok || m.Role != ha.RoleLeader.String() || m.Epoch != st.Epoch {
+	if !ok || m.Role != controlplane.RoleLeader.String() || m.Epoch != st.Epoch {
 		return
 	}
 	r.mu.Lock()

@@ -8,7 +8,7 @@ import (
 	"syscall"
 	"testing"
 
-	"github.com/unilog/unilog/ha"
+	"github.com/unilog/unilog/ha/controlplane"
 	"github.com/unilog/unilog/internal/poll"
 	"github.com/unilog/unilog/internal/testnet"
 	"github.com/unilog/unilog/internal/tlsconf/tlstest"
@@ -19,7 +19,7 @@ import (
 // in-sync follower; one whose name is not among --replication-peers never
 // does.
 func TestReplicationTLS(t *testing.T) {
-	srv, err := ha.StartServer(ha.ServerConfig{Name: "replication-tls-test", Dir: t.TempDir(), Listen: "127.0.0.1:0", Logger: quietLogger()})
+	srv, err := controlplane.StartServer(controlplane.ServerConfig{Name: "replication-tls-test", Dir: t.TempDir(), Listen: "127.0.0.1:0", Logger: quietLogger()})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,5 +1,5 @@
 // Package clock is the time source of the timeouts tests must drive
-// without sleeping: leader leases and membership deadlines (package ha)
+// without sleeping: leader leases and membership deadlines (package ha/controlplane)
 // and group session and rebalance timeouts (package group). Production
 // code uses System; tests use clocktest.Fake.
 package clock

@@ -1,4 +1,4 @@
-package ha
+package controlplane
 
 import (
 	"bytes"

@@ -1,4 +1,4 @@
-// Package ha is unilog's control plane: which nodes are alive, which node
+// Package controlplane is unilog's control plane: which nodes are alive, which node
 // leads each replica group and under which epoch, and the cluster metadata
 // (topics, their partitions and the replica group owning each). It keeps
 // all of it in NATS JetStream key-value buckets, an existing replicated
@@ -139,4 +139,4 @@
 // heartbeat never overwrites a newer published set. Node.Member returns a node's last record even once
 // it stopped heartbeating, so the followers of a dead leader still know
 // which of them were in sync with it.
-package ha
+package controlplane
