@@ -14,6 +14,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 
 	"github.com/unilog/unilog/dispatcher"
+	"github.com/unilog/unilog/ha/replication"
 )
 
 // Replication is what the broker needs from the data plane (package
@@ -40,22 +41,15 @@ type Replication interface {
 	Followers() []ReplicaStatus
 }
 
-// ReplicaStatus is one follower as its leader sees it.
-type ReplicaStatus struct {
-	Node      string `json:"node"`
-	End       int64  `json:"end"`
-	Flushed   int64  `json:"flushed"`
-	InSync    bool   `json:"in_sync"`
-	Connected bool   `json:"connected"`
-	// LagBytes is how far the follower's end is behind the leader's.
-	LagBytes int64 `json:"lag_bytes"`
-}
+// ReplicaStatus is one follower as its leader sees it (LagBytes: how far
+// its end is behind the leader's).
+type ReplicaStatus = replication.FollowerStatus
 
 var (
-	// ErrNotEnoughReplicas: fewer followers than required are in sync.
-	ErrNotEnoughReplicas = errors.New("broker: not enough in-sync replicas")
+	// ErrNotEnoughReplicas: fewer replicas than required are in sync.
+	ErrNotEnoughReplicas = replication.ErrNotEnoughReplicas
 	// ErrNotLeader: this node stopped leading while a write waited.
-	ErrNotLeader = errors.New("broker: not the leader")
+	ErrNotLeader = replication.ErrNotLeader
 )
 
 // checkInSync refuses an acks=-1 write under sync replication before it is

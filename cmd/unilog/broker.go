@@ -165,12 +165,12 @@ func runBroker(c *cli.Context) error {
 		cp.close()
 		return err
 	}
-	if err := cp.repl.attach(b); err != nil {
+	if err := cp.repl.Attach(b, b.Dispatcher()); err != nil {
 		b.Close()
 		cp.close()
 		return fmt.Errorf("broker: replication: %w", err)
 	}
-	cp.repl.settle(c.Duration("lease-duration"))
+	cp.repl.Settle(c.Duration("lease-duration"))
 	cp.dropRemoteDeletes(b)
 	cp.node.SetLogEndOffset(b.LogEndOffset)
 	if c.String("advertise") == "" {

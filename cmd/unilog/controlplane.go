@@ -17,6 +17,7 @@ import (
 
 	"github.com/unilog/unilog/broker"
 	"github.com/unilog/unilog/ha/controlplane"
+	"github.com/unilog/unilog/ha/replication"
 	"github.com/unilog/unilog/internal/fileops"
 )
 
@@ -47,7 +48,7 @@ func controlPlaneFlags() []cli.Flag {
 type controlPlane struct {
 	srv  *controlplane.Server
 	node *controlplane.Node
-	repl *replicator
+	repl *replication.Role
 	url  string
 	log  logrus.FieldLogger
 }
@@ -87,8 +88,8 @@ func startControlPlane(c *cli.Context, cfg *broker.Config) (*controlPlane, error
 	}
 	rc.key = secret.ReplicationKey()
 	cp := &controlPlane{url: external, log: cfg.Logger}
-	if cp.repl, err = newReplicator(rc, *cfg, c.String("replica-group")); err != nil {
-		return nil, err
+	if cp.repl, err = replication.NewRole(rc.role(*cfg, c.String("replica-group"))); err != nil {
+		return nil, fmt.Errorf("--replication-listen: %w", err)
 	}
 	// Without credentials of its own, an external NATS may be another
 	// node's embedded one: the secret signs in there.
@@ -124,9 +125,9 @@ func startControlPlane(c *cli.Context, cfg *broker.Config) (*controlPlane, error
 		ReplicaGroup: c.String("replica-group"),
 		Advertise:    advertise,
 		// Followers find the leader's log here.
-		ReplicationAddr: cp.repl.addr(),
-		OnRoleChange:    cp.repl.roleChanged,
-		Eligible:        cp.repl.eligible,
+		ReplicationAddr: cp.repl.Addr(),
+		OnRoleChange:    cp.repl.RoleChanged,
+		Eligible:        cp.repl.Eligible,
 		// The epochs acted on and reserved outlive the buckets' word.
 		Epochs: controlplane.NewEpochFile(filepath.Join(cfg.DataDir, controlplane.EpochFileName)),
 		// Renew twice or more before stepping down, with a third of the
@@ -140,7 +141,7 @@ func startControlPlane(c *cli.Context, cfg *broker.Config) (*controlPlane, error
 		cp.close()
 		return nil, err
 	}
-	cp.repl.node.Store(cp.node)
+	cp.repl.SetNode(cp.node)
 	if err := importFileMetadata(cfg.DataDir, cp.node.Metadata(), cfg.Logger); err != nil {
 		cp.close()
 		return nil, err
@@ -184,7 +185,7 @@ func embeddedReplicas(routes []string, self string) int {
 // stops the embedded server.
 func (cp *controlPlane) close() {
 	if cp.repl != nil {
-		cp.repl.close()
+		cp.repl.Close()
 	}
 	if cp.node != nil {
 		cp.node.Close()
@@ -288,7 +289,7 @@ func brokerError(err error) error {
 // haCluster is the broker's Cluster over the control plane node.
 type haCluster struct {
 	n *controlplane.Node
-	r *replicator
+	r *replication.Role
 }
 
 func (c haCluster) Brokers() []broker.ClusterBroker {
@@ -319,7 +320,7 @@ func clusterBroker(m controlplane.Member) broker.ClusterBroker {
 
 func (c haCluster) PartitionLeader(topic string, partition int32) (int32, int32, bool) {
 	m, epoch, ok := c.n.PartitionLeader(topic, partition)
-	if ok && m.NodeID == c.r.self && !c.r.writable(epoch) {
+	if ok && m.NodeID == c.n.Self().NodeID && !c.r.Writable(epoch) {
 		// Leading, but the epoch's start is not recorded yet.
 		return 0, 0, false
 	}

@@ -1,31 +1,10 @@
 package main
 
 import (
-	"slices"
 	"testing"
 
 	"github.com/urfave/cli/v2"
 )
-
-// TestMayLead: only a follower the last leader had in sync takes its
-// lease, the most caught-up one first, ties to the lowest node id.
-// TestNodeIDs: the published set is the followers' node ids; a name that
-// is not one is left out, as MayLead could never elect it.
-func TestNodeIDs(t *testing.T) {
-	for _, tc := range []struct {
-		nodes []string
-		want  []int32
-	}{
-		{nil, nil},
-		{[]string{}, nil},
-		{[]string{"2", "3"}, []int32{2, 3}},
-		{[]string{"2", "/var/lib/unilog", "99999999999"}, []int32{2}},
-	} {
-		if got := nodeIDs(tc.nodes); !slices.Equal(got, tc.want) {
-			t.Fatalf("nodeIDs(%q) = %v, want %v", tc.nodes, got, tc.want)
-		}
-	}
-}
 
 // TestMinInSyncFlag: --min-insync counts the leader, as Kafka's
 // min.insync.replicas: 1 (the leader alone) by default, never less.

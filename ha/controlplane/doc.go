@@ -127,7 +127,8 @@
 //
 // # For the data plane
 //
-// Elector is the replica group API the replicator and the broker use:
+// Elector is the replica group API the replica role (replication.Role)
+// and the broker use:
 // State gives the role, the epoch and the leader; Leading(epoch) is the
 // check a write path makes before accepting under an epoch; Eligible gates
 // who may contend (an out-of-sync follower must not); Member carries the

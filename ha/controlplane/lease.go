@@ -32,7 +32,7 @@ func (r Role) String() string {
 }
 
 // LeaseState is a node's view of its replica group: what the broker and the
-// replicator act on. Epoch and Leader describe the newest lease this node
+// replica role (replication.Role) act on. Epoch and Leader describe the newest lease this node
 // has seen (its own while it leads); Leader is -1 while none is known.
 type LeaseState struct {
 	Group  string

@@ -2,6 +2,8 @@ package replication
 
 import "testing"
 
+// TestMayLead: only a follower the last leader had in sync takes its
+// lease, the most caught-up one first, ties to the lowest node id.
 func TestMayLead(t *testing.T) {
 	peer := func(id int32, group string, end int64) Candidate {
 		return Candidate{Node: id, Group: group, LogEnd: end}

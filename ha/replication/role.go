@@ -1,0 +1,592 @@
+package replication
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"math"
+	"net"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/sirupsen/logrus"
+
+	"github.com/unilog/unilog/commitlog"
+	"github.com/unilog/unilog/dispatcher"
+	"github.com/unilog/unilog/ha/controlplane"
+)
+
+// ErrNotLeader is returned by a Role's waits and checks once the node no
+// longer leads (deposed, fenced, or closed meanwhile).
+var ErrNotLeader = errors.New("replication: not the leader")
+
+// RoleConfig configures a node's replica role.
+type RoleConfig struct {
+	Node  int32  // this node's id
+	Group string // its replica group
+	// Listen is the replication listener's address, advertised to the
+	// group's followers.
+	Listen string
+	// MinInSync and Durable are the LeaderConfig's while leading; Durable
+	// also makes a follower acknowledge only what it flushed.
+	MinInSync int
+	Durable   bool
+	// Key is what both ends of a stream prove they hold.
+	Key []byte
+	// ServerTLS and ClientTLS: mutual TLS for the stream; nil is plaintext.
+	ServerTLS, ClientTLS *tls.Config
+	Logger               logrus.FieldLogger
+}
+
+// Host is the broker side of the role: what happens to the node's own
+// state when it starts or stops taking writes, and the follower's changes
+// to its log.
+type Host interface {
+	// Promote makes the node ready to take writes (producer state caught
+	// up); Demote stops them at once.
+	Promote(ctx context.Context) error
+	Demote()
+	// TruncateLog and RestartLog are the Follower's Truncate and Restart.
+	TruncateLog(to int64) error
+	RestartLog(at int64, next []commitlog.PartitionOffset) error
+}
+
+// Role runs this node's part of its replica group's data plane: a Leader
+// while the node holds the group's lease, a Follower of the lease holder
+// otherwise. It is what the broker waits on for replicated writes (it has
+// the broker's Replication methods), and it decides who may take a lapsed
+// lease (Eligible, MayLead's rule).
+type Role struct {
+	cfg RoleConfig
+	log logrus.FieldLogger
+	ln  net.Listener
+
+	node atomic.Pointer[controlplane.Node] // set once the control plane started
+
+	// Set by Attach, once the broker opened the data directory.
+	b        Host
+	d        *dispatcher.Dispatcher
+	epochs   *commitlog.Epochs
+	follower *Follower
+	attached chan struct{}
+
+	mu       sync.Mutex
+	want     controlplane.LeaseState
+	leader   *Leader       // while leading, from the epoch start on
+	epoch    uint64        // the epoch writes are taken under; 0: none
+	roleCh   chan struct{} // closed and replaced on every role change
+	isr      []int32       // the current leader's in-sync set, as last seen
+	isrEpoch uint64        // its epoch; 0: none seen
+	term     *termListener // the leadership term's view of ln
+
+	kick   chan struct{}
+	stop   chan struct{}
+	done   chan struct{}
+	closed sync.Once
+}
+
+// NewRole binds the replication listener, so the address it advertises
+// is known before the node joins the control plane.
+func NewRole(cfg RoleConfig) (*Role, error) {
+	ln, err := net.Listen("tcp", cfg.Listen)
+	if err != nil {
+		return nil, fmt.Errorf("replication: listen %s: %w", cfg.Listen, err)
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = logrus.StandardLogger()
+	}
+	r := &Role{
+		cfg: cfg, ln: ln,
+		log:      cfg.Logger.WithField("component", "replicator"),
+		attached: make(chan struct{}),
+		roleCh:   make(chan struct{}),
+		kick:     make(chan struct{}, 1),
+		stop:     make(chan struct{}),
+		done:     make(chan struct{}),
+	}
+	r.want.Leader = -1
+	return r, nil
+}
+
+// Addr is the replication address to advertise.
+func (r *Role) Addr() string { return r.ln.Addr().String() }
+
+// SetNode gives the role the control plane node it takes part through,
+// once it started (its OnRoleChange and Eligible are the role's).
+func (r *Role) SetNode(n *controlplane.Node) { r.node.Store(n) }
+
+// Attach starts replicating into the data directory d of the broker h.
+func (r *Role) Attach(h Host, d *dispatcher.Dispatcher) error {
+	r.b, r.d = h, d
+	if r.d == nil {
+		return errors.New("replication needs the broker's own data directory")
+	}
+	var err error
+	if r.epochs, err = commitlog.OpenEpochs(r.d.Log().Dir()); err != nil {
+		return err
+	}
+	r.follower = NewFollower(FollowerConfig{
+		Node:     strconv.Itoa(int(r.cfg.Node)),
+		Log:      r.d.Log(),
+		Epochs:   r.epochs,
+		FileSize: r.d.Log().Options().FileSize,
+		Truncate: r.b.TruncateLog,
+		Restart:  r.b.RestartLog,
+		Durable:  r.cfg.Durable,
+		Key:      r.cfg.Key,
+		TLS:      r.cfg.ClientTLS,
+		Logger:   r.log,
+	})
+	r.node.Load().SetInSync(r.inSync)
+	r.mu.Lock()
+	r.want = r.node.Load().Elector().State()
+	r.mu.Unlock()
+	close(r.attached)
+	go r.accept()
+	go r.run()
+	r.nudge()
+	// Eligible may have just turned true: contend now, not a period later.
+	r.node.Load().Elector().Nudge()
+	return nil
+}
+
+// RoleChanged is the elector's OnChange. Writes stop here, at once, when
+// leadership ends; the rest of the change happens on run's goroutine.
+func (r *Role) RoleChanged(s controlplane.LeaseState) {
+	r.mu.Lock()
+	r.want = s
+	wasLeading := r.leader != nil
+	if s.Role != controlplane.RoleLeader || s.Epoch != r.epoch {
+		r.epoch = 0
+	}
+	r.roleChangedLocked()
+	r.mu.Unlock()
+	if s.Role != controlplane.RoleLeader && wasLeading {
+		r.b.Demote()
+	}
+	r.nudge()
+}
+
+// roleChangedLocked wakes whoever waits on the role (Changed, Settle).
+func (r *Role) roleChangedLocked() {
+	close(r.roleCh)
+	r.roleCh = make(chan struct{})
+}
+
+// Settle waits, at most max, until this node takes writes or knows the
+// leader to follow, so `unilog broker` says it listens once it serves.
+func (r *Role) Settle(max time.Duration) {
+	timeout := time.After(max)
+	for {
+		r.mu.Lock()
+		done := r.epoch != 0 || r.want.Role == controlplane.RoleFollower && r.want.Leader >= 0 && r.want.Leader != r.cfg.Node
+		ch := r.roleCh
+		r.mu.Unlock()
+		if done {
+			return
+		}
+		select {
+		case <-ch:
+		case <-timeout:
+			return
+		}
+	}
+}
+
+func (r *Role) nudge() {
+	select {
+	case r.kick <- struct{}{}:
+	default:
+	}
+}
+
+func (r *Role) isAttached() bool {
+	select {
+	case <-r.attached:
+		return true
+	default:
+		return false
+	}
+}
+
+// Writable reports whether this node takes writes under epoch: it leads
+// it and the epoch's start is in the epoch file.
+func (r *Role) Writable(epoch uint64) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return epoch != 0 && r.epoch == epoch
+}
+
+// run applies role changes one at a time and keeps following.
+func (r *Role) run() {
+	defer close(r.done)
+	var (
+		cur        = controlplane.LeaseState{Leader: -1}
+		stopFollow func()
+		retry      <-chan time.Time
+		isrTick    = time.NewTicker(250 * time.Millisecond)
+	)
+	defer isrTick.Stop()
+	endFollow := func() {
+		if stopFollow != nil {
+			stopFollow()
+			stopFollow = nil
+		}
+	}
+	defer func() {
+		endFollow()
+		r.stepDown()
+	}()
+	for {
+		select {
+		case <-r.stop:
+			return
+		case <-isrTick.C:
+			r.noteISR()
+			continue
+		case <-retry:
+		case <-r.kick:
+		}
+		retry = nil
+		r.mu.Lock()
+		s := r.want
+		r.mu.Unlock()
+		if s == cur {
+			continue
+		}
+		if s.Role == controlplane.RoleLeader {
+			endFollow()
+			if err := r.lead(s.Epoch); err != nil {
+				r.log.WithError(err).WithField("epoch", s.Epoch).Error("cannot lead: not taking writes; retrying")
+				retry = time.After(time.Second)
+				continue
+			}
+		} else {
+			r.stepDown()
+			endFollow()
+			if s.Leader >= 0 && s.Leader != r.cfg.Node {
+				// Its log may be truncated from here on.
+				r.b.Demote()
+				stopFollow = r.startFollowing(s)
+			}
+		}
+		cur = s
+	}
+}
+
+// lead starts a leadership term: the epoch's start goes into the epoch
+// file before any write, the state followers did not keep is rebuilt,
+// and followers are served.
+func (r *Role) lead(epoch uint64) error {
+	end := r.d.Log().WriteOffset()
+	if last, ok := r.epochs.Latest(); !ok || last.Epoch < int64(epoch) {
+		if err := r.epochs.Assign(int64(epoch), end); err != nil {
+			return err
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if err := r.b.Promote(ctx); err != nil {
+		return err
+	}
+	l := NewLeader(LeaderConfig{
+		Log:       r.d.Log(),
+		Epochs:    r.epochs,
+		Epoch:     int64(epoch),
+		FileSize:  r.d.Log().Options().FileSize,
+		Offsets:   r.d.OffsetsAt,
+		MinInSync: r.cfg.MinInSync,
+		Durable:   r.cfg.Durable,
+		OnFenced:  r.fenced,
+		PublishInSync: func(ctx context.Context, nodes []string) error {
+			return r.node.Load().PublishInSync(ctx, nodeIDs(nodes))
+		},
+		Key:    r.cfg.Key,
+		TLS:    r.cfg.ServerTLS,
+		Logger: r.log,
+	})
+	r.mu.Lock()
+	if r.want.Role != controlplane.RoleLeader || r.want.Epoch != epoch {
+		// Deposed meanwhile: run sees the newer state next.
+		r.mu.Unlock()
+		l.Close()
+		return nil
+	}
+	term := newTermListener(r.ln.Addr())
+	r.leader, r.term, r.epoch = l, term, epoch
+	r.roleChangedLocked()
+	r.mu.Unlock()
+	removeFloor := r.d.Log().AddRetentionFloor(func() int64 { return slowestInSync(l) })
+	go func() {
+		// Serve returns once the Leader's Close closed the term.
+		if err := l.Serve(term); err != nil {
+			r.log.WithError(err).Error("replication leader stopped serving")
+		}
+		removeFloor()
+	}()
+	r.log.WithFields(logrus.Fields{"epoch": epoch, "start": end, "replication_addr": r.Addr()}).Info("leading: serving followers")
+	return nil
+}
+
+// slowestInSync is the retention floor a leader keeps for its in-sync
+// followers: the lowest end among them.
+func slowestInSync(l *Leader) int64 {
+	floor := int64(math.MaxInt64)
+	for _, f := range l.Followers() {
+		if f.InSync {
+			floor = min(floor, f.End)
+		}
+	}
+	return floor
+}
+
+// stepDown ends a leadership term.
+func (r *Role) stepDown() {
+	r.mu.Lock()
+	l := r.leader
+	r.leader, r.term, r.epoch = nil, nil, 0
+	r.mu.Unlock()
+	if l != nil {
+		l.Close()
+		r.log.Info("leadership ended: replication leader closed")
+	}
+}
+
+// fenced is the Leader's OnFenced: a follower knows a newer epoch, so
+// this node stops taking writes now; its lease renewal fails next.
+func (r *Role) fenced(newer int64) {
+	r.mu.Lock()
+	r.epoch = 0
+	r.mu.Unlock()
+	r.b.Demote()
+	r.log.WithField("newer_epoch", newer).Warn("fenced by a newer epoch: writes stopped")
+}
+
+// startFollowing replicates from the leader of s until the returned
+// function is called (which waits for the follower to stop).
+func (r *Role) startFollowing(s controlplane.LeaseState) func() {
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		r.follow(ctx, s)
+	}()
+	return func() {
+		cancel()
+		<-done
+	}
+}
+
+// follow keeps a session with the leader of s, reconnecting with backoff.
+// It dials only the replication address the lease holder's own member
+// record advertises in this replica group: a lease naming a node that is
+// no member of it (written by something that is not a node) is not
+// followed anywhere, and said so once.
+func (r *Role) follow(ctx context.Context, s controlplane.LeaseState) {
+	const minBackoff, maxBackoff = 50 * time.Millisecond, 2 * time.Second
+	backoff := minBackoff
+	var lastErr string
+	warned := false
+	for ctx.Err() == nil {
+		m, ok := r.node.Load().Member(s.Leader)
+		member := ok && m.ReplicaGroup == r.cfg.Group && m.ReplicationAddr != ""
+		if !member && !warned {
+			warned = true
+			r.log.WithFields(logrus.Fields{"leader": s.Leader, "epoch": s.Epoch, "replica_group": r.cfg.Group, "member_record": ok, "its_group": m.ReplicaGroup}).
+				Warn("the lease holder is no member of this replica group with a replication address: not following it")
+		}
+		if member {
+			began := time.Now()
+			err := r.follower.Follow(ctx, m.ReplicationAddr, int64(s.Epoch))
+			if ctx.Err() != nil {
+				return
+			}
+			if time.Since(began) > maxBackoff {
+				backoff = minBackoff
+			}
+			if msg := err.Error(); msg != lastErr {
+				lastErr = msg
+				r.log.WithError(err).WithFields(logrus.Fields{"leader": s.Leader, "epoch": s.Epoch}).Warn("replication session ended; reconnecting")
+			}
+			if errors.Is(err, ErrFileSize) {
+				backoff = maxBackoff
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(backoff):
+		}
+		backoff = min(2*backoff, maxBackoff)
+	}
+}
+
+// inSync is the in-sync set this node publishes while it leads.
+func (r *Role) inSync() []int32 {
+	r.mu.Lock()
+	l := r.leader
+	r.mu.Unlock()
+	if l == nil {
+		return nil
+	}
+	return inSyncOf(l)
+}
+
+func inSyncOf(l *Leader) []int32 {
+	var nodes []string
+	for _, f := range l.Followers() {
+		if f.InSync {
+			nodes = append(nodes, f.Node)
+		}
+	}
+	return nodeIDs(nodes)
+}
+
+// nodeIDs converts followers' node names (their node ids, as
+// FollowerConfig.Node is set) to ids. Any other name is left out: MayLead
+// never lets such a node lead, so it need not be published.
+func nodeIDs(nodes []string) []int32 {
+	var out []int32
+	for _, node := range nodes {
+		if id, err := strconv.ParseInt(node, 10, 32); err == nil {
+			out = append(out, int32(id))
+		}
+	}
+	return out
+}
+
+// noteISR remembers the current leader's in-sync set: a leader that stops
+// cleanly deletes its member record, and its followers must still know.
+func (r *Role) noteISR() {
+	st := r.node.Load().Elector().State()
+	if st.Leader < 0 || st.Leader == r.cfg.Node {
+		return
+	}
+	m, ok := r.node.Load().Member(st.Leader)
+	if !ok || m.Role != controlplane.RoleLeader.String() || m.Epoch != st.Epoch {
+		return
+	}
+	r.mu.Lock()
+	r.isr, r.isrEpoch = m.InSync, m.Epoch
+	r.mu.Unlock()
+}
+
+// Eligible is the elector's Eligible (MayLead's rule over the
+// last leader's in-sync set and the live members' logs). Nothing is
+// eligible before the data directory is open (Attach nudges the elector
+// then).
+func (r *Role) Eligible() bool {
+	node := r.node.Load()
+	if node == nil || !r.isAttached() {
+		return false
+	}
+	st := node.Elector().State()
+	r.noteISR()
+	r.mu.Lock()
+	known := r.isrEpoch != 0 && r.isrEpoch == st.Epoch
+	isr := r.isr
+	r.mu.Unlock()
+	var peers []Candidate
+	for _, m := range node.Members() {
+		peers = append(peers, Candidate{Node: m.NodeID, Group: m.ReplicaGroup, LogEnd: m.LogEndOffset})
+	}
+	self := Candidate{Node: r.cfg.Node, Group: r.cfg.Group, LogEnd: r.d.Log().WriteOffset()}
+	return MayLead(self, st.Leader, isr, known, peers)
+}
+
+// HighWatermark is the broker's Replication.HighWatermark.
+func (r *Role) HighWatermark() int64 {
+	if l := r.current(); l != nil {
+		return l.HighWatermark()
+	}
+	return 0
+}
+
+// Changed is the broker's Replication.Changed.
+func (r *Role) Changed() <-chan struct{} {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.leader != nil {
+		return r.leader.Changed()
+	}
+	return r.roleCh
+}
+
+// WaitReplicated is the broker's Replication.WaitReplicated.
+func (r *Role) WaitReplicated(ctx context.Context, end int64) error {
+	l := r.current()
+	if l == nil {
+		return fmt.Errorf("replicate to %d: %w", end, ErrNotLeader)
+	}
+	return leaderError(l.WaitReplicated(ctx, end))
+}
+
+// CheckInSync is the broker's Replication.CheckInSync.
+func (r *Role) CheckInSync() error {
+	l := r.current()
+	if l == nil {
+		return fmt.Errorf("check the in-sync set: %w", ErrNotLeader)
+	}
+	return leaderError(l.CheckInSync())
+}
+
+// leaderError says a Leader closed or fenced is no leader any more.
+func leaderError(err error) error {
+	if errors.Is(err, ErrFenced) || errors.Is(err, net.ErrClosed) {
+		return fmt.Errorf("%w: %w", ErrNotLeader, err)
+	}
+	return err
+}
+
+// Followers is the broker's Replication.Followers.
+func (r *Role) Followers() []FollowerStatus {
+	l := r.current()
+	if l == nil {
+		return nil
+	}
+	return l.Followers()
+}
+
+func (r *Role) current() *Leader {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.leader
+}
+
+// Close stops replicating and the listener.
+func (r *Role) Close() {
+	r.closed.Do(func() {
+		close(r.stop)
+		r.ln.Close()
+		if r.isAttached() {
+			<-r.done
+		}
+	})
+}
+
+// accept owns the replication listener for the whole run: connections
+// go to the current leadership term, and are closed while there is none
+// (the follower dials again).
+func (r *Role) accept() {
+	for {
+		c, err := r.ln.Accept()
+		if err != nil {
+			return
+		}
+		r.mu.Lock()
+		t := r.term
+		r.mu.Unlock()
+		if t == nil {
+			c.Close()
+			continue
+		}
+		select {
+		case t.conns <- c:
+		case <-t.closed:
+			c.Close()
+		}
+	}
+}
