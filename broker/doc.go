@@ -22,9 +22,13 @@
 //	 19  CreateTopics      0-7       replication factor 1 (or -1); per-topic configs refused (INVALID_CONFIG)
 //	 20  DeleteTopics      0-6       by name, or by topic id (v6)
 //	 22  InitProducerID    0-4       idempotent producers; transactional ids refused
+//	 23  OffsetForLeaderEpoch 0-4    from the replica group's leader-epoch file; an unreplicated log is all epoch 0
 //	 32  DescribeConfigs   0-4       read-only defaults of topics and the broker
+//	 35  DescribeLogDirs   0-4       the data dir; a partition's size is its records' bytes in the shared log
 //	 36  SaslAuthenticate  0-2       PLAIN, SCRAM-SHA-256, SCRAM-SHA-512
 //	 37  CreatePartitions  0-3       grow only; not internal topics
+//	 60  DescribeCluster   0-1       the Metadata brokers; this node as controller
+//	 61  DescribeProducers 0         idempotent producers: id, epoch, last sequence
 //	  8  OffsetCommit      0-9       v10 addresses topics by id
 //	  9  OffsetFetch       0-9       v8+ many groups; v10 addresses topics by id
 //	 10  FindCoordinator   0-5       this broker for every group; v6 adds share groups
@@ -307,7 +311,11 @@
 // need the group permission on each group they name
 // (GROUP_AUTHORIZATION_FAILED) and the offset APIs consume permission on
 // each topic (TOPIC_AUTHORIZATION_FAILED); ListGroups and OffsetFetch of all
-// topics leave out what the principal may not see. A full disk makes the
+// topics leave out what the principal may not see. The ACL names topics
+// and groups, not the cluster: the cluster-wide admin APIs Kafka
+// authorizes on its Cluster resource (DescribeLogDirs) ask for admin on
+// every topic, a rule whose pattern matches "*" (clusterAdmin), and answer
+// CLUSTER_AUTHORIZATION_FAILED otherwise. A full disk makes the
 // broker read-only until space returns (readonly.go).
 //
 // # Admin HTTP

@@ -7,7 +7,6 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"sort"
 	"time"
 
 	"github.com/sirupsen/logrus"
@@ -107,12 +106,7 @@ func (b *Broker) visibleBounds(topic string, partition int32) (lo, hi, stored in
 	if hw >= b.st.WriteOffset() {
 		return lo, stored, stored
 	}
-	// Entries are in log order: those beyond the watermark are a suffix.
-	n := sort.Search(int(stored-lo), func(i int) bool {
-		end, ok := ds.RecordEnd(topic, partition, lo+int64(i))
-		return !ok || end > hw
-	})
-	return lo, lo + int64(n), stored
+	return lo, ds.firstEndingAfter(topic, partition, lo, stored, hw), stored
 }
 
 // replicationChanged is Replication.Changed, nil without replication.
