@@ -78,7 +78,7 @@ func (b *Broker) handleDescribeLogDirs(_ context.Context, _ *conn, kreq kmsg.Req
 			if p < 0 || p >= meta.Partitions {
 				continue
 			}
-			lo, _, stored := b.visibleBounds(t.Topic, p)
+			lo, _, stored := b.visibleBounds(meta, p)
 			if !b.leads(t.Topic, p) && stored == 0 {
 				continue // another replica group's partition
 			}

@@ -21,6 +21,7 @@
 //	 18  ApiVersions       0-4       a newer request is answered at v0 with UNSUPPORTED_VERSION and the table (KIP-511)
 //	 19  CreateTopics      0-7       replication factor 1 (or -1); per-topic configs refused (INVALID_CONFIG)
 //	 20  DeleteTopics      0-6       by name, or by topic id (v6)
+//	 21  DeleteRecords     0-2       moves a partition's log start (see "Log start"); not internal topics
 //	 22  InitProducerID    0-4       idempotent producers; transactional ids refused
 //	 23  OffsetForLeaderEpoch 0-4    from the replica group's leader-epoch file; an unreplicated log is all epoch 0
 //	 32  DescribeConfigs   0-4       read-only defaults of topics and the broker
@@ -245,7 +246,16 @@
 //	10  uint32  CRC32C   Castagnoli, over the body
 //	14  body    JSON {"generation": N, "next_producer_id": N,
 //	                  "topics": [{"name", "id" (16 bytes), "partitions", "created_ms",
-//	                              "untagged_records" (true or absent)}]}
+//	                              "untagged_records" (true or absent),
+//	                              "configs" ({"name": "value"} or absent),
+//	                              "log_starts" ({"partition": offset} or absent)}]}
+//
+// "configs" and "log_starts" are optional members of version 2, absent in
+// the files written before them (which read as topics without either), so
+// the version did not change; a build that predates them ignores them,
+// and rewrites the file without. Under a control plane the same fields ride
+// on the topic's value in the metadata bucket (package ha), which is how
+// they reach every node.
 //
 // Version 1 has the same layout without "untagged_records"; it was written
 // by builds whose commit-log records carried no topic id, so every topic
@@ -256,6 +266,23 @@
 // All integers are big-endian. A file failing any check stops Start with
 // ErrCorrupt rather than guessing: without it records could not be matched
 // to topics.
+//
+// # Log start
+//
+// A partition's records live in the shared commit log among every other
+// partition's, so moving its log start deletes nothing at once: the start
+// is logical. DeleteRecords stores it in the topic's metadata
+// (TopicMeta.LogStarts) and from then on every view of the partition
+// begins there (visibleBounds): Fetch below it is OFFSET_OUT_OF_RANGE,
+// ListOffsets earliest, Fetch and Produce report it as the log start,
+// DescribeLogDirs counts the bytes from it. A batch straddling the start
+// is served whole from its first offset, as Kafka serves one straddling a
+// fetch offset. The bytes are freed when the commit log's retention
+// deletes the file holding them, which it does by the log's own age and
+// size, whatever the partitions' starts. Being metadata, the start is
+// durable before DeleteRecords answers and, under a control plane,
+// replicated to every node with the topic, so a follower that takes over
+// serves from the same start.
 //
 // # Cluster
 //

@@ -74,7 +74,7 @@ func (b *Broker) handleOffsetForLeaderEpoch(_ context.Context, _ *conn, kreq kms
 				if !read {
 					epochs, read = b.leaderEpochs(current), true
 				}
-				rp.LeaderEpoch, rp.EndOffset = b.epochEnd(t.Topic, p.Partition, epochs, current, p.LeaderEpoch)
+				rp.LeaderEpoch, rp.EndOffset = b.epochEnd(meta, p.Partition, epochs, current, p.LeaderEpoch)
 			}
 			rt.Partitions = append(rt.Partitions, rp)
 		}
@@ -116,8 +116,8 @@ func (b *Broker) leaderEpochs(current int32) []commitlog.EpochStart {
 // epoch not above it and the partition offset where that epoch ends. The
 // current epoch is the leader's even before its first record is written
 // (the epoch file may not name it yet).
-func (b *Broker) epochEnd(topic string, partition int32, epochs []commitlog.EpochStart, current, epoch int32) (int32, int64) {
-	lo, hi, stored := b.visibleBounds(topic, partition)
+func (b *Broker) epochEnd(t TopicMeta, partition int32, epochs []commitlog.EpochStart, current, epoch int32) (int32, int64) {
+	lo, hi, stored := b.visibleBounds(t, partition)
 	latest := epochs[len(epochs)-1]
 	switch {
 	case epoch < 0 || epoch > current:
@@ -138,7 +138,7 @@ func (b *Broker) epochEnd(topic string, partition int32, epochs []commitlog.Epoc
 	}
 	end := stored
 	if ds, ok := b.st.(*dispatcherStorage); ok {
-		end = ds.firstEndingAfter(topic, partition, lo, stored, epochs[next].Start)
+		end = ds.firstEndingAfter(t.Name, partition, lo, stored, epochs[next].Start)
 	}
 	return found, min(end, hi)
 }

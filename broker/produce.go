@@ -118,7 +118,7 @@ func (b *Broker) handleProduce(ctx context.Context, c *conn, kreq kmsg.Request) 
 			case !b.leads(t.Topic, p.Partition):
 				rp.ErrorCode = kerr.NotLeaderForPartition.Code
 			default:
-				b.prepareBatch(sc, t.Topic, p, rp)
+				b.prepareBatch(sc, meta, p, rp)
 			}
 		}
 	}
@@ -194,6 +194,9 @@ type pendingBatch struct {
 	p  *partitionState
 	bi batchInfo
 	sb StorageBatch
+	// start is the log start DeleteRecords set, if later than the
+	// storage's, for the answer's log start offset.
+	start int64
 }
 
 // produceScratch holds one request's batches between validation and
@@ -228,7 +231,8 @@ func (sc *produceScratch) refuse(code int16) {
 // prepareBatch up-converts a legacy message set and validates the batch,
 // answering rp on failure and queueing it for appendProduced otherwise.
 // This is the part of a partition's produce that needs no lock.
-func (b *Broker) prepareBatch(sc *produceScratch, topic string, p *kmsg.ProduceRequestTopicPartition, rp *kmsg.ProduceResponseTopicPartition) {
+func (b *Broker) prepareBatch(sc *produceScratch, meta TopicMeta, p *kmsg.ProduceRequestTopicPartition, rp *kmsg.ProduceResponseTopicPartition) {
+	topic := meta.Name
 	records := p.Records
 	if isLegacyMessageSet(records) {
 		converted, berr := upConvertMessageSet(records, b.cfg.MaxMessageBytes)
@@ -244,10 +248,11 @@ func (b *Broker) prepareBatch(sc *produceScratch, topic string, p *kmsg.ProduceR
 		return
 	}
 	sc.pending = append(sc.pending, pendingBatch{
-		rp: rp,
-		p:  b.partition(topic, p.Partition),
-		bi: bi,
-		sb: StorageBatch{Topic: topic, Partition: p.Partition, Count: bi.numRecords, MaxTimestamp: bi.maxTimestamp, Records: records},
+		rp:    rp,
+		p:     b.partition(topic, p.Partition),
+		bi:    bi,
+		start: meta.LogStarts[p.Partition],
+		sb:    StorageBatch{Topic: topic, Partition: p.Partition, Count: bi.numRecords, MaxTimestamp: bi.maxTimestamp, Records: records},
 	})
 }
 
@@ -300,7 +305,8 @@ func (b *Broker) appendGroup(sc *produceScratch, group []pendingBatch) (end int6
 				continue
 			case res.duplicate:
 				pb.rp.BaseOffset = res.original.baseOffset
-				pb.rp.LogStartOffset, _ = b.st.Bounds(pb.sb.Topic, pb.sb.Partition)
+				lo, _ := b.st.Bounds(pb.sb.Topic, pb.sb.Partition)
+				pb.rp.LogStartOffset = max(lo, pb.start)
 				end = max(end, res.original.end)
 				nbytes += len(pb.sb.Records)
 				continue
@@ -338,7 +344,7 @@ func (b *Broker) appendGroup(sc *produceScratch, group []pendingBatch) (end int6
 			continue
 		}
 		pb := sc.refs[j]
-		pb.rp.BaseOffset, pb.rp.LogStartOffset = a.Base, a.LogStart
+		pb.rp.BaseOffset, pb.rp.LogStartOffset = a.Base, max(a.LogStart, pb.start)
 		if pb.bi.producerID >= 0 {
 			pb.p.record(pb.bi, a.Base, a.End)
 			b.producerChanges.Add(1)

@@ -95,9 +95,16 @@ func (b *Broker) replicationCode(err error, notEnough *kerr.Error) int16 {
 
 // visibleBounds is the partition's first offset and the end consumers may
 // read to: past the last record that ends at or below the high watermark.
-// stored is the end of what the consume queue holds.
-func (b *Broker) visibleBounds(topic string, partition int32) (lo, hi, stored int64) {
-	lo, stored = b.st.Bounds(topic, partition)
+// stored is the end of what the consume queue holds. The first offset is
+// the later of the queue's first and the log start DeleteRecords moved
+// (TopicMeta.LogStarts).
+func (b *Broker) visibleBounds(t TopicMeta, partition int32) (lo, hi, stored int64) {
+	lo, stored = b.st.Bounds(t.Name, partition)
+	if start, ok := t.LogStarts[partition]; ok && start > lo {
+		// Never past the end: a log cut back below the start (a
+		// follower's truncation) serves nothing until it grows again.
+		lo, stored = start, max(stored, start)
+	}
 	ds, ok := b.st.(*dispatcherStorage)
 	if b.cfg.Replication == nil || !ok || lo == stored {
 		return lo, stored, stored
@@ -106,7 +113,7 @@ func (b *Broker) visibleBounds(topic string, partition int32) (lo, hi, stored in
 	if hw >= b.st.WriteOffset() {
 		return lo, stored, stored
 	}
-	return lo, ds.firstEndingAfter(topic, partition, lo, stored, hw), stored
+	return lo, ds.firstEndingAfter(t.Name, partition, lo, stored, hw), stored
 }
 
 // replicationChanged is Replication.Changed, nil without replication.
