@@ -164,10 +164,11 @@ func start(cfg Config, wrap func(Storage) Storage) (*Broker, error) {
 			}
 		}()
 	}
-	b.loopWG.Add(3)
+	b.loopWG.Add(4)
 	go b.acceptLoop()
 	go b.snapshotLoop()
 	go b.replicaLoop()
+	go b.retentionLoop()
 	b.log.WithFields(logrus.Fields{"listen": b.Addr(), "admin": b.AdminAddr(), "data_dir": cfg.DataDir}).Info("broker started")
 	return b, nil
 }

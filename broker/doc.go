@@ -19,15 +19,17 @@
 //	  3  Metadata          0-12      without a Cluster: one broker, leader of everything, advertised as the connection's local address; see "Cluster"
 //	 17  SaslHandshake     0-1       v0: bare SASL tokens follow (sasl.go)
 //	 18  ApiVersions       0-4       a newer request is answered at v0 with UNSUPPORTED_VERSION and the table (KIP-511)
-//	 19  CreateTopics      0-7       replication factor 1 (or -1); per-topic configs refused (INVALID_CONFIG)
+//	 19  CreateTopics      0-7       replication factor 1 (or -1); per-topic configs (topicconfig.go)
 //	 20  DeleteTopics      0-6       by name, or by topic id (v6)
 //	 21  DeleteRecords     0-2       moves a partition's log start (see "Log start"); not internal topics
 //	 22  InitProducerID    0-4       idempotent producers; transactional ids refused
 //	 23  OffsetForLeaderEpoch 0-4    from the replica group's leader-epoch file; an unreplicated log is all epoch 0
-//	 32  DescribeConfigs   0-4       read-only defaults of topics and the broker
+//	 32  DescribeConfigs   0-4       a topic's own configs (DYNAMIC_TOPIC_CONFIG) and the defaults; the broker's, read-only
+//	 33  AlterConfigs      0-2       replaces a topic's own configs; broker configs are the command line's
 //	 35  DescribeLogDirs   0-4       the data dir; a partition's size is its records' bytes in the shared log
 //	 36  SaslAuthenticate  0-2       PLAIN, SCRAM-SHA-256, SCRAM-SHA-512
 //	 37  CreatePartitions  0-3       grow only; not internal topics
+//	 44  IncrementalAlterConfigs 0-1 set and delete; append and subtract refused (no multi-valued list config)
 //	 60  DescribeCluster   0-1       the Metadata brokers; this node as controller
 //	 61  DescribeProducers 0         idempotent producers: id, epoch, last sequence
 //	  8  OffsetCommit      0-9       v10 addresses topics by id
@@ -283,6 +285,24 @@
 // durable before DeleteRecords answers and, under a control plane,
 // replicated to every node with the topic, so a follower that takes over
 // serves from the same start.
+//
+// # Retention
+//
+// The commit log deletes its oldest whole files by age (72 hours) and
+// size, whatever partitions they hold. A topic's retention.ms and
+// retention.bytes are logical on top of that: once a minute the node
+// leading a partition moves its log start (as DeleteRecords does, in the
+// topic's metadata) past the records stored longer ago than retention.ms
+// and past those beyond the partition's last retention.bytes (record
+// bytes in the log, counted back from the high watermark, whole batches).
+// Consumers then see those records gone, as from a Kafka topic with the
+// same configs; their bytes are freed when the log's own retention
+// deletes the file holding them, since the same file holds other
+// partitions' records. So retention.ms cannot exceed the log's retention
+// (INVALID_CONFIG says so), and retention.bytes bounds what a partition
+// serves, not the disk. The time compared is the log's store time of the
+// record. retention.bytes reads one consume-queue entry per offset it
+// keeps, each minute, which is the cost of a topic with a large one.
 //
 // # Cluster
 //

@@ -91,6 +91,7 @@ func (b *Broker) handleProduce(ctx context.Context, c *conn, kreq kmsg.Request) 
 	// The topic lock covers the appends only, never a wait: CreateTopics
 	// queued for it exclusively would otherwise hold up every produce.
 	b.topicMu.RLock()
+	isr := -1 // in-sync replicas, counted once a topic's min.insync.replicas asks
 	resp.Topics = make([]kmsg.ProduceResponseTopic, len(req.Topics))
 	for i := range req.Topics {
 		t := &req.Topics[i]
@@ -117,6 +118,9 @@ func (b *Broker) handleProduce(ctx context.Context, c *conn, kreq kmsg.Request) 
 				rp.ErrorCode = kerr.InvalidTopicException.Code
 			case !b.leads(t.Topic, p.Partition):
 				rp.ErrorCode = kerr.NotLeaderForPartition.Code
+			case req.Acks == -1 && !b.enoughInSync(meta, &isr):
+				// Refused before the append, as Kafka's: nothing stored.
+				rp.ErrorCode = kerr.NotEnoughReplicas.Code
 			default:
 				b.prepareBatch(sc, meta, p, rp)
 			}
@@ -233,19 +237,25 @@ func (sc *produceScratch) refuse(code int16) {
 // This is the part of a partition's produce that needs no lock.
 func (b *Broker) prepareBatch(sc *produceScratch, meta TopicMeta, p *kmsg.ProduceRequestTopicPartition, rp *kmsg.ProduceResponseTopicPartition) {
 	topic := meta.Name
+	maxBytes := b.maxMessageBytes(meta)
 	records := p.Records
 	if isLegacyMessageSet(records) {
-		converted, berr := upConvertMessageSet(records, b.cfg.MaxMessageBytes)
+		converted, berr := upConvertMessageSet(records, maxBytes)
 		if berr != nil {
 			rp.ErrorCode, rp.ErrorMessage = berr.err.Code, &berr.msg
 			return
 		}
 		records = converted
 	}
-	bi, berr := validateBatch(records, b.cfg.MaxMessageBytes)
+	bi, berr := validateBatch(records, maxBytes)
 	if berr != nil {
 		rp.ErrorCode, rp.ErrorMessage = berr.err.Code, &berr.msg
 		return
+	}
+	if v, _ := b.topicConfig(meta, cfgTimestampType); v == "LogAppendTime" {
+		bi.maxTimestamp = b.now().UnixMilli()
+		stampLogAppendTime(records, bi.maxTimestamp)
+		rp.LogAppendTime = bi.maxTimestamp
 	}
 	sc.pending = append(sc.pending, pendingBatch{
 		rp:    rp,

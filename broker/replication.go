@@ -68,6 +68,27 @@ func (b *Broker) checkInSync() int16 {
 	return b.replicationCode(b.cfg.Replication.CheckInSync(), kerr.NotEnoughReplicas)
 }
 
+// enoughInSync applies the topic's min.insync.replicas to an acks=-1
+// write: this node and its in-sync followers (all of them, not only those
+// of a partition: the whole log is replicated) must be at least that
+// many. *isr caches the count for the request; -1 until counted.
+func (b *Broker) enoughInSync(t TopicMeta, isr *int) bool {
+	if _, own := t.Configs[cfgMinInsync]; !own {
+		return true
+	}
+	if *isr < 0 {
+		*isr = 1
+		if b.cfg.Replication != nil {
+			for _, f := range b.cfg.Replication.Followers() {
+				if f.InSync {
+					*isr++
+				}
+			}
+		}
+	}
+	return int64(*isr) >= b.configInt(t, cfgMinInsync)
+}
+
 // waitReplicated waits, for an acks=-1 write under sync replication, until
 // the in-sync followers hold everything through end; it returns a Kafka
 // error code. The write is stored by now, so an in-sync set that shrank

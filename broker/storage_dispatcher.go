@@ -189,6 +189,31 @@ func (s *dispatcherStorage) PartitionBytes(topic string, partition int32, from, 
 	return n
 }
 
+func (s *dispatcherStorage) OffsetKeepingBytes(topic string, partition int32, from, to, limit int64) int64 {
+	q, ok := s.d.Queue(topic, partition)
+	if !ok {
+		return from
+	}
+	var n int64
+	last := int64(-1)
+	keep := to
+	for off := to - 1; off >= from; off-- {
+		e, err := q.Get(off)
+		if err != nil {
+			break
+		}
+		if e.PhysOffset != last {
+			if n+int64(e.Size) > limit {
+				break
+			}
+			n += int64(e.Size)
+			last = e.PhysOffset
+		}
+		keep = off
+	}
+	return keep
+}
+
 func (s *dispatcherStorage) ReadBatch(topic string, partition int32, offset int64, dst []byte) ([]byte, int64, int64, error) {
 	q, ok := s.d.Queue(topic, partition)
 	if !ok {
