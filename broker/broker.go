@@ -127,6 +127,7 @@ func start(cfg Config, wrap func(Storage) Storage) (*Broker, error) {
 			return nil, err
 		}
 		b.st = ds
+		ds.log.SetLiveStart(func() int64 { return b.liveStart(ds) })
 		if err := b.openGroups(ds); err != nil {
 			ds.Close()
 			meta.Close()

@@ -279,9 +279,8 @@
 // ListOffsets earliest, Fetch and Produce report it as the log start,
 // DescribeLogDirs counts the bytes from it. A batch straddling the start
 // is served whole from its first offset, as Kafka serves one straddling a
-// fetch offset. The bytes are freed when the commit log's retention
-// deletes the file holding them, which it does by the log's own age and
-// size, whatever the partitions' starts. Being metadata, the start is
+// fetch offset. The bytes are freed with the commit-log file holding
+// them, once no partition serves a record from it (see "Retention"). Being metadata, the start is
 // durable before DeleteRecords answers and, under a control plane,
 // replicated to every node with the topic, so a follower that takes over
 // serves from the same start.
@@ -296,11 +295,19 @@
 // and past those beyond the partition's last retention.bytes (record
 // bytes in the log, counted back from the high watermark, whole batches).
 // Consumers then see those records gone, as from a Kafka topic with the
-// same configs; their bytes are freed when the log's own retention
-// deletes the file holding them, since the same file holds other
-// partitions' records. So retention.ms cannot exceed the log's retention
-// (INVALID_CONFIG says so), and retention.bytes bounds what a partition
-// serves, not the disk. The time compared is the log's store time of the
+// same configs. A commit-log file holds many partitions' records, so its
+// bytes go once no live record needs it: each retention check (once a
+// minute) the broker gives the log the position of the oldest record any
+// partition still serves (liveStart: the record at each partition's log
+// start, the offsets topic left to the group floor, unindexed records to
+// the dispatcher's, a partition whose queue cannot be read keeping
+// everything), and every whole file before it is deleted however young,
+// still never past a floor (a lagging in-sync follower's, for one). Files
+// that do hold a live record go by the log's own age and size retention;
+// so retention.ms cannot exceed the log's retention (INVALID_CONFIG says
+// so), and retention.bytes bounds what a partition serves, not the disk.
+// A follower's files go by age and size alone: its leader decides what
+// is dead. The time compared is the log's store time of the
 // record. retention.bytes reads one consume-queue entry per offset it
 // keeps, each minute, which is the cost of a topic with a large one.
 //

@@ -120,12 +120,7 @@ func (b *Broker) replicationCode(err error, notEnough *kerr.Error) int16 {
 // the later of the queue's first and the log start DeleteRecords moved
 // (TopicMeta.LogStarts).
 func (b *Broker) visibleBounds(t TopicMeta, partition int32) (lo, hi, stored int64) {
-	lo, stored = b.st.Bounds(t.Name, partition)
-	if start, ok := t.LogStarts[partition]; ok && start > lo {
-		// Never past the end: a log cut back below the start (a
-		// follower's truncation) serves nothing until it grows again.
-		lo, stored = start, max(stored, start)
-	}
+	lo, stored = b.logBounds(t, partition)
 	ds, ok := b.st.(*dispatcherStorage)
 	if b.cfg.Replication == nil || !ok || lo == stored {
 		return lo, stored, stored
@@ -135,6 +130,19 @@ func (b *Broker) visibleBounds(t TopicMeta, partition int32) (lo, hi, stored int
 		return lo, stored, stored
 	}
 	return lo, ds.firstEndingAfter(t.Name, partition, lo, stored, hw), stored
+}
+
+// logBounds is the partition's log start and stored end: the later of
+// the consume queue's first offset and the start DeleteRecords or
+// retention moved it to.
+func (b *Broker) logBounds(t TopicMeta, partition int32) (lo, stored int64) {
+	lo, stored = b.st.Bounds(t.Name, partition)
+	if start, ok := t.LogStarts[partition]; ok && start > lo {
+		// Never past the end: a log cut back below the start (a
+		// follower's truncation) serves nothing until it grows again.
+		lo, stored = start, max(stored, start)
+	}
+	return lo, stored
 }
 
 // replicationChanged is Replication.Changed, nil without replication.

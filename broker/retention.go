@@ -1,6 +1,7 @@
 package broker
 
 import (
+	"math"
 	"time"
 )
 
@@ -79,4 +80,44 @@ func (b *Broker) applyTopicRetention() {
 			b.moveLogStarts(t, moves)
 		}
 	}
+}
+
+// liveStart is the physical offset of the oldest record a partition still
+// serves: commit-log files wholly before it hold only records behind their
+// partitions' log starts, or of deleted topics, and retention deletes them
+// at once (commitlog.Log.SetLiveStart), not when they are old. The internal
+// topic is left to the group coordinator's retention floor, which keeps
+// every group's last commit, and records not yet indexed to the
+// dispatcher's floor. A follower's files go by age and size only: its
+// leader decides what is dead. A partition written to whose queue or
+// entry cannot be read keeps everything.
+func (b *Broker) liveStart(ds *dispatcherStorage) int64 {
+	if b.following.Load() {
+		return math.MinInt64
+	}
+	live := int64(math.MaxInt64)
+	for _, t := range b.meta.Topics() {
+		if isInternalTopic(t.Name) {
+			continue
+		}
+		for p := int32(0); p < t.Partitions; p++ {
+			q, ok := ds.d.Queue(t.Name, p)
+			if !ok {
+				if ds.log.NextQueueOffset(t.Name, t.RecordID(), p) > 0 {
+					return math.MinInt64 // written, but its queue is unreadable
+				}
+				continue // never written
+			}
+			lo, stored := b.logBounds(t, p)
+			if lo >= stored {
+				continue
+			}
+			e, err := q.Get(lo)
+			if err != nil {
+				return math.MinInt64
+			}
+			live = min(live, e.PhysOffset)
+		}
+	}
+	return live
 }
