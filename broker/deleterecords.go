@@ -85,7 +85,7 @@ func (b *Broker) handleDeleteRecords(_ context.Context, _ *conn, kreq kmsg.Reque
 			rt.Partitions = append(rt.Partitions, rp)
 		}
 		if len(moves) > 0 {
-			if err := b.moveLogStarts(meta, moves); err != nil {
+			if err := b.moveLogStarts(meta, moves, "DeleteRecords"); err != nil {
 				code := kerr.KafkaStorageError.Code
 				if errors.Is(err, ErrUnknownTopic) {
 					code = kerr.UnknownTopicOrPartition.Code
@@ -103,8 +103,8 @@ func (b *Broker) handleDeleteRecords(_ context.Context, _ *conn, kreq kmsg.Reque
 }
 
 // moveLogStarts stores the partitions' new log starts in the topic's
-// metadata; a start never moves back.
-func (b *Broker) moveLogStarts(meta TopicMeta, moves map[int32]int64) error {
+// metadata; a start never moves back. why names the mover in the log.
+func (b *Broker) moveLogStarts(meta TopicMeta, moves map[int32]int64, why string) error {
 	err := b.meta.UpdateTopic(meta.Name, func(t *TopicMeta) error {
 		if t.ID != meta.ID {
 			return ErrUnknownTopic // deleted and created again meanwhile
@@ -118,9 +118,9 @@ func (b *Broker) moveLogStarts(meta TopicMeta, moves map[int32]int64) error {
 		return nil
 	})
 	if err != nil {
-		b.log.WithFields(logrus.Fields{"api": "DeleteRecords", "topic": meta.Name, "error": err}).Error("log start not moved")
+		b.log.WithFields(logrus.Fields{"by": why, "topic": meta.Name, "error": err}).Error("log start not moved")
 		return err
 	}
-	b.log.WithFields(logrus.Fields{"topic": meta.Name, "partitions": len(moves)}).Info("log start moved by DeleteRecords")
+	b.log.WithFields(logrus.Fields{"by": why, "topic": meta.Name, "partitions": len(moves)}).Info("log start moved")
 	return nil
 }

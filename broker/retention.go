@@ -77,7 +77,8 @@ func (b *Broker) applyTopicRetention() {
 			}
 		}
 		if len(moves) > 0 {
-			b.moveLogStarts(t, moves)
+			// Logged by moveLogStarts; the next check tries again.
+			b.moveLogStarts(t, moves, "retention")
 		}
 	}
 }
