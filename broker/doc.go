@@ -12,37 +12,37 @@
 // together), and the table they form is the single source of what is
 // advertised in ApiVersions and what is accepted:
 //
-//	key  API               versions  notes
-//	  0  Produce           2-12      magic 0/1 message sets up-converted to v2 batches; v13 addresses topics by id
-//	  1  Fetch             4-12      v7+ incremental fetch sessions (KIP-227)
-//	  2  ListOffsets       1-6       earliest (-2), latest (-1), by timestamp
-//	  3  Metadata          0-12      without a Cluster: one broker, leader of everything, advertised as the connection's local address; see "Cluster"
-//	 17  SaslHandshake     0-1       v0: bare SASL tokens follow (sasl.go)
-//	 18  ApiVersions       0-4       a newer request is answered at v0 with UNSUPPORTED_VERSION and the table (KIP-511)
-//	 19  CreateTopics      0-7       replication factor 1 (or -1); per-topic configs (topicconfig.go)
-//	 20  DeleteTopics      0-6       by name, or by topic id (v6)
-//	 21  DeleteRecords     0-2       moves a partition's log start (see "Log start"); not internal topics
-//	 22  InitProducerID    0-4       idempotent producers; transactional ids refused
-//	 23  OffsetForLeaderEpoch 0-4    from the replica group's leader-epoch file; an unreplicated log is all epoch 0
-//	 32  DescribeConfigs   0-4       a topic's own configs (DYNAMIC_TOPIC_CONFIG) and the defaults; the broker's, read-only
-//	 33  AlterConfigs      0-2       replaces a topic's own configs; broker configs are the command line's
-//	 35  DescribeLogDirs   0-4       the data dir; a partition's size is its records' bytes in the shared log
-//	 36  SaslAuthenticate  0-2       PLAIN, SCRAM-SHA-256, SCRAM-SHA-512
-//	 37  CreatePartitions  0-3       grow only; not internal topics
-//	 44  IncrementalAlterConfigs 0-1 set and delete; append and subtract refused (no multi-valued list config)
-//	 60  DescribeCluster   0-1       the Metadata brokers; this node as controller
-//	 61  DescribeProducers 0         idempotent producers: id, epoch, last sequence
-//	  8  OffsetCommit      0-9       v10 addresses topics by id
-//	  9  OffsetFetch       0-9       v8+ many groups; v10 addresses topics by id
-//	 10  FindCoordinator   0-5       this broker for every group; v6 adds share groups
-//	 11  JoinGroup         0-9
-//	 12  Heartbeat         0-4
-//	 13  LeaveGroup        0-5
-//	 14  SyncGroup         0-5
-//	 15  DescribeGroups    0-5
-//	 16  ListGroups        0-5
-//	 42  DeleteGroups      0-2
-//	 47  OffsetDelete      0
+//	key  API                      versions  notes
+//	  0  Produce                  2-12      magic 0/1 message sets up-converted to v2 batches; v13 addresses topics by id
+//	  1  Fetch                    4-12      v7+ incremental fetch sessions (KIP-227)
+//	  2  ListOffsets              1-6       earliest (-2), latest (-1), by timestamp
+//	  3  Metadata                 0-12      without a Cluster: one broker, leader of everything, advertised as the connection's local address; see "Cluster"
+//	 17  SaslHandshake            0-1       v0: bare SASL tokens follow (sasl.go)
+//	 18  ApiVersions              0-4       a newer request is answered at v0 with UNSUPPORTED_VERSION and the table (KIP-511)
+//	 19  CreateTopics             0-7       replication factor 1 (or -1); per-topic configs (topicconfig.go)
+//	 20  DeleteTopics             0-6       by name, or by topic id (v6)
+//	 21  DeleteRecords            0-2       moves a partition's log start (see "Log start"); not internal topics
+//	 22  InitProducerID           0-4       idempotent producers; transactional ids refused
+//	 23  OffsetForLeaderEpoch     0-4       from the replica group's leader-epoch file; an unreplicated log is all epoch 0
+//	 32  DescribeConfigs          0-4       a topic's own configs (DYNAMIC_TOPIC_CONFIG) and the defaults; the broker's, read-only
+//	 33  AlterConfigs             0-2       replaces a topic's own configs; broker configs are the command line's
+//	 35  DescribeLogDirs          0-4       the data dir; a partition's size is its records' bytes in the shared log
+//	 36  SaslAuthenticate         0-2       PLAIN, SCRAM-SHA-256, SCRAM-SHA-512
+//	 37  CreatePartitions         0-3       grow only; not internal topics
+//	 44  IncrementalAlterConfigs  0-1       set and delete; append and subtract refused (no multi-valued list config)
+//	 60  DescribeCluster          0-1       the Metadata brokers; this node as controller
+//	 61  DescribeProducers        0         idempotent producers: id, epoch, last sequence
+//	  8  OffsetCommit             0-9       v10 addresses topics by id
+//	  9  OffsetFetch              0-9       v8+ many groups; v10 addresses topics by id
+//	 10  FindCoordinator          0-5       this broker for every group; v6 adds share groups
+//	 11  JoinGroup                0-9
+//	 12  Heartbeat                0-4
+//	 13  LeaveGroup               0-5
+//	 14  SyncGroup                0-5
+//	 15  DescribeGroups           0-5
+//	 16  ListGroups               0-5
+//	 42  DeleteGroups             0-2
+//	 47  OffsetDelete             0
 //
 // Any other API kmsg knows and any version outside the table is answered
 // at the request's version with UNSUPPORTED_VERSION in the response's
@@ -65,7 +65,8 @@
 // any topic's and replayed from there when the broker starts. Under
 // FlushSync an OffsetCommit is answered after the flush covering it. Names
 // starting with "__" are reserved: CreateTopics, auto-creation, Produce,
-// DeleteTopics and CreatePartitions refuse them, and Metadata lists the
+// DeleteTopics, CreatePartitions, DeleteRecords and the alter-config APIs
+// refuse them, and Metadata lists the
 // internal topic only when asked for it by name. The coordinator's
 // RetentionFloor is the dispatcher's second retention floor, and once a
 // minute the broker has the coordinator copy live commits out of the oldest
