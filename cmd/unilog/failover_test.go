@@ -18,7 +18,9 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/unilog/unilog/broker"
 	"github.com/unilog/unilog/commitlog"
@@ -205,6 +207,7 @@ func TestReplicaGroupFailover(t *testing.T) {
 	retryBase := retry.send(t, ctx, cl)
 
 	oldEpoch := mustStatus(t, leader).Epoch
+	ackedByOld := ackedCount()
 	killedAt := time.Now()
 	if err := leader.cmd.Process.Kill(); err != nil {
 		t.Fatal(err)
@@ -230,6 +233,7 @@ func TestReplicaGroupFailover(t *testing.T) {
 	<-produced
 	alive := slices.DeleteFunc([]int32{1, 2, 3}, func(id int32) bool { return id == int32(leader.id) })
 	replicasAre(t, ctx, adm, alive, alive)
+	oldEpochEnds(t, ctx, cl, adm, int32(oldEpoch), ackedByOld)
 
 	// The killed node comes back, truncates what the new leader lacks and
 	// follows it.
@@ -385,4 +389,48 @@ func logCRC(t *testing.T, dir string, end int64) uint32 {
 		all = append(all, b[:min(int64(len(b)), end-base)]...)
 	}
 	return crc32.Checksum(all, crc32.MakeTable(crc32.Castagnoli))
+}
+
+// oldEpochEnds asks the new leader where the old leader's epoch ends in
+// each partition of topic ha (OffsetForLeaderEpoch, as a consumer that
+// read under the old epoch does): every record the old leader had
+// acknowledged (acked, plus the retried idempotent batch) lies below those
+// ends, and the records the new leader took since lie at or above them.
+func oldEpochEnds(t *testing.T, ctx context.Context, cl *kgo.Client, adm *kadm.Client, epoch int32, acked int) {
+	t.Helper()
+	req := kmsg.NewPtrOffsetForLeaderEpochRequest()
+	rt := kmsg.NewOffsetForLeaderEpochRequestTopic()
+	rt.Topic = "ha"
+	for p := int32(0); p < 3; p++ {
+		rp := kmsg.NewOffsetForLeaderEpochRequestTopicPartition()
+		rp.Partition, rp.CurrentLeaderEpoch, rp.LeaderEpoch = p, -1, epoch
+		rt.Partitions = append(rt.Partitions, rp)
+	}
+	req.Topics = append(req.Topics, rt)
+	resp, err := req.RequestWith(ctx, cl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ends, err := adm.ListEndOffsets(ctx, "ha")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var epochEnds, logEnds int64
+	for _, tp := range resp.Topics {
+		for _, p := range tp.Partitions {
+			if p.ErrorCode != 0 || p.LeaderEpoch != epoch {
+				t.Fatalf("partition %d: %v, epoch %d, want the old epoch %d", p.Partition, kerr.ErrorForCode(p.ErrorCode), p.LeaderEpoch, epoch)
+			}
+			end, _ := ends.Lookup("ha", p.Partition)
+			if p.EndOffset > end.Offset {
+				t.Fatalf("partition %d: epoch %d ends at %d, past the log end %d", p.Partition, epoch, p.EndOffset, end.Offset)
+			}
+			epochEnds += p.EndOffset
+			logEnds += end.Offset
+		}
+	}
+	if epochEnds < int64(acked)+1 || epochEnds >= logEnds {
+		t.Fatalf("epoch %d ends at %d records in all, want at least the %d the old leader acknowledged and fewer than the %d stored", epoch, epochEnds, acked+1, logEnds)
+	}
+	t.Logf("epoch %d ends after %d of %d records", epoch, epochEnds, logEnds)
 }
