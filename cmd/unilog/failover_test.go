@@ -98,7 +98,9 @@ func tail(path string) string {
 // replication, SIGKILLs the leader, and checks that a follower takes over
 // within a few seconds, that every acknowledged record and a committed
 // group offset survive exactly once, and that the killed node, back, ends
-// with a commit log byte-identical to the others'.
+// with a commit log byte-identical to the others'. A log start moved by
+// DeleteRecords on the old leader holds on the new one, which also says
+// where the old leader epoch ends.
 func TestReplicaGroupFailover(t *testing.T) {
 	srv, err := ha.StartServer(ha.ServerConfig{Name: "failover-test", Dir: t.TempDir(), Listen: "127.0.0.1:0", Logger: quietLogger()})
 	if err != nil {
@@ -206,6 +208,21 @@ func TestReplicaGroupFailover(t *testing.T) {
 	retry := newIdempotentRetry(t, ctx, cl, "ha", 0, "exactly-once")
 	retryBase := retry.send(t, ctx, cl)
 
+	// A log start moved on the old leader holds on the new one.
+	if _, err := adm.CreateTopic(ctx, 1, 1, nil, "trim"); err != nil {
+		t.Fatal(err)
+	}
+	for _, v := range []string{"t0", "t1", "t2", "t3"} {
+		if err := cl.ProduceSync(ctx, &kgo.Record{Topic: "trim", Value: []byte(v)}).FirstErr(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	trimTo := kadm.Offsets{}
+	trimTo.Add(kadm.Offset{Topic: "trim", Partition: 0, At: 3})
+	if r, err := adm.DeleteRecords(ctx, trimTo); err != nil || r.Error() != nil {
+		t.Fatalf("delete records: %v %v", err, r.Error())
+	}
+
 	oldEpoch := mustStatus(t, leader).Epoch
 	ackedByOld := ackedCount()
 	killedAt := time.Now()
@@ -234,6 +251,9 @@ func TestReplicaGroupFailover(t *testing.T) {
 	alive := slices.DeleteFunc([]int32{1, 2, 3}, func(id int32) bool { return id == int32(leader.id) })
 	replicasAre(t, ctx, adm, alive, alive)
 	oldEpochEnds(t, ctx, cl, adm, int32(oldEpoch), ackedByOld)
+	if starts, err := adm.ListStartOffsets(ctx, "trim"); err != nil || starts["trim"][0].Offset != 3 {
+		t.Fatalf("log start on the new leader: %v %+v, want 3 as DeleteRecords set it on the old one", err, starts["trim"])
+	}
 
 	// The killed node comes back, truncates what the new leader lacks and
 	// follows it.
