@@ -322,3 +322,25 @@ func TestACLAlterConfigs(t *testing.T) {
 		}
 	}
 }
+
+// TestMinInsyncReplicasReplicated: with followers, this node and the
+// in-sync ones count (the fake has one of two in sync): two are enough,
+// three are not.
+func TestMinInsyncReplicasReplicated(t *testing.T) {
+	cfg := testConfig(t, t.TempDir())
+	cfg.Replication = newFakeReplication()
+	b := startBroker(t, cfg)
+	cl := newClient(t, b.Addr())
+	for _, tc := range []struct {
+		min  string
+		want int16
+	}{{"2", 0}, {"3", kerr.NotEnoughReplicas.Code}} {
+		topic := "isr" + tc.min
+		if r, err := kadm.NewClient(cl).CreateTopic(testCtx(t), 1, 1, map[string]*string{"min.insync.replicas": kmsg.StringPtr(tc.min)}, topic); err != nil || r.Err != nil {
+			t.Fatal(err, r.Err)
+		}
+		if r := rawProduce(t, cl, topic, 0, rawBatch(-1, -1, -1, "v")); r.ErrorCode != tc.want {
+			t.Errorf("min.insync.replicas=%s: %v, want %v", tc.min, kerr.ErrorForCode(r.ErrorCode), kerr.ErrorForCode(tc.want))
+		}
+	}
+}
