@@ -2,7 +2,6 @@ package broker
 
 import (
 	"context"
-	"maps"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -79,7 +78,5 @@ func (b *Broker) alterConfigs(typ kmsg.ConfigResourceType, name string, validate
 	if typ != kmsg.ConfigResourceTypeTopic {
 		return kerr.InvalidRequest, "only topic configs can be altered; broker configs are set on the command line"
 	}
-	return b.alterTopicConfigs(name, validateOnly, func(own map[string]string) (map[string]string, error) {
-		return change(maps.Clone(own))
-	})
+	return b.alterTopicConfigs(name, validateOnly, change)
 }

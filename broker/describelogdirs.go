@@ -51,8 +51,8 @@ func (b *Broker) handleDescribeLogDirs(_ context.Context, _ *conn, kreq kmsg.Req
 	dir.TotalBytes, dir.UsableBytes = -1, -1
 	var fs unix.Statfs_t
 	if unix.Statfs(dir.Dir, &fs) == nil {
-		dir.TotalBytes = int64(fs.Blocks) * fs.Bsize
-		dir.UsableBytes = int64(fs.Bavail) * fs.Bsize
+		dir.TotalBytes = int64(fs.Blocks) * int64(fs.Bsize)
+		dir.UsableBytes = int64(fs.Bavail) * int64(fs.Bsize)
 	}
 	// A null list asks for every partition.
 	asked := req.Topics

@@ -162,7 +162,8 @@ func (b *Broker) maxMessageBytes(t TopicMeta) int32 {
 var errNoChange = errors.New("broker: configs unchanged")
 
 // alterTopicConfigs replaces the topic's own configs with what change
-// makes of them, each checked, and stores them unless validateOnly. It
+// makes of them (own is a copy change may modify), each checked, and
+// stores them unless validateOnly. It
 // answers a Kafka error and message. CreateTopics, AlterConfigs and
 // IncrementalAlterConfigs share it; the new values apply to the next
 // request that reads the topic's metadata.
