@@ -368,9 +368,12 @@
 // each topic (TOPIC_AUTHORIZATION_FAILED); ListGroups and OffsetFetch of all
 // topics leave out what the principal may not see. The ACL names topics
 // and groups, not the cluster: the cluster-wide admin APIs Kafka
-// authorizes on its Cluster resource (DescribeLogDirs) ask for admin on
-// every topic, a rule whose pattern matches "*" (clusterAdmin), and answer
-// CLUSTER_AUTHORIZATION_FAILED otherwise. A full disk makes the
+// authorizes on its Cluster resource (DescribeLogDirs, altering broker
+// configs) ask for admin on every topic, a rule whose pattern matches "*"
+// (clusterAdmin), and answer CLUSTER_AUTHORIZATION_FAILED otherwise.
+// DeleteRecords and altering a topic's configs need admin on the topic;
+// OffsetForLeaderEpoch and DescribeProducers a topic the principal can see;
+// DescribeCluster is open, as Metadata's broker list is. A full disk makes the
 // broker read-only until space returns (readonly.go).
 //
 // # Admin HTTP
