@@ -43,6 +43,14 @@ func (b *Broker) describable(principal, topic string) bool {
 		acl.Allow(principal, auth.Consume, topic) || acl.Allow(principal, auth.Admin, topic)
 }
 
+// clusterAdmin: the ACL model names topics and groups, not the cluster, so
+// the cluster-wide admin APIs (Kafka's Describe and Alter on the Cluster
+// resource) ask for admin on every topic: a rule whose pattern matches
+// "*", a name no topic can have.
+func (b *Broker) clusterAdmin(principal string) bool {
+	return b.authorizeTopic(principal, auth.Admin, "*")
+}
+
 // errAcksZeroDenied closes the connection: the only way to tell an acks=0
 // producer that a write failed.
 var errAcksZeroDenied = errors.New("acks=0 produce to a topic the principal may not write")

@@ -20,6 +20,9 @@ const (
 	batchLengthSkew = 12 // Length counts the bytes after baseOffset and Length
 
 	attrCompressionMask = 0x07
+	attrLogAppendTime   = 0x08
+	batchAttributes     = 21
+	batchMaxTimestamp   = 35
 	attrTransactional   = 0x10
 	attrControl         = 0x20
 )
@@ -88,6 +91,18 @@ func validateBatch(records []byte, maxBytes int32) (batchInfo, *batchError) {
 		producerEpoch: rb.ProducerEpoch,
 		firstSequence: rb.FirstSequence,
 	}, nil
+}
+
+// stampLogAppendTime marks a validated batch's timestamps as the log's
+// (message.timestamp.type=LogAppendTime) with its max timestamp set to ts,
+// as Kafka's validator does, and recomputes its CRC; the records are not
+// touched, so a compressed batch is never decompressed. Consumers read ts
+// as every record's timestamp.
+func stampLogAppendTime(batch []byte, ts int64) {
+	attrs := binary.BigEndian.Uint16(batch[batchAttributes:])
+	binary.BigEndian.PutUint16(batch[batchAttributes:], attrs|attrLogAppendTime)
+	binary.BigEndian.PutUint64(batch[batchMaxTimestamp:], uint64(ts))
+	binary.BigEndian.PutUint32(batch[17:], crc32.Checksum(batch[batchCRCStart:], castagnoli))
 }
 
 // storedBatchProducer reads the idempotence fields of a stored batch, used to

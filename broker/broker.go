@@ -131,6 +131,7 @@ func start(cfg Config, wrap func(Storage) Storage) (*Broker, error) {
 			return nil, err
 		}
 		b.st = ds
+		ds.log.SetLiveStart(func() int64 { return b.liveStart(ds) })
 		if err := b.openGroups(ds); err != nil {
 			ds.Close()
 			meta.Close()
@@ -168,10 +169,11 @@ func start(cfg Config, wrap func(Storage) Storage) (*Broker, error) {
 			}
 		}()
 	}
-	b.loopWG.Add(3)
+	b.loopWG.Add(4)
 	go b.acceptLoop()
 	go b.snapshotLoop()
 	go b.replicaLoop()
+	go b.retentionLoop()
 	b.log.WithFields(logrus.Fields{"listen": b.Addr(), "admin": b.AdminAddr(), "data_dir": cfg.DataDir}).Info("broker started")
 	return b, nil
 }

@@ -12,30 +12,37 @@
 // together), and the table they form is the single source of what is
 // advertised in ApiVersions and what is accepted:
 //
-//	key  API               versions  notes
-//	  0  Produce           2-12      magic 0/1 message sets up-converted to v2 batches; v13 addresses topics by id
-//	  1  Fetch             4-12      v7+ incremental fetch sessions (KIP-227)
-//	  2  ListOffsets       1-6       earliest (-2), latest (-1), by timestamp
-//	  3  Metadata          0-12      without a Cluster: one broker, leader of everything, advertised as the connection's local address; see "Cluster"
-//	 17  SaslHandshake     0-1       v0: bare SASL tokens follow (sasl.go)
-//	 18  ApiVersions       0-4       a newer request is answered at v0 with UNSUPPORTED_VERSION and the table (KIP-511)
-//	 19  CreateTopics      0-7       replication factor 1 (or -1); per-topic configs refused (INVALID_CONFIG); a replica assignment naming an unknown broker, a broker twice or more than one is INVALID_REPLICA_ASSIGNMENT
-//	 20  DeleteTopics      0-6       by name, or by topic id (v6)
-//	 22  InitProducerID    0-4       idempotent producers; transactional ids refused
-//	 32  DescribeConfigs   0-4       read-only defaults of topics and the broker
-//	 36  SaslAuthenticate  0-2       PLAIN, SCRAM-SHA-256, SCRAM-SHA-512
-//	 37  CreatePartitions  0-3       grow only; not internal topics; assignments checked as CreateTopics'
-//	  8  OffsetCommit      0-9       v10 addresses topics by id
-//	  9  OffsetFetch       0-9       v8+ many groups; v10 addresses topics by id
-//	 10  FindCoordinator   0-5       this broker for every group; v6 adds share groups
-//	 11  JoinGroup         0-9
-//	 12  Heartbeat         0-4
-//	 13  LeaveGroup        0-5
-//	 14  SyncGroup         0-5
-//	 15  DescribeGroups    0-5
-//	 16  ListGroups        0-5
-//	 42  DeleteGroups      0-2
-//	 47  OffsetDelete      0
+//	key  API                      versions  notes
+//	  0  Produce                  2-12      magic 0/1 message sets up-converted to v2 batches; v13 addresses topics by id
+//	  1  Fetch                    4-12      v7+ incremental fetch sessions (KIP-227)
+//	  2  ListOffsets              1-6       earliest (-2), latest (-1), by timestamp
+//	  3  Metadata                 0-12      without a Cluster: one broker, leader of everything, advertised as the connection's local address; see "Cluster"
+//	 17  SaslHandshake            0-1       v0: bare SASL tokens follow (sasl.go)
+//	 18  ApiVersions              0-4       a newer request is answered at v0 with UNSUPPORTED_VERSION and the table (KIP-511)
+//	 19  CreateTopics             0-7       replication factor 1 (or -1); per-topic configs (topicconfig.go); a replica assignment naming an unknown broker, a broker twice or more than one is INVALID_REPLICA_ASSIGNMENT
+//	 20  DeleteTopics             0-6       by name, or by topic id (v6)
+//	 21  DeleteRecords            0-2       moves a partition's log start (see "Log start"); not internal topics
+//	 22  InitProducerID           0-4       idempotent producers; transactional ids refused
+//	 23  OffsetForLeaderEpoch     0-4       from the replica group's leader-epoch file; an unreplicated log is all epoch 0
+//	 32  DescribeConfigs          0-4       a topic's own configs (DYNAMIC_TOPIC_CONFIG) and the defaults; the broker's, read-only
+//	 33  AlterConfigs             0-2       replaces a topic's own configs; broker configs are the command line's
+//	 35  DescribeLogDirs          0-4       the data dir; a partition's size is its records' bytes in the shared log
+//	 36  SaslAuthenticate         0-2       PLAIN, SCRAM-SHA-256, SCRAM-SHA-512
+//	 37  CreatePartitions         0-3       grow only; not internal topics; assignments checked as CreateTopics'
+//	 44  IncrementalAlterConfigs  0-1       set and delete; append and subtract refused (no multi-valued list config)
+//	 60  DescribeCluster          0-1       the Metadata brokers; this node as controller
+//	 61  DescribeProducers        0         idempotent producers: id, epoch, last sequence
+//	  8  OffsetCommit             0-9       v10 addresses topics by id
+//	  9  OffsetFetch              0-9       v8+ many groups; v10 addresses topics by id
+//	 10  FindCoordinator          0-5       this broker for every group; v6 adds share groups
+//	 11  JoinGroup                0-9
+//	 12  Heartbeat                0-4
+//	 13  LeaveGroup               0-5
+//	 14  SyncGroup                0-5
+//	 15  DescribeGroups           0-5
+//	 16  ListGroups               0-5
+//	 42  DeleteGroups             0-2
+//	 47  OffsetDelete             0
 //
 // Any other API kmsg knows and any version outside the table is answered
 // at the request's version with UNSUPPORTED_VERSION in the response's
@@ -58,8 +65,9 @@
 // any topic's and replayed from there when the broker starts. Under
 // FlushSync an OffsetCommit is answered after the flush covering it. Names
 // starting with "__" are reserved: CreateTopics, auto-creation, Produce,
-// DeleteTopics and CreatePartitions refuse them, and Metadata lists the
-// internal topic with is_internal set, as Kafka does. The coordinator's
+// DeleteTopics, CreatePartitions, DeleteRecords and the alter-config APIs
+// refuse them, and Metadata lists the internal topic with is_internal set,
+// as Kafka does. The coordinator's
 // RetentionFloor is the dispatcher's second retention floor, and once a
 // minute the broker has the coordinator copy live commits out of the oldest
 // commit-log file, so retention never deletes a group's last commit.
@@ -230,7 +238,16 @@
 //	10  uint32  CRC32C   Castagnoli, over the body
 //	14  body    JSON {"generation": N, "next_producer_id": N,
 //	                  "topics": [{"name", "id" (16 bytes), "partitions", "created_ms",
-//	                              "untagged_records" (true or absent)}]}
+//	                              "untagged_records" (true or absent),
+//	                              "configs" ({"name": "value"} or absent),
+//	                              "log_starts" ({"partition": offset} or absent)}]}
+//
+// "configs" and "log_starts" are optional members of version 2, absent in
+// the files written before them (which read as topics without either), so
+// the version did not change; a build that predates them ignores them,
+// and rewrites the file without. Under a control plane the same fields ride
+// on the topic's value in the metadata bucket (package ha/controlplane), which is how
+// they reach every node.
 //
 // It is a Prefixed frame of internal/framed, checked in its one order
 // (magic, length, CRC, then version) before the body is parsed.
@@ -243,6 +260,48 @@
 // All integers are big-endian. A file failing any check stops Start with
 // ErrCorrupt rather than guessing: without it records could not be matched
 // to topics.
+//
+// # Log start
+//
+// A partition's records live in the shared commit log among every other
+// partition's, so moving its log start deletes nothing at once: the start
+// is logical. DeleteRecords stores it in the topic's metadata
+// (TopicMeta.LogStarts) and from then on every view of the partition
+// begins there (visibleBounds): Fetch below it is OFFSET_OUT_OF_RANGE,
+// ListOffsets earliest, Fetch and Produce report it as the log start,
+// DescribeLogDirs counts the bytes from it. A batch straddling the start
+// is served whole from its first offset, as Kafka serves one straddling a
+// fetch offset. The bytes are freed with the commit-log file holding
+// them, once no partition serves a record from it (see "Retention"). Being metadata, the start is
+// durable before DeleteRecords answers and, under a control plane,
+// replicated to every node with the topic, so a follower that takes over
+// serves from the same start.
+//
+// # Retention
+//
+// The commit log deletes its oldest whole files by age (72 hours) and
+// size, whatever partitions they hold. A topic's retention.ms and
+// retention.bytes are logical on top of that: once a minute the node
+// leading a partition moves its log start (as DeleteRecords does, in the
+// topic's metadata) past the records stored longer ago than retention.ms
+// and past those beyond the partition's last retention.bytes (record
+// bytes in the log, counted back from the high watermark, whole batches).
+// Consumers then see those records gone, as from a Kafka topic with the
+// same configs. A commit-log file holds many partitions' records, so its
+// bytes go once no live record needs it: each retention check (once a
+// minute) the broker gives the log the position of the oldest record any
+// partition still serves (liveStart: the record at each partition's log
+// start, the offsets topic left to the group floor, unindexed records to
+// the dispatcher's, a partition whose queue cannot be read keeping
+// everything), and every whole file before it is deleted however young,
+// still never past a floor (a lagging in-sync follower's, for one). Files
+// that do hold a live record go by the log's own age and size retention;
+// so retention.ms cannot exceed the log's retention (INVALID_CONFIG says
+// so), and retention.bytes bounds what a partition serves, not the disk.
+// A follower's files go by age and size alone: its leader decides what
+// is dead. The time compared is the log's store time of the
+// record. retention.bytes reads one consume-queue entry per offset it
+// keeps, each minute, which is the cost of a topic with a large one.
 //
 // # Cluster
 //
@@ -298,7 +357,14 @@
 // need the group permission on each group they name
 // (GROUP_AUTHORIZATION_FAILED) and the offset APIs consume permission on
 // each topic (TOPIC_AUTHORIZATION_FAILED); ListGroups and OffsetFetch of all
-// topics leave out what the principal may not see. A full disk makes the
+// topics leave out what the principal may not see. The ACL names topics
+// and groups, not the cluster: the cluster-wide admin APIs Kafka
+// authorizes on its Cluster resource (DescribeLogDirs, altering broker
+// configs) ask for admin on every topic, a rule whose pattern matches "*"
+// (clusterAdmin), and answer CLUSTER_AUTHORIZATION_FAILED otherwise.
+// DeleteRecords and altering a topic's configs need admin on the topic;
+// OffsetForLeaderEpoch and DescribeProducers a topic the principal can see;
+// DescribeCluster is open, as Metadata's broker list is. A full disk makes the
 // broker read-only until space returns (readonly.go).
 //
 // # Admin HTTP

@@ -217,7 +217,7 @@ func (f *fetchState) read(w Waiter) (total int, failed, unreplicated bool) {
 			failed = true
 			continue
 		}
-		lo, hi, stored := b.visibleBounds(p.topic, p.partition)
+		lo, hi, stored := b.visibleBounds(meta, p.partition)
 		rp.HighWatermark = hi
 		rp.LastStableOffset = hi
 		rp.LogStartOffset = lo

@@ -263,7 +263,8 @@ func produceAcksAll(t *testing.T, cl *kgo.Client, topic, value string) int16 {
 func consumeValues(t *testing.T, b *Broker, topic string) []string {
 	t.Helper()
 	ctx := testCtx(t)
-	_, end, _ := b.visibleBounds(topic, 0)
+	meta, _ := b.meta.Topic(topic)
+	_, end, _ := b.visibleBounds(meta, 0)
 	cl := newClient(t, b.Addr(), kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{topic: {0: kgo.NewOffset().AtStart()}}))
 	var got []string
 	for int64(len(got)) < end {

@@ -64,7 +64,7 @@ func (b *Broker) handleListOffsets(_ context.Context, _ *conn, kreq kmsg.Request
 				rt.Partitions = append(rt.Partitions, rp)
 				continue
 			}
-			lo, hi, _ := b.visibleBounds(t.Topic, p.Partition)
+			lo, hi, _ := b.visibleBounds(meta, p.Partition)
 			rp.LeaderEpoch = 0
 			switch ts := p.Timestamp; {
 			case ts == listLatest:

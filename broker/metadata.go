@@ -3,6 +3,7 @@ package broker
 import (
 	"errors"
 	"fmt"
+	"maps"
 
 	"github.com/unilog/unilog/commitlog"
 )
@@ -20,6 +21,19 @@ type TopicMeta struct {
 	// ids: its records, old and new, carry the zero TopicID, so that the
 	// ones written before the upgrade stay in its partitions.
 	UntaggedRecords bool `json:"untagged_records,omitempty"`
+	// Configs are the topic's own configs by Kafka name (DescribeConfigs'
+	// DYNAMIC_TOPIC_CONFIG); a config not here is the broker's default.
+	Configs map[string]string `json:"configs,omitempty"`
+	// LogStarts holds the partitions whose log start DeleteRecords moved:
+	// their offsets below it are no longer served (see "Log start").
+	LogStarts map[int32]int64 `json:"log_starts,omitempty"`
+}
+
+// Clone copies t with maps of its own, so an update may change them.
+func (t TopicMeta) Clone() TopicMeta {
+	t.Configs = maps.Clone(t.Configs)
+	t.LogStarts = maps.Clone(t.LogStarts)
+	return t
 }
 
 // RecordID is the TopicID this topic's commit-log records carry.
@@ -45,6 +59,11 @@ type MetadataStore interface {
 	DeleteTopic(name string) error
 	// SetPartitions changes a topic's partition count.
 	SetPartitions(name string, partitions int32) error
+	// UpdateTopic applies update to a copy of the topic and stores the
+	// result unless update fails (its error is returned, nothing
+	// stored); ErrUnknownTopic if the topic does not exist. Partitions,
+	// ID and Name are not update's to change.
+	UpdateTopic(name string, update func(*TopicMeta) error) error
 	// ReserveProducerIDs durably reserves n producer ids and returns the
 	// first; ids are never handed out twice, even across restarts.
 	ReserveProducerIDs(n int64) (first int64, err error)

@@ -160,14 +160,24 @@ func (m *fileMetadata) DeleteTopic(name string) error {
 }
 
 func (m *fileMetadata) SetPartitions(name string, partitions int32) error {
+	return m.UpdateTopic(name, func(t *TopicMeta) error {
+		t.Partitions = partitions
+		return nil
+	})
+}
+
+func (m *fileMetadata) UpdateTopic(name string, update func(*TopicMeta) error) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	t, ok := m.topics[name]
 	if !ok {
 		return fmt.Errorf("%w: %s", ErrUnknownTopic, name)
 	}
+	t = t.Clone()
+	if err := update(&t); err != nil {
+		return err
+	}
 	topics := m.copyTopics()
-	t.Partitions = partitions
 	topics[name] = t
 	return m.commit(m.doc, topics)
 }

@@ -99,6 +99,7 @@ func (b *Broker) handleProduce(ctx context.Context, c *conn, kreq kmsg.Request) 
 	// The topic lock covers the appends only, never a wait: CreateTopics
 	// queued for it exclusively would otherwise hold up every produce.
 	b.topicMu.RLock()
+	isr := -1 // in-sync replicas, counted once a topic's min.insync.replicas asks
 	resp.Topics = make([]kmsg.ProduceResponseTopic, len(req.Topics))
 	for i := range req.Topics {
 		t := &req.Topics[i]
@@ -128,8 +129,11 @@ func (b *Broker) handleProduce(ctx context.Context, c *conn, kreq kmsg.Request) 
 				rp.ErrorCode = kerr.InvalidTopicException.Code
 			case !b.leads(t.Topic, p.Partition):
 				rp.ErrorCode = kerr.NotLeaderForPartition.Code
+			case req.Acks == -1 && !b.enoughInSync(meta, &isr):
+				// Refused before the append, as Kafka's: nothing stored.
+				rp.ErrorCode = kerr.NotEnoughReplicas.Code
 			default:
-				b.prepareBatch(sc, t.Topic, p, rp)
+				b.prepareBatch(sc, meta, p, rp)
 			}
 		}
 	}
@@ -205,6 +209,9 @@ type pendingBatch struct {
 	p  *partitionState
 	bi batchInfo
 	sb StorageBatch
+	// start is the log start DeleteRecords set, if later than the
+	// storage's, for the answer's log start offset.
+	start int64
 }
 
 // produceScratch holds one request's batches between validation and
@@ -239,26 +246,34 @@ func (sc *produceScratch) refuse(code int16) {
 // prepareBatch up-converts a legacy message set and validates the batch,
 // answering rp on failure and queueing it for appendProduced otherwise.
 // This is the part of a partition's produce that needs no lock.
-func (b *Broker) prepareBatch(sc *produceScratch, topic string, p *kmsg.ProduceRequestTopicPartition, rp *kmsg.ProduceResponseTopicPartition) {
+func (b *Broker) prepareBatch(sc *produceScratch, meta TopicMeta, p *kmsg.ProduceRequestTopicPartition, rp *kmsg.ProduceResponseTopicPartition) {
+	topic := meta.Name
+	maxBytes := b.maxMessageBytes(meta)
 	records := p.Records
 	if isLegacyMessageSet(records) {
-		converted, berr := upConvertMessageSet(records, b.cfg.MaxMessageBytes)
+		converted, berr := upConvertMessageSet(records, maxBytes)
 		if berr != nil {
 			rp.ErrorCode, rp.ErrorMessage = berr.err.Code, &berr.msg
 			return
 		}
 		records = converted
 	}
-	bi, berr := validateBatch(records, b.cfg.MaxMessageBytes)
+	bi, berr := validateBatch(records, maxBytes)
 	if berr != nil {
 		rp.ErrorCode, rp.ErrorMessage = berr.err.Code, &berr.msg
 		return
 	}
+	if v, _ := b.topicConfig(meta, cfgTimestampType); v == "LogAppendTime" {
+		bi.maxTimestamp = b.now().UnixMilli()
+		stampLogAppendTime(records, bi.maxTimestamp)
+		rp.LogAppendTime = bi.maxTimestamp
+	}
 	sc.pending = append(sc.pending, pendingBatch{
-		rp: rp,
-		p:  b.partition(topic, p.Partition),
-		bi: bi,
-		sb: StorageBatch{Topic: topic, Partition: p.Partition, Count: bi.numRecords, MaxTimestamp: bi.maxTimestamp, Records: records},
+		rp:    rp,
+		p:     b.partition(topic, p.Partition),
+		bi:    bi,
+		start: meta.LogStarts[p.Partition],
+		sb:    StorageBatch{Topic: topic, Partition: p.Partition, Count: bi.numRecords, MaxTimestamp: bi.maxTimestamp, Records: records},
 	})
 }
 
@@ -311,7 +326,8 @@ func (b *Broker) appendGroup(sc *produceScratch, group []pendingBatch) (end int6
 				continue
 			case dup:
 				pb.rp.BaseOffset = orig.Base
-				pb.rp.LogStartOffset, _ = b.st.Bounds(pb.sb.Topic, pb.sb.Partition)
+				lo, _ := b.st.Bounds(pb.sb.Topic, pb.sb.Partition)
+				pb.rp.LogStartOffset = max(lo, pb.start)
 				end = max(end, orig.End)
 				nbytes += len(pb.sb.Records)
 				continue
@@ -349,7 +365,7 @@ func (b *Broker) appendGroup(sc *produceScratch, group []pendingBatch) (end int6
 			continue
 		}
 		pb := sc.refs[j]
-		pb.rp.BaseOffset, pb.rp.LogStartOffset = a.Base, a.LogStart
+		pb.rp.BaseOffset, pb.rp.LogStartOffset = a.Base, max(a.LogStart, pb.start)
 		if pb.bi.producerID >= 0 {
 			pb.p.Record(pb.bi.producerBatch(), a.Base, a.End)
 			b.producerChanges.Add(1)

@@ -7,7 +7,6 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"sort"
 	"time"
 
 	"github.com/sirupsen/logrus"
@@ -63,6 +62,27 @@ func (b *Broker) checkInSync() int16 {
 	return b.replicationCode(b.cfg.Replication.CheckInSync(), kerr.NotEnoughReplicas)
 }
 
+// enoughInSync applies the topic's min.insync.replicas to an acks=-1
+// write: this node and its in-sync followers (all of them, not only those
+// of a partition: the whole log is replicated) must be at least that
+// many. *isr caches the count for the request; -1 until counted.
+func (b *Broker) enoughInSync(t TopicMeta, isr *int) bool {
+	if _, own := t.Configs[cfgMinInsync]; !own {
+		return true
+	}
+	if *isr < 0 {
+		*isr = 1
+		if b.cfg.Replication != nil {
+			for _, f := range b.cfg.Replication.Followers() {
+				if f.InSync {
+					*isr++
+				}
+			}
+		}
+	}
+	return int64(*isr) >= b.configInt(t, cfgMinInsync)
+}
+
 // waitReplicated waits, for an acks=-1 write under sync replication, until
 // the in-sync followers hold everything through end; it returns a Kafka
 // error code. The write is stored by now, so an in-sync set that shrank
@@ -90,9 +110,11 @@ func (b *Broker) replicationCode(err error, notEnough *kerr.Error) int16 {
 
 // visibleBounds is the partition's first offset and the end consumers may
 // read to: past the last record that ends at or below the high watermark.
-// stored is the end of what the consume queue holds.
-func (b *Broker) visibleBounds(topic string, partition int32) (lo, hi, stored int64) {
-	lo, stored = b.st.Bounds(topic, partition)
+// stored is the end of what the consume queue holds. The first offset is
+// the later of the queue's first and the log start DeleteRecords moved
+// (TopicMeta.LogStarts).
+func (b *Broker) visibleBounds(t TopicMeta, partition int32) (lo, hi, stored int64) {
+	lo, stored = b.logBounds(t, partition)
 	ds, ok := b.st.(*dispatcherStorage)
 	if b.cfg.Replication == nil || !ok || lo == stored {
 		return lo, stored, stored
@@ -101,12 +123,20 @@ func (b *Broker) visibleBounds(topic string, partition int32) (lo, hi, stored in
 	if hw >= b.st.WriteOffset() {
 		return lo, stored, stored
 	}
-	// Entries are in log order: those beyond the watermark are a suffix.
-	n := sort.Search(int(stored-lo), func(i int) bool {
-		end, ok := ds.RecordEnd(topic, partition, lo+int64(i))
-		return !ok || end > hw
-	})
-	return lo, lo + int64(n), stored
+	return lo, ds.firstEndingAfter(t.Name, partition, lo, stored, hw), stored
+}
+
+// logBounds is the partition's log start and stored end: the later of
+// the consume queue's first offset and the start DeleteRecords or
+// retention moved it to.
+func (b *Broker) logBounds(t TopicMeta, partition int32) (lo, stored int64) {
+	lo, stored = b.st.Bounds(t.Name, partition)
+	if start, ok := t.LogStarts[partition]; ok && start > lo {
+		// Never past the end: a log cut back below the start (a
+		// follower's truncation) serves nothing until it grows again.
+		lo, stored = start, max(stored, start)
+	}
+	return lo, stored
 }
 
 // replicationChanged is Replication.Changed, nil without replication.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sort"
 	"sync"
 
 	"github.com/unilog/unilog/commitlog"
@@ -162,6 +163,65 @@ func (s *dispatcherStorage) RecordEnd(topic string, partition int32, offset int6
 		return 0, false
 	}
 	return e.PhysOffset + int64(e.Size), true
+}
+
+// firstEndingAfter is the first offset in [lo, stored) whose record ends
+// beyond the physical offset phys, or stored if none does. Entries are in
+// log order, so those past phys are a suffix; an entry that cannot be read
+// counts as past it, which makes the answer earlier, never later.
+func (s *dispatcherStorage) firstEndingAfter(topic string, partition int32, lo, stored, phys int64) int64 {
+	n := sort.Search(int(stored-lo), func(i int) bool {
+		end, ok := s.RecordEnd(topic, partition, lo+int64(i))
+		return !ok || end > phys
+	})
+	return lo + int64(n)
+}
+
+// PartitionBytes is the size in the commit log (record headers included) of
+// the partition's records holding offsets [from, to): each record counted
+// once, however many offsets its batch spans. It reads one consume-queue
+// entry per offset and nothing of the log, for DescribeLogDirs.
+func (s *dispatcherStorage) PartitionBytes(topic string, partition int32, from, to int64) int64 {
+	q, ok := s.d.Queue(topic, partition)
+	if !ok {
+		return 0
+	}
+	var n int64
+	last := int64(-1)
+	for off := from; off < to; off++ {
+		e, err := q.Get(off)
+		if err != nil || e.PhysOffset == last {
+			continue
+		}
+		n += int64(e.Size)
+		last = e.PhysOffset
+	}
+	return n
+}
+
+func (s *dispatcherStorage) OffsetKeepingBytes(topic string, partition int32, from, to, limit int64) int64 {
+	q, ok := s.d.Queue(topic, partition)
+	if !ok {
+		return from
+	}
+	var n int64
+	last := int64(-1)
+	keep := to
+	for off := to - 1; off >= from; off-- {
+		e, err := q.Get(off)
+		if err != nil {
+			break
+		}
+		if e.PhysOffset != last {
+			if n+int64(e.Size) > limit {
+				break
+			}
+			n += int64(e.Size)
+			last = e.PhysOffset
+		}
+		keep = off
+	}
+	return keep
 }
 
 func (s *dispatcherStorage) ReadBatch(topic string, partition int32, offset int64, dst []byte) ([]byte, int64, int64, error) {

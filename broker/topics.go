@@ -18,9 +18,9 @@ import (
 // broker's consume queues are sized for, it only stops absurd requests.
 const maxPartitions = 100_000
 
-// createTopic validates and durably creates a topic. The caller holds
-// topicMu exclusively.
-func (b *Broker) createTopic(name string, partitions int32, validateOnly bool) (*kerr.Error, string) {
+// createTopic validates and durably creates a topic with its own configs
+// (nil for none). The caller holds topicMu exclusively.
+func (b *Broker) createTopic(name string, partitions int32, configs map[string]string, validateOnly bool) (*kerr.Error, string) {
 	if err := validTopicName(name); err != nil {
 		return kerr.InvalidTopicException, err.Error()
 	}
@@ -36,10 +36,15 @@ func (b *Broker) createTopic(name string, partitions int32, validateOnly bool) (
 	if _, ok := b.meta.Topic(name); ok {
 		return kerr.TopicAlreadyExists, "topic " + name + " already exists"
 	}
+	for k, v := range configs {
+		if err := checkTopicConfig(k, &v); err != nil {
+			return kerr.InvalidConfig, err.Error()
+		}
+	}
 	if validateOnly {
 		return nil, ""
 	}
-	t := TopicMeta{Name: name, Partitions: partitions, CreatedMs: time.Now().UnixMilli()}
+	t := TopicMeta{Name: name, Partitions: partitions, CreatedMs: time.Now().UnixMilli(), Configs: configs}
 	if _, err := rand.Read(t.ID[:]); err != nil {
 		return kerr.UnknownServerError, err.Error()
 	}
@@ -90,7 +95,7 @@ func (a *autoCreator) create(name string) bool {
 	a.created++
 	b.topicMu.Lock()
 	defer b.topicMu.Unlock()
-	b.createTopic(name, b.cfg.DefaultPartitions, false)
+	b.createTopic(name, b.cfg.DefaultPartitions, nil, false)
 	return true
 }
 
@@ -151,10 +156,8 @@ func (b *Broker) handleCreateTopics(_ context.Context, _ *conn, kreq kmsg.Reques
 		case kerrv != nil:
 		case t.ReplicationFactor != -1 && t.ReplicationFactor != 1:
 			kerrv, msg = kerr.InvalidReplicationFactor, "this broker stores one replica of every partition"
-		case len(t.Configs) > 0:
-			kerrv, msg = kerr.InvalidConfig, "per-topic configs are not supported"
 		default:
-			kerrv, msg = b.createTopic(t.Topic, partitions, req.ValidateOnly)
+			kerrv, msg = b.createTopic(t.Topic, partitions, createConfigs(t.Configs), req.ValidateOnly)
 		}
 		if kerrv != nil {
 			rt.ErrorCode = kerrv.Code
@@ -165,13 +168,39 @@ func (b *Broker) handleCreateTopics(_ context.Context, _ *conn, kreq kmsg.Reques
 			}
 			rt.NumPartitions = partitions
 			rt.ReplicationFactor = 1
-			if m, ok := b.meta.Topic(t.Topic); ok {
+			m, ok := b.meta.Topic(t.Topic)
+			if ok {
 				rt.TopicID = m.ID
+			} else {
+				m.Configs = createConfigs(t.Configs) // validate only
+			}
+			// v5+: the configs the topic was created with, as DescribeConfigs.
+			for _, e := range b.topicConfigEntries(m) {
+				rc := kmsg.NewCreateTopicsResponseTopicConfig()
+				d := e.describe()
+				rc.Name, rc.Value, rc.ReadOnly, rc.Source = d.Name, d.Value, d.ReadOnly, int8(d.Source)
+				rt.Configs = append(rt.Configs, rc)
 			}
 		}
 		resp.Topics = append(resp.Topics, rt)
 	}
 	return resp, nil
+}
+
+// createConfigs are a CreateTopics topic's configs; a null value leaves
+// the config at its default, as Kafka.
+func createConfigs(cs []kmsg.CreateTopicsRequestTopicConfig) map[string]string {
+	var out map[string]string
+	for _, c := range cs {
+		if c.Value == nil {
+			continue
+		}
+		if out == nil {
+			out = make(map[string]string, len(cs))
+		}
+		out[c.Name] = *c.Value
+	}
+	return out
 }
 
 func init() {

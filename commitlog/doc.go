@@ -146,8 +146,11 @@
 // holding a reference on the file. Each mapped file is reference counted:
 // the log holds one reference, every View one more. Retention deletes whole
 // oldest files, by age (newest record older than RetentionAge; the file's
-// mtime is set to its last append when the writer leaves it) and by total
-// size (RetentionBytes), never the file being written, and never a file
+// mtime is set to its last append when the writer leaves it), by total
+// size (RetentionBytes) and, young or not, when they end at or before the
+// oldest live record the owner names (SetLiveStart: the broker's
+// partitions each serve from a log start of their own), never the file
+// being written, and never a file
 // that ends after the retention floor (AddRetentionFloor; the dispatcher
 // registers its dispatched offset, so the log outgrows RetentionBytes
 // rather than lose records not yet indexed). A deleted file is

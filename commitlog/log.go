@@ -65,9 +65,11 @@ type Log struct {
 	gen        *flushGen
 	flushKick  chan struct{}
 
-	retMu  sync.Mutex // guards retFns and floors
+	retMu  sync.Mutex // guards retFns, floors and liveStart
 	retFns []func(newMin int64)
 	floors []*func() int64 // AddRetentionFloor; by pointer so remove finds its own
+	// liveStart is SetLiveStart's; nil: files go by age and size alone.
+	liveStart func() int64
 
 	stats  counters
 	intern *interner

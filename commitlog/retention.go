@@ -43,6 +43,30 @@ func (l *Log) AddRetentionFloor(floor func() int64) (remove func()) {
 	}
 }
 
+// SetLiveStart gives retention the physical offset of the oldest record
+// still live (liveStart()), computed by the log's owner: every whole file
+// ending at or before it holds only records nobody will read again, and is
+// deleted at the next check however young or small the log is, still
+// never past a floor (AddRetentionFloor). The broker's per-partition log
+// starts are what make records dead before the files are old. liveStart
+// runs on the retention goroutine, once per check, and must not block.
+func (l *Log) SetLiveStart(liveStart func() int64) {
+	l.retMu.Lock()
+	l.liveStart = liveStart
+	l.retMu.Unlock()
+}
+
+// deadBefore is SetLiveStart's offset, MinInt64 (nothing dead) if unset.
+func (l *Log) deadBefore() int64 {
+	l.retMu.Lock()
+	f := l.liveStart
+	l.retMu.Unlock()
+	if f == nil {
+		return math.MinInt64
+	}
+	return f()
+}
+
 // retentionFloor is the lowest of the registered floors (MaxInt64 if none).
 func (l *Log) retentionFloor() int64 {
 	l.retMu.Lock()
@@ -70,13 +94,15 @@ func (l *Log) retainer() {
 }
 
 // retain deletes the oldest files while the oldest is older than
-// RetentionAge or the log is larger than RetentionBytes, and ends at or
-// before the retention floor. The last file of the chain is the one being
+// RetentionAge, the log is larger than RetentionBytes or the oldest holds
+// no live record (SetLiveStart), and ends at or before the retention
+// floor. The last file of the chain is the one being
 // written and is never deleted. A deleted file
 // stays mapped until the last View on it is released. It returns the
 // number of files deleted.
 func (l *Log) retain(now time.Time) int {
 	floor := l.retentionFloor()
+	dead := l.deadBefore()
 	l.segMu.Lock()
 	segs := l.chain()
 	var total int64
@@ -88,7 +114,7 @@ func (l *Log) retain(now time.Time) int {
 		s := segs[n]
 		old := l.opts.RetentionAge > 0 && now.Sub(time.UnixMilli(s.sealedAt.Load())) > l.opts.RetentionAge
 		big := l.opts.RetentionBytes > 0 && total > l.opts.RetentionBytes
-		if !old && !big || s.end() > floor {
+		if !old && !big && s.end() > dead || s.end() > floor {
 			break
 		}
 		total -= s.size

@@ -284,3 +284,45 @@ func TestRetentionFloor(t *testing.T) {
 		})
 	}
 }
+
+// TestRetentionLiveStart: files ending at or before the oldest live
+// record go at once, young as they are, but never past a floor nor the
+// file being written.
+func TestRetentionLiveStart(t *testing.T) {
+	const fileSize = 8192
+	opts := testOptions(t, "", fileSize)
+	l := openLog(t, opts)
+	defer l.Close()
+	var live, floor atomic.Int64
+	floor.Store(math.MaxInt64)
+	l.AddRetentionFloor(floor.Load)
+	for len(l.Files()) < 6 {
+		m := testMessage(1, 1000)
+		if _, err := l.Append(&m); err != nil {
+			t.Fatal(err)
+		}
+	}
+	files := l.Files()
+	if n := l.retain(time.Now()); n != 0 {
+		t.Fatalf("%d files deleted without a live start", n)
+	}
+	l.SetLiveStart(live.Load)
+	for _, st := range []struct {
+		live, floor int64
+		wantFiles   int
+	}{
+		{0, math.MaxInt64, 6},
+		{files[1].Base + 1, math.MaxInt64, 5}, // a record of file 1 is live
+		{files[3].Base, files[2].Base, 4},     // the floor holds file 2
+		{files[3].Base, math.MaxInt64, 3},
+		{math.MaxInt64, math.MaxInt64, 1},
+	} {
+		live.Store(st.live)
+		floor.Store(st.floor)
+		l.retain(time.Now())
+		left := l.Files()
+		if len(left) != st.wantFiles || left[0] != files[6-st.wantFiles] {
+			t.Fatalf("live %d floor %d: %d files left from %s, want %d", st.live, st.floor, len(left), left[0].Name, st.wantFiles)
+		}
+	}
+}

@@ -243,7 +243,8 @@ func importFileMetadata(dir string, m *controlplane.Metadata, log logrus.FieldLo
 type haMetadata struct{ m *controlplane.Metadata }
 
 func toTopicMeta(t controlplane.Topic) broker.TopicMeta {
-	return broker.TopicMeta{Name: t.Name, ID: t.ID, Partitions: t.Partitions, CreatedMs: t.CreatedMs, UntaggedRecords: t.UntaggedRecords}
+	return broker.TopicMeta{Name: t.Name, ID: t.ID, Partitions: t.Partitions, CreatedMs: t.CreatedMs, UntaggedRecords: t.UntaggedRecords,
+		Configs: t.Configs, LogStarts: t.LogStarts}
 }
 
 func (s haMetadata) Topics() []broker.TopicMeta {
@@ -261,13 +262,27 @@ func (s haMetadata) Topic(name string) (broker.TopicMeta, bool) {
 }
 
 func (s haMetadata) CreateTopic(t broker.TopicMeta) error {
-	return brokerError(s.m.CreateTopic(controlplane.Topic{Name: t.Name, ID: t.ID, Partitions: t.Partitions, CreatedMs: t.CreatedMs, UntaggedRecords: t.UntaggedRecords}))
+	return brokerError(s.m.CreateTopic(controlplane.Topic{Name: t.Name, ID: t.ID, Partitions: t.Partitions, CreatedMs: t.CreatedMs, UntaggedRecords: t.UntaggedRecords,
+		Configs: t.Configs, LogStarts: t.LogStarts}))
 }
 
 func (s haMetadata) DeleteTopic(name string) error { return brokerError(s.m.DeleteTopic(name)) }
 
 func (s haMetadata) SetPartitions(name string, partitions int32) error {
 	return brokerError(s.m.SetPartitions(name, partitions))
+}
+
+// UpdateTopic lets update change the fields the broker owns; the replica
+// groups stay the control plane's.
+func (s haMetadata) UpdateTopic(name string, update func(*broker.TopicMeta) error) error {
+	return brokerError(s.m.UpdateTopic(name, func(t *controlplane.Topic) error {
+		tm := toTopicMeta(*t).Clone()
+		if err := update(&tm); err != nil {
+			return err
+		}
+		t.Configs, t.LogStarts = tm.Configs, tm.LogStarts
+		return nil
+	}))
 }
 
 func (s haMetadata) ReserveProducerIDs(n int64) (int64, error) { return s.m.ReserveProducerIDs(n) }

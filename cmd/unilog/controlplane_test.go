@@ -18,6 +18,10 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
 	"github.com/unilog/unilog/broker"
 	"github.com/unilog/unilog/commitlog"
 	"github.com/unilog/unilog/ha/controlplane"
@@ -284,5 +288,93 @@ func TestOwnDeletesAreNotAnotherNodes(t *testing.T) {
 	}
 	if strings.Contains(r.stderr, "deleted by another node") {
 		t.Errorf("own deletes logged as another node's:\n%s", r.stderr)
+	}
+}
+
+// TestControlPlaneKeepsTopicConfigsAndLogStarts: a topic's own configs and
+// the log start DeleteRecords moved go with it into the control plane, and
+// changes made there (haMetadata.UpdateTopic) outlive a restart.
+func TestControlPlaneKeepsTopicConfigsAndLogStarts(t *testing.T) {
+	dir := t.TempDir()
+	b, err := broker.Start(broker.Config{DataDir: dir, Listen: "127.0.0.1:0", FileSize: testBrokerFileSize, Logger: quietLogger()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	mustRun(t, "", "topic", "create", "--brokers", b.Addr(), "--topic", "cfg", "--config", "retention.ms=60000")
+	mustRun(t, "r0\nr1\nr2\n", "produce", "--brokers", b.Addr(), "--topic", "cfg")
+	trim(t, b.Addr(), 1)
+	if err := b.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	check := func(addr string, start int64, configs map[string]string) {
+		t.Helper()
+		cl, err := kgo.NewClient(kgo.SeedBrokers(addr))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer cl.Close()
+		adm := kadm.NewClient(cl)
+		rcs, err := adm.DescribeTopicConfigs(context.Background(), "cfg")
+		if err != nil {
+			t.Fatal(err)
+		}
+		rc, err := rcs.On("cfg", nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, c := range rc.Configs {
+			if want, ok := configs[c.Key]; ok && (c.Value == nil || *c.Value != want || c.Source != kmsg.ConfigSourceDynamicTopicConfig) {
+				t.Errorf("%s: %v from %v, want %s set on the topic", c.Key, c.Value, c.Source, want)
+			}
+		}
+		starts, err := adm.ListStartOffsets(context.Background(), "cfg")
+		if o, _ := starts.Lookup("cfg", 0); err != nil || o.Offset != start {
+			t.Errorf("log start %+v %v, want %d", o, err, start)
+		}
+	}
+	run := func() (string, context.CancelFunc, <-chan cliResult) {
+		ctx, cancel := context.WithCancel(context.Background())
+		addr, done := runBrokerCommand(ctx, t, "--data-dir", dir, "--listen", "127.0.0.1:0", "--admin", "", "--file-size", "8MiB")
+		return addr, cancel, done
+	}
+	addr, cancel, done := run()
+	check(addr, 1, map[string]string{"retention.ms": "60000"})
+	mustRun(t, "", "topic", "create", "--brokers", addr, "--topic", "unused") // the store takes writes
+	cl, err := kgo.NewClient(kgo.SeedBrokers(addr))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := kadm.NewClient(cl).AlterTopicConfigs(context.Background(), []kadm.AlterConfig{{Op: kadm.SetConfig, Name: "max.message.bytes", Value: kmsg.StringPtr("5000")}}, "cfg")
+	cl.Close()
+	if err != nil || r[0].Err != nil {
+		t.Fatalf("alter: %v %+v", err, r)
+	}
+	trim(t, addr, 2)
+	cancel()
+	if r := <-done; r.err != nil || !strings.Contains(r.stderr, "topic moved from the metadata file into the control plane") {
+		t.Fatalf("broker: %v\n%s", r.err, r.stderr)
+	}
+	addr, cancel, done = run()
+	check(addr, 2, map[string]string{"retention.ms": "60000", "max.message.bytes": "5000"})
+	cancel()
+	if r := <-done; r.err != nil {
+		t.Errorf("second start: %v\n%s", r.err, r.stderr)
+	}
+}
+
+// trim moves partition 0 of topic cfg's log start to offset.
+func trim(t *testing.T, addr string, offset int64) {
+	t.Helper()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(addr))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	offs := kadm.Offsets{}
+	offs.Add(kadm.Offset{Topic: "cfg", Partition: 0, At: offset})
+	resp, err := kadm.NewClient(cl).DeleteRecords(context.Background(), offs)
+	if r, _ := resp.Lookup("cfg", 0); err != nil || r.Err != nil || r.LowWatermark != offset {
+		t.Fatalf("delete records to %d: %v %+v", offset, err, r)
 	}
 }

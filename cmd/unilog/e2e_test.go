@@ -449,8 +449,9 @@ func TestConsumeAfterLogStartMoved(t *testing.T) {
 	}
 }
 
-// --config reaches the broker intact, commas included. (unilog answers
-// INVALID_CONFIG to per-topic configs for now, so this runs on kfake.)
+// --config reaches the broker intact, commas included. (This runs on
+// kfake: unilog's one list config, cleanup.policy, takes only "delete";
+// controlplane_test.go creates a topic with configs on unilog.)
 func TestTopicCreateConfigs(t *testing.T) {
 	addr := startFakeKafka(t)
 	mustRun(t, "", "topic", "create", "--brokers", addr, "--topic", "cfg", "--config", "retention.ms=1234",

@@ -18,7 +18,9 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/unilog/unilog/broker"
 	"github.com/unilog/unilog/commitlog"
@@ -144,7 +146,9 @@ func startReplicaGroup(t *testing.T, args ...string) (*controlplane.Server, []*b
 // replication, SIGKILLs the leader, and checks that a follower takes over
 // within a few seconds, that every acknowledged record and a committed
 // group offset survive exactly once, and that the killed node, back, ends
-// with a commit log byte-identical to the others'.
+// with a commit log byte-identical to the others'. A log start moved by
+// DeleteRecords on the old leader holds on the new one, which also says
+// where the old leader epoch ends.
 func TestReplicaGroupFailover(t *testing.T) {
 	srv, nodes := startReplicaGroup(t, "--replication", "sync")
 
@@ -218,7 +222,23 @@ func TestReplicaGroupFailover(t *testing.T) {
 	retry := newIdempotentRetry(t, ctx, cl, "ha", 0, "exactly-once")
 	retryBase := retry.send(t, ctx, cl)
 
+	// A log start moved on the old leader holds on the new one.
+	if _, err := adm.CreateTopic(ctx, 1, 1, nil, "trim"); err != nil {
+		t.Fatal(err)
+	}
+	for _, v := range []string{"t0", "t1", "t2", "t3"} {
+		if err := cl.ProduceSync(ctx, &kgo.Record{Topic: "trim", Value: []byte(v)}).FirstErr(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	trimTo := kadm.Offsets{}
+	trimTo.Add(kadm.Offset{Topic: "trim", Partition: 0, At: 3})
+	if r, err := adm.DeleteRecords(ctx, trimTo); err != nil || r.Error() != nil {
+		t.Fatalf("delete records: %v %v", err, r.Error())
+	}
+
 	oldEpoch := mustStatus(t, leader).Epoch
+	ackedByOld := ackedCount()
 	killedAt := time.Now()
 	if err := leader.cmd.Process.Kill(); err != nil {
 		t.Fatal(err)
@@ -244,6 +264,10 @@ func TestReplicaGroupFailover(t *testing.T) {
 	<-produced
 	alive := slices.DeleteFunc([]int32{1, 2, 3}, func(id int32) bool { return id == int32(leader.id) })
 	replicasAre(t, ctx, adm, alive, alive)
+	oldEpochEnds(t, ctx, cl, adm, int32(oldEpoch), ackedByOld)
+	if starts, err := adm.ListStartOffsets(ctx, "trim"); err != nil || starts["trim"][0].Offset != 3 {
+		t.Fatalf("log start on the new leader: %v %+v, want 3 as DeleteRecords set it on the old one", err, starts["trim"])
+	}
 
 	// The killed node comes back, truncates what the new leader lacks and
 	// follows it.
@@ -399,4 +423,48 @@ func logCRC(t *testing.T, dir string, end int64) uint32 {
 		all = append(all, b[:min(int64(len(b)), end-base)]...)
 	}
 	return crc32.Checksum(all, crc32.MakeTable(crc32.Castagnoli))
+}
+
+// oldEpochEnds asks the new leader where the old leader's epoch ends in
+// each partition of topic ha (OffsetForLeaderEpoch, as a consumer that
+// read under the old epoch does): every record the old leader had
+// acknowledged (acked, plus the retried idempotent batch) lies below those
+// ends, and the records the new leader took since lie at or above them.
+func oldEpochEnds(t *testing.T, ctx context.Context, cl *kgo.Client, adm *kadm.Client, epoch int32, acked int) {
+	t.Helper()
+	req := kmsg.NewPtrOffsetForLeaderEpochRequest()
+	rt := kmsg.NewOffsetForLeaderEpochRequestTopic()
+	rt.Topic = "ha"
+	for p := int32(0); p < 3; p++ {
+		rp := kmsg.NewOffsetForLeaderEpochRequestTopicPartition()
+		rp.Partition, rp.CurrentLeaderEpoch, rp.LeaderEpoch = p, -1, epoch
+		rt.Partitions = append(rt.Partitions, rp)
+	}
+	req.Topics = append(req.Topics, rt)
+	resp, err := req.RequestWith(ctx, cl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ends, err := adm.ListEndOffsets(ctx, "ha")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var epochEnds, logEnds int64
+	for _, tp := range resp.Topics {
+		for _, p := range tp.Partitions {
+			if p.ErrorCode != 0 || p.LeaderEpoch != epoch {
+				t.Fatalf("partition %d: %v, epoch %d, want the old epoch %d", p.Partition, kerr.ErrorForCode(p.ErrorCode), p.LeaderEpoch, epoch)
+			}
+			end, _ := ends.Lookup("ha", p.Partition)
+			if p.EndOffset > end.Offset {
+				t.Fatalf("partition %d: epoch %d ends at %d, past the log end %d", p.Partition, epoch, p.EndOffset, end.Offset)
+			}
+			epochEnds += p.EndOffset
+			logEnds += end.Offset
+		}
+	}
+	if epochEnds < int64(acked)+1 || epochEnds >= logEnds {
+		t.Fatalf("epoch %d ends at %d records in all, want at least the %d the old leader acknowledged and fewer than the %d stored", epoch, epochEnds, acked+1, logEnds)
+	}
+	t.Logf("epoch %d ends after %d of %d records", epoch, epochEnds, logEnds)
 }

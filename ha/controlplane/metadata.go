@@ -25,6 +25,10 @@ type Topic struct {
 	// UntaggedRecords marks a topic imported from a data directory whose
 	// records predate topic ids (broker.TopicMeta.UntaggedRecords).
 	UntaggedRecords bool `json:"untagged_records,omitempty"`
+	// Configs and LogStarts are broker.TopicMeta's: the topic's own
+	// configs and the log starts DeleteRecords moved.
+	Configs   map[string]string `json:"configs,omitempty"`
+	LogStarts map[int32]int64   `json:"log_starts,omitempty"`
 }
 
 // TopicEvent is one change seen on the metadata bucket.
@@ -256,9 +260,24 @@ func (m *Metadata) DeleteTopic(name string) error {
 }
 
 // SetPartitions changes a topic's partition count, placing added
-// partitions; the update is compare-and-set, so concurrent changes from
-// other nodes are never lost.
+// partitions.
 func (m *Metadata) SetPartitions(name string, partitions int32) error {
+	return m.UpdateTopic(name, func(t *Topic) error {
+		if partitions < t.Partitions {
+			t.Groups = t.Groups[:partitions]
+		} else {
+			t.Groups = append(t.Groups, m.place(partitions-t.Partitions)...)
+		}
+		t.Partitions = partitions
+		return nil
+	})
+}
+
+// UpdateTopic applies update to the topic as the bucket holds it and
+// stores the result with a compare-and-set, again on a fresh read when
+// another node changed the topic meanwhile, so no concurrent change is
+// lost; update's error aborts the change and is returned.
+func (m *Metadata) UpdateTopic(name string, update func(*Topic) error) error {
 	ctx, cancel := context.WithTimeout(context.Background(), opTimeout)
 	defer cancel()
 	m.ownMu.Lock()
@@ -266,18 +285,15 @@ func (m *Metadata) SetPartitions(name string, partitions int32) error {
 	for {
 		e, err := m.getTopic(ctx, name)
 		if err != nil {
-			return fmt.Errorf("ha: set partitions: %w", err)
+			return fmt.Errorf("ha: update topic: %w", err)
 		}
 		var t Topic
 		if err := decodeValue(e.Value(), &t); err != nil {
-			return fmt.Errorf("ha: set partitions of %s: %w", name, err)
+			return fmt.Errorf("ha: update topic %s: %w", name, err)
 		}
-		if partitions < t.Partitions {
-			t.Groups = t.Groups[:partitions]
-		} else {
-			t.Groups = append(t.Groups, m.place(partitions-t.Partitions)...)
+		if err := update(&t); err != nil {
+			return err
 		}
-		t.Partitions = partitions
 		val, err := encodeValue(t)
 		if err != nil {
 			return err
@@ -287,7 +303,7 @@ func (m *Metadata) SetPartitions(name string, partitions int32) error {
 			continue
 		}
 		if err != nil {
-			return fmt.Errorf("ha: set partitions of %s: %w", name, err)
+			return fmt.Errorf("ha: update topic %s: %w", name, err)
 		}
 		m.apply(t, rev, false, false)
 		return nil

@@ -84,6 +84,25 @@ func TestMetadataChangesReachOtherNodes(t *testing.T) {
 	}
 	nextEvent(t, events)
 
+	// The broker's per-topic configs and log starts ride on the topic.
+	if err := n1.UpdateTopic(name, func(t *Topic) error {
+		t.Configs = map[string]string{"retention.ms": "60000"}
+		t.LogStarts = map[int32]int64{1: 42}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if ev := nextEvent(t, events); ev.Topic.Configs["retention.ms"] != "60000" || ev.Topic.LogStarts[1] != 42 || ev.Topic.Partitions != 3 {
+		t.Fatalf("other node saw %+v, want the update", ev.Topic)
+	}
+	refused := errors.New("refused")
+	if err := n2.UpdateTopic(name, func(t *Topic) error { t.Configs = nil; return refused }); !errors.Is(err, refused) {
+		t.Fatalf("failing update: %v", err)
+	}
+	if got, _ := n2.Topic(name); got.Configs["retention.ms"] != "60000" {
+		t.Fatalf("a failed update changed the topic: %+v", got)
+	}
+
 	if err := n1.DeleteTopic(name); err != nil {
 		t.Fatal(err)
 	}

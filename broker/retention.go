@@ -1,0 +1,124 @@
+package broker
+
+import (
+	"math"
+	"time"
+)
+
+// topicRetentionInterval is how often topics' retention.ms and
+// retention.bytes move their partitions' log starts (Kafka checks every 5
+// minutes by default).
+const topicRetentionInterval = time.Minute
+
+// retentionLoop applies per-topic retention until Close.
+func (b *Broker) retentionLoop() {
+	defer b.loopWG.Done()
+	t := time.NewTicker(topicRetentionInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-b.closing:
+			return
+		case <-t.C:
+			b.applyTopicRetention()
+		}
+	}
+}
+
+// retentionSizer is the storage that can tell where a partition's last
+// bytes begin.
+type retentionSizer interface {
+	// OffsetKeepingBytes is the first offset in [from, to) from which
+	// the partition's records take at most limit bytes, at a record
+	// boundary.
+	OffsetKeepingBytes(topic string, partition int32, from, to, limit int64) int64
+}
+
+// applyTopicRetention moves the log start of each partition this node
+// leads, of every topic with its own retention.ms or retention.bytes, past
+// the records those configs no longer keep (see "Retention" in the package
+// doc). The starts are stored as DeleteRecords stores them.
+func (b *Broker) applyTopicRetention() {
+	if b.following.Load() {
+		return // the leader moves them, in the shared metadata
+	}
+	now := b.now().UnixMilli()
+	sizer, _ := b.st.(retentionSizer)
+	for _, t := range b.meta.Topics() {
+		_, byTime := t.Configs[cfgRetentionMs]
+		_, bySize := t.Configs[cfgRetentionBytes]
+		limit := b.configInt(t, cfgRetentionBytes)
+		bySize = bySize && limit >= 0 && sizer != nil
+		if !byTime && !bySize || isInternalTopic(t.Name) {
+			continue
+		}
+		cutoff := now - b.configInt(t, cfgRetentionMs)
+		moves := make(map[int32]int64)
+		for p := int32(0); p < t.Partitions; p++ {
+			if !b.leads(t.Name, p) {
+				continue
+			}
+			lo, hi, _ := b.visibleBounds(t, p)
+			start := lo
+			if byTime {
+				off, _, ok := b.st.OffsetForTime(t.Name, p, cutoff)
+				if !ok {
+					off = hi // every record is older
+				}
+				start = max(start, off)
+			}
+			if bySize {
+				start = max(start, sizer.OffsetKeepingBytes(t.Name, p, lo, hi, limit))
+			}
+			// Never past what consumers may read: the rest is not yet
+			// on the followers.
+			if start = min(start, hi); start > lo {
+				moves[p] = start
+			}
+		}
+		if len(moves) > 0 {
+			// Logged by moveLogStarts; the next check tries again.
+			b.moveLogStarts(t, moves, "retention")
+		}
+	}
+}
+
+// liveStart is the physical offset of the oldest record a partition still
+// serves: commit-log files wholly before it hold only records behind their
+// partitions' log starts, or of deleted topics, and retention deletes them
+// at once (commitlog.Log.SetLiveStart), not when they are old. The internal
+// topic is left to the group coordinator's retention floor, which keeps
+// every group's last commit, and records not yet indexed to the
+// dispatcher's floor. A follower's files go by age and size only: its
+// leader decides what is dead. A partition written to whose queue or
+// entry cannot be read keeps everything.
+func (b *Broker) liveStart(ds *dispatcherStorage) int64 {
+	if b.following.Load() {
+		return math.MinInt64
+	}
+	live := int64(math.MaxInt64)
+	for _, t := range b.meta.Topics() {
+		if isInternalTopic(t.Name) {
+			continue
+		}
+		for p := int32(0); p < t.Partitions; p++ {
+			q, ok := ds.d.Queue(t.Name, p)
+			if !ok {
+				if ds.log.NextQueueOffset(t.Name, t.RecordID(), p) > 0 {
+					return math.MinInt64 // written, but its queue is unreadable
+				}
+				continue // never written
+			}
+			lo, stored := b.logBounds(t, p)
+			if lo >= stored {
+				continue
+			}
+			e, err := q.Get(lo)
+			if err != nil {
+				return math.MinInt64
+			}
+			live = min(live, e.PhysOffset)
+		}
+	}
+	return live
+}
