@@ -125,6 +125,23 @@ func TestDeleteRecordsKadm(t *testing.T) {
 	}
 }
 
+// TestListOffsetsByTimeAfterDeleteRecords: a lookup by time never answers
+// an offset below the log start DeleteRecords moved (it did: the consume
+// queue still indexes the records below it).
+func TestListOffsetsByTimeAfterDeleteRecords(t *testing.T) {
+	b := startBroker(t, testConfig(t, t.TempDir()))
+	cl := newClient(t, b.Addr())
+	createTopic(t, cl, "t", 1)
+	produceSync(t, cl, "t", 0, "a", "b", "c", "d")
+	if got := deleteRecords(t, b, "t", 0, 2); got.ErrorCode != 0 {
+		t.Fatalf("delete records: %v", kerr.ErrorForCode(got.ErrorCode))
+	}
+	offs, err := kadm.NewClient(cl).ListOffsetsAfterMilli(testCtx(t), 0, "t")
+	if o, _ := offs.Lookup("t", 0); err != nil || o.Offset != 2 {
+		t.Fatalf("the first offset at or after time 0: %+v %v, want the log start 2", o, err)
+	}
+}
+
 // TestACLDeleteRecords: moving a log start needs admin on the topic.
 func TestACLDeleteRecords(t *testing.T) {
 	b := aclBroker(t)

@@ -74,8 +74,14 @@ func (b *Broker) handleListOffsets(_ context.Context, _ *conn, kreq kmsg.Request
 			case ts < 0:
 				rp.ErrorCode = kerr.UnsupportedVersion.Code
 			default:
-				if off, batchTS, ok := b.st.OffsetForTime(t.Topic, p.Partition, ts); ok {
-					rp.Offset = off
+				// Only what a consumer may fetch counts: the queue still
+				// indexes records below a log start DeleteRecords or
+				// retention moved, and above the high watermark. Below the
+				// start the answer is the start (timestamps never fall along
+				// the queue, so it too is at or after ts), with the
+				// timestamp found, which is at most its own.
+				if off, batchTS, ok := b.st.OffsetForTime(t.Topic, p.Partition, ts); ok && off < hi {
+					rp.Offset = max(off, lo)
 					rp.Timestamp = batchTS
 				}
 			}
