@@ -169,11 +169,11 @@ func start(cfg Config, wrap func(Storage) Storage) (*Broker, error) {
 			}
 		}()
 	}
-	b.loopWG.Add(4)
+	b.loopWG.Add(1)
 	go b.acceptLoop()
-	go b.snapshotLoop()
-	go b.replicaLoop()
-	go b.retentionLoop()
+	b.every(producerSnapshotInterval, b.snapshotProducersIfChanged())
+	b.every(replicaCatchUpInterval, b.catchUpReplica)
+	b.every(topicRetentionInterval, b.applyTopicRetention)
 	b.log.WithFields(logrus.Fields{"listen": b.Addr(), "admin": b.AdminAddr(), "data_dir": cfg.DataDir}).Info("broker started")
 	return b, nil
 }
@@ -305,4 +305,22 @@ func (b *Broker) forgetTopic(topic string) {
 		}
 	}
 	b.producerChanges.Add(1)
+}
+
+// every runs fn every d on a goroutine of its own until Close.
+func (b *Broker) every(d time.Duration, fn func()) {
+	b.loopWG.Add(1)
+	go func() {
+		defer b.loopWG.Done()
+		t := time.NewTicker(d)
+		defer t.Stop()
+		for {
+			select {
+			case <-b.closing:
+				return
+			case <-t.C:
+				fn()
+			}
+		}
+	}()
 }

@@ -58,8 +58,7 @@ func (b *Broker) openGroups(st *dispatcherStorage) error {
 		return err
 	}
 	b.groups.Store(c)
-	b.loopWG.Add(1)
-	go b.compactLoop()
+	b.every(defaultCompactInterval, b.compactGroups)
 	return nil
 }
 
@@ -89,32 +88,24 @@ func (b *Broker) retentionFloor() int64 {
 	return 0
 }
 
-func (b *Broker) compactLoop() {
-	defer b.loopWG.Done()
-	t := time.NewTicker(defaultCompactInterval)
-	defer t.Stop()
-	for {
-		select {
-		case <-b.closing:
-			return
-		case <-t.C:
-			if b.following.Load() {
-				// Compaction appends; a follower's log is its leader's.
-				continue
-			}
-			c := b.groups.Load()
-			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-			n, err := c.Compact(ctx)
-			switch {
-			case err != nil:
-				b.log.WithError(err).Error("group offsets compaction failed")
-			case n > 0:
-				b.log.WithField("commits", n).Info("group offsets copied out of the oldest commit-log file")
-			}
-			b.snapshotGroups(ctx, c)
-			cancel()
-		}
+// compactGroups copies live commits out of the oldest commit-log file and
+// snapshots the coordinator.
+func (b *Broker) compactGroups() {
+	if b.following.Load() {
+		// Compaction appends; a follower's log is its leader's.
+		return
 	}
+	c := b.groups.Load()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	n, err := c.Compact(ctx)
+	switch {
+	case err != nil:
+		b.log.WithError(err).Error("group offsets compaction failed")
+	case n > 0:
+		b.log.WithField("commits", n).Info("group offsets copied out of the oldest commit-log file")
+	}
+	b.snapshotGroups(ctx, c)
 }
 
 // snapshotGroups writes the coordinator's snapshot, so the next start

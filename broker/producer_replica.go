@@ -108,26 +108,16 @@ func (b *Broker) takeReplicaProducers() (from, to int64, err error) {
 	return from, b.replica.replayed, nil
 }
 
-// replicaLoop keeps a follower's producer state caught up.
-func (b *Broker) replicaLoop() {
-	defer b.loopWG.Done()
-	tick := time.NewTicker(replicaCatchUpInterval)
-	defer tick.Stop()
-	for {
-		select {
-		case <-b.closing:
-			return
-		case <-tick.C:
-		}
-		var err error
-		b.replica.mu.Lock()
-		if b.replica.parts != nil {
-			err = b.catchUpLocked()
-		}
-		b.replica.mu.Unlock()
-		if err != nil {
-			b.log.WithError(err).Warn("follower producer state not caught up; retrying")
-		}
+// catchUpReplica keeps a follower's producer state caught up.
+func (b *Broker) catchUpReplica() {
+	var err error
+	b.replica.mu.Lock()
+	if b.replica.parts != nil {
+		err = b.catchUpLocked()
+	}
+	b.replica.mu.Unlock()
+	if err != nil {
+		b.log.WithError(err).Warn("follower producer state not caught up; retrying")
 	}
 }
 

@@ -66,26 +66,19 @@ func (b *Broker) copyProducers(logOffset int64, parts map[topicPartition]*partit
 	return s
 }
 
-// snapshotLoop rewrites the snapshot while idempotent appends change the
-// state, so a restart after a crash replays at most an interval of log.
-func (b *Broker) snapshotLoop() {
-	defer b.loopWG.Done()
-	tick := time.NewTicker(producerSnapshotInterval)
-	defer tick.Stop()
+// snapshotProducersIfChanged returns what rewrites the snapshot each
+// period while idempotent appends change the state, so a restart after a
+// crash replays at most a period of log.
+func (b *Broker) snapshotProducersIfChanged() func() {
 	var written int64
-	for {
-		select {
-		case <-b.closing:
-			return
-		case <-tick.C:
-		}
+	return func() {
 		n := b.producerChanges.Load()
 		if n == written {
-			continue
+			return
 		}
 		if err := b.snapshotProducers(); err != nil {
 			b.log.WithError(err).Warn("producer-state snapshot failed; a restart reads more of the log")
-			continue
+			return
 		}
 		written = n
 	}

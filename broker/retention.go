@@ -10,21 +10,6 @@ import (
 // minutes by default).
 const topicRetentionInterval = time.Minute
 
-// retentionLoop applies per-topic retention until Close.
-func (b *Broker) retentionLoop() {
-	defer b.loopWG.Done()
-	t := time.NewTicker(topicRetentionInterval)
-	defer t.Stop()
-	for {
-		select {
-		case <-b.closing:
-			return
-		case <-t.C:
-			b.applyTopicRetention()
-		}
-	}
-}
-
 // retentionSizer is the storage that can tell where a partition's last
 // bytes begin.
 type retentionSizer interface {
