@@ -63,6 +63,16 @@ func (c Codec) String() string {
 // refused rather than allowed to allocate its window.
 const MaxWindow = 8 << 20
 
+// stateBound is the most a Reader holds for its codec apart from a
+// snappy block: an lz4 frame's 4 MiB block with its compressed copy, or a
+// zstd window of at most MaxWindow.
+const stateBound = MaxWindow
+
+// Memory is the most a Reader with the given limit holds while it is open:
+// its codec's state, or a snappy block of up to limit bytes. Callers that
+// account for memory reserve it before decompressing.
+func Memory(limit int64) int64 { return stateBound + limit }
+
 var (
 	// ErrTooLarge is returned once the output would exceed the limit.
 	ErrTooLarge = errors.New("decompress: output exceeds its limit")
