@@ -81,6 +81,7 @@ func reqErr(key, version int16, format string, args ...any) error {
 // An error means the connection must be closed.
 func (c *conn) handle(frame []byte) ([]byte, error) {
 	// The frame is dead once handled: its bytes go back to the budget.
+	c.held = int64(len(frame))
 	defer c.releaseFrame(frame)
 	defer c.releaseArenas()
 	if c.auth.raw {

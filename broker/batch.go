@@ -15,9 +15,10 @@ var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 // CRC covers everything from the attributes to the end, so stamping the
 // base offset (bytes 0..8) on append keeps the CRC valid.
 const (
-	batchHeaderSize = 61
-	batchCRCStart   = 21 // first byte covered by the CRC (attributes)
-	batchLengthSkew = 12 // Length counts the bytes after baseOffset and Length
+	batchHeaderSize   = 61
+	batchCRCStart     = 21 // first byte covered by the CRC (attributes)
+	batchAttributesAt = 22 // the low byte of the int16 attributes
+	batchLengthSkew   = 12 // Length counts the bytes after baseOffset and Length
 
 	attrCompressionMask = 0x07
 	attrLogAppendTime   = 0x08
@@ -50,8 +51,9 @@ func badBatch(err *kerr.Error, format string, args ...any) *batchError {
 
 // validateBatch checks one produce partition's records the way Kafka's log
 // validator does for magic 2 before anything is stored: exactly one batch,
-// its length matching the bytes sent, its CRC32C, a sane record count and
-// size. Compressed batches are checked but never decompressed.
+// its length matching the bytes sent, its CRC32C, its size, and a record
+// count matching its records (see checkRecords: compressed batches are
+// decompressed to count them, to at most maxBytes, and stored as sent).
 func validateBatch(records []byte, maxBytes int32) (batchInfo, *batchError) {
 	if len(records) < batchHeaderSize {
 		return batchInfo{}, badBatch(kerr.CorruptMessage, "record batch of %d bytes is shorter than its %d byte header", len(records), batchHeaderSize)
@@ -75,14 +77,14 @@ func validateBatch(records []byte, maxBytes int32) (batchInfo, *batchError) {
 	if rb.NumRecords <= 0 || rb.LastOffsetDelta != rb.NumRecords-1 {
 		return batchInfo{}, badBatch(kerr.InvalidRecord, "record batch claims %d records with last offset delta %d", rb.NumRecords, rb.LastOffsetDelta)
 	}
-	if rb.Attributes&attrCompressionMask == 0 && int(rb.NumRecords) > len(rb.Records) {
-		return batchInfo{}, badBatch(kerr.CorruptMessage, "record batch claims %d records in %d bytes", rb.NumRecords, len(rb.Records))
-	}
 	if codec := rb.Attributes & attrCompressionMask; codec > 4 {
 		return batchInfo{}, badBatch(kerr.UnsupportedCompressionType, "record batch compression codec %d", codec)
 	}
 	if rb.Attributes&(attrTransactional|attrControl) != 0 {
 		return batchInfo{}, badBatch(kerr.InvalidRecord, "transactional and control batches are not supported")
+	}
+	if berr := checkRecords(&rb, int64(maxBytes)); berr != nil {
+		return batchInfo{}, berr
 	}
 	return batchInfo{
 		numRecords:    rb.NumRecords,

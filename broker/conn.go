@@ -49,6 +49,10 @@ type conn struct {
 	// members are described with it.
 	clientID string
 	auth     connAuth // SASL state and principal
+	// held is what the request being handled holds of the in-flight
+	// budget (its frame), for a reservation it makes on top (produce's
+	// decompression) to wait on the budget's terms.
+	held int64
 
 	// ctx is cancelled when the client disconnects or the connection ends;
 	// every wait of the connection's requests selects on it.

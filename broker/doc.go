@@ -102,18 +102,24 @@
 // messages get timestamp -1, magic 1 their own (or the wrapper's when it
 // says LogAppendTime), and the result is one UNCOMPRESSED batch without
 // producer id (recompressing would cost produce-path CPU for rare old
-// clients; a decompressed wrapper over MaxMessageBytes is MESSAGE_TOO_LARGE).
+// clients; wrappers decompressing to more than MaxMessageBytes, all of a
+// set together, are MESSAGE_TOO_LARGE).
 // Fetch never down-converts, which is why Fetch starts at v4. The batch is
 // checked before anything is stored: header present, batch length equal to
 // the bytes sent, magic 2, CRC32C over attributes..end as Kafka defines it
 // (CORRUPT_MESSAGE), records count = last offset delta + 1, known codec,
 // not transactional or control (INVALID_RECORD), size <= MaxMessageBytes
-// (MESSAGE_TOO_LARGE). The batch is appended as ONE commit-log record:
+// (MESSAGE_TOO_LARGE), and the records counted: their length varints are
+// walked, through the decompressed stream for a compressed batch, and a
+// count other than the batch's claim is CORRUPT_MESSAGE (the count decides
+// how many offsets and index entries the batch takes, so it is never
+// trusted), records decompressing to more than MaxMessageBytes
+// MESSAGE_TOO_LARGE, having decoded at most that (records.go). The batch is appended as ONE commit-log record:
 // Message{Topic, Partition, Count: records, Flags: FlagStampOffset,
 // ProducerTimestamp: batch max timestamp, Body: batch bytes as sent}. The log
 // assigns the partition's next offsets and stamps the base offset into the
 // batch's first 8 bytes, which the CRC does not cover. Compressed batches are
-// never decompressed: they are stored and served as sent. All the batches of
+// decompressed only to be counted: they are stored and served as sent. All the batches of
 // one request are validated first, then appended with one Storage.Append
 // (one commit-log lock, one dispatcher wake-up), because a client writing
 // over thousands of partitions sends thousands of one-record batches per

@@ -2,11 +2,13 @@ package broker
 
 import (
 	"encoding/binary"
+	"errors"
 	"hash/crc32"
 
 	"github.com/twmb/franz-go/pkg/kerr"
-	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/unilog/unilog/internal/decompress"
 )
 
 // Legacy message sets (magic 0 and 1, see kmsg.MessageV0 and
@@ -27,10 +29,6 @@ const (
 // noTimestamp is what a magic 0 message up-converts to, as in Kafka.
 const noTimestamp = -1
 
-// legacyDecompressor decompresses wrapper messages; it knows Kafka's xerial
-// snappy framing and the lz4 frame format that magic 1 uses.
-var legacyDecompressor = kgo.DefaultDecompressor()
-
 // isLegacyMessageSet reports whether a produce partition's records are a
 // magic 0/1 message set rather than a v2 record batch.
 func isLegacyMessageSet(records []byte) bool {
@@ -50,9 +48,11 @@ type legacyRecord struct {
 // are ignored (the log assigns them); magic 0 messages get no timestamp
 // (-1). The batch is written uncompressed: recompressing would spend CPU on
 // the produce path for clients old enough to be rare, and fetchers read
-// either form. maxBytes bounds the decompressed size of a wrapper.
+// either form. maxBytes bounds what the set's wrappers decompress to, all
+// of them together: each is decompressed as a stream that stops there.
 func upConvertMessageSet(set []byte, maxBytes int32) ([]byte, *batchError) {
-	recs, berr := readMessageSet(set, false, maxBytes, nil)
+	left := int64(maxBytes)
+	recs, berr := readMessageSet(set, false, &left, nil)
 	if berr != nil {
 		return nil, berr
 	}
@@ -71,8 +71,9 @@ func upConvertMessageSet(set []byte, maxBytes int32) ([]byte, *batchError) {
 }
 
 // readMessageSet appends the records of a message set to recs; inner is true
-// inside a compressed wrapper, where another wrapper is invalid.
-func readMessageSet(set []byte, inner bool, maxBytes int32, recs []legacyRecord) ([]legacyRecord, *batchError) {
+// inside a compressed wrapper, where another wrapper is invalid. left is
+// what the wrappers may still decompress to.
+func readMessageSet(set []byte, inner bool, left *int64, recs []legacyRecord) ([]legacyRecord, *batchError) {
 	for len(set) > 0 {
 		if len(set) < legacyLogOverhead {
 			return nil, badBatch(kerr.CorruptMessage, "message set ends with %d bytes, short of a message header", len(set))
@@ -123,16 +124,17 @@ func readMessageSet(set []byte, inner bool, maxBytes int32, recs []legacyRecord)
 		case value == nil:
 			return nil, badBatch(kerr.CorruptMessage, "compressed message without a value")
 		}
-		plain, err := legacyDecompressor.Decompress(value, kgo.CompressionCodecType(codec))
-		if err != nil {
+		plain, err := decompress.Append(nil, value, decompress.Codec(codec), *left)
+		switch {
+		case errors.Is(err, decompress.ErrTooLarge):
+			return nil, badBatch(kerr.MessageTooLarge, "compressed messages decompress to more than max.message.bytes")
+		case err != nil:
 			return nil, badBatch(kerr.CorruptMessage, "decompress message (codec %d): %v", codec, err)
 		}
-		if len(plain) > int(maxBytes) {
-			return nil, badBatch(kerr.MessageTooLarge, "compressed message holds %d bytes, over max.message.bytes %d", len(plain), maxBytes)
-		}
+		*left -= int64(len(plain))
 		from := len(recs)
 		var berr *batchError
-		if recs, berr = readMessageSet(plain, true, maxBytes, recs); berr != nil {
+		if recs, berr = readMessageSet(plain, true, left, recs); berr != nil {
 			return nil, berr
 		}
 		if attrs&legacyAttrLogAppendTime != 0 {

@@ -6,6 +6,8 @@ import (
 	"sync"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/unilog/unilog/internal/decompress"
 )
 
 // Resource limits against hostile or merely slow clients:
@@ -30,6 +32,14 @@ import (
 //     (fetch.max.bytes); response buffers are pooled across connections
 //     (buffers.go), so idle connections do not keep their largest
 //     response alive.
+//   - A produce request with compressed batches (or a legacy message set)
+//     also reserves, before it decompresses anything, what decompressing
+//     one batch can hold (decompressionReserve): batches are decompressed
+//     one at a time, as streams that stop at max.message.bytes, so a
+//     decompression bomb costs at most that much. The reservation waits
+//     no longer than the request's timeout (REQUEST_TIMED_OUT), since the
+//     request's own frame is reserved meanwhile, and is released before
+//     the request waits for its appends.
 //   - MaxConnections caps open connections, MaxConnectionsPerIP those from
 //     one address (acceptLoop), so one host cannot take every slot.
 
@@ -113,6 +123,16 @@ func (bb *byteBudget) release(n int64) {
 	bb.mu.Unlock()
 }
 
+// acquire reserves n more bytes for a request that holds held, waiting its
+// turn (and its credit, see grant) until stop closes.
+func (bb *byteBudget) acquire(n, held int64, stop <-chan struct{}) bool {
+	if bb.take(n) {
+		return true
+	}
+	_, ok := bb.wait(n, n, held, stop)
+	return ok
+}
+
 // grant wakes waiters in order while the head one fits, or gives the
 // head its rest on credit when nothing holding bytes could release them.
 func (bb *byteBudget) grant() {
@@ -178,4 +198,29 @@ func (bb *byteBudget) available() int64 {
 	bb.mu.Lock()
 	defer bb.mu.Unlock()
 	return bb.avail
+}
+
+// needsDecompression reports whether a produce request holds a compressed
+// v2 batch or a legacy message set (whose wrappers may be compressed).
+func needsDecompression(req *kmsg.ProduceRequest) bool {
+	for i := range req.Topics {
+		for j := range req.Topics[i].Partitions {
+			records := req.Topics[i].Partitions[j].Records
+			if isLegacyMessageSet(records) || len(records) > batchAttributesAt && records[batchAttributesAt]&attrCompressionMask != 0 {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// decompressionReserve is the memory a produce request reserves from the
+// in-flight budget to validate its compressed batches, one at a time: a
+// decompressor's state, and for a legacy message set its decompressed
+// wrappers and the batch they become (max.message.bytes each). It is at
+// most what the budget holds beside the largest request, so that it can
+// always be granted to a request holding its own frame.
+func (b *Broker) decompressionReserve() int64 {
+	limit := int64(b.cfg.MaxMessageBytes)
+	return min(decompress.Memory(limit)+2*limit, b.cfg.MaxInflightBytes-int64(b.cfg.MaxRequestBytes))
 }

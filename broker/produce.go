@@ -94,6 +94,13 @@ func (b *Broker) handleProduce(ctx context.Context, c *conn, kreq kmsg.Request) 
 		creator.done(c)
 	}
 
+	var reserved int64
+	if reqErr == nil && needsDecompression(req) {
+		if reserved = b.decompressionReserve(); !b.inflight.acquire(reserved, c.held, ctx.Done()) {
+			reqErr, reserved = kerr.RequestTimedOut, 0
+		}
+	}
+
 	sc := produceScratchPool.Get().(*produceScratch)
 	defer sc.release()
 	// The topic lock covers the appends only, never a wait: CreateTopics
@@ -144,6 +151,9 @@ func (b *Broker) handleProduce(ctx context.Context, c *conn, kreq kmsg.Request) 
 	}
 	end, nbytes := b.appendProduced(sc)
 	b.topicMu.RUnlock()
+	if reserved > 0 {
+		b.inflight.release(reserved)
+	}
 	b.metrics.producedBytes.Add(float64(nbytes))
 
 	failed := false

@@ -62,8 +62,9 @@
 // flipped size, flag or length is detected as surely as a flipped body
 // byte. Decode checks, in order: TotalSize within [MinRecordSize, bytes
 // available], magic, version (1 or 2) and the version's minimum size, CRC,
-// field ranges (Count >= 1, offsets and partition >= 0), and that the
-// length-prefixed fields end exactly at TotalSize. It returns an error
+// field ranges (Count >= 1, offsets and partition >= 0), that the
+// length-prefixed fields end exactly at TotalSize, and that Count is at
+// most MaxCountPerByte per byte of body. It returns an error
 // wrapping ErrCorrupt for anything else and never panics.
 //
 // Version 1, written by builds before topic ids, is version 2 without the

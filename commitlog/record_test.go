@@ -20,7 +20,7 @@ func TestEncodeDecodeRoundTrip(t *testing.T) {
 		{"key and body", Message{Topic: "orders", Partition: 7, Key: []byte("k1"), Body: []byte("hello")}},
 		{"topic id", Message{Topic: "orders", TopicID: TopicID{0: 0xFF, 7: 1, 15: 0x80}, Body: []byte("v")}},
 		{"headers", Message{Topic: "t", Headers: []Header{{"a", []byte("1")}, {"", nil}, {"c", []byte{}}}, Body: []byte("x")}},
-		{"count and flags", Message{Topic: "t", Count: 42, Flags: 0x8000, ProducerTimestamp: -5, Body: []byte("b")}},
+		{"count and flags", Message{Topic: "t", Count: 42, Flags: 0x8000, ProducerTimestamp: -5, Body: []byte("bod")}},
 		{"stamp offset", Message{Topic: "t", Flags: FlagStampOffset, Body: []byte("12345678rest")}},
 		{"max topic", Message{Topic: strings.Repeat("t", math.MaxUint16), Body: []byte("b")}},
 		{"max header key", Message{Topic: "t", Headers: []Header{{strings.Repeat("k", math.MaxUint16), []byte("v")}}}},
@@ -135,6 +135,9 @@ func TestValidate(t *testing.T) {
 		{"header key too long", Message{Headers: []Header{{Key: strings.Repeat("x", math.MaxUint16+1)}}}, ErrInvalid},
 		{"too many headers", Message{Headers: make([]Header, math.MaxUint16+1)}, ErrInvalid},
 		{"negative count", Message{Count: -1}, ErrInvalid},
+		{"count an empty body cannot hold", Message{Count: MaxCountPerByte + 1}, ErrInvalid},
+		{"count the body holds", Message{Count: 2 * MaxCountPerByte, Body: []byte("ab")}, nil},
+		{"count the body cannot hold", Message{Count: 0x7fffffff, Body: make([]byte, 70)}, ErrInvalid},
 		{"negative partition", Message{Partition: -1}, ErrInvalid},
 		{"stamp without room", Message{Flags: FlagStampOffset, Body: []byte("1234567")}, ErrInvalid},
 	}
@@ -153,5 +156,27 @@ func TestEncodeAllocations(t *testing.T) {
 	buf := make([]byte, 0, 1024)
 	if n := testing.AllocsPerRun(100, func() { buf = Encode(buf[:0], &m, 0, 0, 0) }); n != 0 {
 		t.Fatalf("Encode into a large enough buffer allocates %v times", n)
+	}
+}
+
+// TestDecodeRefusesImpossibleCount: a record whose count no body of its
+// size could stand for (written by an older build, which took a Kafka
+// batch's count on trust) is corrupt, not 2^31-1 offsets to index.
+func TestDecodeRefusesImpossibleCount(t *testing.T) {
+	for _, tc := range []struct {
+		count int32
+		body  int
+		ok    bool
+	}{
+		{MaxCountPerByte * 70, 70, true},
+		{MaxCountPerByte*70 + 1, 70, false},
+		{0x7fffffff, 70, false},
+		{MaxCountPerByte, 0, true},
+	} {
+		b := Encode(nil, &Message{Topic: "t", Count: tc.count, Body: make([]byte, tc.body)}, 0, 0, 0)
+		_, err := Decode(b)
+		if tc.ok != (err == nil) || err != nil && !errors.Is(err, ErrCorrupt) {
+			t.Errorf("count %d in %d bytes: %v", tc.count, tc.body, err)
+		}
 	}
 }

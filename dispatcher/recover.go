@@ -56,7 +56,11 @@ func (d *Dispatcher) open(crashed bool) error {
 	minOff := d.log.MinOffset()
 	rebuild := len(d.queues.Queues()) == 0 && len(d.log.Files()) > 0
 	start := minOff
-	if haveCP && !rebuild {
+	// A repair (RecoverTruncate) reads the whole log, not only what the
+	// checkpoint left undispatched: damage below the checkpoint (a record
+	// an older build stored claiming more offsets than it holds, indexed
+	// before a clean stop) is found and cut too. Indexing is idempotent.
+	if haveCP && !rebuild && !d.opts.CommitLog.RecoverTruncate {
 		start = max(cp.Dispatched, minOff)
 	}
 	if crashed && !rebuild {

@@ -2,7 +2,9 @@ package main
 
 import (
 	"context"
+	"encoding/binary"
 	"fmt"
+	"hash/crc32"
 	"os"
 	"path/filepath"
 	"strings"
@@ -11,13 +13,82 @@ import (
 	"github.com/unilog/unilog/commitlog"
 )
 
-// TestBrokerRefusesDamagedLog stops a broker cleanly, cuts its commit-log
-// file in the middle of its records (durable data: the clean stop flushed
+// TestBrokerRefusesDamagedLog stops a broker cleanly, damages its third
+// batch's record in the commit log (durable data: the clean stop flushed
 // all of it), and checks that `unilog broker` refuses to start, saying
 // where and how to proceed; that `inspect --verify` points at the same
 // place; and that --recover-truncate starts, keeping the records before
-// the cut and leaving a directory that verifies clean.
+// the damage and leaving a directory that verifies clean. The damage is a
+// cut file, or a record claiming far more offsets than its bytes could
+// hold (issue 15: what an older build stored for a lying compressed batch)
+// in a directory whose broker died before dispatching it, which recovery
+// would otherwise index without end.
 func TestBrokerRefusesDamagedLog(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		damage func(t *testing.T, dir string, file commitlog.FileInfo, at commitlog.Position)
+		says   string
+		// indexed: the damage lies below the checkpoint, so a plain start
+		// does not scan it (fetches of it fail); --recover-truncate must
+		// still find and cut it.
+		indexed bool
+	}{
+		{"cut", func(t *testing.T, _ string, file commitlog.FileInfo, at commitlog.Position) {
+			if err := os.Truncate(file.Path, at.PhysOffset-file.Base+20); err != nil {
+				t.Fatal(err)
+			}
+		}, "", false},
+		{"count of 2^31-1", func(t *testing.T, dir string, file commitlog.FileInfo, at commitlog.Position) {
+			setCount(t, file, at, 0x7fffffff)
+			undispatch(t, dir)
+		}, "count 2147483647", false},
+		{"count of a million", func(t *testing.T, dir string, file commitlog.FileInfo, at commitlog.Position) {
+			setCount(t, file, at, 1<<20)
+			undispatch(t, dir)
+		}, "count 1048576", false},
+		{"count of a million, indexed before a clean stop", func(t *testing.T, _ string, file commitlog.FileInfo, at commitlog.Position) {
+			setCount(t, file, at, 1<<20)
+		}, "count 1048576", true},
+	} {
+		t.Run(tc.name, func(t *testing.T) { testBrokerRefusesDamage(t, tc.damage, tc.says, tc.indexed) })
+	}
+}
+
+// setCount rewrites the count of the record at at, with a valid CRC.
+func setCount(t *testing.T, file commitlog.FileInfo, at commitlog.Position, count uint32) {
+	t.Helper()
+	f, err := os.OpenFile(file.Path, os.O_RDWR, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	rec := make([]byte, at.Size)
+	if _, err := f.ReadAt(rec, at.PhysOffset-file.Base); err != nil {
+		t.Fatal(err)
+	}
+	// The record layout of the commitlog package doc: Count at 28, the CRC
+	// at 8 covering every other byte.
+	binary.BigEndian.PutUint32(rec[28:], count)
+	castagnoli := crc32.MakeTable(crc32.Castagnoli)
+	binary.BigEndian.PutUint32(rec[8:], crc32.Update(crc32.Checksum(rec[:8], castagnoli), castagnoli, rec[12:]))
+	if _, err := f.WriteAt(rec, at.PhysOffset-file.Base); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// undispatch makes dir look like its broker died before dispatching
+// anything: no checkpoint, and the abort file a running broker holds.
+func undispatch(t *testing.T, dir string) {
+	t.Helper()
+	if err := os.Remove(filepath.Join(dir, "checkpoint")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "abort"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func testBrokerRefusesDamage(t *testing.T, damage func(*testing.T, string, commitlog.FileInfo, commitlog.Position), says string, indexed bool) {
 	dir := t.TempDir()
 	args := []string{"--data-dir", dir, "--listen", "127.0.0.1:0", "--admin", "", "--file-size", "8MiB", "--nats-listen", "127.0.0.1:0"}
 	ctx, cancel := context.WithCancel(context.Background())
@@ -31,7 +102,7 @@ func TestBrokerRefusesDamagedLog(t *testing.T) {
 		t.Fatalf("first run: %v\n%s", r.err, r.stderr)
 	}
 
-	// Cut the file inside the third batch's record.
+	// Damage the third batch's record.
 	lr, err := commitlog.OpenReader(filepath.Join(dir, "commitlog"))
 	if err != nil {
 		t.Fatal(err)
@@ -51,21 +122,22 @@ func TestBrokerRefusesDamagedLog(t *testing.T) {
 		t.Fatalf("%d batches in the log, want 5", len(batches))
 	}
 	cutAt := batches[2]
-	if err := os.Truncate(file.Path, cutAt.PhysOffset-file.Base+20); err != nil {
-		t.Fatal(err)
-	}
+	damage(t, dir, file, cutAt)
 
-	r := runCLI(t, "", append([]string{"broker"}, args...)...)
-	if r.err == nil {
-		t.Fatal("broker started on a log cut before its flushed mark")
-	}
-	for _, want := range []string{file.Name, fmt.Sprintf("offset %d", cutAt.PhysOffset), "unilog inspect --verify", "--recover-truncate"} {
-		if !strings.Contains(r.err.Error(), want) {
-			t.Errorf("refusal %q lacks %q", r.err, want)
+	if !indexed {
+		r := runCLI(t, "", append([]string{"broker"}, args...)...)
+		if r.err == nil {
+			t.Fatal("broker started on a log damaged before its flushed mark")
+		}
+		t.Logf("refused: %v", r.err)
+		for _, want := range []string{file.Name, fmt.Sprintf("offset %d", cutAt.PhysOffset), "unilog inspect --verify", "--recover-truncate", says} {
+			if !strings.Contains(r.err.Error(), want) {
+				t.Errorf("refusal %q lacks %q", r.err, want)
+			}
 		}
 	}
 	if out, err := runInspectCLI(t, "--data-dir", dir, "--verify"); err == nil || !strings.Contains(out, file.Name) ||
-		!strings.Contains(out, fmt.Sprintf("offset %d", cutAt.PhysOffset)) || !strings.Contains(out, "before the flushed mark") {
+		!strings.Contains(out, fmt.Sprintf("offset %d", cutAt.PhysOffset)) || !strings.Contains(out, "before the flushed mark") || !strings.Contains(out, says) {
 		t.Fatalf("inspect --verify of the cut log: %v\n%s", err, out)
 	}
 

@@ -1,0 +1,115 @@
+package broker
+
+import (
+	"bufio"
+	"encoding/binary"
+	"errors"
+	"io"
+	"sync"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/unilog/unilog/internal/decompress"
+)
+
+// A v2 batch's record count decides how many offsets, and so how many
+// consume-queue entries, the batch takes; it must never be taken on trust.
+// checkRecords walks the records themselves (decompressing a compressed
+// batch as a stream, holding no more than the codec's state and a read
+// buffer) and refuses a batch whose records are not exactly as many as it
+// claims, as Kafka's broker does when it validates a batch.
+
+// minRecordLength is the smallest record after its length varint:
+// attributes, then one byte each for the timestamp and offset deltas, the
+// key and value lengths and the header count.
+const minRecordLength = 6
+
+// recordSource is what the walk needs of the records' bytes.
+type recordSource interface {
+	io.ByteReader
+	Discard(n int) (int, error)
+}
+
+// sliceSource walks the records of an uncompressed batch in place.
+type sliceSource struct{ b []byte }
+
+func (s *sliceSource) ReadByte() (byte, error) {
+	if len(s.b) == 0 {
+		return 0, io.EOF
+	}
+	c := s.b[0]
+	s.b = s.b[1:]
+	return c, nil
+}
+
+func (s *sliceSource) Discard(n int) (int, error) {
+	if n > len(s.b) {
+		n = len(s.b)
+		s.b = nil
+		return n, io.ErrUnexpectedEOF
+	}
+	s.b = s.b[n:]
+	return n, nil
+}
+
+var bufioPool = sync.Pool{New: func() any { return bufio.NewReaderSize(nil, 32<<10) }}
+
+// checkRecords verifies that rb's records, decompressed to at most limit
+// bytes, are rb.NumRecords well-framed records.
+func checkRecords(rb *kmsg.RecordBatch, limit int64) *batchError {
+	codec := decompress.Codec(rb.Attributes & attrCompressionMask)
+	if codec == decompress.None {
+		return walkRecords(&sliceSource{b: rb.Records}, rb.NumRecords, codec)
+	}
+	r, err := decompress.NewReader(codec, rb.Records, limit)
+	if err != nil {
+		return badBatch(kerr.CorruptMessage, "record batch: %v", err)
+	}
+	defer r.Close()
+	br := bufioPool.Get().(*bufio.Reader)
+	br.Reset(r)
+	defer func() {
+		br.Reset(nil)
+		bufioPool.Put(br)
+	}()
+	return walkRecords(br, rb.NumRecords, codec)
+}
+
+// walkRecords reads the length of each record and skips its body, checking
+// that exactly want records end exactly at the end of src.
+func walkRecords(src recordSource, want int32, codec decompress.Codec) *batchError {
+	var n int32
+	for {
+		length, err := binary.ReadVarint(src)
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return recordsError(err, codec, "record %d length: %v", n, err)
+		}
+		if n == want {
+			return badBatch(kerr.CorruptMessage, "record batch claims %d records but holds more (%s)", want, codec)
+		}
+		if length < minRecordLength || length > 1<<31-1 {
+			return badBatch(kerr.CorruptMessage, "record %d of the batch has length %d", n, length)
+		}
+		if _, err := src.Discard(int(length)); err != nil {
+			return recordsError(err, codec, "record %d of %d bytes: %v", n, length, err)
+		}
+		n++
+	}
+	if n != want {
+		return badBatch(kerr.CorruptMessage, "record batch claims %d records but holds %d (%s)", want, n, codec)
+	}
+	return nil
+}
+
+// recordsError maps a failed read of the records: past the decompression
+// limit it is MESSAGE_TOO_LARGE, otherwise the batch is corrupt.
+func recordsError(err error, codec decompress.Codec, format string, args ...any) *batchError {
+	if errors.Is(err, decompress.ErrTooLarge) {
+		return badBatch(kerr.MessageTooLarge, "record batch (%s) decompresses to more than max.message.bytes", codec)
+	}
+	return badBatch(kerr.CorruptMessage, format, args...)
+}
