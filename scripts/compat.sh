@@ -83,10 +83,13 @@ start_broker() {
 
 broker_alive() { [ -z "$broker_pid" ] || kill -0 "$broker_pid" 2>/dev/null; }
 
-# row NAME FLUSH RESULT SECONDS FIRST-LINE
+# row NAME FLUSH RESULT SECONDS FIRST-LINE: the kgo tests name topics and
+# groups by 64-digit hashes, shortened here to leave the line room to say why.
 row() {
-	printf '%s\t%s\t%s\t%s\t%s\n' "$1" "$2" "$3" "$4" "$(printf '%s' "$5" | tr '\t\n' '  ' | cut -c1-200)" >>"$ROWS"
-	printf 'compat: %-45s %-8s %-4s %5ss %s\n' "$1" "$2" "$3" "$4" "$5" >&2
+	local why
+	why=$(printf '%s' "$5" | tr '\t\n' '  ' | sed -E 's/([0-9a-f]{8})[0-9a-f]{56}/\1.../g' | cut -c1-300)
+	printf '%s\t%s\t%s\t%s\t%s\n' "$1" "$2" "$3" "$4" "$why" >>"$ROWS"
+	printf 'compat: %-45s %-8s %-4s %5ss %s\n' "$1" "$2" "$3" "$4" "$why" >&2
 }
 
 # kgo_build: compile franz-go's pkg/kgo tests once per version into KGO_TEST.
@@ -119,17 +122,22 @@ kgo_broker_tests() {
 # first_failure LOG: the line that says why a test failed. The kgo tests log
 # progress through t.Log too; those lines are known and passed over.
 first_failure() {
-	local line last
+	local line last warned
 	line=$(grep -E '^[[:space:]]+[A-Za-z0-9_]+\.go:[0-9]+: ' "$1" |
-		grep -vE 'completed in|does not support|deleting (group|topic)|NOT DELETING TOPIC' | head -1 | sed 's/^[[:space:]]*//')
+		grep -vE 'completed in|does not support|deleting (group|topic)|NOT DELETING' | head -1 | sed 's/^[[:space:]]*//')
 	if grep -q '^panic: test timed out' "$1"; then
 		# The client retried until the timeout: the last error it logged says
 		# what it was waiting for.
-		last=$(grep -oE 'err: [A-Z_]+[^;,]*' "$1" | tail -1)
+		last=$(grep -oE 'err: [A-Z_]+[^;,]*' "$1" | tail -1 | sed 's/^err: //')
 		line="$(grep -m1 '^panic: test timed out' "$1")${last:+ (last client error: $last)}${line:+; first: $line}"
 	fi
 	[ -z "$line" ] && line=$(grep -m1 -E '^panic:|^--- FAIL' "$1")
-	printf '%s' "${line:-exit status without a failure line: see $1}"
+	# The Kafka errors in the client's warnings, which often say why (say
+	# OFFSET_OUT_OF_RANGE before a "lost records" reset).
+	warned=$(grep -E '^\[[^]]*\]\[(WARN|ERROR)\]' "$1" | grep -oE '\b[A-Z][A-Z_]{5,}\b' |
+		sort | uniq -c | sort -rn | head -3 | awk '{ printf "%s%s x%d", sep, $2, $1; sep = ", " }')
+	line="${line:-exit status without a failure line: see $1}${warned:+ [client warned: $warned]}"
+	printf '%s' "$line"
 }
 
 # run_kgo TEST FLUSH RUN
