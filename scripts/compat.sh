@@ -119,12 +119,17 @@ kgo_broker_tests() {
 		"$KGO_SRC"/pkg/kgo/*_test.go
 }
 
-# first_failure LOG: the line that says why a test failed. The kgo tests log
-# progress through t.Log too; those lines are known and passed over.
+# test_lines LOG: what the test said through t.Log, t.Error and t.Skip,
+# less the progress lines the kgo tests log as they go.
+test_lines() {
+	grep -E '^[[:space:]]+[A-Za-z0-9_]+\.go:[0-9]+: ' "$1" |
+		grep -vE 'completed in|deleting (group|topic)|NOT DELETING' | sed 's/^[[:space:]]*//'
+}
+
+# first_failure LOG: the line that says why a test failed.
 first_failure() {
 	local line last warned
-	line=$(grep -E '^[[:space:]]+[A-Za-z0-9_]+\.go:[0-9]+: ' "$1" |
-		grep -vE 'completed in|does not support|deleting (group|topic)|NOT DELETING' | head -1 | sed 's/^[[:space:]]*//')
+	line=$(test_lines "$1" | grep -v 'does not support' | head -1)
 	if grep -q '^panic: test timed out' "$1"; then
 		# The client retried until the timeout: the last error it logged says
 		# what it was waiting for.
@@ -150,7 +155,7 @@ run_kgo() {
 	line=
 	if [ $rc -eq 0 ] && grep -q "^--- SKIP: $t " "$out"; then
 		result=SKIP
-		line=$(grep -A1 "^--- SKIP: $t " "$out" | tail -1 | sed 's/^[[:space:]]*//')
+		line=$(test_lines "$out" | head -1)
 	elif [ $rc -eq 0 ] && grep -q "^--- PASS: $t " "$out"; then
 		result=PASS
 	else
