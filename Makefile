@@ -5,7 +5,7 @@ LISTEN   ?= 127.0.0.1:9092
 ADMIN    ?= 127.0.0.1:9644
 GOFILES   = $(shell git ls-files '*.go' 2>/dev/null || find . -name '*.go' -not -path './vendor/*')
 
-.PHONY: all build run test test-deps lint fuzz bench bench-report soak soak-ha clean
+.PHONY: all build run test test-deps lint fuzz bench bench-report soak soak-ha compat compat-deps clean
 
 all: build
 
@@ -181,6 +181,24 @@ SOAK_HA_KILLS ?= 20
 soak-ha:
 	UNILOG_SOAK_KILLS=$(SOAK_HA_KILLS) $(GO) test -count=1 -v -timeout 30m \
 		-run '^TestFailoverKeepsAcknowledgedRecords$$' ./cmd/unilog
+
+## compat: other clients' own tests against unilog (issue 16): franz-go's
+## pkg/kgo integration tests (COMPAT_TESTS, default the five issue 16 names),
+## a kafka-python and a KafkaJS admin + produce/consume round trip, each
+## against a fresh `unilog broker` per flush mode of COMPAT_FLUSH (default
+## "sync async"), COMPAT_RUNS times. COMPAT_SEEDS=host:port runs them once
+## against that broker instead. Prints a table (test, flush, result, seconds,
+## first failure line) and fails if any test failed. About 10 minutes with
+## the defaults; not part of `make test`. Settings: scripts/compat.sh.
+compat: build compat-deps
+	scripts/compat.sh
+
+## compat-deps: what `make compat` needs beyond Go: Debian's python3-kafka
+## (KafkaJS is installed by scripts/compat.sh with npm, into bin/compat)
+compat-deps:
+	@/usr/bin/python3 -c 'import kafka' >/dev/null 2>&1 || { \
+		echo "installing python3-kafka"; \
+		(apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq python3-kafka) >/dev/null; }
 
 clean:
 	rm -rf bin
