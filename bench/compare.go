@@ -25,7 +25,8 @@ type CompareConfig struct {
 	Acks        int // Kafka acks; JetStream acknowledges every publish
 	Linger      time.Duration
 	BatchBytes  int
-	MaxInFlight int // unacknowledged records per producer, every system (KafkaClient.MaxInFlight)
+	MaxInFlight int    // unacknowledged records per producer, every system (KafkaClient.MaxInFlight)
+	Compression string // Kafka producers' batch codec (KafkaClient.Compression)
 	// Warm writes one record to every partition before each measured run,
 	// unreported, so that the run does not pay for creating per-partition
 	// files and state (consume queues, Kafka-layout segments, JetStream
@@ -353,5 +354,5 @@ func newTarget(sys, addr string, cfg *CompareConfig) (target, error) {
 }
 
 func (c *CompareConfig) kafkaClient(addr string) KafkaClient {
-	return KafkaClient{Brokers: []string{addr}, Topic: benchTopic, Acks: c.Acks, Linger: c.Linger, BatchBytes: c.BatchBytes, MaxInFlight: c.MaxInFlight}
+	return KafkaClient{Brokers: []string{addr}, Topic: benchTopic, Acks: c.Acks, Linger: c.Linger, BatchBytes: c.BatchBytes, MaxInFlight: c.MaxInFlight, Compression: c.Compression}
 }

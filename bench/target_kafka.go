@@ -25,6 +25,15 @@ type KafkaClient struct {
 	// too, so that no system wins by holding more in flight; 0:
 	// DefaultMaxInFlight.
 	MaxInFlight int
+	// Compression is the producer's batch codec: "" or none, gzip,
+	// snappy, lz4, zstd (the broker decompresses to validate each batch).
+	Compression string
+}
+
+// codecs are the batch compressions a KafkaClient may produce with.
+var codecs = map[string]kgo.CompressionCodec{
+	"": kgo.NoCompression(), "none": kgo.NoCompression(), "gzip": kgo.GzipCompression(),
+	"snappy": kgo.SnappyCompression(), "lz4": kgo.Lz4Compression(), "zstd": kgo.ZstdCompression(),
 }
 
 // DefaultMaxInFlight is what JetStream's senders always had: with
@@ -42,6 +51,9 @@ func (c KafkaClient) validate() error {
 		return fmt.Errorf("bench: acks %d: want 0, 1 or -1", c.Acks)
 	case c.Linger < 0 || c.BatchBytes < 0 || c.MaxInFlight < 0:
 		return errors.New("bench: negative linger, batch bytes or records in flight")
+	}
+	if _, ok := codecs[c.Compression]; !ok {
+		return fmt.Errorf("bench: compression %q: want none, gzip, snappy, lz4 or zstd", c.Compression)
 	}
 	return nil
 }
@@ -86,7 +98,7 @@ func (k *kafkaTarget) NewSender() (sender, error) {
 		kgo.DefaultProduceTopic(k.cfg.Topic),
 		kgo.RecordPartitioner(kgo.ManualPartitioner()),
 		kgo.ProducerLinger(k.cfg.Linger),
-		kgo.ProducerBatchCompression(kgo.NoCompression()),
+		kgo.ProducerBatchCompression(codecs[k.cfg.Compression]),
 		kgo.MaxBufferedRecords(cmp.Or(k.cfg.MaxInFlight, DefaultMaxInFlight)),
 	}
 	switch k.cfg.Acks {

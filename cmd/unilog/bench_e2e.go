@@ -31,6 +31,7 @@ func loadFlags(partitions cli.Flag) []cli.Flag {
 		&cli.IntFlag{Name: "acks", Value: -1, Usage: "0, 1 or -1 (all: under --flush sync waits for the fsync)"},
 		&cli.DurationFlag{Name: "linger", Value: 5 * time.Millisecond, Usage: "producer linger"},
 		&cli.StringFlag{Name: "batch-bytes", Value: "1MB", Usage: "producer batch.max.bytes"},
+		&cli.StringFlag{Name: "compression", Value: "none", Usage: "Kafka producers' batch compression: none, gzip, snappy, lz4 or zstd"},
 		&cli.IntFlag{Name: "max-in-flight", Value: bench.DefaultMaxInFlight, Usage: "unacknowledged records per producer connection, the same bound for every system (franz-go's buffer, JetStream's pending publishes)"},
 		&cli.Float64Flag{Name: "rate", Usage: "records/s over all producers (0: as fast as acknowledged); latency counts from when each record was due"},
 		&cli.StringFlag{Name: "json", Usage: "write the result(s) as JSON to this `FILE`"},
@@ -64,6 +65,7 @@ func producerOf(c *cli.Context, kc *bench.KafkaClient) error {
 		return fmt.Errorf("--batch-bytes: %w", err)
 	}
 	kc.Acks, kc.Linger, kc.BatchBytes, kc.MaxInFlight = c.Int("acks"), c.Duration("linger"), int(n), c.Int("max-in-flight")
+	kc.Compression = c.String("compression")
 	return nil
 }
 
@@ -198,7 +200,7 @@ func runBenchCompare(c *cli.Context) error {
 	}
 	cfg := bench.CompareConfig{
 		Systems: splitList(c.String("systems")), Flushes: splitList(c.String("flush")), Partitions: parts,
-		Load: load, Acks: kc.Acks, Linger: kc.Linger, BatchBytes: kc.BatchBytes, MaxInFlight: kc.MaxInFlight,
+		Load: load, Acks: kc.Acks, Linger: kc.Linger, BatchBytes: kc.BatchBytes, MaxInFlight: kc.MaxInFlight, Compression: kc.Compression,
 		Warm: c.Bool("warm"), HalfPeak: c.Bool("half-peak"), Trials: c.Int("trials"), WarmUp: c.Bool("warm-up"),
 		Dir: c.String("dir"), FileSize: fileSize, StopWait: c.Duration("stop-wait"),
 	}
