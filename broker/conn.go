@@ -11,6 +11,7 @@ import (
 	"os"
 	"slices"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/sirupsen/logrus"
@@ -295,6 +296,10 @@ func (c *conn) logReadError(err error) {
 	switch {
 	case errors.Is(err, io.EOF), errors.Is(err, net.ErrClosed):
 		return
+	case errors.Is(err, syscall.ECONNRESET):
+		// The client closed (franz-go resets connections it gives up
+		// on): a disconnect, not a request the broker could not read.
+		c.b.log.WithFields(logrus.Fields{"remote": c.remote, "error": err}).Debug("connection reset by the client")
 	case errors.Is(err, os.ErrDeadlineExceeded):
 		if c.closing() {
 			return
