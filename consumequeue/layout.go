@@ -3,6 +3,7 @@ package consumequeue
 import (
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
@@ -24,9 +25,13 @@ func QueueDir(dir string, id ID) string {
 // ListQueues returns the queues that have a directory under dir, ordered
 // by ID.Compare: <topic>/<partition> where topic is a valid topic name and
 // partition a non-negative int32 written without sign or leading zero. A
-// missing dir holds no queue.
-func ListQueues(dir string) ([]ID, error) {
-	topics, err := os.ReadDir(dir)
+// missing dir holds no queue. A topic directory that cannot be read is
+// reported in the error but does not hide the others' queues, which are
+// returned; one removed meanwhile (a concurrent delete) holds none.
+func ListQueues(dir string) ([]ID, error) { return listQueues(os.DirFS(dir), dir) }
+
+func listQueues(fsys fs.FS, dir string) ([]ID, error) {
+	topics, err := fs.ReadDir(fsys, ".")
 	if errors.Is(err, os.ErrNotExist) {
 		return nil, nil
 	}
@@ -34,13 +39,18 @@ func ListQueues(dir string) ([]ID, error) {
 		return nil, fmt.Errorf("consumequeue: list %s: %w", dir, err)
 	}
 	var ids []ID
+	var errs []error
 	for _, t := range topics {
 		if !t.IsDir() || !validTopic(t.Name()) {
 			continue
 		}
-		parts, err := os.ReadDir(filepath.Join(dir, t.Name()))
+		parts, err := fs.ReadDir(fsys, t.Name())
+		if errors.Is(err, os.ErrNotExist) {
+			continue
+		}
 		if err != nil {
-			return nil, fmt.Errorf("consumequeue: list %s: %w", dir, err)
+			errs = append(errs, fmt.Errorf("consumequeue: list %s: %w", dir, err))
+			continue
 		}
 		for _, p := range parts {
 			n, err := strconv.ParseInt(p.Name(), 10, 32)
@@ -51,7 +61,7 @@ func ListQueues(dir string) ([]ID, error) {
 		}
 	}
 	slices.SortFunc(ids, ID.Compare)
-	return ids, nil
+	return ids, errors.Join(errs...)
 }
 
 // ListFiles returns the base offsets of the queue files in qdir, ascending:

@@ -268,8 +268,8 @@ func (a ID) Compare(b ID) int {
 	return cmp.Compare(a.Partition, b.Partition)
 }
 
-// dirQueues lists the queue directories; a directory it cannot read holds
-// no queue it can serve.
+// dirQueues lists the queue directories; a topic directory it cannot read
+// holds no queue it can serve, and hides no other's.
 func (s *Store) dirQueues() []ID {
 	ids, _ := ListQueues(s.opts.Dir)
 	return ids
