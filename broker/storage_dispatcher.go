@@ -261,16 +261,19 @@ func (s *dispatcherStorage) OffsetForTime(topic string, partition int32, ts int6
 		return 0, 0, false
 	}
 	off := q.OffsetForTime(ts)
+	if off >= q.MaxOffset() {
+		return 0, 0, false
+	}
+	// The first entry whose running maximum reaches ts is the batch that
+	// raised it, so its Timestamp is that batch's own (store time in a
+	// version 1 file). An entry that cannot be read is still the answer
+	// (OffsetForTime took it for late enough): "none" would let retention
+	// move a log start past every record.
 	e, err := q.Get(off)
 	if err != nil {
-		return 0, 0, false
+		return off, -1, true
 	}
-	v, err := s.log.Read(e.PhysOffset)
-	if err != nil {
-		return 0, 0, false
-	}
-	defer v.Release()
-	return off, v.Record().ProducerTimestamp, true
+	return off, e.Timestamp, true
 }
 
 func (s *dispatcherStorage) ScanRecords(from int64, fn func(topic string, id commitlog.TopicID, partition int32, base, end int64, batch []byte)) error {
