@@ -177,11 +177,12 @@ func (q *Queue) AppendRange(offset, count int64, e Entry) error {
 	if empty {
 		lo = offset
 	} else {
-		prev, err := q.lastTimestamp(hi)
-		if err != nil {
-			return fmt.Errorf("consumequeue: append %s/%d at %d: %w", q.id.Topic, q.id.Partition, offset, err)
+		// An entry that cannot be read (damage, a failed re-map) leaves
+		// the timestamp unraised: the dispatcher retries a failed append
+		// forever, and one bad slot must not stop indexing everywhere.
+		if prev, err := q.lastTimestamp(hi); err == nil {
+			e.Timestamp = max(e.Timestamp, prev)
 		}
-		e.Timestamp = max(e.Timestamp, prev)
 	}
 	end := offset
 	var err error
