@@ -248,6 +248,10 @@ func (c *checker) check(p *kmsg.FetchResponseTopicPartition) {
 	next := asked
 	for b := p.RecordBatches; len(b) >= 12; {
 		size := 12 + int(int32(binary.BigEndian.Uint32(b[8:12])))
+		if size < 12 {
+			c.violation("partition %d: batch at %d claims length %d", p.Partition, next, size-12)
+			break
+		}
 		if size > len(b) {
 			break // cut by max bytes: the rest comes next time
 		}
