@@ -5,6 +5,7 @@ import (
 	"io"
 	"net"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -109,10 +110,7 @@ func TestLeaderRefusesFollowerWithoutTheKey(t *testing.T) {
 	handshake(t, addr, clusterKey, 1, hello{end: 0, lastEpoch: -1, node: "member"})
 }
 
-func isReset(err error) bool {
-	var op *net.OpError
-	return errors.As(err, &op)
-}
+func isReset(err error) bool { return errors.Is(err, syscall.ECONNRESET) }
 
 // A follower dialing a process that does not hold the key, or one that
 // relays a real leader's answers from another address, writes nothing.
