@@ -147,7 +147,7 @@ func startControlPlane(c *cli.Context, cfg *broker.Config) (*controlPlane, error
 		return nil, err
 	}
 	cfg.Metadata = haMetadata{cp.node.Metadata()}
-	cfg.Cluster = haCluster{cp.node, cp.repl}
+	cfg.Cluster = haCluster{cp.node, cp.repl, cfg.NodeID}
 	cfg.Replication = cp.repl
 	cfg.SyncReplication = rc.sync
 	cfg.Metrics = leaseReadMetrics{cp.node.Elector()}
@@ -303,8 +303,9 @@ func brokerError(err error) error {
 
 // haCluster is the broker's Cluster over the control plane node.
 type haCluster struct {
-	n *controlplane.Node
-	r *replication.Role
+	n    *controlplane.Node
+	r    *replication.Role
+	self int32 // this node's id: PartitionLeader runs per partition, Self() builds a member record
 }
 
 func (c haCluster) Brokers() []broker.ClusterBroker {
@@ -335,7 +336,7 @@ func clusterBroker(m controlplane.Member) broker.ClusterBroker {
 
 func (c haCluster) PartitionLeader(topic string, partition int32) (int32, int32, bool) {
 	m, epoch, ok := c.n.PartitionLeader(topic, partition)
-	if ok && m.NodeID == c.n.Self().NodeID && !c.r.Writable(epoch) {
+	if ok && m.NodeID == c.self && !c.r.Writable(epoch) {
 		// Leading, but the epoch's start is not recorded yet.
 		return 0, 0, false
 	}

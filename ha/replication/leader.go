@@ -225,6 +225,13 @@ func (l *Leader) Followers() []FollowerStatus {
 	return l.set.status(end)
 }
 
+// InSync lists the in-sync followers, sorted.
+func (l *Leader) InSync() []string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.set.members()
+}
+
 // CheckInSync is WaitReplicated's check without the wait: ErrFenced once
 // deposed, ErrNotEnoughReplicas when fewer than MinInSync replicas (the
 // leader and its in-sync followers) are in sync. A write that must not be stored unless it can be replicated (an

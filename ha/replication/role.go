@@ -435,15 +435,7 @@ func (r *Role) inSync() []int32 {
 	return inSyncOf(l)
 }
 
-func inSyncOf(l *Leader) []int32 {
-	var nodes []string
-	for _, f := range l.Followers() {
-		if f.InSync {
-			nodes = append(nodes, f.Node)
-		}
-	}
-	return nodeIDs(nodes)
-}
+func inSyncOf(l *Leader) []int32 { return nodeIDs(l.InSync()) }
 
 // nodeIDs converts followers' node names (their node ids, as
 // FollowerConfig.Node is set) to ids. Any other name is left out: MayLead
