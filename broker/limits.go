@@ -217,10 +217,17 @@ func needsDecompression(req *kmsg.ProduceRequest) bool {
 // decompressionReserve is the memory a produce request reserves from the
 // in-flight budget to validate its compressed batches, one at a time: a
 // decompressor's state, and for a legacy message set its decompressed
-// wrappers and the batch they become (max.message.bytes each). It is at
-// most what the budget holds beside the largest request, so that it can
-// always be granted to a request holding its own frame.
-func (b *Broker) decompressionReserve() int64 {
+// wrappers and the batch they become (max.message.bytes each), for the
+// largest limit among the request's topics (a topic's own
+// max.message.bytes may exceed the broker's). It is at most what the
+// budget holds beside the largest request, so that it can always be
+// granted to a request holding its own frame.
+func (b *Broker) decompressionReserve(req *kmsg.ProduceRequest) int64 {
 	limit := int64(b.cfg.MaxMessageBytes)
+	for _, t := range req.Topics {
+		if meta, ok := b.meta.Topic(t.Topic); ok {
+			limit = max(limit, int64(b.maxMessageBytes(meta)))
+		}
+	}
 	return min(decompress.Memory(limit)+2*limit, b.cfg.MaxInflightBytes-int64(b.cfg.MaxRequestBytes))
 }

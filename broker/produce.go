@@ -96,7 +96,7 @@ func (b *Broker) handleProduce(ctx context.Context, c *conn, kreq kmsg.Request) 
 
 	var reserved int64
 	if reqErr == nil && needsDecompression(req) {
-		if reserved = b.decompressionReserve(); !b.inflight.acquire(reserved, c.held, ctx.Done()) {
+		if reserved = b.decompressionReserve(req); !b.inflight.acquire(reserved, c.held, ctx.Done()) {
 			reqErr, reserved = kerr.RequestTimedOut, 0
 		}
 	}
