@@ -47,13 +47,16 @@ func openDispatcherStorage(cfg Config, live func(topic string) (commitlog.TopicI
 }
 
 // OpenStorage opens the unified log of cfg.DataDir as a Storage on its
-// own, without a broker: every topic is live under its name with the zero
-// topic id, and retention has no floor but the dispatched offset. (Start
-// instead ties each topic to its incarnation in the metadata and adds the
-// group coordinator's floor.) The conformance suite, package storagetest,
-// runs over it.
-func OpenStorage(cfg Config) (Storage, error) {
-	return openDispatcherStorage(cfg, func(string) (commitlog.TopicID, bool) { return commitlog.TopicID{}, true }, nil)
+// own, without a broker: a topic is live (under its name, with the zero
+// topic id) while live says so, every topic when live is nil, and
+// retention has no floor but the dispatched offset. (Start instead ties
+// each topic to its incarnation in the metadata and adds the group
+// coordinator's floor.) The conformance suite, package storagetest, runs
+// over it.
+func OpenStorage(cfg Config, live func(topic string) bool) (Storage, error) {
+	return openDispatcherStorage(cfg, func(topic string) (commitlog.TopicID, bool) {
+		return commitlog.TopicID{}, live == nil || live(topic)
+	}, nil)
 }
 
 // appendScratch is the commit log's view of one Append call, pooled so

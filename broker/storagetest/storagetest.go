@@ -31,8 +31,11 @@ type Options struct {
 	// Scans: ScanRecords replays what is stored (the group coordinator and
 	// producer state need it). Without, it must refuse once records exist.
 	Scans bool
-	// Deletes: DeleteTopic is served. Without, it must refuse.
-	Deletes bool
+	// Forget, when the storage serves DeleteTopic, makes the topic not
+	// live for the storage in dir (its metadata dropped it), as a broker's
+	// DeleteTopics does before it calls DeleteTopic. Without it,
+	// DeleteTopic must refuse.
+	Forget func(dir, topic string)
 }
 
 // Run runs every case against storages made by open, each in a directory
@@ -350,12 +353,15 @@ func testScan(t *testing.T, open Opener, opts Options) {
 }
 
 func testDeleteTopic(t *testing.T, open Opener, opts Options) {
-	st, _ := openFresh(t, open)
+	st, dir := openFresh(t, open)
 	all := appendAll(t, st, mixed(0))
 	ctx, cancel := context.WithTimeout(context.Background(), waitLimit)
 	defer cancel()
+	if opts.Forget != nil {
+		opts.Forget(dir, "a")
+	}
 	err := st.DeleteTopic(ctx, "a")
-	if !opts.Deletes {
+	if opts.Forget == nil {
 		if err == nil {
 			t.Fatal("DeleteTopic: no error from a storage that does not delete")
 		}
@@ -371,6 +377,14 @@ func testDeleteTopic(t *testing.T, open Opener, opts Options) {
 		}
 	}
 	checkRead(t, st, other)
+	for _, p := range []int32{0, 1} {
+		if lo, hi := st.Bounds("a", p); lo != 0 || hi != 0 {
+			t.Errorf("a/%d after DeleteTopic: bounds [%d, %d), want [0, 0)", p, lo, hi)
+		}
+		if _, _, _, err := st.ReadBatch("a", p, 0, nil); !errors.Is(err, broker.ErrStorageRange) {
+			t.Errorf("a/%d after DeleteTopic: read %v, want ErrStorageRange", p, err)
+		}
+	}
 }
 
 func testReopen(t *testing.T, open Opener, opts Options) {
