@@ -16,13 +16,13 @@ var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 // base offset (bytes 0..8) on append keeps the CRC valid.
 const (
 	batchHeaderSize   = 61
-	batchCRCStart     = 21 // first byte covered by the CRC (attributes)
-	batchAttributesAt = 22 // the low byte of the int16 attributes
+	batchCRCAt        = 17 // the CRC32C of the bytes from batchAttributes on
+	batchAttributes   = 21 // the int16 attributes, where the CRC starts
+	batchAttributesAt = 22 // the low byte of the attributes
 	batchLengthSkew   = 12 // Length counts the bytes after baseOffset and Length
 
 	attrCompressionMask = 0x07
 	attrLogAppendTime   = 0x08
-	batchAttributes     = 21
 	batchMaxTimestamp   = 35
 	attrTransactional   = 0x10
 	attrControl         = 0x20
@@ -71,7 +71,7 @@ func validateBatch(records []byte, maxBytes int32) (batchInfo, *batchError) {
 	if int(rb.Length)+batchLengthSkew != len(records) {
 		return batchInfo{}, badBatch(kerr.InvalidRecord, "record batch length %d does not match the %d bytes sent (one batch per partition)", rb.Length, len(records)-batchLengthSkew)
 	}
-	if crc := crc32.Checksum(records[batchCRCStart:], castagnoli); crc != uint32(rb.CRC) {
+	if crc := crc32.Checksum(records[batchAttributes:], castagnoli); crc != uint32(rb.CRC) {
 		return batchInfo{}, badBatch(kerr.CorruptMessage, "record batch CRC %08x, computed %08x", uint32(rb.CRC), crc)
 	}
 	if rb.NumRecords <= 0 || rb.LastOffsetDelta != rb.NumRecords-1 {
@@ -104,7 +104,12 @@ func stampLogAppendTime(batch []byte, ts int64) {
 	attrs := binary.BigEndian.Uint16(batch[batchAttributes:])
 	binary.BigEndian.PutUint16(batch[batchAttributes:], attrs|attrLogAppendTime)
 	binary.BigEndian.PutUint64(batch[batchMaxTimestamp:], uint64(ts))
-	binary.BigEndian.PutUint32(batch[17:], crc32.Checksum(batch[batchCRCStart:], castagnoli))
+	resealCRC(batch)
+}
+
+// resealCRC rewrites a batch's CRC over what it covers.
+func resealCRC(b []byte) {
+	binary.BigEndian.PutUint32(b[batchCRCAt:], crc32.Checksum(b[batchAttributes:], castagnoli))
 }
 
 // storedBatchProducer reads the idempotence fields of a stored batch, used to
@@ -151,6 +156,6 @@ func newBatch(recs []kmsg.Record, firstTimestamp, maxTimestamp int64) []byte {
 	}
 	out := rb.AppendTo(nil)
 	binary.BigEndian.PutUint32(out[8:], uint32(len(out)-batchLengthSkew))
-	binary.BigEndian.PutUint32(out[17:], crc32.Checksum(out[batchCRCStart:], castagnoli))
+	resealCRC(out)
 	return out
 }

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/binary"
 	"fmt"
-	"hash/crc32"
 	"io"
 	"runtime"
 	"sync"
@@ -59,7 +58,7 @@ func sealBatch(records []byte, attrs int16, claimed int32) []byte {
 	rb.Records = records
 	b := rb.AppendTo(nil)
 	binary.BigEndian.PutUint32(b[8:], uint32(len(b)-batchLengthSkew))
-	binary.BigEndian.PutUint32(b[17:], crc32.Checksum(b[batchCRCStart:], castagnoli))
+	resealCRC(b)
 	return b
 }
 

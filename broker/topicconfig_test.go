@@ -193,7 +193,7 @@ func TestLogAppendTime(t *testing.T) {
 		t.Fatalf("stored batch attributes %#x max timestamp %d, want LogAppendTime %d", bs[0].Attributes, bs[0].MaxTimestamp, r.LogAppendTime)
 	}
 	raw := p.RecordBatches
-	if crc := crc32.Checksum(raw[batchCRCStart:], castagnoli); crc != binary.BigEndian.Uint32(raw[17:]) {
+	if crc := crc32.Checksum(raw[batchAttributes:], castagnoli); crc != binary.BigEndian.Uint32(raw[batchCRCAt:]) {
 		t.Fatal("stamped batch fails its CRC")
 	}
 	recs := consumeN(t, b.Addr(), "lat", 2)
