@@ -85,7 +85,7 @@ func ReadCheckpoint(path string) (Checkpoint, error) {
 
 // writeCheckpoint replaces the checkpoint atomically: a crash leaves either
 // the old or the new file, never a torn one.
-func writeCheckpoint(ops fileOps, dir string, c Checkpoint) error {
+func writeCheckpoint(ops fileops.Replacer, dir string, c Checkpoint) error {
 	if err := fileops.ReplaceFile(ops, filepath.Join(dir, checkpointName), encodeCheckpoint(c), 0o644); err != nil {
 		return fmt.Errorf("dispatcher: write checkpoint: %w", err)
 	}

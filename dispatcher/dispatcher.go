@@ -48,7 +48,7 @@ type Options struct {
 	RetentionFloor func() int64
 	Logger         logrus.FieldLogger
 
-	fs fileOps // fileops.OS unless a test injects one
+	fs fileops.Replacer // fileops.OS unless a test injects one
 }
 
 // Lag is how far the consume queues are behind the commit log.

@@ -9,6 +9,8 @@ import (
 	"strconv"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/unilog/unilog/internal/fileops"
 )
 
 const abortName = "abort"
@@ -19,12 +21,12 @@ const abortName = "abort"
 type abortLock struct {
 	f    *os.File
 	path string
-	ops  fileOps
+	ops  fileops.Replacer
 }
 
 // lockAbort creates (or opens) <dir>/abort, locks it and reports whether it
 // existed before, i.e. whether the previous run crashed.
-func lockAbort(ops fileOps, dir string) (*abortLock, bool, error) {
+func lockAbort(ops fileops.Replacer, dir string) (*abortLock, bool, error) {
 	path := filepath.Join(dir, abortName)
 	for {
 		a, crashed, again, err := tryLockAbort(ops, path)
@@ -36,7 +38,7 @@ func lockAbort(ops fileOps, dir string) (*abortLock, bool, error) {
 
 // tryLockAbort asks to be tried again when the file it locked was removed
 // by a process stopping at that very moment.
-func tryLockAbort(ops fileOps, path string) (_ *abortLock, crashed, again bool, _ error) {
+func tryLockAbort(ops fileops.Replacer, path string) (_ *abortLock, crashed, again bool, _ error) {
 	dir := filepath.Dir(path)
 	crashed = true
 	if _, err := os.Stat(path); errors.Is(err, fs.ErrNotExist) {

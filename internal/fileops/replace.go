@@ -6,7 +6,8 @@ import (
 	"path/filepath"
 )
 
-// Replacer is the part of the seam ReplaceFile makes its calls through.
+// Replacer is the part of the seam ReplaceFile makes its calls through,
+// and all the dispatcher's own files (checkpoint, abort lock) need.
 type Replacer interface {
 	Fdatasync(f *os.File) error
 	Rename(oldpath, newpath string) error
