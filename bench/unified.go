@@ -13,13 +13,13 @@ import (
 
 	"github.com/unilog/unilog/commitlog"
 	"github.com/unilog/unilog/consumequeue"
-	"github.com/unilog/unilog/dispatcher"
+	"github.com/unilog/unilog/store"
 )
 
 // unified is unilog's layout: one commit log for every partition, indexed by
 // per-partition consume queues that the dispatcher builds behind the writer.
 type unified struct {
-	d         *dispatcher.Dispatcher
+	d         *store.Store
 	sync      bool
 	positions sync.Pool // *[]commitlog.Position, one per concurrent appender
 }
@@ -44,7 +44,7 @@ func openUnified(cfg LayoutConfig) (Layout, error) {
 	default:
 		return nil, fmt.Errorf("bench: unified layout: flush %q", cfg.Flush.Mode)
 	}
-	d, err := dispatcher.Open(dispatcher.Options{
+	d, err := store.Open(store.Options{
 		Dir:          cfg.Dir,
 		CommitLog:    clog,
 		ConsumeQueue: consumequeue.Options{Logger: logger},

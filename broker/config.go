@@ -37,13 +37,13 @@ type Config struct {
 	// FileSize is the size of each commit log file (0 = commitlog default).
 	FileSize int64
 	// CheckpointInterval is the longest time between the dispatcher's
-	// checkpoints (0 = dispatcher.DefaultCheckpointInterval, 10s); a crash
+	// checkpoints (0 = store.DefaultCheckpointInterval, 10s); a crash
 	// re-scans the log from the last checkpoint. Each checkpoint costs a
 	// page fault per consume queue written since the previous one.
 	CheckpointInterval time.Duration
 	// CheckpointBytes checkpoints sooner once this many log bytes were
 	// dispatched since the last checkpoint (0 =
-	// dispatcher.DefaultCheckpointBytes, 1 GiB; negative: by time only).
+	// store.DefaultCheckpointBytes, 1 GiB; negative: by time only).
 	CheckpointBytes int64
 	// MaxMappedQueues caps the consume-queue files mapped at once (0 =
 	// consumequeue.DefaultMaxMapped, 16,384). With more partitions being

@@ -14,8 +14,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
-	"github.com/unilog/unilog/dispatcher"
 	"github.com/unilog/unilog/internal/framed"
+	"github.com/unilog/unilog/store"
 )
 
 func testLogger(t testing.TB) logrus.FieldLogger {
@@ -88,7 +88,7 @@ func createTopic(t testing.TB, cl *kgo.Client, topic string, partitions int32) {
 // verifyDir closes nothing; it checks a stopped broker's data directory.
 func verifyDir(t testing.TB, dir string) {
 	t.Helper()
-	if err := dispatcher.Verify(dir); err != nil {
+	if err := store.Verify(dir); err != nil {
 		t.Fatalf("verify %s: %v", dir, err)
 	}
 }

@@ -12,8 +12,8 @@ import (
 	"github.com/sirupsen/logrus"
 
 	"github.com/unilog/unilog/commitlog"
-	"github.com/unilog/unilog/dispatcher"
 	"github.com/unilog/unilog/producerstate"
+	"github.com/unilog/unilog/store"
 )
 
 // A follower keeps the idempotent-producer state of the log it replicates
@@ -126,7 +126,7 @@ func (b *Broker) catchUpReplica() {
 // leader never had the tail) and takes back the producer state of the
 // records cut.
 func (b *Broker) TruncateLog(to int64) error {
-	return b.changeLog("truncate", func(d *dispatcher.Dispatcher) error {
+	return b.changeLog("truncate", func(d *store.Store) error {
 		if err := d.Truncate(to); err != nil {
 			return err
 		}
@@ -147,7 +147,7 @@ func (b *Broker) TruncateLog(to int64) error {
 // follower its leader's retention left behind); the producer state starts
 // empty there.
 func (b *Broker) RestartLog(at int64, next []commitlog.PartitionOffset) error {
-	return b.changeLog("restart", func(d *dispatcher.Dispatcher) error {
+	return b.changeLog("restart", func(d *store.Store) error {
 		if err := d.Restart(at, next); err != nil {
 			return err
 		}
@@ -161,7 +161,7 @@ func (b *Broker) RestartLog(at int64, next []commitlog.PartitionOffset) error {
 
 // changeLog runs change, a follower's change to its data directory, with
 // snapMu and replica.mu held.
-func (b *Broker) changeLog(op string, change func(d *dispatcher.Dispatcher) error) error {
+func (b *Broker) changeLog(op string, change func(d *store.Store) error) error {
 	d := b.Dispatcher()
 	if d == nil {
 		return fmt.Errorf("broker: %s: the storage is not a data directory", op)

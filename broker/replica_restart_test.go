@@ -15,8 +15,8 @@ import (
 
 	"github.com/unilog/unilog/commitlog"
 	"github.com/unilog/unilog/consumequeue"
-	"github.com/unilog/unilog/dispatcher"
 	"github.com/unilog/unilog/ha/replication"
+	"github.com/unilog/unilog/store"
 )
 
 // replicaFileSize is small so that a few hundred records fill several
@@ -34,7 +34,7 @@ func applyRetention(t *testing.T, dir string) {
 		t.Fatal(err)
 	}
 	defer meta.Close()
-	d, err := dispatcher.Open(dispatcher.Options{
+	d, err := store.Open(store.Options{
 		Dir: dir,
 		CommitLog: commitlog.Options{
 			FileSize:               replicaFileSize,

@@ -12,8 +12,8 @@ import (
 	"github.com/sirupsen/logrus"
 	"github.com/twmb/franz-go/pkg/kerr"
 
-	"github.com/unilog/unilog/dispatcher"
 	"github.com/unilog/unilog/ha/replication"
+	"github.com/unilog/unilog/store"
 )
 
 // Replication is what the broker needs from the data plane (package
@@ -165,7 +165,7 @@ func (b *Broker) replicaStatus(s *NodeStatus) {
 // Dispatcher is the data directory, for the replication wiring: a
 // follower writes its leader's log into it and truncates through it. It is
 // nil when Config.Storage replaced it, which cannot be replicated.
-func (b *Broker) Dispatcher() *dispatcher.Dispatcher {
+func (b *Broker) Dispatcher() *store.Store {
 	if ds, ok := b.st.(*dispatcherStorage); ok {
 		return ds.d
 	}

@@ -9,14 +9,14 @@ import (
 
 	"github.com/unilog/unilog/commitlog"
 	"github.com/unilog/unilog/consumequeue"
-	"github.com/unilog/unilog/dispatcher"
+	"github.com/unilog/unilog/store"
 )
 
 // dispatcherStorage is the storage of a data directory opened with
 // package dispatcher: appends go to the commit log tagged with the topic's
 // live incarnation, reads through that incarnation's consume queues.
 type dispatcherStorage struct {
-	d    *dispatcher.Dispatcher
+	d    *store.Store
 	log  *commitlog.Log
 	live func(topic string) (commitlog.TopicID, bool)
 }
@@ -25,7 +25,7 @@ type dispatcherStorage struct {
 // the records of each existing topic carry; floor is a second retention
 // floor (the group coordinator's).
 func openDispatcherStorage(cfg Config, live func(topic string) (commitlog.TopicID, bool), floor func() int64) (*dispatcherStorage, error) {
-	d, err := dispatcher.Open(dispatcher.Options{
+	d, err := store.Open(store.Options{
 		Dir: cfg.DataDir,
 		CommitLog: commitlog.Options{
 			FileSize:        cfg.FileSize,
@@ -117,7 +117,7 @@ func (s *dispatcherStorage) Append(dst []Appended, batches []StorageBatch) ([]Ap
 	for i, p := range sc.pos {
 		m := &sc.msgs[i]
 		if i == 0 || m.Topic != sc.msgs[i-1].Topic {
-			name = dispatcher.QueueName(m.Topic, m.TopicID)
+			name = store.QueueName(m.Topic, m.TopicID)
 		}
 		a := Appended{Base: p.QueueOffset, End: p.End()}
 		// Not queued yet (the dispatcher runs behind): [0, 0), as Bounds.

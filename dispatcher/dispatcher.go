@@ -4,187 +4,106 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
-	"path/filepath"
 	"sync"
 	"sync/atomic"
-	"time"
 
 	"github.com/sirupsen/logrus"
 	"github.com/unilog/unilog/commitlog"
 	"github.com/unilog/unilog/consumequeue"
-	"github.com/unilog/unilog/internal/clock"
-	"github.com/unilog/unilog/internal/fileops"
 )
 
-// Options configure a data directory.
+// ErrClosed reports a wait or a request the dispatcher can no longer serve
+// because it stopped.
+var ErrClosed = errors.New("dispatcher: closed")
+
+// Options wire a Dispatcher to the data directory its owner opened.
 type Options struct {
-	Dir          string               // data directory; holds commitlog/, consumequeue/, checkpoint, abort
-	CommitLog    commitlog.Options    // Dir is filled in
-	ConsumeQueue consumequeue.Options // Dir is filled in
-	// CheckpointInterval is the longest time between checkpoints (default
-	// DefaultCheckpointInterval). See "Checkpoints" in the package doc for
-	// why it is not shorter.
-	CheckpointInterval time.Duration
-	// CheckpointBytes takes a checkpoint early once this many commit-log
-	// bytes were dispatched since the last one (default
-	// DefaultCheckpointBytes; negative: by CheckpointInterval only). It
-	// bounds what recovery re-dispatches after a crash at high throughput.
-	CheckpointBytes int64
-	// Clock times CheckpointInterval; default clock.System.
-	Clock clock.Clock
-	// Live returns the live incarnation of a topic: the TopicID its records
-	// carry (zero for records written before topic ids), and false for a
-	// topic that does not exist. Only records of live incarnations are
-	// dispatched; the others stay in the commit log until retention, and
-	// their consume queues are deleted at Open and by DeleteTopic. It is
-	// called for every record, so it must be cheap. nil dispatches every
-	// record, each incarnation into its own queues.
+	Log    *commitlog.Log
+	Queues *consumequeue.Store
+	// Live returns the live incarnation of a topic (see "Topic
+	// incarnations" in package store); nil dispatches every record, each
+	// incarnation into its own queues. It is called for every record, so
+	// it must be cheap.
 	Live func(topic string) (id commitlog.TopicID, ok bool)
-	// RetentionFloor, if set, is a second retention floor (see
-	// commitlog.Log.AddRetentionFloor) beside the dispatched offset: the
-	// lower of the two wins. The group coordinator keeps the files holding
-	// live committed offsets with it.
-	RetentionFloor func() int64
-	Logger         logrus.FieldLogger
-
-	fs fileops.Replacer // fileops.OS unless a test injects one
+	// Notify hears of the partitions that grew after each pass; nil if
+	// nobody waits.
+	Notify Notifier
+	// AfterPass runs on the dispatching goroutine after each pass; it must
+	// not block (the store asks for an early checkpoint from it).
+	AfterPass func()
+	Logger    logrus.FieldLogger
 }
 
-// Lag is how far the consume queues are behind the commit log.
-type Lag struct {
-	Bytes int64         // commit-log bytes written but not dispatched
-	Time  time.Duration // age of the oldest undispatched record; 0 if none
+// Notifier is told which consume queues grew: the store's long polls.
+type Notifier interface {
+	// Watching reports whether any partition is watched at all; when not,
+	// the dispatcher does not track which ones grew.
+	Watching() bool
+	// Grew reports that queue id now ends at max.
+	Grew(id consumequeue.ID, max int64)
 }
 
-// Dispatcher owns one data directory: the commit log, the consume queues
-// built from it, the checkpoint and the abort lock.
+// Dispatcher is the goroutine that tails the commit log into the consume
+// queues, and its state: how far it got, and the queues it writes.
 type Dispatcher struct {
 	opts   Options
 	log    *commitlog.Log
 	queues *consumequeue.Store
-	abort  *abortLock
 	logger logrus.FieldLogger
 
 	dispatched atomic.Int64 // physical offset up to which records are dispatched
 	progressMu sync.Mutex
 	progress   chan struct{} // closed and replaced when dispatched grows
 
-	watches *watches
-	names   sync.Map // topicIncarnation -> its QueueName (queueName)
-
-	cpMu   sync.Mutex
-	cp     Checkpoint    // last checkpoint written
-	cpRun  sync.Mutex    // one checkpoint at a time: the checkpointer's and Close's
-	cpDone chan struct{} // closed when the checkpointer has stopped
-	cpKick chan struct{} // the dispatcher asks for an early checkpoint (CheckpointBytes)
-	cpFrom atomic.Int64  // dispatched offset loaded by the last checkpoint
-
 	retention atomic.Int64 // newest log minimum not yet applied to the queues; -1 if none
 	kick      chan struct{}
 	requests  chan func()
 	stop      chan struct{}
 	done      chan struct{}
-	closeOnce sync.Once
-	closeErr  error
+	stopOnce  sync.Once
+	stopErr   error
 
-	// Used only by the dispatching goroutine (and by Open before it starts,
-	// Close after it stopped).
+	// Used only by the dispatching goroutine (and by its owner before
+	// Start and after Stop).
 	cursor  *commitlog.Cursor // at the dispatched offset between passes
 	cache   map[incarnation]*consumequeue.Queue
 	gaps    map[consumequeue.ID]bool // partitions whose gap was already logged
 	touched map[consumequeue.ID]int64
 }
 
-// Open opens or creates a data directory, recovers it and starts dispatching.
-func Open(opts Options) (*Dispatcher, error) {
-	if opts.Dir == "" {
-		return nil, errors.New("dispatcher: Options.Dir is empty")
-	}
-	if opts.CheckpointInterval <= 0 {
-		opts.CheckpointInterval = DefaultCheckpointInterval
-	}
-	if opts.CheckpointBytes == 0 {
-		opts.CheckpointBytes = DefaultCheckpointBytes
-	}
-	if opts.Clock == nil {
-		opts.Clock = clock.System{}
-	}
+// New returns a dispatcher over an opened log and queue store. Until
+// Start, its owner may Index records itself (recovery does).
+func New(opts Options) *Dispatcher {
 	if opts.Logger == nil {
 		opts.Logger = logrus.StandardLogger()
 	}
-	if opts.fs == nil {
-		opts.fs = fileops.OS{}
-	}
-	opts.CommitLog.Dir = filepath.Join(opts.Dir, "commitlog")
-	opts.ConsumeQueue.Dir = filepath.Join(opts.Dir, "consumequeue")
-	if opts.CommitLog.Logger == nil {
-		opts.CommitLog.Logger = opts.Logger
-	}
-	if opts.ConsumeQueue.Logger == nil {
-		opts.ConsumeQueue.Logger = opts.Logger
-	}
-	if err := os.MkdirAll(opts.Dir, 0o755); err != nil {
-		return nil, fmt.Errorf("dispatcher: open %s: %w", opts.Dir, err)
-	}
-	abort, crashed, err := lockAbort(opts.fs, opts.Dir)
-	if err != nil {
-		return nil, err
-	}
 	d := &Dispatcher{
 		opts:     opts,
-		abort:    abort,
+		log:      opts.Log,
+		queues:   opts.Queues,
 		logger:   opts.Logger.WithField("component", "dispatcher"),
 		progress: make(chan struct{}),
 		kick:     make(chan struct{}, 1),
 		requests: make(chan func()),
 		stop:     make(chan struct{}),
 		done:     make(chan struct{}),
-		cpDone:   make(chan struct{}),
-		cpKick:   make(chan struct{}, 1),
 		cache:    make(map[incarnation]*consumequeue.Queue),
 		gaps:     make(map[consumequeue.ID]bool),
 		touched:  make(map[consumequeue.ID]int64),
 	}
-	d.watches = newWatches(func(id consumequeue.ID) int64 {
-		if q, ok := d.queues.Lookup(id.Topic, id.Partition); ok {
-			return q.MaxOffset()
-		}
-		return 0
-	})
 	d.retention.Store(-1)
-	if err := d.open(crashed); err != nil {
-		if d.queues != nil {
-			d.queues.Close()
-		}
-		if d.log != nil {
-			d.log.Close()
-		}
-		abort.unlock()
-		return nil, err
-	}
-	go d.run()
-	t, due := d.armCheckpoint()
-	go d.checkpointer(t, due)
-	return d, nil
+	return d
 }
 
-// Log is the commit log; appends go here.
-func (d *Dispatcher) Log() *commitlog.Log { return d.log }
-
-// Queues is the consume-queue store, whose queues are named by QueueName;
-// Queue finds the queue of a topic's live incarnation.
-func (d *Dispatcher) Queues() *consumequeue.Store { return d.queues }
+// Start publishes at as dispatched and starts tailing the log from there.
+func (d *Dispatcher) Start(at int64) {
+	d.publish(at)
+	d.cursor = d.log.Cursor(at)
+	go d.run()
+}
 
 // Dispatched is the physical offset up to which every record is indexed.
 func (d *Dispatcher) Dispatched() int64 { return d.dispatched.Load() }
-
-// Checkpoint returns the last checkpoint written.
-func (d *Dispatcher) Checkpoint() Checkpoint {
-	d.cpMu.Lock()
-	defer d.cpMu.Unlock()
-	return d.cp
-}
 
 // WaitDispatched blocks until every record before phys is dispatched.
 func (d *Dispatcher) WaitDispatched(ctx context.Context, phys int64) error {
@@ -208,95 +127,67 @@ func (d *Dispatcher) WaitDispatched(ctx context.Context, phys int64) error {
 	}
 }
 
-// Lag reports how far dispatching is behind the writer.
-func (d *Dispatcher) Lag() Lag {
-	pos := d.dispatched.Load()
-	lag := Lag{Bytes: d.log.WriteOffset() - pos}
-	if lag.Bytes <= 0 {
-		return Lag{}
+// Do runs f on the dispatching goroutine and returns its error; ctx
+// bounds the wait (a run already queued still completes). f may call
+// DispatchTo, Rewind, ResumeAt and Forget.
+func (d *Dispatcher) Do(ctx context.Context, what string, f func() error) error {
+	errc := make(chan error, 1)
+	select {
+	case d.requests <- func() { errc <- f() }:
+	case <-d.done:
+		return ErrClosed
+	case <-ctx.Done():
+		return fmt.Errorf("dispatcher: %s: not started: %w", what, ctx.Err())
 	}
-	if ts, ok := d.storeTimeAt(pos); ok {
-		if age := time.Since(time.UnixMilli(ts)); age > 0 {
-			lag.Time = age
-		}
-	}
-	return lag
-}
-
-// DeleteTopic removes the consume queues and offset counters of every
-// incarnation of topic that is not live (of every one when Options.Live is
-// nil), waking their watchers. The caller makes the topic's incarnation
-// dead first (Options.Live no longer returns it): records of it still in
-// flight are then not dispatched, and a re-created topic's records, which
-// carry a new TopicID, go to queues of their own from offset 0, so the
-// caller need not hold off produces or re-creation while it waits.
-//
-// The deletion runs on the dispatching goroutine once it has caught up
-// with the log, which may take a while; ctx bounds the wait. A deletion
-// queued before ctx ends still completes; one that was not (an error
-// wrapping ctx.Err()) is left to the next DeleteTopic of the name or to
-// the next Open, which both remove every dead incarnation.
-func (d *Dispatcher) DeleteTopic(ctx context.Context, topic string) error {
-	return d.onRun(ctx, "delete topic "+topic, func() error {
-		if err := d.dispatchTo(d.log.WriteOffset()); err != nil {
-			return err
-		}
-		return d.deleteIncarnations(func(t string, id commitlog.TopicID) bool {
-			return t == topic && (d.opts.Live == nil || !d.isLive(t, id))
-		})
-	})
-}
-
-// Close dispatches everything appended so far, flushes the log and the
-// queues, writes a final checkpoint and removes the abort file, so the next
-// Open starts without a recovery scan.
-func (d *Dispatcher) Close() error {
-	d.closeOnce.Do(func() { d.closeErr = d.close() })
-	return d.closeErr
-}
-
-func (d *Dispatcher) close() error {
-	close(d.stop)
-	<-d.done
-	<-d.cpDone
-	defer d.watches.close()
-	d.applyRetention()
-	err := d.dispatchTo(d.log.WriteOffset())
-	d.cursor.Close()
-	if err == nil {
-		if ferr := d.log.Flush(); ferr != nil {
-			err = fmt.Errorf("dispatcher: flush commit log: %w", ferr)
-		}
-	}
-	if err == nil {
-		err = d.checkpoint()
-	}
-	if cerr := d.queues.Close(); cerr != nil && err == nil {
-		err = fmt.Errorf("dispatcher: close consume queues: %w", cerr)
-	}
-	if cerr := d.log.Close(); cerr != nil && err == nil {
-		err = fmt.Errorf("dispatcher: close commit log: %w", cerr)
-	}
-	if err != nil {
-		// Leave the abort file: the next open must recover.
-		d.abort.unlock()
+	select {
+	case err := <-errc:
 		return err
+	case <-d.done:
+		return ErrClosed
+	case <-ctx.Done():
+		return fmt.Errorf("dispatcher: %s: still running: %w", what, ctx.Err())
 	}
-	return d.abort.release()
 }
 
-// publish makes a new dispatched offset visible and wakes WaitDispatched.
-func (d *Dispatcher) publish(pos int64) {
-	d.dispatched.Store(pos)
-	d.progressMu.Lock()
-	close(d.progress)
-	d.progress = make(chan struct{})
-	d.progressMu.Unlock()
+// Rewind moves the dispatched offset back to to, if it is past it: the
+// owner is about to cut the queues and the log there (a follower's
+// truncation). On the dispatching goroutine only.
+func (d *Dispatcher) Rewind(to int64) {
+	if d.dispatched.Load() > to {
+		d.publish(to)
+	}
 }
 
-// onRetention runs on the log's retention goroutine; the queues are only
-// touched by the dispatching goroutine, so it just records the new minimum.
-func (d *Dispatcher) onRetention(newMin int64) {
+// ResumeAt moves the cursor, and the dispatched offset, to pos once the log
+// was cut or restarted there. On the dispatching goroutine only.
+func (d *Dispatcher) ResumeAt(pos int64) {
+	d.cursor.Reset(pos)
+	if d.dispatched.Load() != pos {
+		d.publish(pos)
+	}
+}
+
+// Forget drops what the dispatcher remembers of the queues of one topic
+// incarnation, whose queues its owner deletes. On the dispatching
+// goroutine, or before Start.
+func (d *Dispatcher) Forget(topic string, id commitlog.TopicID) {
+	name := QueueName(topic, id)
+	for k := range d.cache {
+		if k.topic == topic && k.id == id {
+			delete(d.cache, k)
+		}
+	}
+	for qid := range d.gaps {
+		if qid.Topic == name {
+			delete(d.gaps, qid)
+		}
+	}
+}
+
+// OnRetention is the commit log's retention hook (commitlog.Log.OnRetention):
+// it runs on the log's retention goroutine, and the queues are only touched
+// by the dispatching goroutine, so it just records the new minimum.
+func (d *Dispatcher) OnRetention(newMin int64) {
 	for {
 		old := d.retention.Load()
 		if newMin <= old || d.retention.CompareAndSwap(old, newMin) {
@@ -307,4 +198,27 @@ func (d *Dispatcher) onRetention(newMin int64) {
 	case d.kick <- struct{}{}:
 	default:
 	}
+}
+
+// Stop stops the dispatching goroutine, then applies pending retention and
+// dispatches everything appended so far, so that the owner's final
+// checkpoint covers the whole log.
+func (d *Dispatcher) Stop() error {
+	d.stopOnce.Do(func() {
+		close(d.stop)
+		<-d.done
+		d.applyRetention()
+		d.stopErr = d.DispatchTo(d.log.WriteOffset())
+		d.cursor.Close()
+	})
+	return d.stopErr
+}
+
+// publish makes a new dispatched offset visible and wakes WaitDispatched.
+func (d *Dispatcher) publish(pos int64) {
+	d.dispatched.Store(pos)
+	d.progressMu.Lock()
+	close(d.progress)
+	d.progress = make(chan struct{})
+	d.progressMu.Unlock()
 }

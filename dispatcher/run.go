@@ -26,13 +26,15 @@ func (d *Dispatcher) run() {
 		if retry == nil {
 			pos, wo := d.dispatched.Load(), d.log.WriteOffset()
 			limit := min(wo, pos+dispatchChunk)
-			if err := d.dispatchTo(limit); err != nil {
+			if err := d.DispatchTo(limit); err != nil {
 				// Usually a full disk under the queues: keep the data, say so, try again.
 				d.logger.WithError(err).Error("dispatch failed; retrying in 1s")
 				retry = time.After(time.Second)
 			}
 			caughtUp = limit == wo
-			d.kickCheckpoint()
+			if d.opts.AfterPass != nil {
+				d.opts.AfterPass()
+			}
 		}
 		d.applyRetention()
 		if !caughtUp && retry == nil {
@@ -51,8 +53,9 @@ func (d *Dispatcher) run() {
 	}
 }
 
-// dispatchTo indexes every record that starts before limit.
-func (d *Dispatcher) dispatchTo(limit int64) error {
+// DispatchTo indexes every record that starts before limit. It runs on the
+// dispatching goroutine (Do) or when it is not running.
+func (d *Dispatcher) DispatchTo(limit int64) error {
 	start := d.dispatched.Load()
 	pos := start
 	n := 0
@@ -72,7 +75,7 @@ func (d *Dispatcher) dispatchTo(limit int64) error {
 		if r == nil {
 			break
 		}
-		if err := d.index(r); err != nil {
+		if err := d.Index(r); err != nil {
 			// Read it again on the retry.
 			c.Reset(pos)
 			return err
@@ -89,19 +92,9 @@ func (d *Dispatcher) dispatchTo(limit int64) error {
 // wakeTouched wakes the waiters of partitions that grew.
 func (d *Dispatcher) wakeTouched() {
 	for id, max := range d.touched {
-		d.watches.wake(id, max)
+		d.opts.Notify.Grew(id, max)
 		delete(d.touched, id)
 	}
-}
-
-// storeTimeAt is the store timestamp of the first record at or after pos.
-func (d *Dispatcher) storeTimeAt(pos int64) (int64, bool) {
-	v, err := d.log.Read(pos)
-	if err != nil {
-		return 0, false
-	}
-	defer v.Release()
-	return v.Record().StoreTimestamp, true
 }
 
 // applyRetention drops consume-queue files that only index deleted log files.

@@ -15,8 +15,8 @@ import (
 
 	"github.com/unilog/unilog/broker"
 	"github.com/unilog/unilog/commitlog"
-	"github.com/unilog/unilog/dispatcher"
 	"github.com/unilog/unilog/internal/bytesize"
+	"github.com/unilog/unilog/store"
 )
 
 func brokerCommand() *cli.Command {
@@ -41,7 +41,7 @@ a plain byte count or a unit: KiB, MiB, GiB, TiB (powers of 1024) or KB, MB, GB,
 			&cli.StringFlag{Name: "flush", Value: "async", Usage: "async (background flush every 500ms) or sync (acks=all waits for the flush)", EnvVars: env("FLUSH")},
 			&cli.StringFlag{Name: "file-size", Value: "1GiB", Usage: "`SIZE` of each commit log file", EnvVars: env("FILE_SIZE")},
 			&cli.IntFlag{Name: "max-mapped-queues", Usage: "consume-queue files mapped at once, `N` (0: 16384); above the partitions written, appends stop unmapping and remapping. Keep well below vm.max_map_count", EnvVars: env("MAX_MAPPED_QUEUES")},
-			&cli.DurationFlag{Name: "checkpoint-interval", Value: dispatcher.DefaultCheckpointInterval, Usage: "longest time between checkpoints of the consume queues; a crash re-dispatches the log after the last one. Shorter costs a page fault per queue written, per checkpoint", EnvVars: env("CHECKPOINT_INTERVAL")},
+			&cli.DurationFlag{Name: "checkpoint-interval", Value: store.DefaultCheckpointInterval, Usage: "longest time between checkpoints of the consume queues; a crash re-dispatches the log after the last one. Shorter costs a page fault per queue written, per checkpoint", EnvVars: env("CHECKPOINT_INTERVAL")},
 			&cli.StringFlag{Name: "checkpoint-bytes", Value: "1GiB", Usage: "checkpoint sooner once `SIZE` of log was dispatched since the last one, bounding the replay after a crash", EnvVars: env("CHECKPOINT_BYTES")},
 			&cli.BoolFlag{Name: "auto-create-topics", Usage: "create unknown topics on first use, at most 100 per request", EnvVars: env("AUTO_CREATE_TOPICS")},
 			&cli.IntFlag{Name: "default-partitions", Value: 1, Usage: "partitions of auto-created topics", EnvVars: env("DEFAULT_PARTITIONS")},

@@ -15,7 +15,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/unilog/unilog/commitlog"
-	"github.com/unilog/unilog/dispatcher"
+	"github.com/unilog/unilog/store"
 )
 
 func inspectCommand() *cli.Command {
@@ -55,12 +55,12 @@ func runInspect(out, errOut io.Writer, dir string, verify bool, dump string, fro
 		if err != nil || p < 0 {
 			return fmt.Errorf("inspect: --dump %q: bad partition", dump)
 		}
-		return dispatcher.Dump(dir, dump[:i], int32(p), from, limit, func(r *commitlog.Record) error {
+		return store.Dump(dir, dump[:i], int32(p), from, limit, func(r *commitlog.Record) error {
 			printRecord(out, r)
 			return nil
 		})
 	}
-	opts := dispatcher.InspectOptions{Verify: verify}
+	opts := store.InspectOptions{Verify: verify}
 	var bar *progressbar.ProgressBar
 	if f, ok := errOut.(*os.File); ok && isTerminal(f) {
 		opts.Progress = func(done, total int64) {
@@ -72,7 +72,7 @@ func runInspect(out, errOut io.Writer, dir string, verify bool, dump string, fro
 			_ = bar.Set64(done)
 		}
 	}
-	rep, err := dispatcher.Inspect(dir, opts)
+	rep, err := store.Inspect(dir, opts)
 	if bar != nil {
 		_ = bar.Finish()
 	}
@@ -102,7 +102,7 @@ func fmtTime(ms int64) string {
 	return time.UnixMilli(ms).UTC().Format("2006-01-02T15:04:05.000Z")
 }
 
-func printReport(w io.Writer, rep *dispatcher.Report, verify bool) {
+func printReport(w io.Writer, rep *store.Report, verify bool) {
 	fmt.Fprintf(w, "data directory %s\n", rep.Dir)
 	if rep.Unclean {
 		fmt.Fprintln(w, "state: abort file present (running, or not stopped cleanly: the next start recovers)")
@@ -126,7 +126,7 @@ func printReport(w io.Writer, rep *dispatcher.Report, verify bool) {
 			f.Records, fmtTime(f.FirstTimestamp), fmtTime(f.LastTimestamp))
 	}
 	fmt.Fprintf(w, "\npartitions: %d\n", len(rep.Partitions))
-	// A topic's queue name carries its 32-digit id (dispatcher.QueueName).
+	// A topic's queue name carries its 32-digit id (store.QueueName).
 	width := 30
 	for _, p := range rep.Partitions {
 		width = max(width, len(p.Topic)+1+len(strconv.Itoa(int(p.Partition))))

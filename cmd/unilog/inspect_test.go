@@ -12,7 +12,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/unilog/unilog/commitlog"
-	"github.com/unilog/unilog/dispatcher"
+	"github.com/unilog/unilog/store"
 )
 
 func runInspectCLI(t *testing.T, args ...string) (string, error) {
@@ -27,7 +27,7 @@ func TestInspectCommand(t *testing.T) {
 	dir := t.TempDir()
 	l := logrus.New()
 	l.SetOutput(io.Discard)
-	d, err := dispatcher.Open(dispatcher.Options{Dir: dir, CommitLog: commitlog.Options{FileSize: 64 << 10, RetentionAge: -1}, Logger: l})
+	d, err := store.Open(store.Options{Dir: dir, CommitLog: commitlog.Options{FileSize: 64 << 10, RetentionAge: -1}, Logger: l})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -15,7 +15,6 @@ import (
 	"github.com/sirupsen/logrus"
 
 	"github.com/unilog/unilog/commitlog"
-	"github.com/unilog/unilog/dispatcher"
 	"github.com/unilog/unilog/ha/controlplane"
 )
 
@@ -54,6 +53,27 @@ type Host interface {
 	RestartLog(at int64, next []commitlog.PartitionOffset) error
 }
 
+// Storage is what a Role needs from the node's data directory (package
+// store's Store): the commit log as the leader reads it and the follower
+// writes it, the epoch file beside it, the partitions' offsets a
+// restarting follower takes, and a retention floor for the slowest
+// in-sync follower.
+type Storage interface {
+	LeaderLog
+	FollowerLog
+	// FileSize is the size of the log's files, which a follower's must
+	// match its leader's.
+	FileSize() int64
+	// Epochs opens the log's leader-epoch file.
+	Epochs() (*commitlog.Epochs, error)
+	// OffsetsAt is every partition's next offset at the physical offset
+	// at (LeaderConfig.Offsets).
+	OffsetsAt(at int64) []commitlog.PartitionOffset
+	// AddRetentionFloor keeps every log file ending after floor();
+	// remove unregisters it.
+	AddRetentionFloor(floor func() int64) (remove func())
+}
+
 // Role runs this node's part of its replica group's data plane: a Leader
 // while the node holds the group's lease, a Follower of the lease holder
 // otherwise. It is what the broker waits on for replicated writes (it has
@@ -68,7 +88,7 @@ type Role struct {
 
 	// Set by Attach, once the broker opened the data directory.
 	b        Host
-	d        *dispatcher.Dispatcher
+	st       Storage
 	epochs   *commitlog.Epochs
 	follower *Follower
 	attached chan struct{}
@@ -118,21 +138,18 @@ func (r *Role) Addr() string { return r.ln.Addr().String() }
 // once it started (its OnRoleChange and Eligible are the role's).
 func (r *Role) SetNode(n *controlplane.Node) { r.node.Store(n) }
 
-// Attach starts replicating into the data directory d of the broker h.
-func (r *Role) Attach(h Host, d *dispatcher.Dispatcher) error {
-	r.b, r.d = h, d
-	if r.d == nil {
-		return errors.New("replication needs the broker's own data directory")
-	}
+// Attach starts replicating into the data directory st of the broker h.
+func (r *Role) Attach(h Host, st Storage) error {
+	r.b, r.st = h, st
 	var err error
-	if r.epochs, err = commitlog.OpenEpochs(r.d.Log().Dir()); err != nil {
+	if r.epochs, err = st.Epochs(); err != nil {
 		return err
 	}
 	r.follower = NewFollower(FollowerConfig{
 		Node:     strconv.Itoa(int(r.cfg.Node)),
-		Log:      r.d.Log(),
+		Log:      r.st,
 		Epochs:   r.epochs,
-		FileSize: r.d.Log().Options().FileSize,
+		FileSize: r.st.FileSize(),
 		Truncate: r.b.TruncateLog,
 		Restart:  r.b.RestartLog,
 		Durable:  r.cfg.Durable,
@@ -281,7 +298,7 @@ func (r *Role) run() {
 // file before any write, the state followers did not keep is rebuilt,
 // and followers are served.
 func (r *Role) lead(epoch uint64) error {
-	end := r.d.Log().WriteOffset()
+	end := r.st.WriteOffset()
 	if last, ok := r.epochs.Latest(); !ok || last.Epoch < int64(epoch) {
 		if err := r.epochs.Assign(int64(epoch), end); err != nil {
 			return err
@@ -293,11 +310,11 @@ func (r *Role) lead(epoch uint64) error {
 		return err
 	}
 	l := NewLeader(LeaderConfig{
-		Log:       r.d.Log(),
+		Log:       r.st,
 		Epochs:    r.epochs,
 		Epoch:     int64(epoch),
-		FileSize:  r.d.Log().Options().FileSize,
-		Offsets:   r.d.OffsetsAt,
+		FileSize:  r.st.FileSize(),
+		Offsets:   r.st.OffsetsAt,
 		MinInSync: r.cfg.MinInSync,
 		Durable:   r.cfg.Durable,
 		OnFenced:  r.fenced,
@@ -319,7 +336,7 @@ func (r *Role) lead(epoch uint64) error {
 	r.leader, r.term, r.epoch = l, term, epoch
 	r.roleChangedLocked()
 	r.mu.Unlock()
-	removeFloor := r.d.Log().AddRetentionFloor(func() int64 { return slowestInSync(l) })
+	removeFloor := r.st.AddRetentionFloor(func() int64 { return slowestInSync(l) })
 	go func() {
 		// Serve returns once the Leader's Close closed the term.
 		if err := l.Serve(term); err != nil {
@@ -485,7 +502,7 @@ func (r *Role) Eligible() bool {
 	for _, m := range node.Members() {
 		peers = append(peers, Candidate{Node: m.NodeID, Group: m.ReplicaGroup, LogEnd: m.LogEndOffset})
 	}
-	self := Candidate{Node: r.cfg.Node, Group: r.cfg.Group, LogEnd: r.d.Log().WriteOffset()}
+	self := Candidate{Node: r.cfg.Node, Group: r.cfg.Group, LogEnd: r.st.WriteOffset()}
 	return MayLead(self, st.Leader, isr, known, peers)
 }
 

@@ -1,4 +1,4 @@
-package dispatcher
+package store
 
 import (
 	"errors"
@@ -44,18 +44,18 @@ func tryLockAbort(ops fileops.Replacer, path string) (_ *abortLock, crashed, aga
 	if _, err := os.Stat(path); errors.Is(err, fs.ErrNotExist) {
 		crashed = false
 	} else if err != nil {
-		return nil, false, false, fmt.Errorf("dispatcher: stat %s: %w", path, err)
+		return nil, false, false, fmt.Errorf("store: stat %s: %w", path, err)
 	}
 	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o644)
 	if err != nil {
-		return nil, false, false, fmt.Errorf("dispatcher: open %s: %w", path, err)
+		return nil, false, false, fmt.Errorf("store: open %s: %w", path, err)
 	}
 	if err := unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB); err != nil {
 		f.Close()
 		if errors.Is(err, unix.EWOULDBLOCK) {
 			return nil, false, false, fmt.Errorf("%w: %s", ErrLocked, dir)
 		}
-		return nil, false, false, fmt.Errorf("dispatcher: lock %s: %w", path, err)
+		return nil, false, false, fmt.Errorf("store: lock %s: %w", path, err)
 	}
 	held, err1 := f.Stat()
 	named, err2 := os.Stat(path)
@@ -72,11 +72,11 @@ func tryLockAbort(ops fileops.Replacer, path string) (_ *abortLock, crashed, aga
 	if !crashed {
 		if err := ops.Fdatasync(f); err != nil {
 			f.Close()
-			return nil, false, false, fmt.Errorf("dispatcher: sync %s: %w", path, err)
+			return nil, false, false, fmt.Errorf("store: sync %s: %w", path, err)
 		}
 		if err := ops.SyncDir(dir); err != nil {
 			f.Close()
-			return nil, false, false, fmt.Errorf("dispatcher: %w", err)
+			return nil, false, false, fmt.Errorf("store: %w", err)
 		}
 	}
 	return &abortLock{f: f, path: path, ops: ops}, crashed, false, nil
@@ -88,13 +88,13 @@ func (a *abortLock) release() error {
 	err := os.Remove(a.path)
 	if err == nil {
 		if err = a.ops.SyncDir(filepath.Dir(a.path)); err != nil {
-			err = fmt.Errorf("dispatcher: %w", err)
+			err = fmt.Errorf("store: %w", err)
 		}
 	} else {
-		err = fmt.Errorf("dispatcher: remove %s: %w", a.path, err)
+		err = fmt.Errorf("store: remove %s: %w", a.path, err)
 	}
 	if cerr := a.f.Close(); err == nil && cerr != nil {
-		err = fmt.Errorf("dispatcher: close %s: %w", a.path, cerr)
+		err = fmt.Errorf("store: close %s: %w", a.path, cerr)
 	}
 	return err
 }

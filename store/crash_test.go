@@ -1,4 +1,4 @@
-package dispatcher
+package store
 
 import (
 	"bufio"
@@ -75,12 +75,12 @@ func TestHelperProcess(t *testing.T) {
 				for j := range ms {
 					ms[j] = genMessage(seed, i+j)
 				}
-				ps, err := d.Log().AppendBatch(ms)
+				ps, err := d.log.AppendBatch(ms)
 				if err != nil {
 					t.Errorf("child append: %v", err)
 					return
 				}
-				if err := d.Log().WaitDurable(context.Background(), ps[n-1].End()); err != nil {
+				if err := d.log.WaitDurable(context.Background(), ps[n-1].End()); err != nil {
 					t.Errorf("child WaitDurable: %v", err)
 					return
 				}

@@ -1,4 +1,4 @@
-package dispatcher
+package store
 
 import (
 	"encoding/binary"
@@ -74,11 +74,11 @@ func decodeCheckpoint(b []byte) (Checkpoint, error) {
 func ReadCheckpoint(path string) (Checkpoint, error) {
 	b, err := os.ReadFile(path)
 	if err != nil {
-		return Checkpoint{}, fmt.Errorf("dispatcher: read checkpoint: %w", err)
+		return Checkpoint{}, fmt.Errorf("store: read checkpoint: %w", err)
 	}
 	c, err := decodeCheckpoint(b)
 	if err != nil {
-		return Checkpoint{}, fmt.Errorf("dispatcher: checkpoint %s: %w", path, err)
+		return Checkpoint{}, fmt.Errorf("store: checkpoint %s: %w", path, err)
 	}
 	return c, nil
 }
@@ -87,15 +87,15 @@ func ReadCheckpoint(path string) (Checkpoint, error) {
 // the old or the new file, never a torn one.
 func writeCheckpoint(ops fileops.Replacer, dir string, c Checkpoint) error {
 	if err := fileops.ReplaceFile(ops, filepath.Join(dir, checkpointName), encodeCheckpoint(c), 0o644); err != nil {
-		return fmt.Errorf("dispatcher: write checkpoint: %w", err)
+		return fmt.Errorf("store: write checkpoint: %w", err)
 	}
 	return nil
 }
 
 // Sentinel errors.
 var (
-	ErrCorrupt            = errors.New("dispatcher: corrupt")
-	ErrUnsupportedVersion = errors.New("dispatcher: unsupported version")
-	ErrLocked             = errors.New("dispatcher: data directory is in use by another process")
-	ErrClosed             = errors.New("dispatcher: closed")
+	ErrCorrupt            = errors.New("store: corrupt")
+	ErrUnsupportedVersion = errors.New("store: unsupported version")
+	ErrLocked             = errors.New("store: data directory is in use by another process")
+	ErrClosed             = errors.New("store: closed")
 )

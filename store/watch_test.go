@@ -1,4 +1,4 @@
-package dispatcher
+package store
 
 import (
 	"fmt"
@@ -10,7 +10,7 @@ import (
 
 // settle returns once everything appended is dispatched and the wake-ups of
 // that pass are delivered: the run loop takes a request only between passes.
-func settle(t testing.TB, d *Dispatcher) {
+func settle(t testing.TB, d *Store) {
 	t.Helper()
 	waitDispatched(t, d)
 	holdDispatcher(t, d)()
@@ -30,7 +30,7 @@ func TestWaiter(t *testing.T) {
 	defer d.Close()
 	appendTo := func(partition int32, count int32) {
 		t.Helper()
-		if _, err := d.Log().Append(&commitlog.Message{Topic: "w", Partition: partition, Count: count, Body: []byte("x")}); err != nil {
+		if _, err := d.log.Append(&commitlog.Message{Topic: "w", Partition: partition, Count: count, Body: []byte("x")}); err != nil {
 			t.Fatal(err)
 		}
 		settle(t, d)
@@ -44,7 +44,7 @@ func TestWaiter(t *testing.T) {
 		delta     int64
 	}
 	end := func(partition int32) int64 {
-		if q, ok := d.Queues().Lookup("w", partition); ok {
+		if q, ok := d.queues.Lookup("w", partition); ok {
 			return q.MaxOffset()
 		}
 		return 0

@@ -1,4 +1,4 @@
-package dispatcher
+package store
 
 import (
 	"context"
@@ -23,15 +23,15 @@ func benchOptions(dir string) Options {
 
 // fillLog appends n-byte-body records across partitions until the log
 // holds at least total bytes, in batches of 256.
-func fillLog(b *testing.B, d *Dispatcher, topic string, partitions int, body int, total int64) {
+func fillLog(b *testing.B, d *Store, topic string, partitions int, body int, total int64) {
 	b.Helper()
 	ms := make([]commitlog.Message, 256)
 	payload := make([]byte, body)
 	for i := range ms {
 		ms[i] = commitlog.Message{Topic: topic, Partition: int32(i % partitions), Body: payload}
 	}
-	for d.Log().WriteOffset() < total {
-		if _, err := d.Log().AppendBatch(ms); err != nil {
+	for d.log.WriteOffset() < total {
+		if _, err := d.log.AppendBatch(ms); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -69,7 +69,7 @@ func BenchmarkCrashRecovery(b *testing.B) {
 			dir := b.TempDir()
 			d := mustOpen(b, benchOptions(dir))
 			fillLog(b, d, "rec", 8, body, total)
-			b.SetBytes(d.Log().WriteOffset() - d.Log().MinOffset())
+			b.SetBytes(d.log.WriteOffset() - d.log.MinOffset())
 			if err := d.Close(); err != nil {
 				b.Fatal(err)
 			}
@@ -102,7 +102,7 @@ func BenchmarkStartup10kPartitions(b *testing.B) {
 		ms[i] = commitlog.Message{Topic: "many", Partition: int32(i), Body: make([]byte, 100)}
 	}
 	for range 3 {
-		if _, err := d.Log().AppendBatch(ms); err != nil {
+		if _, err := d.log.AppendBatch(ms); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -119,7 +119,7 @@ func BenchmarkStartup10kPartitions(b *testing.B) {
 				b.StartTimer()
 				d := mustOpen(b, benchOptions(dir))
 				b.StopTimer()
-				if n := len(d.Queues().Queues()); n != partitions {
+				if n := len(d.queues.Queues()); n != partitions {
 					b.Fatalf("%d queues", n)
 				}
 				if err := d.Close(); err != nil {
@@ -142,21 +142,21 @@ func BenchmarkDispatch(b *testing.B) {
 	}
 	release := holdDispatcher(b, d)
 	for n := 0; n < b.N; n += len(ms) {
-		if _, err := d.Log().AppendBatch(ms[:min(len(ms), b.N-n)]); err != nil {
+		if _, err := d.log.AppendBatch(ms[:min(len(ms), b.N-n)]); err != nil {
 			b.Fatal(err)
 		}
 	}
 	b.ResetTimer()
 	start := time.Now()
 	release()
-	if err := d.WaitDispatched(context.Background(), d.Log().WriteOffset()); err != nil {
+	if err := d.WaitDispatched(context.Background(), d.log.WriteOffset()); err != nil {
 		b.Fatal(err)
 	}
 	b.ReportMetric(float64(b.N)/time.Since(start).Seconds(), "records/s")
 	b.StopTimer()
 	var indexed int64
-	for _, id := range d.Queues().Queues() {
-		q, _ := d.Queues().Lookup(id.Topic, id.Partition)
+	for _, id := range d.queues.Queues() {
+		q, _ := d.queues.Lookup(id.Topic, id.Partition)
 		indexed += q.MaxOffset()
 	}
 	if indexed != int64(b.N) {

@@ -1,4 +1,4 @@
-package dispatcher
+package store
 
 import (
 	"bytes"
@@ -27,7 +27,7 @@ func TestRecoveryRefusesDamageBeforeFlushedMark(t *testing.T) {
 	d := mustOpen(t, testOptions(pristine))
 	recs := appendN(t, d, 24, 0, 400)
 	waitDispatched(t, d)
-	files := d.Log().Files()
+	files := d.log.Files()
 	if err := d.Close(); err != nil {
 		t.Fatal(err)
 	}
@@ -130,7 +130,7 @@ func TestRecoveryRefusesDamageBeforeFlushedMark(t *testing.T) {
 			d, err := Open(opts)
 			if tc.refused {
 				if err == nil {
-					end := d.Log().WriteOffset()
+					end := d.log.WriteOffset()
 					d.Close()
 					t.Fatalf("opened with damage at %d before the flushed mark %d: the log now ends at %d", tc.at.PhysOffset, mark, end)
 				}
@@ -145,7 +145,7 @@ func TestRecoveryRefusesDamageBeforeFlushedMark(t *testing.T) {
 			if err != nil {
 				t.Fatalf("Open: %v", err)
 			}
-			if got := d.Log().WriteOffset(); got != tc.at.PhysOffset {
+			if got := d.log.WriteOffset(); got != tc.at.PhysOffset {
 				d.Close()
 				t.Fatalf("log recovered to %d, want %d", got, tc.at.PhysOffset)
 			}

@@ -1,4 +1,4 @@
-package dispatcher
+package store
 
 import (
 	"bytes"
@@ -37,7 +37,7 @@ func testOptions(dir string) Options {
 	}
 }
 
-func mustOpen(t testing.TB, opts Options) *Dispatcher {
+func mustOpen(t testing.TB, opts Options) *Store {
 	t.Helper()
 	d, err := Open(opts)
 	if err != nil {
@@ -118,7 +118,7 @@ type appended struct {
 }
 
 // appendN appends n generated messages, a few of them as batches.
-func appendN(t testing.TB, d *Dispatcher, seed uint64, first, n int) []appended {
+func appendN(t testing.TB, d *Store, seed uint64, first, n int) []appended {
 	t.Helper()
 	var out []appended
 	for i := first; i < first+n; {
@@ -130,7 +130,7 @@ func appendN(t testing.TB, d *Dispatcher, seed uint64, first, n int) []appended 
 		for j := range ms {
 			ms[j] = genMessage(seed, i+j)
 		}
-		ps, err := d.Log().AppendBatch(ms)
+		ps, err := d.log.AppendBatch(ms)
 		if err != nil {
 			t.Fatalf("AppendBatch: %v", err)
 		}
@@ -142,18 +142,18 @@ func appendN(t testing.TB, d *Dispatcher, seed uint64, first, n int) []appended 
 	return out
 }
 
-func waitDispatched(t testing.TB, d *Dispatcher) {
+func waitDispatched(t testing.TB, d *Store) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	if err := d.WaitDispatched(ctx, d.Log().WriteOffset()); err != nil {
+	if err := d.WaitDispatched(ctx, d.log.WriteOffset()); err != nil {
 		t.Fatalf("WaitDispatched: %v", err)
 	}
 }
 
 // checkReadable asserts that every offset of the record is found through
 // its consume queue with the same content.
-func checkReadable(t testing.TB, d *Dispatcher, a appended) {
+func checkReadable(t testing.TB, d *Store, a appended) {
 	t.Helper()
 	m := a.msg
 	for off := a.pos.QueueOffset; off < a.pos.QueueOffset+int64(max(m.Count, 1)); off++ {
@@ -165,7 +165,7 @@ func checkReadable(t testing.TB, d *Dispatcher, a appended) {
 
 // readBack reads offset off of a partition through its consume queue and
 // compares the record found with what was appended.
-func readBack(d *Dispatcher, topic string, partition int32, off, phys int64, hash string) error {
+func readBack(d *Store, topic string, partition int32, off, phys int64, hash string) error {
 	q, ok := d.Queue(topic, partition)
 	if !ok {
 		return fmt.Errorf("%s/%d: no consume queue", topic, partition)
@@ -177,7 +177,7 @@ func readBack(d *Dispatcher, topic string, partition int32, off, phys int64, has
 	if phys >= 0 && e.PhysOffset != phys {
 		return fmt.Errorf("%s/%d offset %d: entry at %d, appended at %d", topic, partition, off, e.PhysOffset, phys)
 	}
-	v, err := d.Log().Read(e.PhysOffset)
+	v, err := d.log.Read(e.PhysOffset)
 	if err != nil {
 		return fmt.Errorf("%s/%d offset %d: read %d: %v", topic, partition, off, e.PhysOffset, err)
 	}

@@ -1,4 +1,4 @@
-package dispatcher
+package store
 
 import (
 	"encoding/binary"
@@ -16,7 +16,7 @@ func TestInspectReport(t *testing.T) {
 	dir := t.TempDir()
 	d := mustOpen(t, testOptions(dir))
 	recs := appendN(t, d, 41, 0, 300)
-	nfiles := len(d.Log().Files())
+	nfiles := len(d.log.Files())
 	if err := d.Close(); err != nil {
 		t.Fatal(err)
 	}
@@ -115,7 +115,7 @@ func TestVerifyCatchesMisplacedEntry(t *testing.T) {
 			opts.ConsumeQueue.SmallEntries = tc.small
 			d := mustOpen(t, opts)
 			for range 3 {
-				if _, err := d.Log().Append(&commitlog.Message{Topic: "v", Body: []byte("body")}); err != nil {
+				if _, err := d.log.Append(&commitlog.Message{Topic: "v", Body: []byte("body")}); err != nil {
 					t.Fatal(err)
 				}
 			}
@@ -164,7 +164,7 @@ func TestInspectChangesNothing(t *testing.T) {
 	waitDispatched(t, d)
 	// Let the broker's own writes settle first: the flush writes the log's
 	// flushed mark, and the checkpoint follows it.
-	if err := d.Log().Flush(); err != nil {
+	if err := d.log.Flush(); err != nil {
 		t.Fatal(err)
 	}
 	if err := d.checkpoint(); err != nil {

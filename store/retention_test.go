@@ -1,6 +1,7 @@
-package dispatcher
+package store
 
 import (
+	"context"
 	"encoding/binary"
 	"fmt"
 	"math"
@@ -24,7 +25,7 @@ func TestRetentionWaitsForDispatch(t *testing.T) {
 	defer d.Close()
 	// A floor that holds nothing back reports each retention check.
 	checks := make(chan struct{})
-	defer d.Log().AddRetentionFloor(func() int64 {
+	defer d.log.AddRetentionFloor(func() int64 {
 		select {
 		case checks <- struct{}{}:
 		default:
@@ -39,12 +40,12 @@ func TestRetentionWaitsForDispatch(t *testing.T) {
 	letGo := func() { once.Do(func() { close(cont) }) }
 	defer letGo() // before d.Close on a failure, which waits for the goroutine
 	var recs []appended
-	d.requests <- func() {
+	go d.d.Do(context.Background(), "test", func() error {
 		close(parked)
 		<-cont
 		checked <- func() error {
 			for _, a := range recs {
-				if err := d.dispatchTo(a.pos.PhysOffset + 1); err != nil {
+				if err := d.d.DispatchTo(a.pos.PhysOffset + 1); err != nil {
 					return err
 				}
 				// The floor is now a.pos.End(), inside a's file: records
@@ -56,15 +57,16 @@ func TestRetentionWaitsForDispatch(t *testing.T) {
 			}
 			return nil
 		}()
-	}
+		return nil
+	})
 	<-parked
 
-	for len(d.Log().Files()) < 10 {
+	for len(d.log.Files()) < 10 {
 		i := len(recs)
 		body := make([]byte, 1000)
 		binary.BigEndian.PutUint64(body, uint64(i))
 		m := commitlog.Message{Topic: "r", Partition: int32(i % 4), Body: body}
-		p, err := d.Log().Append(&m)
+		p, err := d.log.Append(&m)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -79,7 +81,7 @@ func TestRetentionWaitsForDispatch(t *testing.T) {
 	for range 5 {
 		<-checks
 	}
-	if min, files := d.Log().MinOffset(), len(d.Log().Files()); min != 0 || files < 10 {
+	if min, files := d.log.MinOffset(), len(d.log.Files()); min != 0 || files < 10 {
 		t.Fatalf("retention ran ahead of the dispatcher: min offset %d, %d files", min, files)
 	}
 
@@ -90,12 +92,12 @@ func TestRetentionWaitsForDispatch(t *testing.T) {
 	waitDispatched(t, d)
 	cap := int(opts.CommitLog.RetentionBytes / opts.CommitLog.FileSize)
 	poll.Until(t, "retention to proceed after dispatch", func() error {
-		if n := len(d.Log().Files()); n > cap {
+		if n := len(d.log.Files()); n > cap {
 			return fmt.Errorf("%d files, cap %d", n, cap)
 		}
 		return nil
 	})
-	min := d.Log().MinOffset()
+	min := d.log.MinOffset()
 	kept := 0
 	for _, a := range recs {
 		if a.pos.PhysOffset < min {
@@ -126,27 +128,27 @@ func TestRetentionFloorOption(t *testing.T) {
 	opts.RetentionFloor = floor.Load
 	d := mustOpen(t, opts)
 	defer d.Close()
-	for len(d.Log().Files()) < 10 {
-		if _, err := d.Log().Append(&commitlog.Message{Topic: "r", Body: make([]byte, 1000)}); err != nil {
+	for len(d.log.Files()) < 10 {
+		if _, err := d.log.Append(&commitlog.Message{Topic: "r", Body: make([]byte, 1000)}); err != nil {
 			t.Fatal(err)
 		}
 	}
 	waitDispatched(t, d)
-	keep := d.Log().Files()[4].Base
+	keep := d.log.Files()[4].Base
 	floor.Store(keep + 1)
 	poll.Until(t, "retention up to the floor", func() error {
-		if min := d.Log().MinOffset(); min < keep {
+		if min := d.log.MinOffset(); min < keep {
 			return fmt.Errorf("min offset %d, the file holding the floor starts at %d", min, keep)
 		}
 		return nil
 	})
-	if min := d.Log().MinOffset(); min != keep {
+	if min := d.log.MinOffset(); min != keep {
 		t.Fatalf("retention passed the floor: min offset %d, the file holding the floor starts at %d", min, keep)
 	}
 	floor.Store(math.MaxInt64)
 	poll.Until(t, "retention down to the size cap", func() error {
-		if n := len(d.Log().Files()); n > 2 {
-			return fmt.Errorf("%d files, min offset %d", n, d.Log().MinOffset())
+		if n := len(d.log.Files()); n > 2 {
+			return fmt.Errorf("%d files, min offset %d", n, d.log.MinOffset())
 		}
 		return nil
 	})

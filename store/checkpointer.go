@@ -1,4 +1,4 @@
-package dispatcher
+package store
 
 import (
 	"fmt"
@@ -26,22 +26,22 @@ const (
 // goroutine it would hold back every WaitDispatched, so every produce.
 // It runs concurrently with dispatching; see checkpoint for why that keeps
 // the checkpoint's promise. Open arms the first round (armCheckpoint).
-func (d *Dispatcher) checkpointer(t clock.Timer, due <-chan struct{}) {
-	defer close(d.cpDone)
+func (s *Store) checkpointer(t clock.Timer, due <-chan struct{}) {
+	defer close(s.cpDone)
 	for {
 		select {
-		case <-d.stop:
+		case <-s.cpStop:
 			t.Stop()
 			return
 		case <-due:
-		case <-d.cpKick:
+		case <-s.cpKick:
 			t.Stop()
 		}
 		// The next round is armed before this one runs, so a test that
 		// sees the checkpoint taken can move its clock to the next.
-		t, due = d.armCheckpoint()
-		if err := d.checkpoint(); err != nil {
-			d.logger.WithError(err).Error("checkpoint failed")
+		t, due = s.armCheckpoint()
+		if err := s.checkpoint(); err != nil {
+			s.logger.WithError(err).Error("checkpoint failed")
 		}
 	}
 }
@@ -49,20 +49,20 @@ func (d *Dispatcher) checkpointer(t clock.Timer, due <-chan struct{}) {
 // armCheckpoint starts the timer of the next checkpoint. Each round has a
 // channel of its own: a timer that fires while a kick stops it cannot cut
 // the next round short.
-func (d *Dispatcher) armCheckpoint() (clock.Timer, <-chan struct{}) {
+func (s *Store) armCheckpoint() (clock.Timer, <-chan struct{}) {
 	due := make(chan struct{}, 1)
-	return d.opts.Clock.AfterFunc(d.opts.CheckpointInterval, func() { due <- struct{}{} }), due
+	return s.opts.Clock.AfterFunc(s.opts.CheckpointInterval, func() { due <- struct{}{} }), due
 }
 
 // kickCheckpoint asks for an early checkpoint once CheckpointBytes have
 // been dispatched since the last one. It runs on the dispatching goroutine
 // after each pass and never blocks it.
-func (d *Dispatcher) kickCheckpoint() {
-	if d.opts.CheckpointBytes <= 0 || d.dispatched.Load()-d.cpFrom.Load() < d.opts.CheckpointBytes {
+func (s *Store) kickCheckpoint() {
+	if s.opts.CheckpointBytes <= 0 || s.d.Dispatched()-s.cpFrom.Load() < s.opts.CheckpointBytes {
 		return
 	}
 	select {
-	case d.cpKick <- struct{}{}:
+	case s.cpKick <- struct{}{}:
 	default:
 	}
 }
@@ -77,29 +77,29 @@ func (d *Dispatcher) kickCheckpoint() {
 // it never claims an entry or a record that is not durable.
 // CommitLogFlushed, the flushed mark recovery trusts, is loaded again just
 // before the file is written: the freshest offset known to be durable.
-func (d *Dispatcher) checkpoint() error {
-	d.cpRun.Lock()
-	defer d.cpRun.Unlock()
-	loaded := d.dispatched.Load()
+func (s *Store) checkpoint() error {
+	s.cpRun.Lock()
+	defer s.cpRun.Unlock()
+	loaded := s.d.Dispatched()
 	// Counted from D, not from the Dispatched written: a log flush that
 	// lags must not make every pass ask for another checkpoint.
-	d.cpFrom.Store(loaded)
-	dispatched := min(loaded, d.log.FlushedOffset())
-	d.cpMu.Lock()
-	prev := d.cp
-	d.cpMu.Unlock()
-	if prev.Dispatched == dispatched && prev.CommitLogFlushed == d.log.FlushedOffset() && !prev.Time.IsZero() {
+	s.cpFrom.Store(loaded)
+	dispatched := min(loaded, s.log.FlushedOffset())
+	s.cpMu.Lock()
+	prev := s.cp
+	s.cpMu.Unlock()
+	if prev.Dispatched == dispatched && prev.CommitLogFlushed == s.log.FlushedOffset() && !prev.Time.IsZero() {
 		return nil
 	}
-	if err := d.queues.Flush(); err != nil {
-		return fmt.Errorf("dispatcher: flush consume queues: %w", err)
+	if err := s.queues.Flush(); err != nil {
+		return fmt.Errorf("store: flush consume queues: %w", err)
 	}
-	cp := Checkpoint{CommitLogFlushed: d.log.FlushedOffset(), Dispatched: dispatched, Time: time.Now().UTC()}
-	if err := writeCheckpoint(d.opts.fs, d.opts.Dir, cp); err != nil {
+	cp := Checkpoint{CommitLogFlushed: s.log.FlushedOffset(), Dispatched: dispatched, Time: time.Now().UTC()}
+	if err := writeCheckpoint(s.opts.fs, s.opts.Dir, cp); err != nil {
 		return err
 	}
-	d.cpMu.Lock()
-	d.cp = cp
-	d.cpMu.Unlock()
+	s.cpMu.Lock()
+	s.cp = cp
+	s.cpMu.Unlock()
 	return nil
 }

@@ -1,4 +1,4 @@
-package dispatcher
+package store
 
 import (
 	"context"
@@ -21,9 +21,9 @@ func TestCleanReopenKeepsEverything(t *testing.T) {
 	d := mustOpen(t, testOptions(dir))
 	recs := appendN(t, d, 1, 0, 400)
 	waitDispatched(t, d)
-	end := d.Log().WriteOffset()
-	if len(d.Log().Files()) < 3 {
-		t.Fatalf("want several commit-log files, got %d", len(d.Log().Files()))
+	end := d.log.WriteOffset()
+	if len(d.log.Files()) < 3 {
+		t.Fatalf("want several commit-log files, got %d", len(d.log.Files()))
 	}
 	if err := d.Close(); err != nil {
 		t.Fatal(err)
@@ -41,7 +41,7 @@ func TestCleanReopenKeepsEverything(t *testing.T) {
 
 	d = mustOpen(t, testOptions(dir))
 	defer d.Close()
-	if got := d.Log().WriteOffset(); got != end {
+	if got := d.log.WriteOffset(); got != end {
 		t.Fatalf("write offset after reopen %d, want %d", got, end)
 	}
 	for _, a := range recs {
@@ -87,13 +87,14 @@ func TestWaitDispatchedHonoursContext(t *testing.T) {
 
 // holdDispatcher parks the dispatching goroutine until the returned
 // function is called.
-func holdDispatcher(t testing.TB, d *Dispatcher) func() {
+func holdDispatcher(t testing.TB, d *Store) func() {
 	t.Helper()
 	parked, release := make(chan struct{}), make(chan struct{})
-	d.requests <- func() {
+	go d.d.Do(context.Background(), "test", func() error {
 		close(parked)
 		<-release
-	}
+		return nil
+	})
 	<-parked
 	return func() { close(release) }
 }
@@ -105,17 +106,17 @@ func TestLag(t *testing.T) {
 		t.Fatalf("lag of an empty log: %+v", lag)
 	}
 	release := holdDispatcher(t, d)
-	start := d.Log().WriteOffset()
+	start := d.log.WriteOffset()
 	// The oldest undispatched record was stored an hour ago, as a follower
 	// stores its leader's records with their store time (AppendRaw), so
 	// its age needs no waiting; the records after it are fresh.
 	old := commitlog.Message{Topic: "lag", Body: []byte("old")}
-	if _, err := d.Log().AppendRaw(start, commitlog.Encode(nil, &old, start, 0, time.Now().Add(-time.Hour).UnixMilli())); err != nil {
+	if _, err := d.log.AppendRaw(start, commitlog.Encode(nil, &old, start, 0, time.Now().Add(-time.Hour).UnixMilli())); err != nil {
 		t.Fatal(err)
 	}
 	appendN(t, d, 3, 0, 20)
 	lag := d.Lag()
-	if want := d.Log().WriteOffset() - start; lag.Bytes != want {
+	if want := d.log.WriteOffset() - start; lag.Bytes != want {
 		t.Fatalf("lag bytes %d, want %d", lag.Bytes, want)
 	}
 	if lag.Time < time.Hour || lag.Time > 2*time.Hour {
@@ -149,14 +150,14 @@ func TestLiveFilter(t *testing.T) {
 	kept := commitlog.Message{Topic: "keep", TopicID: commitlog.TopicID{7}, Body: []byte("b")}
 	var pos []commitlog.Position
 	for _, m := range []commitlog.Message{dead, early, kept} {
-		p, err := d.Log().Append(&m)
+		p, err := d.log.Append(&m)
 		if err != nil {
 			t.Fatal(err)
 		}
 		pos = append(pos, p)
 	}
 	waitDispatched(t, d)
-	if _, ok := d.Queues().Lookup(QueueName("keep", commitlog.TopicID{6}), 0); ok {
+	if _, ok := d.queues.Lookup(QueueName("keep", commitlog.TopicID{6}), 0); ok {
 		t.Fatal("a queue was made for a replaced incarnation")
 	}
 	if _, ok := d.Queue("new", 0); ok {
@@ -170,7 +171,7 @@ func TestLiveFilter(t *testing.T) {
 	live["new"] = commitlog.TopicID{9}
 	mu.Unlock()
 	second := commitlog.Message{Topic: "new", TopicID: commitlog.TopicID{9}, Body: []byte("second")}
-	p, err := d.Log().Append(&second)
+	p, err := d.log.Append(&second)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -192,7 +193,7 @@ func TestDeleteTopic(t *testing.T) {
 	if err := d.DeleteTopic(context.Background(), "orders"); err != nil {
 		t.Fatal(err)
 	}
-	if _, ok := d.Queues().Lookup("orders", 0); ok {
+	if _, ok := d.queues.Lookup("orders", 0); ok {
 		t.Fatal("queue survived DeleteTopic")
 	}
 	select {
@@ -203,7 +204,7 @@ func TestDeleteTopic(t *testing.T) {
 	if n := d.Watchers(); n != 0 {
 		t.Fatalf("%d watchers registered after DeleteTopic", n)
 	}
-	p, err := d.Log().Append(&commitlog.Message{Topic: "orders", Body: []byte("again")})
+	p, err := d.log.Append(&commitlog.Message{Topic: "orders", Body: []byte("again")})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -230,13 +231,13 @@ func TestDeleteTopicHonoursContext(t *testing.T) {
 		t.Fatalf("DeleteTopic with the dispatcher busy and its context cancelled: %v", err)
 	}
 	release()
-	if _, ok := d.Queues().Lookup("orders", 0); !ok {
+	if _, ok := d.queues.Lookup("orders", 0); !ok {
 		t.Fatal("a DeleteTopic that never started removed the queues")
 	}
 	if err := d.DeleteTopic(context.Background(), "orders"); err != nil {
 		t.Fatal(err)
 	}
-	if _, ok := d.Queues().Lookup("orders", 0); ok {
+	if _, ok := d.queues.Lookup("orders", 0); ok {
 		t.Fatal("queue survived DeleteTopic")
 	}
 }
@@ -250,19 +251,19 @@ func TestRetentionDeletesQueueFiles(t *testing.T) {
 	// Retention does not wait for the dispatcher, so the test does.
 	for range 80 {
 		for range 100 {
-			if _, err := d.Log().Append(&commitlog.Message{Topic: "r", Body: make([]byte, 40)}); err != nil {
+			if _, err := d.log.Append(&commitlog.Message{Topic: "r", Body: make([]byte, 40)}); err != nil {
 				t.Fatal(err)
 			}
 		}
 		waitDispatched(t, d)
 	}
-	q, ok := d.Queues().Lookup("r", 0)
+	q, ok := d.queues.Lookup("r", 0)
 	if !ok {
 		t.Fatal("queue missing")
 	}
 	poll.Until(t, "retention to reach the queue", func() error {
 		if q.MinOffset() == 0 {
-			return fmt.Errorf("queue min 0, log min %d", d.Log().MinOffset())
+			return fmt.Errorf("queue min 0, log min %d", d.log.MinOffset())
 		}
 		return nil
 	})
@@ -282,7 +283,7 @@ func TestRetentionDeletesQueueFiles(t *testing.T) {
 	}
 	logMin := lr.Files()[0].Base
 	lr.Close()
-	cq, err := readQueue(filepath.Join(opts.Dir, "consumequeue"), consumequeue.ID{Topic: "r"})
+	cq, err := consumequeue.ReadQueue(filepath.Join(opts.Dir, "consumequeue"), consumequeue.ID{Topic: "r"})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,4 +1,4 @@
-package dispatcher
+package store
 
 import (
 	"testing"
@@ -24,7 +24,7 @@ func nextOffsets(recs []appended) map[partitionKey]int64 {
 // appendAt appends 100 generated messages, checks that each partition
 // continues at its offset in next (which it advances), and waits until
 // they are dispatched.
-func appendAt(t *testing.T, d *Dispatcher, seed uint64, next map[partitionKey]int64) []appended {
+func appendAt(t *testing.T, d *Store, seed uint64, next map[partitionKey]int64) []appended {
 	t.Helper()
 	more := appendN(t, d, seed, 0, 100)
 	for _, a := range more {
@@ -57,8 +57,8 @@ func TestTruncate(t *testing.T) {
 			defer func() { d.Close() }()
 			recs := appendN(t, d, 7, 0, 300)
 			waitDispatched(t, d)
-			if len(d.Log().Files()) < 3 {
-				t.Fatalf("want several commit-log files, got %d", len(d.Log().Files()))
+			if len(d.log.Files()) < 3 {
+				t.Fatalf("want several commit-log files, got %d", len(d.log.Files()))
 			}
 			k := tc.keep(len(recs))
 			to := int64(0)
@@ -69,7 +69,7 @@ func TestTruncate(t *testing.T) {
 			if err := d.Truncate(to); err != nil {
 				t.Fatalf("Truncate(%d): %v", to, err)
 			}
-			if got := d.Log().WriteOffset(); got != to {
+			if got := d.log.WriteOffset(); got != to {
 				t.Fatalf("write offset %d after Truncate(%d)", got, to)
 			}
 			if got := d.Dispatched(); got > to {
@@ -81,7 +81,7 @@ func TestTruncate(t *testing.T) {
 			want := nextOffsets(kept)
 			for _, a := range recs {
 				p := partitionKey{a.msg.Topic, a.msg.Partition}
-				q, ok := d.Queues().Lookup(p.topic, p.partition)
+				q, ok := d.queues.Lookup(p.topic, p.partition)
 				if !ok {
 					t.Fatalf("%v: queue gone", p)
 				}
@@ -118,11 +118,11 @@ func TestTruncateRefusesNonBoundary(t *testing.T) {
 	defer d.Close()
 	recs := appendN(t, d, 9, 0, 50)
 	waitDispatched(t, d)
-	end := d.Log().WriteOffset()
+	end := d.log.WriteOffset()
 	if err := d.Truncate(recs[10].pos.PhysOffset + 1); err == nil {
 		t.Fatal("Truncate inside a record succeeded")
 	}
-	if got := d.Log().WriteOffset(); got != end {
+	if got := d.log.WriteOffset(); got != end {
 		t.Fatalf("write offset %d after a refused truncation, want %d", got, end)
 	}
 }
@@ -134,7 +134,7 @@ func TestOffsetsAt(t *testing.T) {
 	defer d.Close()
 	recs := appendN(t, d, 13, 0, 200)
 	waitDispatched(t, d)
-	for _, at := range []int64{0, recs[1].pos.PhysOffset, recs[99].pos.PhysOffset, recs[99].pos.PhysOffset + 1, d.Log().WriteOffset()} {
+	for _, at := range []int64{0, recs[1].pos.PhysOffset, recs[99].pos.PhysOffset, recs[99].pos.PhysOffset + 1, d.log.WriteOffset()} {
 		want := nextOffsets(recs)
 		for i := len(recs) - 1; i >= 0; i-- {
 			if a := recs[i]; a.pos.PhysOffset >= at {
@@ -189,17 +189,17 @@ func TestRestart(t *testing.T) {
 	if err := d.Restart(at, leader); err != nil {
 		t.Fatalf("Restart(%d): %v", at, err)
 	}
-	if lo, hi := d.Log().MinOffset(), d.Log().WriteOffset(); lo != at || hi != at || d.Dispatched() != at {
+	if lo, hi := d.log.MinOffset(), d.log.WriteOffset(); lo != at || hi != at || d.Dispatched() != at {
 		t.Fatalf("after Restart(%d): log [%d, %d), dispatched %d", at, lo, hi, d.Dispatched())
 	}
-	started := func(d *Dispatcher, when string) {
+	started := func(d *Store, when string) {
 		t.Helper()
 		for p, n := range want {
-			q, ok := d.Queues().Lookup(p.topic, p.partition)
+			q, ok := d.queues.Lookup(p.topic, p.partition)
 			if !ok || q.MinOffset() != n || q.MaxOffset() != n {
 				t.Fatalf("%s: %v: queue found %v, want empty at %d", when, p, ok, n)
 			}
-			if got := d.Log().NextQueueOffset(p.topic, commitlog.TopicID{}, p.partition); got != n {
+			if got := d.log.NextQueueOffset(p.topic, commitlog.TopicID{}, p.partition); got != n {
 				t.Fatalf("%s: %v: log counter %d, want %d", when, p, got, n)
 			}
 		}

@@ -1,4 +1,4 @@
-package dispatcher
+package store
 
 import (
 	"errors"
@@ -30,7 +30,7 @@ func TestCorruptLogRecovery(t *testing.T) {
 	d := mustOpen(t, testOptions(pristine))
 	recs := appendN(t, d, 11, 0, 500)
 	waitDispatched(t, d)
-	files := d.Log().Files()
+	files := d.log.Files()
 	if err := d.Close(); err != nil {
 		t.Fatal(err)
 	}
@@ -86,7 +86,7 @@ func TestCorruptLogRecovery(t *testing.T) {
 			outcomes["truncate refused as corrupt"]++
 			continue
 		}
-		if got := d.Log().WriteOffset(); got != want {
+		if got := d.log.WriteOffset(); got != want {
 			d.Close()
 			t.Fatalf("%s: log recovered to %d, want %d (first changed byte %d)", desc, got, want, first)
 		}
@@ -103,7 +103,7 @@ func TestCorruptLogRecovery(t *testing.T) {
 				next[id] = a.pos.QueueOffset + int64(a.msg.Count)
 				continue
 			}
-			if q, ok := d.Queues().Lookup(id.Topic, id.Partition); ok && q.MaxOffset() > a.pos.QueueOffset {
+			if q, ok := d.queues.Lookup(id.Topic, id.Partition); ok && q.MaxOffset() > a.pos.QueueOffset {
 				d.Close()
 				t.Fatalf("%s: queue %v still indexes offset %d of a lost record", desc, id, a.pos.QueueOffset)
 			}

@@ -1,4 +1,4 @@
-package dispatcher
+package store
 
 import (
 	"sync"
@@ -16,14 +16,14 @@ import (
 //
 // A Waiter is used by one goroutine at a time.
 type Waiter struct {
-	d   *Dispatcher
+	s   *Store
 	ch  chan struct{} // capacity 1: a pending signal, however many partitions grew
 	ids []consumequeue.ID
 }
 
 // NewWaiter returns an empty long poll on the dispatcher's partitions.
-func (d *Dispatcher) NewWaiter() *Waiter {
-	return &Waiter{d: d, ch: make(chan struct{}, 1)}
+func (s *Store) NewWaiter() *Waiter {
+	return &Waiter{s: s, ch: make(chan struct{}, 1)}
 }
 
 // Watch registers the partition of the live incarnation of topic until its
@@ -31,13 +31,13 @@ func (d *Dispatcher) NewWaiter() *Waiter {
 // exist (or the dispatcher is closed) the waiter is signalled at once and
 // nothing is registered.
 func (wt *Waiter) Watch(topic string, partition int32, offset int64) {
-	tid, ok := wt.d.liveID(topic)
+	tid, ok := wt.s.liveID(topic)
 	if !ok {
 		wt.signal()
 		return
 	}
 	id := consumequeue.ID{Topic: QueueName(topic, tid), Partition: partition}
-	if wt.d.watches.add(id, offset, wt) {
+	if wt.s.watches.add(id, offset, wt) {
 		wt.ids = append(wt.ids, id)
 	}
 }
@@ -50,7 +50,7 @@ func (wt *Waiter) C() <-chan struct{} { return wt.ch }
 // waiter can then watch again.
 func (wt *Waiter) Release() {
 	if len(wt.ids) > 0 {
-		wt.d.watches.remove(wt.ids, wt)
+		wt.s.watches.remove(wt.ids, wt)
 		clear(wt.ids)
 		wt.ids = wt.ids[:0]
 	}
@@ -67,8 +67,14 @@ func (wt *Waiter) signal() {
 	}
 }
 
+// Watching reports whether any partition is watched (dispatcher.Notifier).
+func (w *watches) Watching() bool { return w.count.Load() > 0 }
+
+// Grew wakes the waiters of a partition that grew (dispatcher.Notifier).
+func (w *watches) Grew(id consumequeue.ID, max int64) { w.wake(id, max) }
+
 // Watchers is the number of partition registrations of all live waiters.
-func (d *Dispatcher) Watchers() int64 { return d.watches.count.Load() }
+func (s *Store) Watchers() int64 { return s.watches.count.Load() }
 
 // watch is one partition registration of a Waiter.
 type watch struct {

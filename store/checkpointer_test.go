@@ -1,4 +1,4 @@
-package dispatcher
+package store
 
 import (
 	"path/filepath"
@@ -30,10 +30,10 @@ func TestCheckpointDoesNotHoldBackDispatch(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if cp.Dispatched > d.Dispatched() || cp.CommitLogFlushed > d.Log().FlushedOffset() || cp.Dispatched > cp.CommitLogFlushed {
-		t.Fatalf("checkpoint %+v claims more than is dispatched (%d) or flushed (%d)", cp, d.Dispatched(), d.Log().FlushedOffset())
+	if cp.Dispatched > d.Dispatched() || cp.CommitLogFlushed > d.log.FlushedOffset() || cp.Dispatched > cp.CommitLogFlushed {
+		t.Fatalf("checkpoint %+v claims more than is dispatched (%d) or flushed (%d)", cp, d.Dispatched(), d.log.FlushedOffset())
 	}
-	end := d.Log().WriteOffset()
+	end := d.log.WriteOffset()
 	if err := d.Close(); err != nil {
 		t.Fatal(err)
 	}
@@ -45,7 +45,7 @@ func TestCheckpointDoesNotHoldBackDispatch(t *testing.T) {
 // waitCheckpoint polls until the last checkpoint reaches at least
 // dispatched; it is an "eventually" condition, the checkpointer runs on its
 // own goroutine.
-func waitCheckpoint(t *testing.T, d *Dispatcher, dispatched int64) {
+func waitCheckpoint(t *testing.T, d *Store, dispatched int64) {
 	t.Helper()
 	deadline := time.Now().Add(20 * time.Second)
 	for d.Checkpoint().Dispatched < dispatched {
@@ -74,10 +74,10 @@ func TestCheckpointInterval(t *testing.T) {
 		before := d.Checkpoint()
 		appendN(t, d, 52, round*100, 100)
 		waitDispatched(t, d)
-		if err := d.Log().Flush(); err != nil {
+		if err := d.log.Flush(); err != nil {
 			t.Fatal(err)
 		}
-		end := d.Log().WriteOffset()
+		end := d.log.WriteOffset()
 		clk.Advance(time.Hour - time.Second)
 		if cp := d.Checkpoint(); cp != before {
 			t.Fatalf("round %d: checkpoint %+v taken before the interval passed", round, cp)
@@ -106,10 +106,10 @@ func TestCheckpointBytes(t *testing.T) {
 	d.cpRun.Lock()
 	recs := appendN(t, d, 53, 0, 200)
 	waitDispatched(t, d)
-	if err := d.Log().Flush(); err != nil {
+	if err := d.log.Flush(); err != nil {
 		t.Fatal(err)
 	}
-	end := d.Log().WriteOffset()
+	end := d.log.WriteOffset()
 	if end < opts.CheckpointBytes {
 		t.Fatalf("appended %d bytes, fewer than CheckpointBytes %d", end, opts.CheckpointBytes)
 	}

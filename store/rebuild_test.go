@@ -1,4 +1,4 @@
-package dispatcher
+package store
 
 import (
 	"os"
@@ -36,7 +36,7 @@ func TestRebuildConsumeQueues(t *testing.T) {
 			d := mustOpen(t, testOptions(dir))
 			recs := appendN(t, d, 21, 0, 600)
 			for p := range int32(5) { // quiet partitions stay in the journal
-				if _, err := d.Log().Append(&commitlog.Message{Topic: "quiet", Partition: p, Body: []byte("q")}); err != nil {
+				if _, err := d.log.Append(&commitlog.Message{Topic: "quiet", Partition: p, Body: []byte("q")}); err != nil {
 					t.Fatal(err)
 				}
 			}

@@ -1,4 +1,4 @@
-package dispatcher
+package store
 
 import (
 	"context"
@@ -9,14 +9,15 @@ import (
 
 	"github.com/unilog/unilog/commitlog"
 	"github.com/unilog/unilog/consumequeue"
+	"github.com/unilog/unilog/dispatcher"
 )
 
 // Truncate cuts the commit log and its consume queues back to the record
 // boundary to: the hook of a replication follower whose new leader never
 // had the tail (see "Replicas" in the package doc).
-func (d *Dispatcher) Truncate(to int64) error {
-	return d.onRun(context.Background(), "truncate", func() error {
-		return d.cut(to, func() error { return d.log.Truncate(to) })
+func (s *Store) Truncate(to int64) error {
+	return s.d.Do(context.Background(), "truncate", func() error {
+		return s.cut(to, func() error { return s.log.Truncate(to) })
 	})
 }
 
@@ -29,49 +30,48 @@ func (d *Dispatcher) Truncate(to int64) error {
 // are reset and durable before the log is touched: a crash in between
 // leaves the old log indexed at offsets no record reaches, and the
 // follower, still behind its leader, restarts again.
-func (d *Dispatcher) Restart(at int64, next []commitlog.PartitionOffset) error {
-	return d.onRun(context.Background(), "restart", func() error {
-		counters, err := d.restartQueues(next)
+func (s *Store) Restart(at int64, next []commitlog.PartitionOffset) error {
+	return s.d.Do(context.Background(), "restart", func() error {
+		counters, err := s.restartQueues(next)
 		if err != nil {
 			return err
 		}
-		if err := d.cut(0, func() error { return d.log.Restart(at) }); err != nil {
+		if err := s.cut(0, func() error { return s.log.Restart(at) }); err != nil {
 			return err
 		}
 		for _, p := range counters {
-			d.log.SetQueueOffset(p.Topic, p.TopicID, p.Partition, p.Next)
+			s.log.SetQueueOffset(p.Topic, p.TopicID, p.Partition, p.Next)
 		}
-		d.cursor.Reset(at)
-		d.publish(at)
+		s.d.ResumeAt(at)
 		return nil
 	})
 }
 
 // restartQueues resets every queue as Restart describes and returns the
 // offsets the log's counters must take.
-func (d *Dispatcher) restartQueues(next []commitlog.PartitionOffset) ([]commitlog.PartitionOffset, error) {
+func (s *Store) restartQueues(next []commitlog.PartitionOffset) ([]commitlog.PartitionOffset, error) {
 	named := make(map[consumequeue.ID]bool, len(next))
 	for _, p := range next {
-		named[consumequeue.ID{Topic: QueueName(p.Topic, p.TopicID), Partition: p.Partition}] = true
+		named[consumequeue.ID{Topic: dispatcher.QueueName(p.Topic, p.TopicID), Partition: p.Partition}] = true
 	}
 	all := slices.Clone(next)
-	for _, id := range d.queues.Queues() {
+	for _, id := range s.queues.Queues() {
 		if !named[id] {
-			topic, tid := ParseQueueName(id.Topic)
+			topic, tid := dispatcher.ParseQueueName(id.Topic)
 			all = append(all, commitlog.PartitionOffset{Topic: topic, TopicID: tid, Partition: id.Partition})
 		}
 	}
 	for _, p := range all {
-		q, err := d.queues.Queue(QueueName(p.Topic, p.TopicID), p.Partition)
+		q, err := s.queues.Queue(dispatcher.QueueName(p.Topic, p.TopicID), p.Partition)
 		if err != nil {
-			return nil, fmt.Errorf("dispatcher: restart: %w", err)
+			return nil, fmt.Errorf("store: restart: %w", err)
 		}
 		if err := q.Reset(p.Next); err != nil {
-			return nil, fmt.Errorf("dispatcher: restart: %w", err)
+			return nil, fmt.Errorf("store: restart: %w", err)
 		}
 	}
-	if err := d.queues.Flush(); err != nil {
-		return nil, fmt.Errorf("dispatcher: restart: flush consume queues: %w", err)
+	if err := s.queues.Flush(); err != nil {
+		return nil, fmt.Errorf("store: restart: flush consume queues: %w", err)
 	}
 	return all, nil
 }
@@ -84,10 +84,10 @@ func (d *Dispatcher) restartQueues(next []commitlog.PartitionOffset) ([]commitlo
 // change the answer, and entries retention deletes meanwhile make it
 // wrong only for an at the log no longer holds, which the follower cannot
 // replicate from anyway.
-func (d *Dispatcher) OffsetsAt(at int64) []commitlog.PartitionOffset {
+func (s *Store) OffsetsAt(at int64) []commitlog.PartitionOffset {
 	var out []commitlog.PartitionOffset
-	for _, id := range d.queues.Queues() {
-		q, ok := d.queues.Lookup(id.Topic, id.Partition)
+	for _, id := range s.queues.Queues() {
+		q, ok := s.queues.Lookup(id.Topic, id.Partition)
 		if !ok {
 			continue
 		}
@@ -96,7 +96,7 @@ func (d *Dispatcher) OffsetsAt(at int64) []commitlog.PartitionOffset {
 			e, err := q.Get(lo + int64(i))
 			return err != nil || e.PhysOffset >= at
 		}))
-		topic, tid := ParseQueueName(id.Topic)
+		topic, tid := dispatcher.ParseQueueName(id.Topic)
 		out = append(out, commitlog.PartitionOffset{Topic: topic, TopicID: tid, Partition: id.Partition, Next: next})
 	}
 	return out
@@ -107,54 +107,31 @@ func (d *Dispatcher) OffsetsAt(at int64) []commitlog.PartitionOffset {
 // before cutLog changes the log, so a crash at any step recovers a
 // consistent directory. It runs on the dispatching goroutine and holds off
 // the checkpointer, whose marks could otherwise claim the cut tail.
-func (d *Dispatcher) cut(from int64, cutLog func() error) error {
-	d.cpRun.Lock()
-	defer d.cpRun.Unlock()
-	if err := d.queues.TruncateFrom(from); err != nil {
-		return fmt.Errorf("dispatcher: truncate consume queues from %d: %w", from, err)
+func (s *Store) cut(from int64, cutLog func() error) error {
+	s.cpRun.Lock()
+	defer s.cpRun.Unlock()
+	if err := s.queues.TruncateFrom(from); err != nil {
+		return fmt.Errorf("store: truncate consume queues from %d: %w", from, err)
 	}
-	if d.dispatched.Load() > from {
-		d.publish(from)
-	}
-	if err := d.queues.Flush(); err != nil {
-		return fmt.Errorf("dispatcher: flush consume queues: %w", err)
+	s.d.Rewind(from)
+	if err := s.queues.Flush(); err != nil {
+		return fmt.Errorf("store: flush consume queues: %w", err)
 	}
 	cp := Checkpoint{
-		CommitLogFlushed: min(d.log.FlushedOffset(), from),
-		Dispatched:       min(d.dispatched.Load(), from),
+		CommitLogFlushed: min(s.log.FlushedOffset(), from),
+		Dispatched:       min(s.d.Dispatched(), from),
 		Time:             time.Now().UTC(),
 	}
-	if err := writeCheckpoint(d.opts.fs, d.opts.Dir, cp); err != nil {
+	if err := writeCheckpoint(s.opts.fs, s.opts.Dir, cp); err != nil {
 		return err
 	}
-	d.cpMu.Lock()
-	d.cp = cp
-	d.cpMu.Unlock()
-	d.cpFrom.Store(cp.Dispatched)
+	s.cpMu.Lock()
+	s.cp = cp
+	s.cpMu.Unlock()
+	s.cpFrom.Store(cp.Dispatched)
 	if err := cutLog(); err != nil {
-		return fmt.Errorf("dispatcher: %w", err)
+		return fmt.Errorf("store: %w", err)
 	}
-	d.cursor.Reset(d.dispatched.Load())
+	s.d.ResumeAt(s.d.Dispatched())
 	return nil
-}
-
-// onRun runs f on the dispatching goroutine and returns its error; ctx
-// bounds the wait (a run already queued still completes).
-func (d *Dispatcher) onRun(ctx context.Context, what string, f func() error) error {
-	errc := make(chan error, 1)
-	select {
-	case d.requests <- func() { errc <- f() }:
-	case <-d.done:
-		return ErrClosed
-	case <-ctx.Done():
-		return fmt.Errorf("dispatcher: %s: not started: %w", what, ctx.Err())
-	}
-	select {
-	case err := <-errc:
-		return err
-	case <-d.done:
-		return ErrClosed
-	case <-ctx.Done():
-		return fmt.Errorf("dispatcher: %s: still running: %w", what, ctx.Err())
-	}
 }

@@ -1,4 +1,4 @@
-package dispatcher
+package store
 
 import (
 	"errors"
@@ -11,6 +11,7 @@ import (
 
 	"github.com/unilog/unilog/commitlog"
 	"github.com/unilog/unilog/consumequeue"
+	"github.com/unilog/unilog/dispatcher"
 )
 
 // InspectOptions control Inspect.
@@ -82,7 +83,7 @@ func (r *Report) OK() bool { return len(r.Problems) == 0 && r.MoreProblems == 0 
 // newest records may be reported as not yet dispatched.
 func Inspect(dir string, opts InspectOptions) (*Report, error) {
 	if _, err := os.Stat(dir); err != nil {
-		return nil, fmt.Errorf("dispatcher: inspect: %w", err)
+		return nil, fmt.Errorf("store: inspect: %w", err)
 	}
 	rep := &Report{Dir: dir}
 	rep.Checkpoint, rep.CheckpointErr = ReadCheckpoint(filepath.Join(dir, checkpointName))
@@ -130,7 +131,7 @@ func Inspect(dir string, opts InspectOptions) (*Report, error) {
 	}
 
 	cqDir := filepath.Join(dir, "consumequeue")
-	small, err := journalQueues(cqDir)
+	small, err := consumequeue.ReadJournalQueues(cqDir)
 	if errors.Is(err, consumequeue.ErrCorrupt) {
 		rep.problem("consume-queue journal: %v", err)
 	} else if err != nil {
@@ -138,7 +139,7 @@ func Inspect(dir string, opts InspectOptions) (*Report, error) {
 	}
 	ids, err := consumequeue.ListQueues(cqDir)
 	if err != nil {
-		return nil, fmt.Errorf("dispatcher: inspect: %w", err)
+		return nil, fmt.Errorf("store: inspect: %w", err)
 	}
 	// A small queue with a directory is an unconfirmed promotion (see
 	// journalQueues): listed once, from the journal.
@@ -155,7 +156,7 @@ func Inspect(dir string, opts InspectOptions) (*Report, error) {
 	for _, id := range ids {
 		q := small[id]
 		if q == nil {
-			if q, err = readQueue(cqDir, id); err != nil {
+			if q, err = consumequeue.ReadQueue(cqDir, id); err != nil {
 				return nil, err
 			}
 		}
@@ -207,7 +208,7 @@ func openLogReader(dir string) (*commitlog.Reader, error) {
 		return &commitlog.Reader{}, nil
 	}
 	if err != nil {
-		return nil, fmt.Errorf("dispatcher: inspect: %w", err)
+		return nil, fmt.Errorf("store: inspect: %w", err)
 	}
 	return lr, nil
 }
@@ -252,7 +253,7 @@ func scanLog(lr *commitlog.Reader, rep *Report, progress func(done, total int64)
 			return nil
 		})
 		if err != nil {
-			return fmt.Errorf("dispatcher: inspect: %w", err)
+			return fmt.Errorf("store: inspect: %w", err)
 		}
 		fr.Used = scan.Used
 		switch {
@@ -299,8 +300,8 @@ func scanLog(lr *commitlog.Reader, rep *Report, progress func(done, total int64)
 // when that is larger; the first entry may carry one from entries
 // retention removed. One written before consume-queue version 2 holds the
 // record's store time instead.
-func verifyQueue(lr *commitlog.Reader, rep *Report, q *cqQueue) {
-	topic, id := ParseQueueName(q.ID.Topic)
+func verifyQueue(lr *commitlog.Reader, rep *Report, q *consumequeue.QueueContents) {
+	topic, id := dispatcher.ParseQueueName(q.ID.Topic)
 	var last *commitlog.Record
 	for i, e := range q.Entries {
 		if e.PhysOffset < rep.LogMin {
@@ -359,21 +360,21 @@ func entryTimeOK(ts int64, r *commitlog.Record, before []consumequeue.FileEntry)
 // record's slices alias the mapped file and are valid only during the call.
 func Dump(dir, topic string, partition int32, from int64, limit int, fn func(r *commitlog.Record) error) error {
 	cqDir := filepath.Join(dir, "consumequeue")
-	small, err := journalQueues(cqDir)
+	small, err := consumequeue.ReadJournalQueues(cqDir)
 	if err != nil {
 		return err
 	}
 	name, err := dumpQueueName(cqDir, topic, small)
 	if err != nil {
-		return fmt.Errorf("dispatcher: dump %s/%d: %w", topic, partition, err)
+		return fmt.Errorf("store: dump %s/%d: %w", topic, partition, err)
 	}
 	id := consumequeue.ID{Topic: name, Partition: partition}
 	q := small[id]
 	if q == nil {
 		if _, err := os.Stat(consumequeue.QueueDir(cqDir, id)); err != nil {
-			return fmt.Errorf("dispatcher: dump %s/%d: no consume queue: %w", topic, partition, err)
+			return fmt.Errorf("store: dump %s/%d: no consume queue: %w", topic, partition, err)
 		}
-		if q, err = readQueue(cqDir, id); err != nil {
+		if q, err = consumequeue.ReadQueue(cqDir, id); err != nil {
 			return err
 		}
 	}
@@ -392,7 +393,7 @@ func Dump(dir, topic string, partition int32, from int64, limit int, fn func(r *
 		prev = e.PhysOffset
 		r, err := lr.Read(e.PhysOffset)
 		if err != nil {
-			return fmt.Errorf("dispatcher: dump %s/%d offset %d: %w", topic, partition, e.Offset, err)
+			return fmt.Errorf("store: dump %s/%d offset %d: %w", topic, partition, e.Offset, err)
 		}
 		if err := fn(r); err != nil {
 			return err
@@ -405,7 +406,7 @@ func Dump(dir, topic string, partition int32, from int64, limit int, fn func(r *
 // dumpQueueName resolves a topic to the one queue name of its
 // incarnations, among the queue directories and the small queues; a name
 // that is a queue name itself is taken as it is.
-func dumpQueueName(cqDir, topic string, small map[consumequeue.ID]*cqQueue) (string, error) {
+func dumpQueueName(cqDir, topic string, small map[consumequeue.ID]*consumequeue.QueueContents) (string, error) {
 	ids, err := consumequeue.ListQueues(cqDir)
 	if err != nil {
 		return "", err
@@ -422,7 +423,7 @@ func dumpQueueName(cqDir, topic string, small map[consumequeue.ID]*cqQueue) (str
 	}
 	var names []string
 	for name := range all {
-		if t, _ := ParseQueueName(name); t == topic {
+		if t, _ := dispatcher.ParseQueueName(name); t == topic {
 			names = append(names, name)
 		}
 	}

@@ -1,4 +1,4 @@
-package dispatcher
+package store
 
 import (
 	"context"
@@ -10,33 +10,6 @@ import (
 
 	"github.com/unilog/unilog/commitlog"
 )
-
-func TestParseQueueName(t *testing.T) {
-	id := commitlog.TopicID{0: 0xAB, 15: 0x01}
-	hexID := id.String()
-	for _, tc := range []struct {
-		name  string
-		topic string
-		id    commitlog.TopicID
-	}{
-		{"orders", "orders", commitlog.TopicID{}},
-		{"orders@" + hexID, "orders", id},
-		{"a@b@" + hexID, "a@b", id},
-		{"@" + hexID, "", id},
-		{"orders@" + strings.ToUpper(hexID), "orders@" + strings.ToUpper(hexID), commitlog.TopicID{}},
-		{"orders@" + strings.Repeat("0", 32), "orders@" + strings.Repeat("0", 32), commitlog.TopicID{}},
-		{"orders@" + hexID[:31] + "g", "orders@" + hexID[:31] + "g", commitlog.TopicID{}},
-		{"orders@" + hexID[:30], "orders@" + hexID[:30], commitlog.TopicID{}},
-	} {
-		topic, got := ParseQueueName(tc.name)
-		if topic != tc.topic || got != tc.id {
-			t.Errorf("ParseQueueName(%q) = %q, %s; want %q, %s", tc.name, topic, got, tc.topic, tc.id)
-		}
-		if !tc.id.IsZero() && QueueName(topic, got) != tc.name {
-			t.Errorf("QueueName(ParseQueueName(%q)) = %q", tc.name, QueueName(topic, got))
-		}
-	}
-}
 
 // liveTopics plays the broker's metadata: the live TopicID of each topic.
 type liveTopics struct {
@@ -71,7 +44,7 @@ func incarnationOptions(dir string, live *liveTopics) Options {
 
 // partitionBodies reads partition 0 of the live incarnation of topic
 // through its consume queue.
-func partitionBodies(t *testing.T, d *Dispatcher, topic string) []string {
+func partitionBodies(t *testing.T, d *Store, topic string) []string {
 	t.Helper()
 	q, ok := d.Queue(topic, 0)
 	if !ok {
@@ -83,7 +56,7 @@ func partitionBodies(t *testing.T, d *Dispatcher, topic string) []string {
 		if err != nil {
 			t.Fatalf("%s/0 offset %d: %v", topic, off, err)
 		}
-		v, err := d.Log().Read(e.PhysOffset)
+		v, err := d.log.Read(e.PhysOffset)
 		if err != nil {
 			t.Fatalf("%s/0 offset %d: %v", topic, off, err)
 		}
@@ -97,10 +70,10 @@ func partitionBodies(t *testing.T, d *Dispatcher, topic string) []string {
 	return out
 }
 
-func appendTo(t *testing.T, d *Dispatcher, topic string, id commitlog.TopicID, bodies ...string) {
+func appendTo(t *testing.T, d *Store, topic string, id commitlog.TopicID, bodies ...string) {
 	t.Helper()
 	for _, b := range bodies {
-		if _, err := d.Log().Append(&commitlog.Message{Topic: topic, TopicID: id, Body: []byte(b)}); err != nil {
+		if _, err := d.log.Append(&commitlog.Message{Topic: topic, TopicID: id, Body: []byte(b)}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -164,7 +137,7 @@ func TestRecreatedTopicQueues(t *testing.T) {
 
 	d = mustOpen(t, incarnationOptions(dir, live))
 	check("after a clean restart")
-	if got := d.Log().NextQueueOffset("t", cur, 0); got != 1 {
+	if got := d.log.NextQueueOffset("t", cur, 0); got != 1 {
 		t.Fatalf("next offset of the live incarnation after restart: %d", got)
 	}
 	if err := d.Close(); err != nil {
