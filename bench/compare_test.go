@@ -69,7 +69,7 @@ func TestKafkaLayoutStorageRange(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	st := newKafkaLayoutStorage(kl)
+	st := newKafkaLayoutStorage(kl, true)
 	defer st.Close()
 	batch := make([]byte, 64)
 	if _, _, _, err := st.ReadBatch("t", 0, 0, nil); !errors.Is(err, broker.ErrStorageRange) {
@@ -120,6 +120,6 @@ func TestKafkaLayoutStorageConformance(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		return newKafkaLayoutStorage(kl)
+		return newKafkaLayoutStorage(kl, true)
 	}, storagetest.Options{})
 }

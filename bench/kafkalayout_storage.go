@@ -4,12 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"sync"
 	"sync/atomic"
 
 	"github.com/unilog/unilog/bench/kafkalayout"
 	"github.com/unilog/unilog/broker"
 	"github.com/unilog/unilog/commitlog"
+	"github.com/unilog/unilog/store"
 )
 
 // kafkaLayoutStorage serves the Kafka layout (one directory of segments
@@ -19,6 +21,8 @@ import (
 // the unified log stores it.
 type kafkaLayoutStorage struct {
 	log *kafkalayout.Log
+	// syncFlush: the layout fsyncs each append (flush.messages=1).
+	syncFlush bool
 	// written counts the bytes appended: the Kafka layout has no single
 	// physical position, and the broker uses this one only to wait for
 	// flushes and indexing, which an append here has already done.
@@ -35,8 +39,8 @@ type topicPart struct {
 
 var _ broker.Storage = (*kafkaLayoutStorage)(nil)
 
-func newKafkaLayoutStorage(log *kafkalayout.Log) *kafkaLayoutStorage {
-	s := &kafkaLayoutStorage{log: log, waiters: map[topicPart][]*layoutWaiter{}}
+func newKafkaLayoutStorage(log *kafkalayout.Log, syncFlush bool) *kafkaLayoutStorage {
+	s := &kafkaLayoutStorage{log: log, syncFlush: syncFlush, waiters: map[topicPart][]*layoutWaiter{}}
 	// Ends go on from what a reopened layout holds, never back.
 	s.written.Store(log.Bytes())
 	return s
@@ -68,6 +72,10 @@ func (s *kafkaLayoutStorage) Append(dst []broker.Appended, batches []broker.Stor
 	s.mu.Unlock()
 	return dst, err
 }
+
+// SyncFlush: an acks=-1 produce waits for WaitDurable, which Append
+// has already done.
+func (s *kafkaLayoutStorage) SyncFlush() bool { return s.syncFlush }
 
 // WaitDurable has nothing to wait for: under sync flushing the layout
 // fsyncs the partition inside Append (flush.messages=1).
@@ -200,6 +208,47 @@ func (s *kafkaLayoutStorage) ScanRecords(int64, func(string, commitlog.TopicID, 
 var errNoTopicDelete = errors.New("bench: the kafka layout does not delete topics")
 
 func (s *kafkaLayoutStorage) DeleteTopic(context.Context, string) error { return errNoTopicDelete }
+
+// RecordEnd: the layout has no physical positions, which only replication
+// and leader epochs ask for.
+func (s *kafkaLayoutStorage) RecordEnd(string, int32, int64) (int64, bool) { return 0, false }
+
+// PartitionBytes is unknown (-1): DescribeLogDirs answers so.
+func (s *kafkaLayoutStorage) PartitionBytes(string, int32, int64, int64) int64 { return -1 }
+
+// OffsetKeepingBytes keeps everything: the benchmark layout keeps every
+// segment.
+func (s *kafkaLayoutStorage) OffsetKeepingBytes(_ string, _ int32, from, _, _ int64) int64 {
+	return from
+}
+
+// OldestFileEnd is 0: no segment is ever deleted, so the group
+// coordinator has nothing to copy forward.
+func (s *kafkaLayoutStorage) OldestFileEnd() int64 { return 0 }
+
+// FirstHeld is 0: every segment is kept.
+func (s *kafkaLayoutStorage) FirstHeld(string, int32) int64 { return 0 }
+
+// AddRetentionFloor has nothing to hold: no segment is deleted.
+func (s *kafkaLayoutStorage) AddRetentionFloor(func() int64) func() { return func() {} }
+
+// SetLiveStart has nothing to delete early.
+func (s *kafkaLayoutStorage) SetLiveStart(func() int64) {}
+
+// FirstLive keeps everything.
+func (s *kafkaLayoutStorage) FirstLive(string, int32, int64) int64 { return math.MinInt64 }
+
+// Truncate, Restart and LeaderEpochs are replication's: the layout has no
+// single log to replicate.
+func (s *kafkaLayoutStorage) Truncate(int64) error { return store.ErrUnsupported }
+
+func (s *kafkaLayoutStorage) Restart(int64, []store.PartitionOffset) error {
+	return store.ErrUnsupported
+}
+
+func (s *kafkaLayoutStorage) LeaderEpochs() ([]store.EpochStart, error) {
+	return nil, store.ErrUnsupported
+}
 
 func (s *kafkaLayoutStorage) Stats() broker.StorageStats {
 	return broker.StorageStats{LogBytes: s.written.Load()}

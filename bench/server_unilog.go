@@ -1,7 +1,6 @@
 package bench
 
 import (
-	"errors"
 	"io"
 	"path/filepath"
 	"time"
@@ -11,6 +10,7 @@ import (
 	"github.com/unilog/unilog/bench/kafkalayout"
 	"github.com/unilog/unilog/broker"
 	"github.com/unilog/unilog/commitlog"
+	"github.com/unilog/unilog/store"
 )
 
 type unilogServer struct{ b *broker.Broker }
@@ -26,35 +26,29 @@ func startUnilog(cfg ServerConfig) (Server, error) {
 	}
 	logger := logrus.New()
 	logger.SetOutput(io.Discard)
-	bcfg := broker.Config{
-		DataDir:  cfg.Dir,
-		Listen:   "127.0.0.1:0",
-		Flush:    mode,
-		FileSize: cfg.FileSize,
-		Logger:   logger,
-	}
-	var kl *kafkalayout.Log
-	if cfg.System == SystemUnilogKafkaLayout {
-		opts := kafkalayout.Options{Dir: filepath.Join(cfg.Dir, "kafkalayout"), Flush: kafkalayout.FlushInterval, FlushInterval: commitlog.DefaultFlushInterval}
-		if mode == commitlog.FlushSync {
-			opts.Flush = kafkalayout.FlushSync
-		}
-		if cfg.FileSize > 0 {
-			opts.SegmentBytes = cfg.FileSize
-		}
-		if kl, err = kafkalayout.Open(opts); err != nil {
+	bcfg := broker.Config{DataDir: cfg.Dir, Listen: "127.0.0.1:0", Logger: logger}
+	if cfg.System != SystemUnilogKafkaLayout {
+		b, err := broker.Open(bcfg, store.Options{CommitLog: commitlog.Options{FlushMode: mode, FileSize: cfg.FileSize}})
+		if err != nil {
 			return nil, err
 		}
-		bcfg.Storage = newKafkaLayoutStorage(kl)
+		return unilogServer{b}, nil
 	}
+	opts := kafkalayout.Options{Dir: filepath.Join(cfg.Dir, "kafkalayout"), Flush: kafkalayout.FlushInterval, FlushInterval: commitlog.DefaultFlushInterval}
+	if mode == commitlog.FlushSync {
+		opts.Flush = kafkalayout.FlushSync
+	}
+	if cfg.FileSize > 0 {
+		opts.SegmentBytes = cfg.FileSize
+	}
+	kl, err := kafkalayout.Open(opts)
+	if err != nil {
+		return nil, err
+	}
+	// Start closes the storage when it fails.
+	bcfg.Storage = newKafkaLayoutStorage(kl, mode == commitlog.FlushSync)
 	b, err := broker.Start(bcfg)
 	if err != nil {
-		// Start may have closed the storage already (see broker.Config).
-		if kl != nil {
-			if cerr := kl.Close(); cerr != nil && !errors.Is(cerr, kafkalayout.ErrClosed) {
-				err = errors.Join(err, cerr)
-			}
-		}
 		return nil, err
 	}
 	return unilogServer{b}, nil

@@ -24,9 +24,6 @@ type unified struct {
 	positions sync.Pool // *[]commitlog.Position, one per concurrent appender
 }
 
-// errNoQueue is returned for a partition that has no consume queue.
-var errNoQueue = errors.New("bench: no such partition")
-
 func openUnified(cfg LayoutConfig) (Layout, error) {
 	logger := logrus.New()
 	logger.SetOutput(os.Stderr)
@@ -57,12 +54,7 @@ func openUnified(cfg LayoutConfig) (Layout, error) {
 }
 
 func (u *unified) Prepare(partitions int) error {
-	for p := range partitions {
-		if _, err := u.d.Queues().Queue(Topic, int32(p)); err != nil {
-			return atPartition(p, err)
-		}
-	}
-	return nil
+	return u.d.Prepare(Topic, int32(partitions))
 }
 
 func (u *unified) Append(_ int32, ms []commitlog.Message) error {
@@ -71,63 +63,26 @@ func (u *unified) Append(_ int32, ms []commitlog.Message) error {
 		buf = new([]commitlog.Position)
 	}
 	defer u.positions.Put(buf)
-	pos, err := u.d.Log().AppendBatchTo((*buf)[:0], ms)
+	pos, err := u.d.AppendMessages((*buf)[:0], ms)
 	*buf = pos
 	if err != nil {
 		return err
 	}
 	if u.sync {
-		return u.d.Log().WaitDurable(context.Background(), pos[len(pos)-1].End())
+		return u.d.WaitDurable(context.Background(), pos[len(pos)-1].End())
 	}
 	return nil
-}
-
-func (u *unified) queue(partition int32) (*consumequeue.Queue, error) {
-	q, ok := u.d.Queues().Lookup(Topic, partition)
-	if !ok {
-		return nil, fmt.Errorf("bench: unified %s-%d: %w", Topic, partition, errNoQueue)
-	}
-	return q, nil
 }
 
 // Read follows the consume queue: one O(1) entry lookup per record, then the
 // record wherever it lies in the commit log.
 func (u *unified) Read(partition int32, offset int64, maxBytes int, fn func(*commitlog.Record) error) (int64, error) {
-	q, err := u.queue(partition)
-	if err != nil {
-		return offset, err
-	}
-	end := q.MaxOffset()
-	if offset < q.MinOffset() || offset > end {
-		return offset, fmt.Errorf("bench: unified %s-%d offset %d outside [%d, %d]", Topic, partition, offset, q.MinOffset(), end)
-	}
-	for delivered := 0; offset < end && delivered < maxBytes; {
-		e, err := q.Get(offset)
-		if err != nil {
-			return offset, err
-		}
-		v, err := u.d.Log().Read(e.PhysOffset)
-		if err != nil {
-			return offset, err
-		}
-		rec := v.Record()
-		err = fn(rec)
-		offset = rec.QueueOffset + int64(max(rec.Count, 1))
-		delivered += int(rec.TotalSize)
-		v.Release()
-		if err != nil {
-			return offset, err
-		}
-	}
-	return offset, nil
+	return u.d.ReadRecords(Topic, partition, offset, maxBytes, fn)
 }
 
 func (u *unified) EndOffset(partition int32) (int64, error) {
-	q, err := u.queue(partition)
-	if err != nil {
-		return 0, err
-	}
-	return q.MaxOffset(), nil
+	_, end := u.d.Bounds(Topic, partition)
+	return end, nil
 }
 
 // dispatchStall is how long Flush waits for the dispatcher to make any
@@ -135,7 +90,7 @@ func (u *unified) EndOffset(partition int32) (int64, error) {
 const dispatchStall = 30 * time.Second
 
 func (u *unified) Flush() error {
-	end := u.d.Log().WriteOffset()
+	end := u.d.WriteOffset()
 	for last := int64(-1); ; {
 		ctx, cancel := context.WithTimeout(context.Background(), dispatchStall)
 		err := u.d.WaitDispatched(ctx, end)
@@ -152,10 +107,7 @@ func (u *unified) Flush() error {
 		}
 		last = now
 	}
-	if err := u.d.Log().Flush(); err != nil {
-		return err
-	}
-	return u.d.Queues().Flush()
+	return u.d.Flush()
 }
 
 func (u *unified) Close() error { return u.d.Close() }

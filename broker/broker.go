@@ -13,9 +13,9 @@ import (
 
 	"github.com/sirupsen/logrus"
 
-	"github.com/unilog/unilog/commitlog"
 	"github.com/unilog/unilog/group"
 	"github.com/unilog/unilog/producerstate"
+	"github.com/unilog/unilog/store"
 )
 
 // Broker is one Kafka-protocol broker serving the unified log.
@@ -79,38 +79,101 @@ type topicPartition struct {
 	partition int32
 }
 
-// Start opens the data directory (recovering storage), listens on
-// cfg.Listen and cfg.Admin and serves in the background until Close.
+// Open opens the data directory of cfg.DataDir for a broker: the topic
+// metadata first (cfg.Metadata, or the file in DataDir), then the store
+// over it (opts, with Dir, Live and a missing Logger filled in), and
+// starts a broker serving them (Start), which closes both.
+func Open(cfg Config, opts store.Options) (*Broker, error) { return open(cfg, opts, nil) }
+
+// open is Open with start's wrap.
+func open(cfg Config, opts store.Options, wrap func(Storage) Storage) (*Broker, error) {
+	if cfg.DataDir == "" {
+		return nil, errors.New("broker: Config.DataDir is required")
+	}
+	if cfg.Metadata == nil {
+		if err := os.MkdirAll(cfg.DataDir, 0o755); err != nil {
+			return nil, fmt.Errorf("broker: create data dir %s: %w", cfg.DataDir, err)
+		}
+		meta, err := OpenFileMetadata(cfg.DataDir)
+		if err != nil {
+			return nil, err
+		}
+		cfg.Metadata = meta
+	}
+	opts.Dir, opts.Live = cfg.DataDir, Live(cfg.Metadata)
+	if opts.Logger == nil {
+		opts.Logger = cfg.Logger
+	}
+	st, err := store.Open(opts)
+	if err != nil {
+		cfg.Metadata.Close()
+		return nil, fmt.Errorf("broker: open storage: %w", err)
+	}
+	cfg.Storage = st
+	return start(cfg, wrap)
+}
+
+// Live is the store's Options.Live over topic metadata: the TopicID the
+// records of each existing topic carry.
+func Live(meta MetadataStore) func(topic string) (store.TopicID, bool) {
+	return func(topic string) (store.TopicID, bool) {
+		t, ok := meta.Topic(topic)
+		return t.RecordID(), ok
+	}
+}
+
+// Start serves cfg.Storage and cfg.Metadata (the file in DataDir when
+// nil): it listens on cfg.Listen and cfg.Admin and serves in the
+// background until Close. The broker owns both from here on: it closes
+// them on Close, and Start closes them when it fails.
 func Start(cfg Config) (*Broker, error) { return start(cfg, nil) }
 
 // start is Start with an optional wrap, which lets tests interpose on the
 // storage (stall a wait, fail a flush) without a mock of the whole log.
 func start(cfg Config, wrap func(Storage) Storage) (*Broker, error) {
-	cfg = cfg.withDefaults()
-	if cfg.DataDir == "" {
-		return nil, errors.New("broker: Config.DataDir is required")
-	}
-	if err := cfg.validateLimits(); err != nil {
+	b, meta, err := newBroker(cfg, wrap)
+	if err != nil {
+		if meta != nil {
+			meta.Close()
+		}
+		if cfg.Storage != nil {
+			cfg.Storage.Close()
+		}
 		return nil, err
 	}
-	if err := os.MkdirAll(cfg.DataDir, 0o755); err != nil {
-		return nil, fmt.Errorf("broker: create data dir %s: %w", cfg.DataDir, err)
+	return b, nil
+}
+
+// newBroker is Start; on an error it returns the metadata it was using,
+// for start to close.
+func newBroker(cfg Config, wrap func(Storage) Storage) (_ *Broker, meta MetadataStore, err error) {
+	cfg = cfg.withDefaults()
+	meta = cfg.Metadata
+	if cfg.Storage == nil {
+		return nil, meta, errors.New("broker: Config.Storage is required")
 	}
-	meta := cfg.Metadata
-	var err error
+	if cfg.DataDir == "" {
+		return nil, meta, errors.New("broker: Config.DataDir is required")
+	}
+	if err := cfg.validateLimits(); err != nil {
+		return nil, meta, err
+	}
+	if err := os.MkdirAll(cfg.DataDir, 0o755); err != nil {
+		return nil, meta, fmt.Errorf("broker: create data dir %s: %w", cfg.DataDir, err)
+	}
 	if meta == nil {
 		if meta, err = OpenFileMetadata(cfg.DataDir); err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 	}
 	if err := ensureOffsetsTopic(meta); err != nil {
-		meta.Close()
-		return nil, fmt.Errorf("broker: create %s: %w", offsetsTopic, err)
+		return nil, meta, fmt.Errorf("broker: create %s: %w", offsetsTopic, err)
 	}
 	b := &Broker{
 		cfg:     cfg,
 		log:     cfg.Logger,
 		meta:    meta,
+		st:      cfg.Storage,
 		parts:   make(map[topicPartition]*partitionState),
 		closing: make(chan struct{}),
 		conns:   make(map[*conn]struct{}),
@@ -120,45 +183,28 @@ func start(cfg Config, wrap func(Storage) Storage) (*Broker, error) {
 		now:           time.Now,
 	}
 	b.pids = producerstate.NewIDs(meta)
-	live := func(topic string) (commitlog.TopicID, bool) {
-		t, ok := meta.Topic(topic)
-		return t.RecordID(), ok
-	}
-	if b.st = cfg.Storage; b.st == nil {
-		ds, err := openDispatcherStorage(cfg, live, b.retentionFloor)
-		if err != nil {
-			meta.Close()
-			return nil, err
-		}
-		b.st = ds
-		ds.log.SetLiveStart(func() int64 { return b.liveStart(ds) })
-		if err := b.openGroups(ds); err != nil {
-			ds.Close()
-			meta.Close()
-			return nil, err
-		}
+	// Before anything is loaded: until the coordinator has the committed
+	// offsets this floor holds every file.
+	b.st.AddRetentionFloor(b.retentionFloor)
+	b.st.SetLiveStart(b.liveStart)
+	if err := b.openGroups(); err != nil {
+		return nil, meta, err
 	}
 	if wrap != nil {
 		b.st = wrap(b.st)
 	}
 	if err := b.loadProducers(); err != nil {
-		b.st.Close()
-		meta.Close()
-		return nil, err
+		return nil, meta, err
 	}
 	b.metrics = newMetrics(b)
 	b.initGuards()
 	if b.ln, err = listen(cfg.Listen, cfg.Security.TLS); err != nil {
-		b.st.Close()
-		meta.Close()
-		return nil, fmt.Errorf("broker: listen %s: %w", cfg.Listen, err)
+		return nil, meta, fmt.Errorf("broker: listen %s: %w", cfg.Listen, err)
 	}
 	if cfg.Admin != "" {
 		if b.adminLn, err = listen(cfg.Admin, cfg.Security.AdminTLS); err != nil {
 			b.ln.Close()
-			b.st.Close()
-			meta.Close()
-			return nil, fmt.Errorf("broker: listen admin %s: %w", cfg.Admin, err)
+			return nil, meta, fmt.Errorf("broker: listen admin %s: %w", cfg.Admin, err)
 		}
 		b.admin = &http.Server{Handler: b.adminHandler(), ReadHeaderTimeout: 10 * time.Second, ErrorLog: httpErrorLog(b.log)}
 		b.loopWG.Add(1)
@@ -175,7 +221,7 @@ func start(cfg Config, wrap func(Storage) Storage) (*Broker, error) {
 	b.every(replicaCatchUpInterval, b.catchUpReplica)
 	b.every(topicRetentionInterval, b.applyTopicRetention)
 	b.log.WithFields(logrus.Fields{"listen": b.Addr(), "admin": b.AdminAddr(), "data_dir": cfg.DataDir}).Info("broker started")
-	return b, nil
+	return b, nil, nil
 }
 
 // Addr is the address the Kafka listener is bound to.

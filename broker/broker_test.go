@@ -81,8 +81,9 @@ func TestAcks(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			cfg := testConfig(t, t.TempDir())
-			cfg.Flush = tc.flush
-			b := startBroker(t, cfg)
+			so := testStore()
+			so.CommitLog.FlushMode = tc.flush
+			b := startBrokerWith(t, cfg, so)
 			opts := []kgo.Opt{kgo.DefaultProduceTopic("acks"), kgo.RequiredAcks(tc.acks)}
 			if tc.acks != kgo.AllISRAcks() {
 				opts = append(opts, kgo.DisableIdempotentWrite())
@@ -222,7 +223,7 @@ func produceSync(t testing.TB, cl *kgo.Client, topic string, partition int32, va
 func TestRestartKeepsRecords(t *testing.T) {
 	dir := t.TempDir()
 	cfg := testConfig(t, dir)
-	b, err := Start(cfg)
+	b, err := Open(cfg, testStore())
 	if err != nil {
 		t.Fatal(err)
 	}

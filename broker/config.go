@@ -5,16 +5,14 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/sirupsen/logrus"
-
-	"github.com/unilog/unilog/commitlog"
 )
 
 // Config configures one broker. Zero values take the defaults documented on
 // each field, so Config{DataDir: dir, Listen: "127.0.0.1:0"} is a working
 // broker.
 type Config struct {
-	// DataDir holds the unified storage (commit log, consume queues,
-	// checkpoint) and the topic metadata file.
+	// DataDir holds the topic metadata file and the broker's snapshots
+	// beside the store (package store) that Storage serves from it.
 	DataDir string
 	// Listen is the Kafka listener address (":0" picks a free port).
 	// Default 127.0.0.1:9092.
@@ -26,31 +24,6 @@ type Config struct {
 	// port. Off by default: they show whoever reaches the port the
 	// command line, every goroutine's stack and the heap.
 	AdminPprof bool
-	// Flush selects when appended data is flushed; with FlushSync a
-	// produce with acks=-1 is answered only after the flush covering it.
-	Flush commitlog.FlushMode
-	// RecoverTruncate lets recovery cut the commit log at damage found
-	// before the last flushed mark, losing the records from there on.
-	// Without it such damage makes Start fail with an error wrapping
-	// commitlog.ErrDamaged; a torn tail after the mark is cut either way.
-	RecoverTruncate bool
-	// FileSize is the size of each commit log file (0 = commitlog default).
-	FileSize int64
-	// CheckpointInterval is the longest time between the dispatcher's
-	// checkpoints (0 = store.DefaultCheckpointInterval, 10s); a crash
-	// re-scans the log from the last checkpoint. Each checkpoint costs a
-	// page fault per consume queue written since the previous one.
-	CheckpointInterval time.Duration
-	// CheckpointBytes checkpoints sooner once this many log bytes were
-	// dispatched since the last checkpoint (0 =
-	// store.DefaultCheckpointBytes, 1 GiB; negative: by time only).
-	CheckpointBytes int64
-	// MaxMappedQueues caps the consume-queue files mapped at once (0 =
-	// consumequeue.DefaultMaxMapped, 16,384). With more partitions being
-	// written than this, appends unmap and remap files in turn; raise it
-	// with vm.max_map_count, which it must stay well below (each mapped
-	// file is one mapping, and a failed mmap stops indexing).
-	MaxMappedQueues int
 	// AutoCreateTopics creates unknown topics named by Metadata (when the
 	// client allows it) and Produce requests, at most
 	// maxAutoCreatePerRequest (100) per request.
@@ -118,11 +91,9 @@ type Config struct {
 	Metrics prometheus.Collector
 	// Logger receives structured logs; nil uses logrus' standard logger.
 	Logger logrus.FieldLogger
-	// Storage, when set, is served instead of the unified log of DataDir
-	// (which still holds the topic metadata). The broker closes it on Close,
-	// and Start closes it when it fails after opening the metadata; an
-	// error before that (no DataDir, metadata unreadable) leaves it to the
-	// caller.
+	// Storage is the data the broker serves, normally the *store.Store of
+	// DataDir opened over Metadata (Open does both); required by Start.
+	// The broker closes it.
 	Storage Storage
 }
 

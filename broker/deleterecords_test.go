@@ -30,7 +30,7 @@ func deleteRecords(t testing.TB, b *Broker, topic string, partition int32, offse
 func TestDeleteRecords(t *testing.T) {
 	dir := t.TempDir()
 	cfg := testConfig(t, dir)
-	b, err := Start(cfg)
+	b, err := Open(cfg, testStore())
 	if err != nil {
 		t.Fatal(err)
 	}

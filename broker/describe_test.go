@@ -7,8 +7,6 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
-
-	"github.com/unilog/unilog/commitlog"
 )
 
 func TestDescribeCluster(t *testing.T) {
@@ -103,7 +101,7 @@ func TestOffsetForLeaderEpoch(t *testing.T) {
 		}
 	}
 	produce("a", "b")
-	epochs, err := commitlog.OpenEpochs(b.st.(*dispatcherStorage).log.Dir())
+	epochs, err := storeOf(b).Epochs()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -179,7 +177,7 @@ func TestOffsetForLeaderEpochUnreplicated(t *testing.T) {
 // epoch and last sequence, through kadm as a tool asks.
 func TestDescribeProducers(t *testing.T) {
 	cfg := testConfig(t, t.TempDir())
-	b, cl, pid, epoch := startIdempotent(t, cfg)
+	b, cl, pid, epoch := startIdempotent(t, cfg, testStore())
 	defer b.Close()
 	if r := rawProduce(t, cl, "idem", 0, rawBatch(pid, epoch, 0, "a", "b", "c")); r.ErrorCode != 0 {
 		t.Fatalf("produce: %v", kerr.ErrorForCode(r.ErrorCode))

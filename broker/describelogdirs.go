@@ -23,11 +23,6 @@ func init() {
 	register(kmsg.DescribeLogDirs, 0, 4, (*Broker).handleDescribeLogDirs, authorizeDescribeLogDirs)
 }
 
-// partitionSizer is the storage that can size a partition's records.
-type partitionSizer interface {
-	PartitionBytes(topic string, partition int32, from, to int64) int64
-}
-
 // authorizeDescribeLogDirs: Kafka asks for Describe on the cluster; a
 // principal without cluster admin gets no dirs (v3+: with
 // CLUSTER_AUTHORIZATION_FAILED), as Kafka answers.
@@ -66,7 +61,6 @@ func (b *Broker) handleDescribeLogDirs(_ context.Context, _ *conn, kreq kmsg.Req
 			asked = append(asked, rt)
 		}
 	}
-	sizer, _ := b.st.(partitionSizer)
 	for _, t := range asked {
 		meta, ok := b.meta.Topic(t.Topic)
 		if !ok {
@@ -84,10 +78,7 @@ func (b *Broker) handleDescribeLogDirs(_ context.Context, _ *conn, kreq kmsg.Req
 			}
 			rp := kmsg.NewDescribeLogDirsResponseDirTopicPartition()
 			rp.Partition = p
-			rp.Size = -1
-			if sizer != nil {
-				rp.Size = sizer.PartitionBytes(t.Topic, p, lo, stored)
-			}
+			rp.Size = b.st.PartitionBytes(t.Topic, p, lo, stored)
 			rt.Partitions = append(rt.Partitions, rp)
 		}
 		if len(rt.Partitions) > 0 {

@@ -12,6 +12,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
+
 	"github.com/unilog/unilog/internal/poll"
 )
 
@@ -133,8 +134,9 @@ func TestDiskFullReadOnly(t *testing.T) {
 
 func testDiskFullReadOnly(t *testing.T, disk smallDisk) {
 	cfg := testConfig(t, disk.dir())
-	cfg.FileSize = diskFullFileSize
-	b := startBroker(t, cfg)
+	so := testStore()
+	so.CommitLog.FileSize = diskFullFileSize
+	b := startBrokerWith(t, cfg, so)
 	cl := newClient(t, b.Addr())
 	createTopic(t, cl, "full", 1)
 

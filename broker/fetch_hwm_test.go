@@ -35,14 +35,15 @@ func TestFetchNeverPastHighWatermark(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			cfg := testConfig(t, t.TempDir())
-			cfg.Flush = tc.flush
+			so := testStore()
+			so.CommitLog.FlushMode = tc.flush
 			var repl *fakeReplication
 			if tc.replicated {
 				repl = newFakeReplication()
 				cfg.Replication = repl
 				cfg.SyncReplication = true
 			}
-			b := startBroker(t, cfg)
+			b := startBrokerWith(t, cfg, so)
 			createTopic(t, newClient(t, b.Addr()), "hwm", 8)
 			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 			defer cancel()

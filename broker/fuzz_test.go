@@ -29,7 +29,7 @@ func fuzzRequestPath(f *testing.F, cfg Config) {
 	quiet.SetOutput(io.Discard)
 	cfg.Logger = quiet
 	cfg.MaxRequestBytes = 1 << 20
-	b, err := Start(cfg)
+	b, err := Open(cfg, testStore())
 	if err != nil {
 		f.Fatal(err)
 	}

@@ -13,7 +13,6 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
-	"github.com/unilog/unilog/commitlog"
 	"github.com/unilog/unilog/group"
 	"github.com/unilog/unilog/internal/fileops"
 )
@@ -47,13 +46,13 @@ func ensureOffsetsTopic(meta MetadataStore) error {
 }
 
 // openGroups replays the committed offsets and starts the coordinator.
-func (b *Broker) openGroups(st *dispatcherStorage) error {
+func (b *Broker) openGroups() error {
 	snapPath := filepath.Join(b.cfg.DataDir, offsetsSnapshotName)
 	snap, err := os.ReadFile(snapPath)
 	if err != nil && !errors.Is(err, fs.ErrNotExist) {
 		b.log.WithError(err).Warn("offsets snapshot unreadable; replaying the offsets topic")
 	}
-	c, err := b.newCoordinator(st, snap)
+	c, err := b.newCoordinator(snap)
 	if err != nil {
 		return err
 	}
@@ -64,16 +63,16 @@ func (b *Broker) openGroups(st *dispatcherStorage) error {
 
 // newCoordinator opens a group coordinator over the offsets topic,
 // replaying it from snap (nil: from the start).
-func (b *Broker) newCoordinator(st *dispatcherStorage, snap []byte) (*group.Coordinator, error) {
+func (b *Broker) newCoordinator(snap []byte) (*group.Coordinator, error) {
 	partitions := group.DefaultPartitions
 	if t, ok := b.meta.Topic(offsetsTopic); ok {
 		partitions = int(t.Partitions)
 	}
 	return group.Open(group.Options{
-		Log:               offsetsLog{st: st, b: b},
+		Log:               offsetsLog{st: b.st, b: b},
 		Snapshot:          snap,
 		Partitions:        int32(partitions),
-		SyncCommits:       b.cfg.Flush == commitlog.FlushSync || b.cfg.Replication != nil && b.cfg.SyncReplication,
+		SyncCommits:       b.st.SyncFlush() || b.cfg.Replication != nil && b.cfg.SyncReplication,
 		MinSessionTimeout: b.cfg.GroupMinSessionTimeout,
 		Logger:            b.log,
 	})

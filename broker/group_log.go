@@ -9,8 +9,6 @@ import (
 	"github.com/twmb/franz-go/pkg/kbin"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
-	"github.com/unilog/unilog/commitlog"
-	"github.com/unilog/unilog/consumequeue"
 	"github.com/unilog/unilog/group"
 )
 
@@ -26,7 +24,7 @@ func isInternalTopic(name string) bool { return len(name) >= 2 && name[:2] == "_
 // record batch appended to a partition of offsetsTopic, replayed through
 // its consume queue.
 type offsetsLog struct {
-	st *dispatcherStorage
+	st Storage
 	b  *Broker
 }
 
@@ -77,63 +75,37 @@ func groupError(err error) error {
 	return err
 }
 
-func (l offsetsLog) OldestFileEnd() int64 {
-	files := l.st.log.Files()
-	if len(files) < 2 {
-		return 0
-	}
-	return files[1].Base
-}
+func (l offsetsLog) OldestFileEnd() int64 { return l.st.OldestFileEnd() }
 
 // Start is the first offset of the partition whose record the log still
-// holds: a queue file is dropped only once all of it is before the log's
-// start, so its first entries may point at deleted records.
-func (l offsetsLog) Start(partition int32) int64 {
-	q, ok := l.st.d.Queue(offsetsTopic, partition)
-	if !ok {
-		return 0
-	}
-	off := q.MinOffset()
-	for ; off < q.MaxOffset(); off++ {
-		if e, err := q.Get(off); err != nil || e.PhysOffset >= l.st.log.MinOffset() {
-			break
-		}
-	}
-	return off
-}
+// holds.
+func (l offsetsLog) Start(partition int32) int64 { return l.st.FirstHeld(offsetsTopic, partition) }
 
-// Replay reads the partition's queue from max(from, Start).
+// Replay reads the partition's batches from max(from, Start).
 func (l offsetsLog) Replay(partition int32, from int64, fn func(group.Record, int64) error) (int64, error) {
-	q, ok := l.st.d.Queue(offsetsTopic, partition)
-	if !ok {
-		return 0, nil
-	}
+	_, stored := l.st.Bounds(offsetsTopic, partition)
 	off := max(from, l.Start(partition))
-	for off < q.MaxOffset() {
-		e, err := q.Get(off)
+	var buf []byte
+	for off < stored {
+		batch, _, next, err := l.st.ReadBatch(offsetsTopic, partition, off, buf[:0])
 		if err != nil {
 			return 0, fmt.Errorf("broker: replay %s/%d offset %d: %w", offsetsTopic, partition, off, err)
 		}
-		if off, err = l.replayRecord(e, partition, fn); err != nil {
-			return 0, fmt.Errorf("broker: replay %s/%d offset %d: %w", offsetsTopic, partition, e.PhysOffset, err)
+		end, _ := l.st.RecordEnd(offsetsTopic, partition, off)
+		if err := replayBatch(batch, end, fn); err != nil {
+			return 0, fmt.Errorf("broker: replay %s/%d offset %d: %w", offsetsTopic, partition, off, err)
 		}
+		off, buf = next, batch
 	}
 	return off, nil
 }
 
-func (l offsetsLog) replayRecord(e consumequeue.Entry, partition int32, fn func(group.Record, int64) error) (int64, error) {
-	v, err := l.st.log.Read(e.PhysOffset)
-	if err != nil {
-		return 0, err
-	}
-	defer v.Release()
-	r := v.Record()
-	if r.Topic != offsetsTopic || r.Partition != partition {
-		return 0, fmt.Errorf("%w: queue points at %s/%d", commitlog.ErrCorrupt, r.Topic, r.Partition)
-	}
+// replayBatch calls fn with each record of one offsets-topic batch, whose
+// record in the log ends at end.
+func replayBatch(batch []byte, end int64, fn func(group.Record, int64) error) error {
 	var rb kmsg.RecordBatch
-	if err := rb.ReadFrom(r.Body); err != nil {
-		return 0, fmt.Errorf("%w: record batch: %v", commitlog.ErrCorrupt, err)
+	if err := rb.ReadFrom(batch); err != nil {
+		return fmt.Errorf("%w: record batch: %v", group.ErrCorrupt, err)
 	}
 	src := rb.Records
 	for i := int32(0); i < rb.NumRecords; i++ {
@@ -141,16 +113,16 @@ func (l offsetsLog) replayRecord(e consumequeue.Entry, partition int32, fn func(
 		n := int(rd.Varint())
 		size := len(src) - len(rd.Src) + n
 		if !rd.Ok() || n < 0 || size > len(src) {
-			return 0, fmt.Errorf("%w: record %d of batch is truncated", commitlog.ErrCorrupt, i)
+			return fmt.Errorf("%w: record %d of batch is truncated", group.ErrCorrupt, i)
 		}
 		var kr kmsg.Record
 		if err := kr.ReadFrom(src[:size]); err != nil {
-			return 0, fmt.Errorf("%w: record %d of batch: %v", commitlog.ErrCorrupt, i, err)
+			return fmt.Errorf("%w: record %d of batch: %v", group.ErrCorrupt, i, err)
 		}
 		src = src[size:]
-		if err := fn(group.Record{Key: kr.Key, Value: kr.Value}, r.End()); err != nil {
-			return 0, err
+		if err := fn(group.Record{Key: kr.Key, Value: kr.Value}, end); err != nil {
+			return err
 		}
 	}
-	return r.QueueOffset + int64(r.Count), nil
+	return nil
 }

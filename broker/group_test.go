@@ -351,7 +351,7 @@ func consumeCommitted(t *testing.T, addr, grp, topic string, n int) []*kgo.Recor
 func TestGroupCommitSurvivesRestart(t *testing.T) {
 	dir := t.TempDir()
 	cfg := groupConfig(t, dir)
-	b, err := Start(cfg)
+	b, err := Open(cfg, testStore())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -516,7 +516,7 @@ func rawJoin(memberID string) *kmsg.JoinGroupRequest {
 // is dropped when its connection closes, and a parked join does not hold up
 // the broker's Close.
 func TestGroupParkedJoinEndsWithConnection(t *testing.T) {
-	b, err := Start(groupConfig(t, t.TempDir()))
+	b, err := Open(groupConfig(t, t.TempDir()), testStore())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -53,8 +53,9 @@ func BenchmarkProduceHandler(b *testing.B) {
 	for _, partitions := range []int32{1, 1000} {
 		b.Run(fmt.Sprintf("partitions=%d", partitions), func(b *testing.B) {
 			cfg := testConfig(b, b.TempDir())
-			cfg.FileSize = 256 << 20
-			br := startBroker(b, cfg)
+			so := testStore()
+			so.CommitLog.FileSize = 256 << 20
+			br := startBrokerWith(b, cfg, so)
 			createTopic(b, newClient(b, br.Addr()), "bench", partitions)
 			per := max(benchBatchRecords/int(partitions), 1)
 			values := make([]string, per)

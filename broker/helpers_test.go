@@ -14,6 +14,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/unilog/unilog/commitlog"
 	"github.com/unilog/unilog/internal/framed"
 	"github.com/unilog/unilog/store"
 )
@@ -40,16 +41,31 @@ func testConfig(t testing.TB, dir string) Config {
 		DataDir:  dir,
 		Listen:   "127.0.0.1:0",
 		Admin:    "127.0.0.1:0",
-		FileSize: 8 << 20,
 		Logger:   testLogger(t),
 		Security: &Security{},
 	}
 }
 
-// startBroker starts a broker and closes it when the test ends.
+// testStore is the store of a test broker: small commit-log files.
+func testStore() store.Options {
+	return store.Options{CommitLog: commitlog.Options{FileSize: 8 << 20}}
+}
+
+// startBroker starts a broker over a testStore and closes it when the
+// test ends.
 func startBroker(t testing.TB, cfg Config) *Broker {
 	t.Helper()
-	b, err := Start(cfg)
+	return startBrokerWith(t, cfg, testStore())
+}
+
+// storeOf is the store a test broker serves.
+func storeOf(b *Broker) *store.Store { return b.st.(*store.Store) }
+
+// startBrokerWith starts a broker over a store opened with opts and
+// closes it when the test ends.
+func startBrokerWith(t testing.TB, cfg Config, opts store.Options) *Broker {
+	t.Helper()
+	b, err := Open(cfg, opts)
 	if err != nil {
 		t.Fatalf("Start: %v", err)
 	}

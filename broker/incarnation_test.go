@@ -20,6 +20,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/unilog/unilog/commitlog"
+	"github.com/unilog/unilog/store"
 )
 
 // childDirEnv makes the test binary a broker over the named data directory
@@ -42,13 +43,9 @@ func runChildBroker(dir string) int {
 	signal.Notify(term, syscall.SIGTERM)
 	logger := logrus.New()
 	logger.SetOutput(io.Discard)
-	b, err := Start(Config{
-		DataDir:            dir,
-		Listen:             "127.0.0.1:0",
-		FileSize:           8 << 20,
-		Flush:              commitlog.FlushSync,
+	b, err := Open(Config{DataDir: dir, Listen: "127.0.0.1:0", Logger: logger}, store.Options{
+		CommitLog:          commitlog.Options{FileSize: 8 << 20, FlushMode: commitlog.FlushSync},
 		CheckpointInterval: time.Hour,
-		Logger:             logger,
 	})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "child broker:", err)
@@ -267,7 +264,8 @@ func TestUpgradeFromVersion1(t *testing.T) {
 	dir := t.TempDir()
 	copyTree(t, filepath.Join("testdata", "v1-datadir"), dir)
 	cfg := testConfig(t, dir)
-	cfg.FileSize = 4096 // as the old build wrote it
+	so := testStore()
+	so.CommitLog.FileSize = 4096 // as the old build wrote it
 	restart := func(b *Broker, dropQueues bool) *Broker {
 		t.Helper()
 		if err := b.Close(); err != nil {
@@ -279,7 +277,7 @@ func TestUpgradeFromVersion1(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		b, err := Start(cfg)
+		b, err := Open(cfg, so)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -292,7 +290,7 @@ func TestUpgradeFromVersion1(t *testing.T) {
 		}
 	}
 
-	b, err := Start(cfg)
+	b, err := Open(cfg, so)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -14,7 +14,6 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
-	"github.com/unilog/unilog/commitlog"
 	"github.com/unilog/unilog/ha/replication"
 	"github.com/unilog/unilog/internal/poll"
 )
@@ -71,11 +70,12 @@ func startReplicaPair(t *testing.T, topic string, minInSync int) *replicaPair {
 	leaderDir, followerDir := t.TempDir(), t.TempDir()
 	repl := &leaderReplication{}
 	cfg := testConfig(t, leaderDir)
-	cfg.FileSize = replicaFileSize
+	so := testStore()
+	so.CommitLog.FileSize = replicaFileSize
 	cfg.Replication, cfg.SyncReplication = repl, true
-	p := &replicaPair{t: t, leader: startBroker(t, cfg)}
-	llog := p.leader.Dispatcher().Log()
-	epochs, err := commitlog.OpenEpochs(llog.Dir())
+	p := &replicaPair{t: t, leader: startBrokerWith(t, cfg, so)}
+	llog := storeOf(p.leader)
+	epochs, err := llog.Epochs()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -83,7 +83,7 @@ func startReplicaPair(t *testing.T, topic string, minInSync int) *replicaPair {
 		t.Fatal(err)
 	}
 	p.ld = replication.NewLeader(replication.LeaderConfig{
-		Log: llog, Epochs: epochs, Epoch: 1, FileSize: replicaFileSize, Offsets: p.leader.Dispatcher().OffsetsAt,
+		Log: llog, Epochs: epochs, Epoch: 1, FileSize: replicaFileSize, Offsets: llog.OffsetsAt,
 		MinInSync: minInSync, Heartbeat: 20 * time.Millisecond, Logger: testLogger(t),
 	})
 	repl.ld.Store(p.ld)
@@ -100,15 +100,14 @@ func startReplicaPair(t *testing.T, topic string, minInSync int) *replicaPair {
 
 	shareMetadata(t, leaderDir, followerDir)
 	fcfg := testConfig(t, followerDir)
-	fcfg.FileSize = replicaFileSize
-	p.follower = startBroker(t, fcfg)
+	p.follower = startBrokerWith(t, fcfg, so)
 	p.follower.Demote()
-	fepochs, err := commitlog.OpenEpochs(p.follower.Dispatcher().Log().Dir())
+	fepochs, err := storeOf(p.follower).Epochs()
 	if err != nil {
 		t.Fatal(err)
 	}
 	p.fl = replication.NewFollower(replication.FollowerConfig{
-		Node: "2", Log: p.follower.Dispatcher().Log(), Epochs: fepochs, FileSize: replicaFileSize,
+		Node: "2", Log: storeOf(p.follower), Epochs: fepochs, FileSize: replicaFileSize,
 		Truncate: p.follower.TruncateLog, Restart: p.follower.RestartLog, Logger: testLogger(t),
 	})
 	p.follow()

@@ -28,9 +28,9 @@ func BenchmarkProduceLatency(b *testing.B) {
 	for _, mode := range []commitlog.FlushMode{commitlog.FlushAsync, commitlog.FlushSync} {
 		b.Run("flush="+mode.String(), func(b *testing.B) {
 			cfg := testConfig(b, b.TempDir())
-			cfg.Flush = mode
-			cfg.FileSize = 256 << 20
-			br := startBroker(b, cfg)
+			so := testStore()
+			so.CommitLog.FlushMode, so.CommitLog.FileSize = mode, 256<<20
+			br := startBrokerWith(b, cfg, so)
 			admin := newClient(b, br.Addr())
 			createTopic(b, admin, "lat", partitions)
 			cl := newClient(b, br.Addr(), kgo.DefaultProduceTopic("lat"), kgo.RequiredAcks(kgo.AllISRAcks()),

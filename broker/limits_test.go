@@ -13,6 +13,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
 	"github.com/unilog/unilog/auth"
 	"github.com/unilog/unilog/internal/poll"
 )
@@ -212,7 +213,7 @@ func TestMaxInflightBelowRequestSizeRefused(t *testing.T) {
 	cfg := testConfig(t, t.TempDir())
 	cfg.MaxRequestBytes = 2 << 20
 	cfg.MaxInflightBytes = 1 << 20
-	if b, err := Start(cfg); err == nil {
+	if b, err := Open(cfg, testStore()); err == nil {
 		b.Close()
 		t.Fatal("Start accepted an in-flight budget smaller than one request")
 	}

@@ -2,12 +2,13 @@ package broker
 
 import (
 	"context"
+	"errors"
 
 	"github.com/sirupsen/logrus"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
-	"github.com/unilog/unilog/commitlog"
+	"github.com/unilog/unilog/store"
 )
 
 // OffsetForLeaderEpoch (KIP-101, KIP-320): a consumer that saw a new
@@ -50,7 +51,7 @@ func authorizeOffsetForLeaderEpoch(z authz, req kmsg.Request) (kmsg.Response, er
 func (b *Broker) handleOffsetForLeaderEpoch(_ context.Context, _ *conn, kreq kmsg.Request) (kmsg.Response, error) {
 	req := kreq.(*kmsg.OffsetForLeaderEpochRequest)
 	resp := req.ResponseKind().(*kmsg.OffsetForLeaderEpochResponse)
-	var epochs []commitlog.EpochStart // read once, on the first partition led here
+	var epochs []store.EpochStart // read once, on the first partition led here
 	read := false
 	for _, t := range req.Topics {
 		rt := kmsg.NewOffsetForLeaderEpochResponseTopic()
@@ -95,18 +96,16 @@ func (b *Broker) leaderEpoch(topic string, partition int32) (int32, bool) {
 
 // leaderEpochs lists the epochs of the local log, oldest first: the epoch
 // file's, or the whole log as the current epoch when it has none.
-func (b *Broker) leaderEpochs(current int32) []commitlog.EpochStart {
-	whole := []commitlog.EpochStart{{Epoch: int64(current)}}
-	ds, ok := b.st.(*dispatcherStorage)
-	if !ok {
+func (b *Broker) leaderEpochs(current int32) []store.EpochStart {
+	whole := []store.EpochStart{{Epoch: int64(current)}}
+	list, err := b.st.LeaderEpochs()
+	switch {
+	case errors.Is(err, store.ErrUnsupported):
 		return whole
-	}
-	e, err := commitlog.OpenEpochs(ds.log.Dir())
-	if err != nil {
+	case err != nil:
 		b.log.WithFields(logrus.Fields{"api": "OffsetForLeaderEpoch", "error": err}).Warn("leader-epoch file unreadable: answering as one epoch")
 		return whole
-	}
-	if list := e.List(); len(list) > 0 {
+	case len(list) > 0:
 		return list
 	}
 	return whole
@@ -116,7 +115,7 @@ func (b *Broker) leaderEpochs(current int32) []commitlog.EpochStart {
 // epoch not above it and the partition offset where that epoch ends. The
 // current epoch is the leader's even before its first record is written
 // (the epoch file may not name it yet).
-func (b *Broker) epochEnd(t TopicMeta, partition int32, epochs []commitlog.EpochStart, current, epoch int32) (int32, int64) {
+func (b *Broker) epochEnd(t TopicMeta, partition int32, epochs []store.EpochStart, current, epoch int32) (int32, int64) {
 	lo, hi, stored := b.visibleBounds(t, partition)
 	latest := epochs[len(epochs)-1]
 	switch {
@@ -136,9 +135,6 @@ func (b *Broker) epochEnd(t TopicMeta, partition int32, epochs []commitlog.Epoch
 	if next > 0 {
 		found = ClampEpoch(uint64(epochs[next-1].Epoch))
 	}
-	end := stored
-	if ds, ok := b.st.(*dispatcherStorage); ok {
-		end = ds.firstEndingAfter(t.Name, partition, lo, stored, epochs[next].Start)
-	}
+	end := firstEndingAfter(b.st, t.Name, partition, lo, stored, epochs[next].Start)
 	return found, min(end, hi)
 }

@@ -11,7 +11,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/unilog/unilog/auth"
-	"github.com/unilog/unilog/commitlog"
+	"github.com/unilog/unilog/store"
 )
 
 // defaultProduceTimeout bounds the durability wait when the client sends no
@@ -189,7 +189,7 @@ func (b *Broker) handleProduce(ctx context.Context, c *conn, kreq kmsg.Request) 
 // acks=-1, durable with sync flushing and replicated with sync
 // replication; it returns a Kafka error code.
 func (b *Broker) waitProduced(ctx context.Context, acks int16, end int64) int16 {
-	if acks == -1 && b.cfg.Flush == commitlog.FlushSync {
+	if acks == -1 && b.st.SyncFlush() {
 		if err := b.st.WaitDurable(ctx, end); err != nil {
 			return b.waitError("flush", err)
 		}
@@ -392,7 +392,7 @@ func (b *Broker) appendGroup(sc *produceScratch, group []pendingBatch) (end int6
 func (b *Broker) answerAppendError(pb *pendingBatch, err error) {
 	code, msg := kerr.KafkaStorageError, err.Error()
 	switch {
-	case errors.Is(err, commitlog.ErrDiskFull):
+	case errors.Is(err, store.ErrDiskFull):
 		msg = errReadOnly // noteAppend logged it
 	case errors.Is(err, ErrStorageTooLarge):
 		code = kerr.MessageTooLarge

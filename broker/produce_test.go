@@ -11,6 +11,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/unilog/unilog/commitlog"
+	"github.com/unilog/unilog/store"
 )
 
 // gatedStorage interposes on the storage's waits. While armed, the next
@@ -79,10 +80,10 @@ func (g *gatedStorage) WaitDispatched(ctx context.Context, end int64) error {
 	return g.gate(ctx, &g.dispatch, end, g.Storage.WaitDispatched)
 }
 
-func startGated(t *testing.T, cfg Config) (*Broker, *gatedStorage) {
+func startGated(t *testing.T, cfg Config, so store.Options) (*Broker, *gatedStorage) {
 	t.Helper()
 	g := newGatedStorage()
-	b, err := start(cfg, func(s Storage) Storage { g.Storage = s; return g })
+	b, err := open(cfg, so, func(s Storage) Storage { g.Storage = s; return g })
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -159,8 +160,9 @@ func TestRetryWaitsForOriginal(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			cfg := testConfig(t, t.TempDir())
-			cfg.Flush = commitlog.FlushSync
-			b, g := startGated(t, cfg)
+			so := testStore()
+			so.CommitLog.FlushMode = commitlog.FlushSync
+			b, g := startGated(t, cfg, so)
 			cl := newClient(t, b.Addr())
 			createTopic(t, cl, "retry", 1)
 			pid, epoch := initProducerID(t, cl)
@@ -204,7 +206,7 @@ func TestRetryWaitsForOriginal(t *testing.T) {
 // CreateTopics, which takes it exclusively, and the produces queued behind
 // it still go through; the stalled wait ends with its connection.
 func TestStalledWaitFreezesNothing(t *testing.T) {
-	b, g := startGated(t, testConfig(t, t.TempDir()))
+	b, g := startGated(t, testConfig(t, t.TempDir()), testStore())
 	cl := newClient(t, b.Addr())
 	createTopic(t, cl, "busy", 1)
 	pid, epoch := initProducerID(t, cl)
@@ -246,7 +248,7 @@ func TestStalledWaitFreezesNothing(t *testing.T) {
 // TestStalledWaitTimesOut: a wait that cannot complete is answered with
 // REQUEST_TIMED_OUT after the request's own timeout.
 func TestStalledWaitTimesOut(t *testing.T) {
-	b, g := startGated(t, testConfig(t, t.TempDir()))
+	b, g := startGated(t, testConfig(t, t.TempDir()), testStore())
 	cl := newClient(t, b.Addr())
 	createTopic(t, cl, "slow", 1)
 	g.arm(false, true)
@@ -266,8 +268,9 @@ func TestStalledWaitTimesOut(t *testing.T) {
 // the protocol allows it) has its batches checked and stored in order.
 func TestProduceRequestBatches(t *testing.T) {
 	cfg := testConfig(t, t.TempDir())
-	cfg.FileSize = 64 << 10 // the log's largest record is 32 KiB, below max.message.bytes
-	b := startBroker(t, cfg)
+	so := testStore()
+	so.CommitLog.FileSize = 64 << 10 // the log's largest record is 32 KiB, below max.message.bytes
+	b := startBrokerWith(t, cfg, so)
 	cl := newClient(t, b.Addr())
 	createTopic(t, cl, "many", 3)
 	pid, epoch := initProducerID(t, cl)

@@ -11,7 +11,6 @@ import (
 
 	"github.com/sirupsen/logrus"
 
-	"github.com/unilog/unilog/commitlog"
 	"github.com/unilog/unilog/producerstate"
 	"github.com/unilog/unilog/store"
 )
@@ -126,8 +125,8 @@ func (b *Broker) catchUpReplica() {
 // leader never had the tail) and takes back the producer state of the
 // records cut.
 func (b *Broker) TruncateLog(to int64) error {
-	return b.changeLog("truncate", func(d *store.Store) error {
-		if err := d.Truncate(to); err != nil {
+	return b.changeLog("truncate", func() error {
+		if err := b.st.Truncate(to); err != nil {
 			return err
 		}
 		if err := b.dropSnapshotPast(to); err != nil {
@@ -143,12 +142,12 @@ func (b *Broker) TruncateLog(to int64) error {
 }
 
 // RestartLog empties the log and starts it again at at with the
-// partitions' next offsets (the dispatcher's Restart: the hook of a
+// partitions' next offsets (the store's Restart: the hook of a
 // follower its leader's retention left behind); the producer state starts
 // empty there.
-func (b *Broker) RestartLog(at int64, next []commitlog.PartitionOffset) error {
-	return b.changeLog("restart", func(d *store.Store) error {
-		if err := d.Restart(at, next); err != nil {
+func (b *Broker) RestartLog(at int64, next []store.PartitionOffset) error {
+	return b.changeLog("restart", func() error {
+		if err := b.st.Restart(at, next); err != nil {
 			return err
 		}
 		if err := b.dropSnapshotPast(-1); err != nil {
@@ -161,16 +160,15 @@ func (b *Broker) RestartLog(at int64, next []commitlog.PartitionOffset) error {
 
 // changeLog runs change, a follower's change to its data directory, with
 // snapMu and replica.mu held.
-func (b *Broker) changeLog(op string, change func(d *store.Store) error) error {
-	d := b.Dispatcher()
-	if d == nil {
-		return fmt.Errorf("broker: %s: the storage is not a data directory", op)
-	}
+func (b *Broker) changeLog(op string, change func() error) error {
 	b.snapMu.Lock()
 	defer b.snapMu.Unlock()
 	b.replica.mu.Lock()
 	defer b.replica.mu.Unlock()
-	return change(d)
+	if err := change(); err != nil {
+		return fmt.Errorf("broker: %s: %w", op, err)
+	}
+	return nil
 }
 
 // dropSnapshotPast deletes the producer-state snapshot if it was taken

@@ -39,15 +39,16 @@ func TestPromoteCatchesUpProducerState(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			leaderDir, followerDir := t.TempDir(), t.TempDir()
 			cfg := testConfig(t, leaderDir)
-			cfg.FileSize = replicaFileSize
-			b, cl, pid, epoch := startIdempotent(t, cfg)
+			so := testStore()
+			so.CommitLog.FileSize = replicaFileSize
+			b, cl, pid, epoch := startIdempotent(t, cfg, so)
 			t.Cleanup(func() { b.Close() })
 			shareMetadata(t, leaderDir, followerDir)
 			log, hook := test.NewNullLogger()
 			log.SetLevel(logrus.InfoLevel)
 			fcfg := testConfig(t, followerDir)
-			fcfg.FileSize, fcfg.Logger = replicaFileSize, log
-			f := startBroker(t, fcfg)
+			fcfg.Logger = log
+			f := startBrokerWith(t, fcfg, so)
 			f.Demote()
 
 			batches := [][]byte{rawBatch(pid, epoch, 0, "a", "b"), rawBatch(pid, epoch, 2, "c")}
@@ -67,8 +68,7 @@ func TestPromoteCatchesUpProducerState(t *testing.T) {
 			kept := 2 // batches the promoted follower's log holds
 			if tc.cut {
 				kept = 1
-				ds := f.st.(*dispatcherStorage)
-				to, ok := ds.RecordEnd("idem", 0, 1)
+				to, ok := f.st.RecordEnd("idem", 0, 1)
 				if !ok {
 					t.Fatal("no record at offset 1")
 				}

@@ -78,7 +78,7 @@ func TestIdempotenceAcrossRestart(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			cfg := testConfig(t, t.TempDir())
 			path := filepath.Join(cfg.DataDir, producerstate.FileName)
-			b, cl, pid, epoch := startIdempotent(t, cfg)
+			b, cl, pid, epoch := startIdempotent(t, cfg, testStore())
 			if err := b.snapshotProducers(); err != nil {
 				t.Fatal(err)
 			}
@@ -170,7 +170,7 @@ func TestProducerStateOfRecreatedTopic(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			cfg := testConfig(t, t.TempDir())
 			path := filepath.Join(cfg.DataDir, producerstate.FileName)
-			b, cl, pid, epoch := startIdempotent(t, cfg)
+			b, cl, pid, epoch := startIdempotent(t, cfg, testStore())
 			for seq, v := range []string{"old-0", "old-1"} {
 				if r := rawProduce(t, cl, "idem", 0, rawBatch(pid, epoch, int32(seq), v)); r.ErrorCode != 0 || r.BaseOffset != int64(seq) {
 					t.Fatalf("%s: %v base %d", v, kerr.ErrorForCode(r.ErrorCode), r.BaseOffset)

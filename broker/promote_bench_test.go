@@ -18,8 +18,9 @@ import (
 func BenchmarkPromote(b *testing.B) {
 	for _, mib := range []int{16, 64, 256} {
 		cfg := testConfig(b, b.TempDir())
-		cfg.FileSize = 64 << 20
-		br := startBroker(b, cfg)
+		so := testStore()
+		so.CommitLog.FileSize = 64 << 20
+		br := startBrokerWith(b, cfg, so)
 		createTopic(b, newClient(b, br.Addr()), "bench", 8)
 		batches := fillIdempotent(b, br, "bench", 8, int64(mib)<<20)
 		for _, caughtUp := range []bool{true, false} {

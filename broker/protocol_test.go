@@ -9,6 +9,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/unilog/unilog/store"
 )
 
 // rawFetch fetches one partition from offset with kmsg through a kgo
@@ -88,9 +90,9 @@ func rawProduce(t testing.TB, cl *kgo.Client, topic string, partition int32, bat
 
 // startIdempotent starts a broker the test closes itself, with topic idem
 // of one partition and a producer id for it.
-func startIdempotent(t testing.TB, cfg Config) (*Broker, *kgo.Client, int64, int16) {
+func startIdempotent(t testing.TB, cfg Config, so store.Options) (*Broker, *kgo.Client, int64, int16) {
 	t.Helper()
-	b, err := Start(cfg)
+	b, err := Open(cfg, so)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -116,7 +118,7 @@ func initProducerID(t testing.TB, cl *kgo.Client) (int64, int16) {
 // in the sequence is refused.
 func TestIdempotentRetry(t *testing.T) {
 	cfg := testConfig(t, t.TempDir())
-	b, cl, pid, epoch := startIdempotent(t, cfg)
+	b, cl, pid, epoch := startIdempotent(t, cfg, testStore())
 
 	first := rawBatch(pid, epoch, 0, "a", "b")
 	if r := rawProduce(t, cl, "idem", 0, first); r.ErrorCode != 0 || r.BaseOffset != 0 {
@@ -244,7 +246,7 @@ func TestBadInput(t *testing.T) {
 	cfg := testConfig(t, dir)
 	cfg.MaxMessageBytes = 2048
 	cfg.MaxRequestBytes = 1 << 20
-	b, err := Start(cfg)
+	b, err := Open(cfg, testStore())
 	if err != nil {
 		t.Fatal(err)
 	}

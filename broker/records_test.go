@@ -119,7 +119,7 @@ func TestValidateBatchCountsRecords(t *testing.T) {
 func TestLyingCompressedBatchRefused(t *testing.T) {
 	dir := t.TempDir()
 	cfg := testConfig(t, dir)
-	b, err := Start(cfg)
+	b, err := Open(cfg, testStore())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -44,6 +44,9 @@ func applyRetention(t *testing.T, dir string) {
 		},
 		ConsumeQueue: consumequeue.Options{Logger: testLogger(t)},
 		Live: func(topic string) (commitlog.TopicID, bool) {
+			if topic == "pad" {
+				return commitlog.TopicID{}, true
+			}
 			m, ok := meta.Topic(topic)
 			return m.RecordID(), ok
 		},
@@ -60,15 +63,18 @@ func applyRetention(t *testing.T, dir string) {
 	// A retention pass that ran before Open returned reached the log but
 	// not the queues; records of no topic fill files until one after it
 	// has raised the queues' starts too.
-	pad := commitlog.Message{Topic: "pad", Body: make([]byte, 16<<10)}
+	pad := []store.Batch{{Topic: "pad", Count: 1, Records: make([]byte, 16<<10)}}
 	eventually(t, "retention down to the last file, followed by the queues", func() (bool, string) {
-		if len(d.Log().Files()) == 1 && q.MinOffset() == q.MaxOffset() {
+		// Files are replicaFileSize each: the oldest left is the last one
+		// when the log starts less than a file before its end.
+		lastFile := d.MinOffset() > d.WriteOffset()-replicaFileSize
+		if lastFile && q.MinOffset() == q.MaxOffset() {
 			return true, ""
 		}
-		if _, err := d.Log().Append(&pad); err != nil {
+		if _, err := d.Append(nil, pad); err != nil {
 			t.Fatal(err)
 		}
-		return false, fmt.Sprint(len(d.Log().Files()), " files, kept/0 at ", q.MinOffset(), "..", q.MaxOffset())
+		return false, fmt.Sprint("log ", d.MinOffset(), "..", d.WriteOffset(), ", kept/0 at ", q.MinOffset(), "..", q.MaxOffset())
 	})
 }
 
@@ -109,8 +115,9 @@ func listOffsets(t *testing.T, addr, topic, group string) (earliest, latest, com
 func TestFollowerRestartKeepsOffsets(t *testing.T) {
 	leaderDir, followerDir := t.TempDir(), t.TempDir()
 	cfg := groupConfig(t, leaderDir)
-	cfg.FileSize = replicaFileSize
-	b := startBroker(t, cfg)
+	so := testStore()
+	so.CommitLog.FileSize = replicaFileSize
+	b := startBrokerWith(t, cfg, so)
 	cl := newClient(t, b.Addr())
 	createTopic(t, cl, "gone", 2)
 	createTopic(t, cl, "kept", 1)
@@ -159,8 +166,7 @@ func TestFollowerRestartKeepsOffsets(t *testing.T) {
 
 	shareMetadata(t, leaderDir, followerDir)
 	fcfg := groupConfig(t, followerDir)
-	fcfg.FileSize = replicaFileSize
-	f := startBroker(t, fcfg)
+	f := startBrokerWith(t, fcfg, so)
 	f.Demote()
 	replicate(t, b, f, 1)
 	if err := f.Promote(ctx); err != nil {
@@ -224,20 +230,20 @@ func shareMetadata(t *testing.T, leaderDir, followerDir string) {
 // end at the same place and the follower has dispatched it, then stops.
 func replicate(t *testing.T, leader, follower *Broker, epoch int64) {
 	t.Helper()
-	llog, flog := leader.Dispatcher().Log(), follower.Dispatcher().Log()
-	lepochs, err := commitlog.OpenEpochs(llog.Dir())
+	llog, flog := storeOf(leader), storeOf(follower)
+	lepochs, err := llog.Epochs()
 	if err != nil {
 		t.Fatal(err)
 	}
 	if err := lepochs.Assign(epoch, llog.WriteOffset()); err != nil {
 		t.Fatal(err)
 	}
-	fepochs, err := commitlog.OpenEpochs(flog.Dir())
+	fepochs, err := flog.Epochs()
 	if err != nil {
 		t.Fatal(err)
 	}
 	ld := replication.NewLeader(replication.LeaderConfig{
-		Log: llog, Epochs: lepochs, Epoch: epoch, FileSize: replicaFileSize, Offsets: leader.Dispatcher().OffsetsAt,
+		Log: llog, Epochs: lepochs, Epoch: epoch, FileSize: replicaFileSize, Offsets: llog.OffsetsAt,
 		Heartbeat: 20 * time.Millisecond, Logger: testLogger(t),
 	})
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
@@ -246,7 +252,6 @@ func replicate(t *testing.T, leader, follower *Broker, epoch int64) {
 	}
 	go ld.Serve(ln)
 	defer ld.Close()
-	fd := follower.Dispatcher()
 	fl := replication.NewFollower(replication.FollowerConfig{
 		Node: "follower", Log: flog, Epochs: fepochs, FileSize: replicaFileSize,
 		Truncate: follower.TruncateLog, Restart: follower.RestartLog, Logger: testLogger(t),
@@ -256,7 +261,7 @@ func replicate(t *testing.T, leader, follower *Broker, epoch int64) {
 	go func() { done <- fl.Follow(ctx, ln.Addr().String(), epoch) }()
 	end := llog.WriteOffset()
 	eventually(t, "the follower caught up and dispatched", func() (bool, string) {
-		return flog.WriteOffset() == end && fd.Dispatched() == end, fmt.Sprint(flog.WriteOffset(), " of ", end)
+		return flog.WriteOffset() == end && flog.Dispatched() == end, fmt.Sprint(flog.WriteOffset(), " of ", end)
 	})
 	cancel()
 	if err := <-done; err != context.Canceled {

@@ -7,13 +7,13 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"sort"
 	"time"
 
 	"github.com/sirupsen/logrus"
 	"github.com/twmb/franz-go/pkg/kerr"
 
 	"github.com/unilog/unilog/ha/replication"
-	"github.com/unilog/unilog/store"
 )
 
 // Replication is what the broker needs from the data plane (package
@@ -115,15 +115,31 @@ func (b *Broker) replicationCode(err error, notEnough *kerr.Error) int16 {
 // (TopicMeta.LogStarts).
 func (b *Broker) visibleBounds(t TopicMeta, partition int32) (lo, hi, stored int64) {
 	lo, stored = b.logBounds(t, partition)
-	ds, ok := b.st.(*dispatcherStorage)
-	if b.cfg.Replication == nil || !ok || lo == stored {
+	if b.cfg.Replication == nil || lo == stored {
 		return lo, stored, stored
 	}
 	hw := b.cfg.Replication.HighWatermark()
 	if hw >= b.st.WriteOffset() {
 		return lo, stored, stored
 	}
-	return lo, ds.firstEndingAfter(t.Name, partition, lo, stored, hw), stored
+	return lo, firstEndingAfter(b.st, t.Name, partition, lo, stored, hw), stored
+}
+
+// recordEnder is the storage that knows where a partition's records end.
+type recordEnder interface {
+	RecordEnd(topic string, partition int32, offset int64) (int64, bool)
+}
+
+// firstEndingAfter is the first offset in [lo, stored) whose record ends
+// beyond the physical offset phys, or stored if none does. Entries are in
+// log order, so those past phys are a suffix; an entry that cannot be read
+// counts as past it, which makes the answer earlier, never later.
+func firstEndingAfter(st recordEnder, topic string, partition int32, lo, stored, phys int64) int64 {
+	n := sort.Search(int(stored-lo), func(i int) bool {
+		end, ok := st.RecordEnd(topic, partition, lo+int64(i))
+		return !ok || end > phys
+	})
+	return lo + int64(n)
 }
 
 // logBounds is the partition's log start and stored end: the later of
@@ -160,16 +176,6 @@ func (b *Broker) replicaStatus(s *NodeStatus) {
 		}
 	}
 	s.HighWatermark = b.cfg.Replication.HighWatermark()
-}
-
-// Dispatcher is the data directory, for the replication wiring: a
-// follower writes its leader's log into it and truncates through it. It is
-// nil when Config.Storage replaced it, which cannot be replicated.
-func (b *Broker) Dispatcher() *store.Store {
-	if ds, ok := b.st.(*dispatcherStorage); ok {
-		return ds.d
-	}
-	return nil
 }
 
 // Demote stops every local append (offset commits and their compaction;
@@ -212,14 +218,12 @@ func (b *Broker) Promote(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("broker: promote: rebuild producer state: %w", err)
 	}
-	if ds, ok := b.st.(*dispatcherStorage); ok {
-		c, err := b.newCoordinator(ds, nil)
-		if err != nil {
-			return fmt.Errorf("broker: promote: %w", err)
-		}
-		if old := b.groups.Swap(c); old != nil {
-			old.Close()
-		}
+	c, err := b.newCoordinator(nil)
+	if err != nil {
+		return fmt.Errorf("broker: promote: %w", err)
+	}
+	if old := b.groups.Swap(c); old != nil {
+		old.Close()
 	}
 	b.following.Store(false)
 	b.log.WithFields(logrus.Fields{"producer_state_from": from, "to": to, "elapsed": time.Since(began).String()}).Info("promoted: producer state caught up, group offsets rebuilt from the log")

@@ -10,15 +10,6 @@ import (
 // minutes by default).
 const topicRetentionInterval = time.Minute
 
-// retentionSizer is the storage that can tell where a partition's last
-// bytes begin.
-type retentionSizer interface {
-	// OffsetKeepingBytes is the first offset in [from, to) from which
-	// the partition's records take at most limit bytes, at a record
-	// boundary.
-	OffsetKeepingBytes(topic string, partition int32, from, to, limit int64) int64
-}
-
 // applyTopicRetention moves the log start of each partition this node
 // leads, of every topic with its own retention.ms or retention.bytes, past
 // the records those configs no longer keep (see "Retention" in the package
@@ -28,12 +19,11 @@ func (b *Broker) applyTopicRetention() {
 		return // the leader moves them, in the shared metadata
 	}
 	now := b.now().UnixMilli()
-	sizer, _ := b.st.(retentionSizer)
 	for _, t := range b.meta.Topics() {
 		_, byTime := t.Configs[cfgRetentionMs]
 		_, bySize := t.Configs[cfgRetentionBytes]
 		limit := b.configInt(t, cfgRetentionBytes)
-		bySize = bySize && limit >= 0 && sizer != nil
+		bySize = bySize && limit >= 0
 		if !byTime && !bySize || isInternalTopic(t.Name) {
 			continue
 		}
@@ -53,7 +43,7 @@ func (b *Broker) applyTopicRetention() {
 				start = max(start, off)
 			}
 			if bySize {
-				start = max(start, sizer.OffsetKeepingBytes(t.Name, p, lo, hi, limit))
+				start = max(start, b.st.OffsetKeepingBytes(t.Name, p, lo, hi, limit))
 			}
 			// Never past what consumers may read: the rest is not yet
 			// on the followers.
@@ -77,7 +67,7 @@ func (b *Broker) applyTopicRetention() {
 // dispatcher's floor. A follower's files go by age and size only: its
 // leader decides what is dead. A partition written to whose queue or
 // entry cannot be read keeps everything.
-func (b *Broker) liveStart(ds *dispatcherStorage) int64 {
+func (b *Broker) liveStart() int64 {
 	if b.following.Load() {
 		return math.MinInt64
 	}
@@ -87,22 +77,10 @@ func (b *Broker) liveStart(ds *dispatcherStorage) int64 {
 			continue
 		}
 		for p := int32(0); p < t.Partitions; p++ {
-			q, ok := ds.d.Queue(t.Name, p)
-			if !ok {
-				if ds.log.NextQueueOffset(t.Name, t.RecordID(), p) > 0 {
-					return math.MinInt64 // written, but its queue is unreadable
-				}
-				continue // never written
+			lo, _ := b.logBounds(t, p)
+			if live = min(live, b.st.FirstLive(t.Name, p, lo)); live == math.MinInt64 {
+				return live
 			}
-			lo, stored := b.logBounds(t, p)
-			if lo >= stored {
-				continue
-			}
-			e, err := q.Get(lo)
-			if err != nil {
-				return math.MinInt64
-			}
-			live = min(live, e.PhysOffset)
 		}
 	}
 	return live

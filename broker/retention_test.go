@@ -13,7 +13,7 @@ import (
 // the offsets topic is left to the group floor.
 func TestLiveStart(t *testing.T) {
 	b := startBroker(t, testConfig(t, t.TempDir()))
-	ds := b.st.(*dispatcherStorage)
+	ds := storeOf(b)
 	cl := newClient(t, b.Addr())
 	adm := kadm.NewClient(cl)
 	createTopic(t, cl, "old", 1)
@@ -25,9 +25,9 @@ func TestLiveStart(t *testing.T) {
 	produceSync(t, cl, "old", 0, "o3")
 	phys := func(topic string, offset int64) int64 {
 		t.Helper()
-		q, ok := ds.d.Queue(topic, 0)
+		q, ok := ds.Queue(topic, 0)
 		if topic == "young" {
-			q, ok = ds.d.Queue(topic, 1)
+			q, ok = ds.Queue(topic, 1)
 		}
 		if !ok {
 			t.Fatalf("no queue for %s", topic)
@@ -39,7 +39,7 @@ func TestLiveStart(t *testing.T) {
 		return e.PhysOffset
 	}
 	want := []int64{phys("old", 0), phys("gone", 0), phys("young", 0)}
-	if got := b.liveStart(ds); got != want[0] {
+	if got := b.liveStart(); got != want[0] {
 		t.Fatalf("live start %d, want old/0's first record at %d", got, want[0])
 	}
 	trim := func(topic string, to int64) {
@@ -51,23 +51,23 @@ func TestLiveStart(t *testing.T) {
 		}
 	}
 	trim("old", 2)
-	if got := b.liveStart(ds); got != want[1] {
+	if got := b.liveStart(); got != want[1] {
 		t.Fatalf("after trimming old to 2: live start %d, want gone/0 at %d", got, want[1])
 	}
 	if _, err := adm.DeleteTopics(testCtx(t), "gone"); err != nil {
 		t.Fatal(err)
 	}
-	if got := b.liveStart(ds); got != want[2] {
+	if got := b.liveStart(); got != want[2] {
 		t.Fatalf("after deleting gone: live start %d, want young/1 at %d", got, want[2])
 	}
 	trim("old", 3)
 	trim("young", 0) // partition 0 has nothing: no move
-	if got := b.liveStart(ds); got != want[2] {
+	if got := b.liveStart(); got != want[2] {
 		t.Fatalf("live start %d, want young/1 at %d", got, want[2])
 	}
 	b.following.Store(true)
 	defer b.following.Store(false)
-	if got := b.liveStart(ds); got != math.MinInt64 {
+	if got := b.liveStart(); got != math.MinInt64 {
 		t.Fatalf("a follower's live start %d: its leader decides what is dead", got)
 	}
 }

@@ -2,17 +2,16 @@ package broker
 
 import (
 	"context"
-	"errors"
-	"time"
 
-	"github.com/unilog/unilog/commitlog"
+	"github.com/unilog/unilog/store"
 )
 
 // Storage is what the broker needs from the unified log, owned here so the
-// protocol layer does not depend on how storage is composed. The dispatcher
-// adapter (storage_dispatcher.go) is the production implementation; it is
-// exported so that Config.Storage can serve another one (bench serves the
-// Kafka layout through it, to compare layouts end to end).
+// protocol layer does not depend on how storage is composed. *store.Store
+// is the production implementation; the benchmark serves the Kafka layout
+// through it too, to compare layouts end to end, and answers
+// store.ErrUnsupported for what that layout cannot do (groups' files,
+// replication).
 type Storage interface {
 	// Append stores each batch as one commit log record spanning its Count
 	// offsets, with the base offset stamped into it, in order, and appends
@@ -22,6 +21,9 @@ type Storage interface {
 	// the dispatcher's wake-up and a sync flush's kick are paid once per
 	// request, not once per partition.
 	Append(dst []Appended, batches []StorageBatch) ([]Appended, error)
+	// SyncFlush reports whether the log is flushed as records are
+	// appended: an acks=-1 produce then waits for WaitDurable.
+	SyncFlush() bool
 	// WaitDurable blocks until the log is flushed through end.
 	WaitDurable(ctx context.Context, end int64) error
 	// WaitDispatched blocks until the consume queues index the log through end.
@@ -35,72 +37,97 @@ type Storage interface {
 	// the batch's first offset and the offset after it; ErrStorageRange
 	// when offset is not (or no longer) stored.
 	ReadBatch(topic string, partition int32, offset int64, dst []byte) (out []byte, base, next int64, err error)
+	// RecordEnd is the physical end of the record holding offset; false
+	// when it is not stored (or the storage has no physical positions).
+	RecordEnd(topic string, partition int32, offset int64) (end int64, ok bool)
 	// OffsetForTime returns the first offset of the first batch whose max
 	// timestamp (the producer's CreateTime) is at least ts (unix ms), and
 	// that timestamp; ok is false when there is none.
 	OffsetForTime(topic string, partition int32, ts int64) (offset, batchTS int64, ok bool)
+	// PartitionBytes is the size of the partition's records holding
+	// offsets [from, to), each record counted once (DescribeLogDirs); -1
+	// when the storage cannot tell.
+	PartitionBytes(topic string, partition int32, from, to int64) int64
+	// OffsetKeepingBytes is the first offset in [from, to) from which the
+	// partition's records take at most limit bytes, at a record boundary
+	// (retention.bytes).
+	OffsetKeepingBytes(topic string, partition int32, from, to, limit int64) int64
 	// ScanRecords calls fn with every record stored from the record
 	// boundary from (or the log's start, if later) to the end, in log order;
 	// id is the topic incarnation the record was written for, base and end
 	// are the record's first offset and physical end. batch is only valid
 	// during the call.
-	ScanRecords(from int64, fn func(topic string, id commitlog.TopicID, partition int32, base, end int64, batch []byte)) error
+	ScanRecords(from int64, fn func(topic string, id store.TopicID, partition int32, base, end int64, batch []byte)) error
 	// NewWaiter starts a long poll; the caller releases it.
 	NewWaiter() Waiter
 	// DeleteTopic drops the consume queues and offset counters of the
 	// topic's incarnations that metadata no longer holds; ctx bounds the
-	// wait (dispatcher.Dispatcher.DeleteTopic).
+	// wait (store.Store.DeleteTopic).
 	DeleteTopic(ctx context.Context, topic string) error
+
+	// The group coordinator's offsets log (group_log.go).
+
+	// OldestFileEnd is where the log's oldest file ends, 0 while it has
+	// one file: commits before it are copied forward before retention
+	// deletes the file.
+	OldestFileEnd() int64
+	// FirstHeld is the partition's first offset whose record the log
+	// still holds.
+	FirstHeld(topic string, partition int32) int64
+
+	// Retention (retention.go).
+
+	// AddRetentionFloor keeps every log file ending after floor().
+	AddRetentionFloor(floor func() int64) (remove func())
+	// SetLiveStart lets retention delete at once the files wholly before
+	// liveStart(), which hold only records nobody reads again.
+	SetLiveStart(liveStart func() int64)
+	// FirstLive is the physical offset of the record holding offset of a
+	// partition: math.MaxInt64 when it holds nothing from there on,
+	// math.MinInt64 when what it holds cannot be read.
+	FirstLive(topic string, partition int32, offset int64) int64
+
+	// Replication: a follower's changes to its log (producer_replica.go)
+	// and the leader epochs OffsetForLeaderEpoch answers from.
+
+	// Truncate cuts the log and its queues back to the record boundary to.
+	Truncate(to int64) error
+	// Restart empties the log and starts it again at at, each partition
+	// at its offset in next.
+	Restart(at int64, next []store.PartitionOffset) error
+	// LeaderEpochs lists the epochs of the log, oldest first.
+	LeaderEpochs() ([]store.EpochStart, error)
+
 	// Stats reports sizes for the metrics.
 	Stats() StorageStats
 	// Close flushes and closes the storage with a clean checkpoint.
 	Close() error
 }
 
+var _ Storage = (*store.Store)(nil)
+
 // StorageBatch is one partition's record batch for Storage.Append.
-type StorageBatch struct {
-	Topic        string
-	Partition    int32
-	Count        int32 // records in the batch, the offsets it takes
-	MaxTimestamp int64
-	Records      []byte
-}
+type StorageBatch = store.Batch
 
 // Appended is where Storage.Append stored a batch: its base offset, the
 // physical end of its record (what WaitDurable and WaitDispatched take),
 // and the partition's log start offset for the produce answer.
-type Appended struct {
-	Base, End, LogStart int64
-}
+type Appended = store.Appended
 
 // Waiter is one long poll over any number of partitions with a single
-// notify channel (dispatcher.Waiter). Registrations last until the partition
+// notify channel (store.Waiter). Registrations last until the partition
 // grows or Release, so a fetch that returns leaves nothing behind.
-type Waiter interface {
-	// Watch signals C once the partition holds an offset beyond offset.
-	Watch(topic string, partition int32, offset int64)
-	C() <-chan struct{}
-	// Release drops every registration and a pending signal.
-	Release()
-}
+type Waiter = store.Waiter
 
 // StorageStats are the sizes Storage reports for the metrics.
-type StorageStats struct {
-	LogBytes int64
-	LagBytes int64
-	LagTime  time.Duration
-	// WriteFailed: a flush of the log or the queues failed; appends are
-	// refused (errStorageReadOnly) until a restart.
-	WriteFailed bool
-	Watchers    int64 // partition registrations of live long polls
-}
+type StorageStats = store.Stats
 
-// ErrStorageRange reports an offset the storage does not hold.
-var ErrStorageRange = errors.New("broker: offset not stored")
-
-// errStorageReadOnly reports an append refused because the disk is full
-// or a flush failed: retriable, nothing was stored.
-var errStorageReadOnly = errors.New("broker: storage refuses writes")
-
-// ErrStorageTooLarge reports a record larger than the log accepts.
-var ErrStorageTooLarge = errors.New("broker: record too large for the commit log")
+var (
+	// ErrStorageRange reports an offset the storage does not hold.
+	ErrStorageRange = store.ErrOutOfRange
+	// errStorageReadOnly reports an append refused because the disk is
+	// full or a flush failed: retriable, nothing was stored.
+	errStorageReadOnly = store.ErrReadOnly
+	// ErrStorageTooLarge reports a record larger than the log accepts.
+	ErrStorageTooLarge = store.ErrTooLarge
+)

@@ -10,6 +10,7 @@ import (
 	"github.com/unilog/unilog/broker"
 	"github.com/unilog/unilog/broker/storagetest"
 	"github.com/unilog/unilog/commitlog"
+	"github.com/unilog/unilog/store"
 )
 
 // TestStorageConformance runs the Storage suite over the unified log in
@@ -21,9 +22,14 @@ func TestStorageConformance(t *testing.T) {
 			storagetest.Run(t, func(t *testing.T, dir string) broker.Storage {
 				log := logrus.New()
 				log.SetOutput(io.Discard)
-				st, err := broker.OpenStorage(broker.Config{DataDir: dir, FileSize: 1 << 20, Flush: flush, Logger: log}, func(topic string) bool {
-					_, gone := forgotten.Load(dir + "/" + topic)
-					return !gone
+				st, err := store.Open(store.Options{
+					Dir:       dir,
+					CommitLog: commitlog.Options{FileSize: 1 << 20, FlushMode: flush},
+					Live: func(topic string) (store.TopicID, bool) {
+						_, gone := forgotten.Load(dir + "/" + topic)
+						return store.TopicID{}, !gone
+					},
+					Logger: log,
 				})
 				if err != nil {
 					t.Fatal(err)

@@ -41,7 +41,7 @@ func configIs(c kadm.Config, value string, source kmsg.ConfigSource) bool {
 // the design cannot honour are refused with the reason.
 func TestCreateTopicWithConfigs(t *testing.T) {
 	cfg := testConfig(t, t.TempDir())
-	b, err := Start(cfg)
+	b, err := Open(cfg, testStore())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -252,7 +252,7 @@ func TestTopicRetention(t *testing.T) {
 		}
 	}
 	alter("byTime", "retention.ms", "3600000")
-	one := b.st.(*dispatcherStorage).PartitionBytes("bySize", 0, 0, 1)
+	one := b.st.PartitionBytes("bySize", 0, 0, 1)
 	alter("bySize", "retention.bytes", strconv.FormatInt(2*one, 10))
 	b.applyTopicRetention()
 	if s := start("byTime"); s != 0 {

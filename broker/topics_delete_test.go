@@ -46,7 +46,7 @@ func deleteTopicsReq(timeout time.Duration, names ...string) *kmsg.DeleteTopicsR
 // stands.
 func TestDeleteTopicsWaitsOutsideTheTopicLock(t *testing.T) {
 	s := &stuckDelete{entered: make(chan string, 4), release: make(chan struct{})}
-	b, err := start(testConfig(t, t.TempDir()), func(st Storage) Storage { s.Storage = st; return s })
+	b, err := open(testConfig(t, t.TempDir()), testStore(), func(st Storage) Storage { s.Storage = st; return s })
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -19,7 +19,7 @@ import (
 func TestTopicLifecycle(t *testing.T) {
 	dir := t.TempDir()
 	cfg := testConfig(t, dir)
-	b, err := Start(cfg)
+	b, err := Open(cfg, testStore())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -194,7 +194,7 @@ func TestPipelining(t *testing.T) {
 // TestCloseEndsLongPoll closes the broker while a fetch waits: the fetch
 // is answered and Close completes.
 func TestCloseEndsLongPoll(t *testing.T) {
-	b, err := Start(testConfig(t, t.TempDir()))
+	b, err := Open(testConfig(t, t.TempDir()), testStore())
 	if err != nil {
 		t.Fatal(err)
 	}

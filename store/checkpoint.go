@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/unilog/unilog/dispatcher"
 	"github.com/unilog/unilog/internal/fileops"
 	"github.com/unilog/unilog/internal/framed"
 )
@@ -97,5 +98,5 @@ var (
 	ErrCorrupt            = errors.New("store: corrupt")
 	ErrUnsupportedVersion = errors.New("store: unsupported version")
 	ErrLocked             = errors.New("store: data directory is in use by another process")
-	ErrClosed             = errors.New("store: closed")
+	ErrClosed             = dispatcher.ErrClosed
 )

@@ -247,10 +247,3 @@ func (s *Store) close() error {
 	}
 	return s.abort.release()
 }
-
-// Log is the commit log; appends go here.
-func (s *Store) Log() *commitlog.Log { return s.log }
-
-// Queues is the consume-queue store, whose queues are named by QueueName;
-// Queue finds the queue of a topic's live incarnation.
-func (s *Store) Queues() *consumequeue.Store { return s.queues }

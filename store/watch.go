@@ -15,22 +15,36 @@ import (
 // once nobody polls it.
 //
 // A Waiter is used by one goroutine at a time.
-type Waiter struct {
+type Waiter interface {
+	// Watch registers the partition of the live incarnation of topic
+	// until it holds an offset beyond offset.
+	Watch(topic string, partition int32, offset int64)
+	// C receives once after any watched partition grew, its topic was
+	// deleted or the store closed. Callers re-read the partitions after a
+	// signal.
+	C() <-chan struct{}
+	// Release unregisters every partition and drops a pending signal; the
+	// waiter can then watch again.
+	Release()
+}
+
+// waiter is the Store's Waiter.
+type waiter struct {
 	s   *Store
 	ch  chan struct{} // capacity 1: a pending signal, however many partitions grew
 	ids []consumequeue.ID
 }
 
 // NewWaiter returns an empty long poll on the dispatcher's partitions.
-func (s *Store) NewWaiter() *Waiter {
-	return &Waiter{s: s, ch: make(chan struct{}, 1)}
+func (s *Store) NewWaiter() Waiter {
+	return &waiter{s: s, ch: make(chan struct{}, 1)}
 }
 
 // Watch registers the partition of the live incarnation of topic until its
 // MaxOffset exceeds offset. When it already does, when the topic does not
 // exist (or the dispatcher is closed) the waiter is signalled at once and
 // nothing is registered.
-func (wt *Waiter) Watch(topic string, partition int32, offset int64) {
+func (wt *waiter) Watch(topic string, partition int32, offset int64) {
 	tid, ok := wt.s.liveID(topic)
 	if !ok {
 		wt.signal()
@@ -44,11 +58,11 @@ func (wt *Waiter) Watch(topic string, partition int32, offset int64) {
 
 // C receives once after any watched partition grew, its topic was deleted
 // or the dispatcher closed. Callers re-read the partitions after a signal.
-func (wt *Waiter) C() <-chan struct{} { return wt.ch }
+func (wt *waiter) C() <-chan struct{} { return wt.ch }
 
 // Release unregisters every partition and drops a pending signal; the
 // waiter can then watch again.
-func (wt *Waiter) Release() {
+func (wt *waiter) Release() {
 	if len(wt.ids) > 0 {
 		wt.s.watches.remove(wt.ids, wt)
 		clear(wt.ids)
@@ -60,7 +74,7 @@ func (wt *Waiter) Release() {
 	}
 }
 
-func (wt *Waiter) signal() {
+func (wt *waiter) signal() {
 	select {
 	case wt.ch <- struct{}{}:
 	default:
@@ -79,7 +93,7 @@ func (s *Store) Watchers() int64 { return s.watches.count.Load() }
 // watch is one partition registration of a Waiter.
 type watch struct {
 	offset int64
-	waiter *Waiter
+	waiter *waiter
 }
 
 // watches holds the registrations of every partition. The dispatcher wakes a
@@ -99,7 +113,7 @@ func newWatches(max func(consumequeue.ID) int64) *watches {
 
 // add registers wt on id and reports true, or signals wt and reports false
 // when id already holds an offset beyond offset.
-func (w *watches) add(id consumequeue.ID, offset int64, wt *Waiter) bool {
+func (w *watches) add(id consumequeue.ID, offset int64, wt *waiter) bool {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	// Counted before MaxOffset is read: the dispatcher appends, then reads
@@ -115,7 +129,7 @@ func (w *watches) add(id consumequeue.ID, offset int64, wt *Waiter) bool {
 }
 
 // remove drops wt's registrations on ids; ones already woken are gone.
-func (w *watches) remove(ids []consumequeue.ID, wt *Waiter) {
+func (w *watches) remove(ids []consumequeue.ID, wt *waiter) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	for _, id := range ids {

@@ -16,7 +16,7 @@ func settle(t testing.TB, d *Store) {
 	holdDispatcher(t, d)()
 }
 
-func signalled(w *Waiter) bool {
+func signalled(w Waiter) bool {
 	select {
 	case <-w.C():
 		return true

@@ -1,5 +1,5 @@
 // Package storagetest is the conformance suite of broker.Storage: every
-// implementation (the unified log's, broker.OpenStorage, and the Kafka
+// implementation (the unified log's, *store.Store, and the Kafka
 // layout the benchmark serves) runs the same cases, so the broker's
 // protocol front end can rely on one contract whichever storage it serves.
 // nats-server runs its store tests over every store kind the same way.

@@ -15,6 +15,7 @@ import (
 
 	"github.com/unilog/unilog/broker"
 	"github.com/unilog/unilog/commitlog"
+	"github.com/unilog/unilog/consumequeue"
 	"github.com/unilog/unilog/internal/bytesize"
 	"github.com/unilog/unilog/store"
 )
@@ -60,6 +61,33 @@ a plain byte count or a unit: KiB, MiB, GiB, TiB (powers of 1024) or KB, MB, GB,
 	}
 }
 
+// storeOptions turns the storage flags into the options of the data
+// directory's store; its Dir, Live and Logger are filled in by runBroker.
+func storeOptions(c *cli.Context) (store.Options, error) {
+	so := store.Options{
+		CommitLog:          commitlog.Options{RecoverTruncate: c.Bool("recover-truncate")},
+		ConsumeQueue:       consumequeue.Options{MaxMapped: c.Int("max-mapped-queues")},
+		CheckpointInterval: c.Duration("checkpoint-interval"),
+	}
+	if so.ConsumeQueue.MaxMapped < 0 {
+		return so, fmt.Errorf("--max-mapped-queues %d: must not be negative", so.ConsumeQueue.MaxMapped)
+	}
+	if so.CheckpointInterval <= 0 {
+		return so, fmt.Errorf("--checkpoint-interval %s: must be positive", so.CheckpointInterval)
+	}
+	var err error
+	if so.CheckpointBytes, err = bytesize.ParseIn(c.String("checkpoint-bytes"), 1, math.MaxInt64); err != nil {
+		return so, fmt.Errorf("--checkpoint-bytes: %w", err)
+	}
+	if so.CommitLog.FlushMode, err = commitlog.ParseFlushMode(c.String("flush")); err != nil {
+		return so, fmt.Errorf("--flush: %w", err)
+	}
+	if so.CommitLog.FileSize, err = bytesize.ParseIn(c.String("file-size"), 1, math.MaxInt64); err != nil {
+		return so, fmt.Errorf("--file-size: %w", err)
+	}
+	return so, nil
+}
+
 // brokerConfig turns the flags into a broker.Config logging to logOut.
 func brokerConfig(c *cli.Context, logOut io.Writer) (broker.Config, error) {
 	cfg := broker.Config{
@@ -68,25 +96,8 @@ func brokerConfig(c *cli.Context, logOut io.Writer) (broker.Config, error) {
 		Admin:            c.String("admin"),
 		AdminPprof:       c.Bool("admin-pprof"),
 		AutoCreateTopics: c.Bool("auto-create-topics"),
-		RecoverTruncate:  c.Bool("recover-truncate"),
 		ReadTimeout:      c.Duration("read-timeout"),
 		WriteTimeout:     c.Duration("write-timeout"),
-	}
-	if cfg.MaxMappedQueues = c.Int("max-mapped-queues"); cfg.MaxMappedQueues < 0 {
-		return cfg, fmt.Errorf("--max-mapped-queues %d: must not be negative", cfg.MaxMappedQueues)
-	}
-	if cfg.CheckpointInterval = c.Duration("checkpoint-interval"); cfg.CheckpointInterval <= 0 {
-		return cfg, fmt.Errorf("--checkpoint-interval %s: must be positive", cfg.CheckpointInterval)
-	}
-	var err error
-	if cfg.CheckpointBytes, err = bytesize.ParseIn(c.String("checkpoint-bytes"), 1, math.MaxInt64); err != nil {
-		return cfg, fmt.Errorf("--checkpoint-bytes: %w", err)
-	}
-	if cfg.Flush, err = commitlog.ParseFlushMode(c.String("flush")); err != nil {
-		return cfg, fmt.Errorf("--flush: %w", err)
-	}
-	if cfg.FileSize, err = bytesize.ParseIn(c.String("file-size"), 1, math.MaxInt64); err != nil {
-		return cfg, fmt.Errorf("--file-size: %w", err)
 	}
 	for _, f := range []struct {
 		name string
@@ -146,6 +157,10 @@ func runBroker(c *cli.Context) error {
 	if err != nil {
 		return fmt.Errorf("broker: %w", err)
 	}
+	so, err := storeOptions(c)
+	if err != nil {
+		return fmt.Errorf("broker: %w", err)
+	}
 	log := cfg.Logger
 
 	// Subscribe before Start so a signal during recovery is not lost.
@@ -153,19 +168,31 @@ func runBroker(c *cli.Context) error {
 	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
 	defer signal.Stop(sigs)
 
-	cp, err := startControlPlane(c, &cfg)
+	cp, err := startControlPlane(c, &cfg, so.CommitLog.FlushMode == commitlog.FlushSync)
 	if err != nil {
 		return fmt.Errorf("broker: control plane: %w", err)
 	}
-	b, err := broker.Start(cfg)
+	// The metadata first, then the store, which dispatches only the
+	// records of the topics it holds, then the broker serving both.
+	so.Dir, so.Live, so.Logger = cfg.DataDir, broker.Live(cfg.Metadata), log
+	st, err := store.Open(so)
 	if errors.Is(err, commitlog.ErrDamaged) {
-		return fmt.Errorf("%w\n\nRecords that were flushed to disk are damaged. See where with\n  unilog inspect --verify --data-dir %s\nthen, to cut the log there and lose the records from the damage on, restart with --recover-truncate", err, cfg.DataDir)
+		cfg.Metadata.Close()
+		cp.close()
+		return fmt.Errorf("broker: open storage: %w\n\nRecords that were flushed to disk are damaged. See where with\n  unilog inspect --verify --data-dir %s\nthen, to cut the log there and lose the records from the damage on, restart with --recover-truncate", err, cfg.DataDir)
 	}
+	if err != nil {
+		cfg.Metadata.Close()
+		cp.close()
+		return fmt.Errorf("broker: open storage: %w", err)
+	}
+	cfg.Storage = st
+	b, err := broker.Start(cfg)
 	if err != nil {
 		cp.close()
 		return err
 	}
-	if err := cp.repl.Attach(b, b.Dispatcher()); err != nil {
+	if err := cp.repl.Attach(b, st); err != nil {
 		b.Close()
 		cp.close()
 		return fmt.Errorf("broker: replication: %w", err)

@@ -14,51 +14,74 @@ import (
 
 	"github.com/unilog/unilog/broker"
 	"github.com/unilog/unilog/commitlog"
+	"github.com/unilog/unilog/store"
 )
 
 // parsedBrokerConfig runs the broker command's flag parsing (not Start).
+// storeFlags are the store options the broker's flags set.
+type storeFlags struct {
+	Flush              commitlog.FlushMode
+	FileSize           int64
+	RecoverTruncate    bool
+	MaxMappedQueues    int
+	CheckpointInterval time.Duration
+	CheckpointBytes    int64
+}
+
 func parsedBrokerConfig(t *testing.T, args ...string) (broker.Config, string, error) {
+	cfg, _, logs, err := parsedNodeConfig(t, args...)
+	return cfg, logs, err
+}
+
+func parsedNodeConfig(t *testing.T, args ...string) (broker.Config, storeFlags, string, error) {
 	t.Helper()
 	cmd := brokerCommand()
 	var cfg broker.Config
+	var so store.Options
 	var cerr error
 	var logs bytes.Buffer
 	cmd.Action = func(c *cli.Context) error {
-		cfg, cerr = brokerConfig(c, &logs)
+		if cfg, cerr = brokerConfig(c, &logs); cerr == nil {
+			so, cerr = storeOptions(c)
+		}
 		return nil
 	}
 	app := &cli.App{Name: "unilog", Commands: []*cli.Command{cmd}, Writer: &bytes.Buffer{}, ErrWriter: &bytes.Buffer{},
 		ExitErrHandler: func(*cli.Context, error) {}}
 	if err := app.Run(append([]string{"unilog", "broker"}, args...)); err != nil {
-		return cfg, "", err
+		return cfg, storeFlags{}, "", err
 	}
 	if cerr == nil {
 		cfg.Logger.Info("probe")
 	}
-	return cfg, logs.String(), cerr
+	sf := storeFlags{
+		Flush: so.CommitLog.FlushMode, FileSize: so.CommitLog.FileSize, RecoverTruncate: so.CommitLog.RecoverTruncate,
+		MaxMappedQueues: so.ConsumeQueue.MaxMapped, CheckpointInterval: so.CheckpointInterval, CheckpointBytes: so.CheckpointBytes,
+	}
+	return cfg, sf, logs.String(), cerr
 }
 
 func TestBrokerFlags(t *testing.T) {
-	cfg, logs, err := parsedBrokerConfig(t, "--data-dir", "/d")
+	cfg, sf, logs, err := parsedNodeConfig(t, "--data-dir", "/d")
 	if err != nil {
 		t.Fatal(err)
 	}
 	want := broker.Config{
-		DataDir: "/d", Listen: "127.0.0.1:9092", Admin: "127.0.0.1:9644", Flush: commitlog.FlushAsync,
-		FileSize: 1 << 30, DefaultPartitions: 1, MaxMessageBytes: 1<<20 + 12, MaxRequestBytes: 100 << 20,
+		DataDir: "/d", Listen: "127.0.0.1:9092", Admin: "127.0.0.1:9644",
+		DefaultPartitions: 1, MaxMessageBytes: 1<<20 + 12, MaxRequestBytes: 100 << 20,
 		MaxConnections: 4096, MaxConnectionsPerIP: 1024, IdleTimeout: 10 * time.Minute, ReadTimeout: time.Minute, WriteTimeout: 30 * time.Second,
 		MaxInflightBytes: 512 << 20, MaxFetchBytes: 55 << 20,
-		CheckpointInterval: 10 * time.Second, CheckpointBytes: 1 << 30,
 	}
+	wantStore := storeFlags{Flush: commitlog.FlushAsync, FileSize: 1 << 30, CheckpointInterval: 10 * time.Second, CheckpointBytes: 1 << 30}
 	cfg.Logger = nil
-	if cfg != want {
-		t.Errorf("defaults:\n got %+v\nwant %+v", cfg, want)
+	if cfg != want || sf != wantStore {
+		t.Errorf("defaults:\n got %+v %+v\nwant %+v %+v", cfg, sf, want, wantStore)
 	}
 	if !strings.Contains(logs, `level=info msg=probe`) {
 		t.Errorf("default logger writes %q, want logrus text at info", logs)
 	}
 
-	cfg, logs, err = parsedBrokerConfig(t, "--data-dir", "/x", "--listen", "0.0.0.0:19092", "--admin", "", "--flush", "sync",
+	cfg, sf, logs, err = parsedNodeConfig(t, "--data-dir", "/x", "--listen", "0.0.0.0:19092", "--admin", "", "--flush", "sync",
 		"--file-size", "64MiB", "--auto-create-topics", "--default-partitions", "12", "--max-message-bytes", "4MiB",
 		"--max-request-bytes", "8MiB", "--max-connections", "10", "--max-connections-per-ip", "3", "--read-timeout", "1m", "--write-timeout", "5s",
 		"--node-id", "3", "--log-level", "warn", "--log-format", "json", "--recover-truncate", "--max-mapped-queues", "60000",
@@ -71,15 +94,16 @@ func TestBrokerFlags(t *testing.T) {
 	}
 	cfg.Logger.(*logrus.Logger).Warn("probe")
 	want = broker.Config{
-		DataDir: "/x", Listen: "0.0.0.0:19092", Admin: "", AdminPprof: true, Flush: commitlog.FlushSync, FileSize: 64 << 20,
+		DataDir: "/x", Listen: "0.0.0.0:19092", Admin: "", AdminPprof: true,
 		AutoCreateTopics: true, DefaultPartitions: 12, MaxMessageBytes: 4 << 20, MaxRequestBytes: 8 << 20,
-		MaxConnections: 10, MaxConnectionsPerIP: 3, IdleTimeout: 10 * time.Minute, ReadTimeout: time.Minute, WriteTimeout: 5 * time.Second, NodeID: 3, RecoverTruncate: true,
-		MaxInflightBytes: 512 << 20, MaxFetchBytes: 55 << 20, MaxMappedQueues: 60000,
-		CheckpointInterval: 2 * time.Second, CheckpointBytes: 64 << 20,
+		MaxConnections: 10, MaxConnectionsPerIP: 3, IdleTimeout: 10 * time.Minute, ReadTimeout: time.Minute, WriteTimeout: 5 * time.Second, NodeID: 3,
+		MaxInflightBytes: 512 << 20, MaxFetchBytes: 55 << 20,
 	}
+	wantStore = storeFlags{Flush: commitlog.FlushSync, FileSize: 64 << 20, RecoverTruncate: true, MaxMappedQueues: 60000,
+		CheckpointInterval: 2 * time.Second, CheckpointBytes: 64 << 20}
 	cfg.Logger = nil
-	if cfg != want {
-		t.Errorf("flags:\n got %+v\nwant %+v", cfg, want)
+	if cfg != want || sf != wantStore {
+		t.Errorf("flags:\n got %+v %+v\nwant %+v %+v", cfg, sf, want, wantStore)
 	}
 
 	for _, tc := range []struct {
@@ -112,9 +136,9 @@ func TestBrokerSizesReadAsBenchReadsThem(t *testing.T) {
 		in   string
 		want int64
 	}{{"512M", 512 << 20}, {"1.5GiB", 3 << 29}, {"64mib", 64 << 20}, {"1GB", 1e9}, {"1048576", 1 << 20}} {
-		cfg, _, err := parsedBrokerConfig(t, "--data-dir", "/d", "--file-size", tc.in)
-		if err != nil || cfg.FileSize != tc.want {
-			t.Errorf("--file-size %s: %d, %v; want %d", tc.in, cfg.FileSize, err, tc.want)
+		_, sf, _, err := parsedNodeConfig(t, "--data-dir", "/d", "--file-size", tc.in)
+		if err != nil || sf.FileSize != tc.want {
+			t.Errorf("--file-size %s: %d, %v; want %d", tc.in, sf.FileSize, err, tc.want)
 		}
 	}
 }
@@ -130,7 +154,7 @@ func TestBrokerFlagsFromEnvironment(t *testing.T) {
 	} {
 		t.Setenv(k, v)
 	}
-	cfg, _, err := parsedBrokerConfig(t)
+	cfg, sf, _, err := parsedNodeConfig(t)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -141,13 +165,14 @@ func TestBrokerFlagsFromEnvironment(t *testing.T) {
 	}
 	cfg.Logger = nil
 	want := broker.Config{
-		DataDir: "/env", Listen: "127.0.0.1:1", Admin: "127.0.0.1:2", Flush: commitlog.FlushSync, FileSize: 16 << 20,
+		DataDir: "/env", Listen: "127.0.0.1:1", Admin: "127.0.0.1:2",
 		AutoCreateTopics: true, DefaultPartitions: 7, MaxMessageBytes: 2 << 20, MaxRequestBytes: 3 << 20,
-		MaxConnections: 5, MaxConnectionsPerIP: 4, IdleTimeout: 10 * time.Minute, ReadTimeout: 2 * time.Minute, WriteTimeout: 3 * time.Second, NodeID: 9, RecoverTruncate: true,
-		MaxInflightBytes: 512 << 20, MaxFetchBytes: 55 << 20, CheckpointInterval: 30 * time.Second, CheckpointBytes: 2 << 30,
+		MaxConnections: 5, MaxConnectionsPerIP: 4, IdleTimeout: 10 * time.Minute, ReadTimeout: 2 * time.Minute, WriteTimeout: 3 * time.Second, NodeID: 9,
+		MaxInflightBytes: 512 << 20, MaxFetchBytes: 55 << 20,
 	}
-	if cfg != want {
-		t.Errorf("from environment:\n got %+v\nwant %+v", cfg, want)
+	wantStore := storeFlags{Flush: commitlog.FlushSync, FileSize: 16 << 20, RecoverTruncate: true, CheckpointInterval: 30 * time.Second, CheckpointBytes: 2 << 30}
+	if cfg != want || sf != wantStore {
+		t.Errorf("from environment:\n got %+v %+v\nwant %+v %+v", cfg, sf, want, wantStore)
 	}
 	// A flag beats its environment variable.
 	if cfg, _, err := parsedBrokerConfig(t, "--listen", "127.0.0.1:3"); err != nil || cfg.Listen != "127.0.0.1:3" {

@@ -55,7 +55,7 @@ type controlPlane struct {
 
 // startControlPlane starts or joins NATS and the node, and points cfg's
 // metadata and leadership at it.
-func startControlPlane(c *cli.Context, cfg *broker.Config) (*controlPlane, error) {
+func startControlPlane(c *cli.Context, cfg *broker.Config, durable bool) (*controlPlane, error) {
 	external := c.String("nats")
 	routes := splitList(c.String("nats-routes"))
 	if external != "" && (len(routes) > 0 || c.String("nats-cluster-listen") != "") {
@@ -88,7 +88,7 @@ func startControlPlane(c *cli.Context, cfg *broker.Config) (*controlPlane, error
 	}
 	rc.key = secret.ReplicationKey()
 	cp := &controlPlane{url: external, log: cfg.Logger}
-	if cp.repl, err = replication.NewRole(rc.role(*cfg, c.String("replica-group"))); err != nil {
+	if cp.repl, err = replication.NewRole(rc.role(*cfg, c.String("replica-group"), durable)); err != nil {
 		return nil, fmt.Errorf("--replication-listen: %w", err)
 	}
 	// Without credentials of its own, an external NATS may be another

@@ -17,7 +17,6 @@ import (
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
-
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -76,7 +75,7 @@ func TestBrokerRefusesConflictingControlPlaneFlags(t *testing.T) {
 // still be there.
 func TestBrokerMovesFileMetadataIntoTheControlPlane(t *testing.T) {
 	dir := t.TempDir()
-	b, err := broker.Start(broker.Config{DataDir: dir, Listen: "127.0.0.1:0", FileSize: testBrokerFileSize, Logger: quietLogger()})
+	b, err := broker.Open(broker.Config{DataDir: dir, Listen: "127.0.0.1:0", Logger: quietLogger()}, testStore())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -296,7 +295,7 @@ func TestOwnDeletesAreNotAnotherNodes(t *testing.T) {
 // changes made there (haMetadata.UpdateTopic) outlive a restart.
 func TestControlPlaneKeepsTopicConfigsAndLogStarts(t *testing.T) {
 	dir := t.TempDir()
-	b, err := broker.Start(broker.Config{DataDir: dir, Listen: "127.0.0.1:0", FileSize: testBrokerFileSize, Logger: quietLogger()})
+	b, err := broker.Open(broker.Config{DataDir: dir, Listen: "127.0.0.1:0", Logger: quietLogger()}, testStore())
 	if err != nil {
 		t.Fatal(err)
 	}

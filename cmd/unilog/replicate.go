@@ -9,7 +9,6 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/unilog/unilog/broker"
-	"github.com/unilog/unilog/commitlog"
 	"github.com/unilog/unilog/ha/replication"
 	"github.com/unilog/unilog/internal/tlsconf"
 )
@@ -78,11 +77,12 @@ func parseReplicationFlags(c *cli.Context) (replicationConfig, error) {
 	return rc, nil
 }
 
-// role is the replica role's configuration for the broker of cfg in group.
-func (rc replicationConfig) role(cfg broker.Config, group string) replication.RoleConfig {
+// role is the replica role's configuration for the broker of cfg in
+// group; durable: its log is flushed as records are appended.
+func (rc replicationConfig) role(cfg broker.Config, group string, durable bool) replication.RoleConfig {
 	return replication.RoleConfig{
 		Node: cfg.NodeID, Group: group, Listen: rc.listen,
-		MinInSync: rc.minInSync, Durable: cfg.Flush == commitlog.FlushSync,
+		MinInSync: rc.minInSync, Durable: durable,
 		Key: rc.key, ServerTLS: rc.serverTLS, ClientTLS: rc.clientTLS,
 		Logger: cfg.Logger,
 	}

@@ -9,6 +9,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kfake"
 
 	"github.com/unilog/unilog/broker"
+	"github.com/unilog/unilog/commitlog"
+	"github.com/unilog/unilog/store"
 )
 
 // testBrokerFileSize keeps commit log files small: each is fallocated and
@@ -19,12 +21,7 @@ const testBrokerFileSize = 8 << 20
 // directory, closed when the test ends.
 func startTestBroker(t *testing.T) string {
 	t.Helper()
-	b, err := broker.Start(broker.Config{
-		DataDir:  t.TempDir(),
-		Listen:   "127.0.0.1:0",
-		FileSize: testBrokerFileSize,
-		Logger:   quietLogger(),
-	})
+	b, err := broker.Open(broker.Config{DataDir: t.TempDir(), Listen: "127.0.0.1:0", Logger: quietLogger()}, testStore())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -34,6 +31,11 @@ func startTestBroker(t *testing.T) string {
 		}
 	})
 	return b.Addr()
+}
+
+// testStore is the store of a test broker: small commit-log files.
+func testStore() store.Options {
+	return store.Options{CommitLog: commitlog.Options{FileSize: testBrokerFileSize}}
 }
 
 func quietLogger() *logrus.Logger {
