@@ -72,7 +72,7 @@ func TestKafkaLayoutStorageRange(t *testing.T) {
 	st := newKafkaLayoutStorage(kl, true)
 	defer st.Close()
 	batch := make([]byte, 64)
-	if _, _, _, err := st.ReadBatch("t", 0, 0, nil); !errors.Is(err, broker.ErrStorageRange) {
+	if _, _, _, err := st.Partition("t", 0).ReadBatch(0, nil); !errors.Is(err, broker.ErrStorageRange) {
 		t.Errorf("unknown partition: %v", err)
 	}
 	five := broker.StorageBatch{Topic: "t", Count: 5, Records: batch}
@@ -85,11 +85,11 @@ func TestKafkaLayoutStorageRange(t *testing.T) {
 			t.Errorf("batch %d: base %d, want %d", i, a.Base, 5*i)
 		}
 	}
-	got, base, next, err := st.ReadBatch("t", 0, 7, nil)
+	got, base, next, err := st.Partition("t", 0).ReadBatch(7, nil)
 	if err != nil || base != 5 || next != 10 || len(got) != 64 || got[7] != 5 {
 		t.Errorf("read at 7: base %d next %d %d bytes stamp %d: %v", base, next, len(got), got[7], err)
 	}
-	if _, _, _, err := st.ReadBatch("t", 0, 15, nil); !errors.Is(err, broker.ErrStorageRange) {
+	if _, _, _, err := st.Partition("t", 0).ReadBatch(15, nil); !errors.Is(err, broker.ErrStorageRange) {
 		t.Errorf("at the end: %v", err)
 	}
 	w := st.NewWaiter()

@@ -95,7 +95,26 @@ func (s *kafkaLayoutStorage) Bounds(topic string, partition int32) (int64, int64
 	return 0, end
 }
 
-func (s *kafkaLayoutStorage) ReadBatch(topic string, partition int32, offset int64, dst []byte) ([]byte, int64, int64, error) {
+// layoutPartition is a read handle on one partition of the layout; it
+// resolves nothing ahead, the layout looking the partition up per read.
+type layoutPartition struct {
+	s         *kafkaLayoutStorage
+	topic     string
+	partition int32
+}
+
+func (s *kafkaLayoutStorage) Partition(topic string, partition int32) broker.PartitionReader {
+	return layoutPartition{s: s, topic: topic, partition: partition}
+}
+
+func (h layoutPartition) Bounds() (int64, int64) { return h.s.Bounds(h.topic, h.partition) }
+
+// RecordEnd: the layout has no physical positions, which only replication
+// and leader epochs ask for.
+func (h layoutPartition) RecordEnd(int64) (int64, bool) { return 0, false }
+
+func (h layoutPartition) ReadBatch(offset int64, dst []byte) ([]byte, int64, int64, error) {
+	s, topic, partition := h.s, h.topic, h.partition
 	base, next := int64(-1), offset
 	_, err := s.log.Read(topic, partition, offset, 1, func(r *commitlog.Record) error {
 		dst = append(dst, r.Body...)
@@ -208,10 +227,6 @@ func (s *kafkaLayoutStorage) ScanRecords(int64, func(string, commitlog.TopicID, 
 var errNoTopicDelete = errors.New("bench: the kafka layout does not delete topics")
 
 func (s *kafkaLayoutStorage) DeleteTopic(context.Context, string) error { return errNoTopicDelete }
-
-// RecordEnd: the layout has no physical positions, which only replication
-// and leader epochs ask for.
-func (s *kafkaLayoutStorage) RecordEnd(string, int32, int64) (int64, bool) { return 0, false }
 
 // PartitionBytes is unknown (-1): DescribeLogDirs answers so.
 func (s *kafkaLayoutStorage) PartitionBytes(string, int32, int64, int64) int64 { return -1 }

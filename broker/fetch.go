@@ -217,7 +217,8 @@ func (f *fetchState) read(w Waiter) (total int, failed, unreplicated bool) {
 			failed = true
 			continue
 		}
-		lo, hi, stored := b.visibleBounds(meta, p.partition)
+		h := b.st.Partition(p.topic, p.partition)
+		lo, hi, stored := b.readerBounds(meta, p.partition, h)
 		rp.HighWatermark = hi
 		rp.LastStableOffset = hi
 		rp.LogStartOffset = lo
@@ -238,7 +239,7 @@ func (f *fetchState) read(w Waiter) (total int, failed, unreplicated bool) {
 		}
 		if f.reached == len(f.parts) && (budget > 0 || f.total == 0) {
 			from := len(f.arena.B)
-			if err := f.readBatches(p, hi, budget, f.total == 0); err != nil {
+			if err := f.readBatches(p, h, hi, budget, f.total == 0); err != nil {
 				rp.ErrorCode = err.Code
 				failed = true
 			}
@@ -256,16 +257,16 @@ func (f *fetchState) read(w Waiter) (total int, failed, unreplicated bool) {
 	return f.total, failed, unreplicated
 }
 
-// readBatches appends whole stored batches from the partition's fetch
-// offset up to hi, none ending past it, to the arena while they fit in budget. When first is set
+// readBatches appends whole stored batches, read through h, from the
+// partition's fetch offset up to hi, none ending past it, to the arena while they fit in budget. When first is set
 // (nothing else in the response yet) the first batch is returned even if it
 // alone exceeds the budget, so a consumer never stalls on a batch larger
 // than its limits (KIP-74).
-func (f *fetchState) readBatches(p fetchPartition, hi int64, budget int, first bool) *kerr.Error {
+func (f *fetchState) readBatches(p fetchPartition, h PartitionReader, hi int64, budget int, first bool) *kerr.Error {
 	start := len(f.arena.B)
 	offset := p.fetchOffset
 	for offset < hi {
-		out, _, next, err := f.b.st.ReadBatch(p.topic, p.partition, offset, f.arena.B)
+		out, _, next, err := h.ReadBatch(offset, f.arena.B)
 		if err != nil {
 			if len(f.arena.B) > start {
 				break

@@ -26,19 +26,28 @@ func (s *tracedStorage) now() time.Time {
 	return s.clock
 }
 
-func (s *tracedStorage) ReadBatch(topic string, partition int32, offset int64, dst []byte) ([]byte, int64, int64, error) {
-	s.mu.Lock()
-	s.reads = append(s.reads, partition)
-	s.clock = s.clock.Add(time.Hour)
-	s.mu.Unlock()
-	return s.Storage.ReadBatch(topic, partition, offset, dst)
-}
-
-func (s *tracedStorage) Bounds(topic string, partition int32) (int64, int64) {
+// Partition counts a bounds lookup (a fetch takes one handle per
+// partition and asks it its bounds) and traces the handle's reads.
+func (s *tracedStorage) Partition(topic string, partition int32) PartitionReader {
 	s.mu.Lock()
 	s.bounds++
 	s.mu.Unlock()
-	return s.Storage.Bounds(topic, partition)
+	return tracedPartition{PartitionReader: s.Storage.Partition(topic, partition), s: s, partition: partition}
+}
+
+// tracedPartition is a tracedStorage's read handle.
+type tracedPartition struct {
+	PartitionReader
+	s         *tracedStorage
+	partition int32
+}
+
+func (h tracedPartition) ReadBatch(offset int64, dst []byte) ([]byte, int64, int64, error) {
+	h.s.mu.Lock()
+	h.s.reads = append(h.s.reads, h.partition)
+	h.s.clock = h.s.clock.Add(time.Hour)
+	h.s.mu.Unlock()
+	return h.PartitionReader.ReadBatch(offset, dst)
 }
 
 // take returns the partitions read and bounds looked up since the last take.

@@ -83,9 +83,19 @@ type indexingStorage struct {
 	end int64
 }
 
-func (s indexingStorage) Bounds(topic string, partition int32) (int64, int64) {
-	lo, _ := s.Storage.Bounds(topic, partition)
-	return lo, s.end
+func (s indexingStorage) Partition(topic string, partition int32) PartitionReader {
+	return indexingPartition{s.Storage.Partition(topic, partition), s.end}
+}
+
+// indexingPartition is an indexingStorage's read handle.
+type indexingPartition struct {
+	PartitionReader
+	end int64
+}
+
+func (h indexingPartition) Bounds() (int64, int64) {
+	lo, _ := h.PartitionReader.Bounds()
+	return lo, h.end
 }
 
 // TestFetchAroundHighWatermark fetches a partition holding batches 0-2 and

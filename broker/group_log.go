@@ -83,15 +83,16 @@ func (l offsetsLog) Start(partition int32) int64 { return l.st.FirstHeld(offsets
 
 // Replay reads the partition's batches from max(from, Start).
 func (l offsetsLog) Replay(partition int32, from int64, fn func(group.Record, int64) error) (int64, error) {
-	_, stored := l.st.Bounds(offsetsTopic, partition)
+	h := l.st.Partition(offsetsTopic, partition)
+	_, stored := h.Bounds()
 	off := max(from, l.Start(partition))
 	var buf []byte
 	for off < stored {
-		batch, _, next, err := l.st.ReadBatch(offsetsTopic, partition, off, buf[:0])
+		batch, _, next, err := h.ReadBatch(off, buf[:0])
 		if err != nil {
 			return 0, fmt.Errorf("broker: replay %s/%d offset %d: %w", offsetsTopic, partition, off, err)
 		}
-		end, _ := l.st.RecordEnd(offsetsTopic, partition, off)
+		end, _ := h.RecordEnd(off)
 		if err := replayBatch(batch, end, fn); err != nil {
 			return 0, fmt.Errorf("broker: replay %s/%d offset %d: %w", offsetsTopic, partition, off, err)
 		}

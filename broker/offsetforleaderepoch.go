@@ -116,7 +116,8 @@ func (b *Broker) leaderEpochs(current int32) []store.EpochStart {
 // current epoch is the leader's even before its first record is written
 // (the epoch file may not name it yet).
 func (b *Broker) epochEnd(t TopicMeta, partition int32, epochs []store.EpochStart, current, epoch int32) (int32, int64) {
-	lo, hi, stored := b.visibleBounds(t, partition)
+	h := b.st.Partition(t.Name, partition)
+	lo, hi, stored := b.readerBounds(t, partition, h)
 	latest := epochs[len(epochs)-1]
 	switch {
 	case epoch < 0 || epoch > current:
@@ -135,6 +136,6 @@ func (b *Broker) epochEnd(t TopicMeta, partition int32, epochs []store.EpochStar
 	if next > 0 {
 		found = ClampEpoch(uint64(epochs[next-1].Epoch))
 	}
-	end := firstEndingAfter(b.st, t.Name, partition, lo, stored, epochs[next].Start)
+	end := firstEndingAfter(h, lo, stored, epochs[next].Start)
 	return found, min(end, hi)
 }

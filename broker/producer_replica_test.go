@@ -68,7 +68,7 @@ func TestPromoteCatchesUpProducerState(t *testing.T) {
 			kept := 2 // batches the promoted follower's log holds
 			if tc.cut {
 				kept = 1
-				to, ok := f.st.RecordEnd("idem", 0, 1)
+				to, ok := f.st.Partition("idem", 0).RecordEnd(1)
 				if !ok {
 					t.Fatal("no record at offset 1")
 				}

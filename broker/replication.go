@@ -114,7 +114,13 @@ func (b *Broker) replicationCode(err error, notEnough *kerr.Error) int16 {
 // the later of the queue's first and the log start DeleteRecords moved
 // (TopicMeta.LogStarts).
 func (b *Broker) visibleBounds(t TopicMeta, partition int32) (lo, hi, stored int64) {
-	lo, stored = b.logBounds(t, partition)
+	return b.readerBounds(t, partition, b.st.Partition(t.Name, partition))
+}
+
+// readerBounds is visibleBounds through the partition's read handle h.
+func (b *Broker) readerBounds(t TopicMeta, partition int32, h PartitionReader) (lo, hi, stored int64) {
+	lo, stored = h.Bounds()
+	lo, stored = withLogStart(t, partition, lo, stored)
 	if b.cfg.Replication == nil || lo == stored {
 		return lo, stored, stored
 	}
@@ -122,21 +128,16 @@ func (b *Broker) visibleBounds(t TopicMeta, partition int32) (lo, hi, stored int
 	if hw >= b.st.WriteOffset() {
 		return lo, stored, stored
 	}
-	return lo, firstEndingAfter(b.st, t.Name, partition, lo, stored, hw), stored
-}
-
-// recordEnder is the storage that knows where a partition's records end.
-type recordEnder interface {
-	RecordEnd(topic string, partition int32, offset int64) (int64, bool)
+	return lo, firstEndingAfter(h, lo, stored, hw), stored
 }
 
 // firstEndingAfter is the first offset in [lo, stored) whose record ends
 // beyond the physical offset phys, or stored if none does. Entries are in
 // log order, so those past phys are a suffix; an entry that cannot be read
 // counts as past it, which makes the answer earlier, never later.
-func firstEndingAfter(st recordEnder, topic string, partition int32, lo, stored, phys int64) int64 {
+func firstEndingAfter(h PartitionReader, lo, stored, phys int64) int64 {
 	n := sort.Search(int(stored-lo), func(i int) bool {
-		end, ok := st.RecordEnd(topic, partition, lo+int64(i))
+		end, ok := h.RecordEnd(lo + int64(i))
 		return !ok || end > phys
 	})
 	return lo + int64(n)
@@ -147,6 +148,12 @@ func firstEndingAfter(st recordEnder, topic string, partition int32, lo, stored,
 // retention moved it to.
 func (b *Broker) logBounds(t TopicMeta, partition int32) (lo, stored int64) {
 	lo, stored = b.st.Bounds(t.Name, partition)
+	return withLogStart(t, partition, lo, stored)
+}
+
+// withLogStart moves the queue's bounds [lo, stored) of a partition to
+// the log start DeleteRecords or retention stored for it, if later.
+func withLogStart(t TopicMeta, partition int32, lo, stored int64) (int64, int64) {
 	if start, ok := t.LogStarts[partition]; ok && start > lo {
 		// Never past the end: a log cut back below the start (a
 		// follower's truncation) serves nothing until it grows again.

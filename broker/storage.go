@@ -33,13 +33,9 @@ type Storage interface {
 	// Bounds returns the first and the next offset of a partition; an
 	// unwritten partition is [0, 0).
 	Bounds(topic string, partition int32) (min, max int64)
-	// ReadBatch appends to dst the stored batch holding offset and returns
-	// the batch's first offset and the offset after it; ErrStorageRange
-	// when offset is not (or no longer) stored.
-	ReadBatch(topic string, partition int32, offset int64, dst []byte) (out []byte, base, next int64, err error)
-	// RecordEnd is the physical end of the record holding offset; false
-	// when it is not stored (or the storage has no physical positions).
-	RecordEnd(topic string, partition int32, offset int64) (end int64, ok bool)
+	// Partition is a read handle on a partition, resolved once: a fetch
+	// takes one per partition and reads every batch through it.
+	Partition(topic string, partition int32) PartitionReader
 	// OffsetForTime returns the first offset of the first batch whose max
 	// timestamp (the producer's CreateTime) is at least ts (unix ms), and
 	// that timestamp; ok is false when there is none.
@@ -118,6 +114,12 @@ type Appended = store.Appended
 // notify channel (store.Waiter). Registrations last until the partition
 // grows or Release, so a fetch that returns leaves nothing behind.
 type Waiter = store.Waiter
+
+// PartitionReader reads one partition: its bounds, its batches
+// (ErrStorageRange when an offset is not stored) and where its records end
+// in the log (false when not stored, or the storage has no physical
+// positions). See store.Partition.
+type PartitionReader = store.Partition
 
 // StorageStats are the sizes Storage reports for the metrics.
 type StorageStats = store.Stats

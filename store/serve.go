@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/unilog/unilog/commitlog"
-	"github.com/unilog/unilog/consumequeue"
 )
 
 // What the broker is served (its Storage interface): appends tagged with
@@ -155,30 +154,6 @@ func (s *Store) Append(dst []Appended, batches []Batch) ([]Appended, error) {
 	}
 }
 
-// Bounds returns the first and the next offset of a partition of the live
-// incarnation of topic; an unwritten partition is [0, 0).
-func (s *Store) Bounds(topic string, partition int32) (int64, int64) {
-	q, ok := s.Queue(topic, partition)
-	if !ok {
-		return 0, 0
-	}
-	return q.MinOffset(), q.MaxOffset()
-}
-
-// RecordEnd is the physical end of the record holding offset; false when
-// the partition does not hold it.
-func (s *Store) RecordEnd(topic string, partition int32, offset int64) (int64, bool) {
-	q, ok := s.Queue(topic, partition)
-	if !ok {
-		return 0, false
-	}
-	e, err := q.Get(offset)
-	if err != nil {
-		return 0, false
-	}
-	return e.PhysOffset + int64(e.Size), true
-}
-
 // PartitionBytes is the size in the commit log (record headers included) of
 // the partition's records holding offsets [from, to): each record counted
 // once, however many offsets its batch spans. It reads one consume-queue
@@ -226,40 +201,6 @@ func (s *Store) OffsetKeepingBytes(topic string, partition int32, from, to, limi
 		keep = off
 	}
 	return keep
-}
-
-// ReadBatch appends to dst the stored batch holding offset and returns the
-// batch's first offset and the offset after it; ErrOutOfRange when offset
-// is not (or no longer) stored.
-func (s *Store) ReadBatch(topic string, partition int32, offset int64, dst []byte) ([]byte, int64, int64, error) {
-	q, ok := s.Queue(topic, partition)
-	if !ok {
-		return dst, 0, 0, ErrOutOfRange
-	}
-	e, err := q.Get(offset)
-	if err != nil {
-		if errors.Is(err, consumequeue.ErrOutOfRange) {
-			return dst, 0, 0, ErrOutOfRange
-		}
-		return dst, 0, 0, fmt.Errorf("store: %s/%d offset %d: %w", topic, partition, offset, err)
-	}
-	v, err := s.log.Read(e.PhysOffset)
-	if err != nil {
-		if errors.Is(err, commitlog.ErrOutOfRange) {
-			return dst, 0, 0, ErrOutOfRange
-		}
-		return dst, 0, 0, fmt.Errorf("store: %s/%d offset %d: %w", topic, partition, offset, err)
-	}
-	defer v.Release()
-	r := v.Record()
-	if id, _ := s.liveID(topic); r.Topic != topic || r.TopicID != id || r.Partition != partition || offset < r.QueueOffset || offset >= r.QueueOffset+int64(r.Count) {
-		return dst, 0, 0, fmt.Errorf("store: %s/%d offset %d: consume queue points at %s (id %s)/%d offsets %d+%d", topic, partition, offset, r.Topic, r.TopicID, r.Partition, r.QueueOffset, r.Count)
-	}
-	out, err := v.AppendBody(dst)
-	if err != nil {
-		return dst, 0, 0, fmt.Errorf("store: %s/%d offset %d: %w", topic, partition, offset, err)
-	}
-	return out, r.QueueOffset, r.QueueOffset + int64(r.Count), nil
 }
 
 // OffsetForTime returns the first offset of the first batch whose max

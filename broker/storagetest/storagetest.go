@@ -187,7 +187,7 @@ func checkRead(t *testing.T, st broker.Storage, all []stored) {
 		want := slices.Clone(s.body)
 		binary.BigEndian.PutUint64(want, uint64(s.at.Base))
 		for off := s.at.Base; off < s.at.Base+int64(s.count); off++ {
-			out, base, next, err := st.ReadBatch(s.topic, s.partition, off, slices.Clone(prefix))
+			out, base, next, err := st.Partition(s.topic, s.partition).ReadBatch(off, slices.Clone(prefix))
 			if err != nil || base != s.at.Base || next != s.at.Base+int64(s.count) {
 				t.Fatalf("%s/%d offset %d: batch [%d, %d), %v; want [%d, %d)", s.topic, s.partition, off, base, next, err, s.at.Base, s.at.Base+int64(s.count))
 			}
@@ -215,7 +215,7 @@ func testReadOutside(t *testing.T, open Opener, _ Options) {
 		partition int32
 		offset    int64
 	}{{"a", 0, 2}, {"a", 0, 1 << 40}, {"a", 1, 0}, {"none", 0, 0}} {
-		out, _, _, err := st.ReadBatch(tc.topic, tc.partition, tc.offset, []byte("kept"))
+		out, _, _, err := st.Partition(tc.topic, tc.partition).ReadBatch(tc.offset, []byte("kept"))
 		if !errors.Is(err, broker.ErrStorageRange) || string(out) != "kept" {
 			t.Errorf("%s/%d offset %d: %q, %v; want ErrStorageRange and dst untouched", tc.topic, tc.partition, tc.offset, out, err)
 		}
@@ -381,7 +381,7 @@ func testDeleteTopic(t *testing.T, open Opener, opts Options) {
 		if lo, hi := st.Bounds("a", p); lo != 0 || hi != 0 {
 			t.Errorf("a/%d after DeleteTopic: bounds [%d, %d), want [0, 0)", p, lo, hi)
 		}
-		if _, _, _, err := st.ReadBatch("a", p, 0, nil); !errors.Is(err, broker.ErrStorageRange) {
+		if _, _, _, err := st.Partition("a", p).ReadBatch(0, nil); !errors.Is(err, broker.ErrStorageRange) {
 			t.Errorf("a/%d after DeleteTopic: read %v, want ErrStorageRange", p, err)
 		}
 	}

@@ -1,0 +1,112 @@
+package store
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/unilog/unilog/commitlog"
+	"github.com/unilog/unilog/consumequeue"
+)
+
+// Partition reads one partition of a topic's live incarnation. The
+// incarnation and its consume queue are resolved once, when the handle is
+// made (a metadata lookup, a queue-name lookup and the queue store's
+// lock), so a fetch that reads many batches of a partition pays for them
+// once, not per batch. A handle is meant to live as long as one request:
+// one whose topic is deleted meanwhile reads as out of range.
+type Partition interface {
+	// Bounds returns the partition's first and next offset; an unwritten
+	// partition is [0, 0).
+	Bounds() (min, max int64)
+	// ReadBatch appends to dst the stored batch holding offset and returns
+	// the batch's first offset and the offset after it; ErrOutOfRange when
+	// offset is not (or no longer) stored.
+	ReadBatch(offset int64, dst []byte) (out []byte, base, next int64, err error)
+	// RecordEnd is the physical end of the record holding offset; false
+	// when the partition does not hold it.
+	RecordEnd(offset int64) (end int64, ok bool)
+}
+
+// partition is the Store's Partition.
+type partition struct {
+	s         *Store
+	q         *consumequeue.Queue // nil: the partition has no queue
+	topic     string
+	id        TopicID
+	partition int32
+}
+
+// Partition returns a read handle on a partition of the live incarnation
+// of topic.
+func (s *Store) Partition(topic string, p int32) Partition {
+	h := s.partition(topic, p)
+	return &h
+}
+
+func (s *Store) partition(topic string, p int32) partition {
+	h := partition{s: s, topic: topic, partition: p}
+	id, ok := s.liveID(topic)
+	if !ok {
+		return h
+	}
+	h.id = id
+	h.q, _ = s.queues.Lookup(s.queueName(topic, id), p)
+	return h
+}
+
+// Bounds returns the first and the next offset of a partition of the live
+// incarnation of topic; an unwritten partition is [0, 0).
+func (s *Store) Bounds(topic string, p int32) (int64, int64) {
+	h := s.partition(topic, p)
+	return h.Bounds()
+}
+
+func (h *partition) Bounds() (int64, int64) {
+	if h.q == nil {
+		return 0, 0
+	}
+	return h.q.MinOffset(), h.q.MaxOffset()
+}
+
+func (h *partition) RecordEnd(offset int64) (int64, bool) {
+	if h.q == nil {
+		return 0, false
+	}
+	e, err := h.q.Get(offset)
+	if err != nil {
+		return 0, false
+	}
+	return e.PhysOffset + int64(e.Size), true
+}
+
+func (h *partition) ReadBatch(offset int64, dst []byte) ([]byte, int64, int64, error) {
+	if h.q == nil {
+		return dst, 0, 0, ErrOutOfRange
+	}
+	e, err := h.q.Get(offset)
+	if err != nil {
+		// A closed queue is one whose incarnation was deleted since the
+		// handle was made.
+		if errors.Is(err, consumequeue.ErrOutOfRange) || errors.Is(err, consumequeue.ErrClosed) {
+			return dst, 0, 0, ErrOutOfRange
+		}
+		return dst, 0, 0, fmt.Errorf("store: %s/%d offset %d: %w", h.topic, h.partition, offset, err)
+	}
+	v, err := h.s.log.Read(e.PhysOffset)
+	if err != nil {
+		if errors.Is(err, commitlog.ErrOutOfRange) {
+			return dst, 0, 0, ErrOutOfRange
+		}
+		return dst, 0, 0, fmt.Errorf("store: %s/%d offset %d: %w", h.topic, h.partition, offset, err)
+	}
+	defer v.Release()
+	r := v.Record()
+	if r.Topic != h.topic || r.TopicID != h.id || r.Partition != h.partition || offset < r.QueueOffset || offset >= r.QueueOffset+int64(r.Count) {
+		return dst, 0, 0, fmt.Errorf("store: %s/%d offset %d: consume queue points at %s (id %s)/%d offsets %d+%d", h.topic, h.partition, offset, r.Topic, r.TopicID, r.Partition, r.QueueOffset, r.Count)
+	}
+	out, err := v.AppendBody(dst)
+	if err != nil {
+		return dst, 0, 0, fmt.Errorf("store: %s/%d offset %d: %w", h.topic, h.partition, offset, err)
+	}
+	return out, r.QueueOffset, r.QueueOffset + int64(r.Count), nil
+}
