@@ -1,6 +1,12 @@
 // Package broker is unilog's Kafka-protocol server: real Kafka clients
 // (franz-go, librdkafka/kcat, kafka-go, the Java client) produce to and
-// fetch from the unified storage of package dispatcher unchanged.
+// fetch from the unified storage of package store unchanged.
+//
+// The broker is the protocol front end only: it serves a Storage, an
+// interface it owns, that *store.Store implements (the benchmark's Kafka
+// layout too). cmd/unilog opens the topic metadata, then the store over
+// it (Live names each topic's incarnation), and hands both to Start; Open
+// does the same for callers that need no store of their own.
 //
 // # Supported APIs
 //
@@ -68,7 +74,8 @@
 // DeleteTopics, CreatePartitions, DeleteRecords and the alter-config APIs
 // refuse them, and Metadata lists the internal topic with is_internal set,
 // as Kafka does. The coordinator's
-// RetentionFloor is the dispatcher's second retention floor, and once a
+// RetentionFloor is the store's second retention floor (beside the
+// dispatcher's), and once a
 // minute the broker has the coordinator copy live commits out of the oldest
 // commit-log file, so retention never deletes a group's last commit.
 //
@@ -126,9 +133,9 @@
 // request; a batch the log refuses is answered alone.
 //
 // acks=0 gets no answer (a failure closes the connection, as Kafka), acks=1
-// is answered after the append, acks=-1 after commitlog.WaitDurable when the
-// broker flushes synchronously (Config.Flush = FlushSync; with async flushing
-// it is answered like acks=1). Every answer also waits until the dispatcher
+// is answered after the append, acks=-1 after Storage.WaitDurable when the
+// storage flushes synchronously (Storage.SyncFlush: the store opened with
+// commitlog.FlushSync; with async flushing it is answered like acks=1). Every answer also waits until the dispatcher
 // has indexed the append, so a record is fetchable and counted in the high
 // watermark once its producer has been told its offset.
 //
@@ -178,7 +185,7 @@
 // queue's MaxOffset, LogStartOffset its MinOffset. Offsets below MinOffset or
 // above MaxOffset get OFFSET_OUT_OF_RANGE; MaxOffset itself is an empty
 // fetch. With fewer than min_bytes available the request sleeps on one
-// dispatcher.Waiter registered on all its partitions (one channel however
+// store.Waiter registered on all its partitions (one channel however
 // many partitions), up to max_wait_ms; the client disconnecting or a broker
 // Close ends the sleep with what is there. Every fetch releases its
 // registrations when it returns; unilog_fetch_watchers counts the live ones.
@@ -396,6 +403,6 @@
 //
 // Close stops accepting, wakes idle connections, lets each in-flight request
 // finish (long polls return early), writes the producer-state snapshot,
-// then closes the dispatcher, which flushes the log and queues and writes a
+// then closes the store, which flushes the log and queues and writes a
 // clean checkpoint.
 package broker

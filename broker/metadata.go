@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"maps"
 
-	"github.com/unilog/unilog/commitlog"
+	"github.com/unilog/unilog/store"
 )
 
 // TopicMeta is the cluster metadata of one topic.
@@ -37,9 +37,9 @@ func (t TopicMeta) Clone() TopicMeta {
 }
 
 // RecordID is the TopicID this topic's commit-log records carry.
-func (t TopicMeta) RecordID() commitlog.TopicID {
+func (t TopicMeta) RecordID() store.TopicID {
 	if t.UntaggedRecords {
-		return commitlog.TopicID{}
+		return store.TopicID{}
 	}
 	return t.ID
 }

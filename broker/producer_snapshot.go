@@ -11,9 +11,9 @@ import (
 
 	"github.com/sirupsen/logrus"
 
-	"github.com/unilog/unilog/commitlog"
 	"github.com/unilog/unilog/internal/fileops"
 	"github.com/unilog/unilog/producerstate"
+	"github.com/unilog/unilog/store"
 )
 
 // The producer-state snapshot (format in package producerstate) lets a
@@ -150,7 +150,7 @@ func (b *Broker) readProducerSnapshot() (map[topicPartition]*partitionState, int
 // last record it scanned (from if none).
 func (b *Broker) replayProducers(parts map[topicPartition]*partitionState, from int64) (batches int, end int64, err error) {
 	end = from
-	err = b.st.ScanRecords(from, func(topic string, id commitlog.TopicID, partition int32, base, recEnd int64, batch []byte) {
+	err = b.st.ScanRecords(from, func(topic string, id store.TopicID, partition int32, base, recEnd int64, batch []byte) {
 		end = recEnd
 		bi, ok := storedBatchProducer(batch)
 		if !ok || bi.producerID < 0 || !b.liveIncarnation(topic, id) {
@@ -169,7 +169,7 @@ func (b *Broker) replayProducers(parts map[topicPartition]*partitionState, from 
 }
 
 // liveIncarnation reports whether id is the incarnation of topic in metadata.
-func (b *Broker) liveIncarnation(topic string, id commitlog.TopicID) bool {
+func (b *Broker) liveIncarnation(topic string, id store.TopicID) bool {
 	m, ok := b.meta.Topic(topic)
 	return ok && m.RecordID() == id
 }

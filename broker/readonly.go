@@ -6,7 +6,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/sirupsen/logrus"
 
-	"github.com/unilog/unilog/commitlog"
+	"github.com/unilog/unilog/store"
 )
 
 // A full disk makes the broker read-only instead of failing: the commit
@@ -26,7 +26,7 @@ const errReadOnly = "disk full: broker is read-only until space is freed"
 // KAFKA_STORAGE_ERROR with errReadOnly, and the error needs no further
 // logging).
 func (b *Broker) noteAppend(err error) bool {
-	full := errors.Is(err, commitlog.ErrDiskFull)
+	full := errors.Is(err, store.ErrDiskFull)
 	switch {
 	case full && b.readOnly.CompareAndSwap(false, true):
 		b.log.WithFields(logrus.Fields{"data_dir": b.cfg.DataDir, "error": err}).Error("disk full: broker is read-only; produce answers KAFKA_STORAGE_ERROR, fetches continue, writing resumes when space is freed")

@@ -9,7 +9,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
-	"github.com/unilog/unilog/commitlog"
+	"github.com/unilog/unilog/store"
 )
 
 // Per-topic configs. A topic's own configs (TopicMeta.Configs, set by
@@ -51,7 +51,7 @@ const (
 
 // logRetentionMs is the commit log's retention age, the most a topic can
 // keep a record: the log deletes whole files older than it.
-var logRetentionMs = commitlog.DefaultRetentionAge.Milliseconds()
+var logRetentionMs = store.DefaultRetentionAge.Milliseconds()
 
 // topicConfigDefs are the topic configs, sorted by name as DescribeConfigs
 // lists them.

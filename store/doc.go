@@ -14,7 +14,7 @@
 // # Design
 //
 // Producers append to the commit log only. One goroutine, the dispatcher
-// (package store, owned and started by the Store), tails the log from
+// (package dispatcher, owned and started by the Store), tails the log from
 // the last dispatched physical offset and appends every record's entries
 // to its consume queue; it is the only writer of the queues, and the Store
 // changes them under it only on its goroutine (dispatcher.Dispatcher.Do).
@@ -23,7 +23,14 @@
 // the Waiters registered on them; long-poll fetches sleep on those, one
 // channel per fetch, and unregister when they return. Reads go through
 // the consume queue of the topic's live incarnation to the record in the
-// log.
+// log; a Partition handle resolves that incarnation and queue once, so a
+// fetch pays for the lookup once per partition, not per batch.
+//
+// The Store is what the rest of unilog sees of a data directory: the
+// broker's Storage (package broker owns that interface), the replica
+// role's Storage (package ha/replication), and the offline Inspect,
+// Verify and Dump of cmd/unilog. Nothing outside reaches the log or the
+// queues behind it.
 //
 // # Checkpoints
 //

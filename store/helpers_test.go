@@ -166,7 +166,7 @@ func checkReadable(t testing.TB, d *Store, a appended) {
 // readBack reads offset off of a partition through its consume queue and
 // compares the record found with what was appended.
 func readBack(d *Store, topic string, partition int32, off, phys int64, hash string) error {
-	q, ok := d.Queue(topic, partition)
+	q, ok := d.queue(topic, partition)
 	if !ok {
 		return fmt.Errorf("%s/%d: no consume queue", topic, partition)
 	}

@@ -27,9 +27,9 @@ func (s *Store) isLive(topic string, id commitlog.TopicID) bool {
 	return ok && live == id
 }
 
-// Queue returns the consume queue of a partition of the live incarnation
+// queue returns the consume queue of a partition of the live incarnation
 // of topic, if it has one.
-func (s *Store) Queue(topic string, partition int32) (*consumequeue.Queue, bool) {
+func (s *Store) queue(topic string, partition int32) (*consumequeue.Queue, bool) {
 	id, ok := s.liveID(topic)
 	if !ok {
 		return nil, false
@@ -43,7 +43,7 @@ type topicIncarnation struct {
 	id    commitlog.TopicID
 }
 
-// queueName is QueueName, remembered: Queue serves every partition of
+// queueName is QueueName, remembered: queue serves every partition of
 // every produce answer and fetch, and building the name each time was an
 // allocation per partition per request.
 func (s *Store) queueName(topic string, id commitlog.TopicID) string {

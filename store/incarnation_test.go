@@ -46,7 +46,7 @@ func incarnationOptions(dir string, live *liveTopics) Options {
 // through its consume queue.
 func partitionBodies(t *testing.T, d *Store, topic string) []string {
 	t.Helper()
-	q, ok := d.Queue(topic, 0)
+	q, ok := d.queue(topic, 0)
 	if !ok {
 		return nil
 	}

@@ -33,7 +33,7 @@ func (s *Store) AppendMessages(dst []commitlog.Position, ms []commitlog.Message)
 // about maxBytes, and returns the offset after the last one delivered.
 // The record is valid only during the call.
 func (s *Store) ReadRecords(topic string, partition int32, offset int64, maxBytes int, fn func(*commitlog.Record) error) (int64, error) {
-	q, ok := s.Queue(topic, partition)
+	q, ok := s.queue(topic, partition)
 	if !ok {
 		return offset, fmt.Errorf("store: %s/%d: %w", topic, partition, ErrOutOfRange)
 	}

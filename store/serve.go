@@ -15,6 +15,11 @@ import (
 // queues, and the primitives its group coordinator, retention and
 // replication build on.
 
+// DefaultRetentionAge is how long the commit log keeps a file by default
+// (commitlog.DefaultRetentionAge): Kafka's log.retention.ms as the broker
+// reports it.
+const DefaultRetentionAge = commitlog.DefaultRetentionAge
+
 // TopicID names one incarnation of a topic (commitlog.TopicID).
 type TopicID = commitlog.TopicID
 
@@ -159,7 +164,7 @@ func (s *Store) Append(dst []Appended, batches []Batch) ([]Appended, error) {
 // once, however many offsets its batch spans. It reads one consume-queue
 // entry per offset and nothing of the log, for DescribeLogDirs.
 func (s *Store) PartitionBytes(topic string, partition int32, from, to int64) int64 {
-	q, ok := s.Queue(topic, partition)
+	q, ok := s.queue(topic, partition)
 	if !ok {
 		return 0
 	}
@@ -179,7 +184,7 @@ func (s *Store) PartitionBytes(topic string, partition int32, from, to int64) in
 // OffsetKeepingBytes is the first offset in [from, to) from which the
 // partition's records take at most limit bytes, at a record boundary.
 func (s *Store) OffsetKeepingBytes(topic string, partition int32, from, to, limit int64) int64 {
-	q, ok := s.Queue(topic, partition)
+	q, ok := s.queue(topic, partition)
 	if !ok {
 		return from
 	}
@@ -206,7 +211,7 @@ func (s *Store) OffsetKeepingBytes(topic string, partition int32, from, to, limi
 // OffsetForTime returns the first offset of the first batch whose max
 // timestamp is at least ts (unix ms), and that timestamp.
 func (s *Store) OffsetForTime(topic string, partition int32, ts int64) (int64, int64, bool) {
-	q, ok := s.Queue(topic, partition)
+	q, ok := s.queue(topic, partition)
 	if !ok {
 		return 0, 0, false
 	}
@@ -277,7 +282,7 @@ func (s *Store) OldestFileEnd() int64 {
 // before the log's start, so its first entries may point at deleted
 // records.
 func (s *Store) FirstHeld(topic string, partition int32) int64 {
-	q, ok := s.Queue(topic, partition)
+	q, ok := s.queue(topic, partition)
 	if !ok {
 		return 0
 	}
@@ -296,7 +301,7 @@ func (s *Store) FirstHeld(topic string, partition int32) int64 {
 // what it holds cannot be read (a partition written to whose queue or
 // entry is unreadable), which keeps everything.
 func (s *Store) FirstLive(topic string, partition int32, offset int64) int64 {
-	q, ok := s.Queue(topic, partition)
+	q, ok := s.queue(topic, partition)
 	if !ok {
 		if id, _ := s.liveID(topic); s.log.NextQueueOffset(topic, id, partition) > 0 {
 			return math.MinInt64 // written, but its queue is unreadable

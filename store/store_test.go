@@ -160,7 +160,7 @@ func TestLiveFilter(t *testing.T) {
 	if _, ok := d.queues.Lookup(QueueName("keep", commitlog.TopicID{6}), 0); ok {
 		t.Fatal("a queue was made for a replaced incarnation")
 	}
-	if _, ok := d.Queue("new", 0); ok {
+	if _, ok := d.queue("new", 0); ok {
 		t.Fatal("a topic the metadata does not know is served")
 	}
 	checkReadable(t, d, appended{msg: kept, pos: pos[2]})
@@ -176,7 +176,7 @@ func TestLiveFilter(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitDispatched(t, d)
-	q, ok := d.Queue("new", 0)
+	q, ok := d.queue("new", 0)
 	if !ok || q.MinOffset() != 0 || q.MaxOffset() != 2 {
 		t.Fatalf("queue of the late-known topic: ok %v, offsets [%d, %d), want [0, 2)", ok, q.MinOffset(), q.MaxOffset())
 	}
