@@ -184,7 +184,9 @@ func newBroker(cfg Config, wrap func(Storage) Storage) (_ *Broker, meta Metadata
 	}
 	b.pids = producerstate.NewIDs(meta)
 	// Before anything is loaded: until the coordinator has the committed
-	// offsets this floor holds every file.
+	// offsets this floor holds every file. The store's first retention
+	// check comes a RetentionCheckInterval after its Open, which the
+	// caller did just before.
 	b.st.AddRetentionFloor(b.retentionFloor)
 	b.st.SetLiveStart(b.liveStart)
 	if err := b.openGroups(); err != nil {

@@ -121,7 +121,7 @@ func (b *Broker) catchUpReplica() {
 }
 
 // TruncateLog cuts the log back to the record boundary to (the
-// dispatcher's Truncate: the hook of a replication follower whose new
+// store's Truncate: the hook of a replication follower whose new
 // leader never had the tail) and takes back the producer state of the
 // records cut.
 func (b *Broker) TruncateLog(to int64) error {

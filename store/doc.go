@@ -165,9 +165,12 @@
 // cap smaller than the dispatch backlog lets the log grow past the cap
 // until the dispatcher catches up. The floor is set before recovery starts
 // retention, and recovery never leaves the dispatched offset below the
-// log's minimum. Options.RetentionFloor adds a caller's floor (the group
-// coordinator's, over files holding live committed offsets); the lower of
-// the two wins.
+// log's minimum. Options.RetentionFloor, or AddRetentionFloor after Open,
+// adds a caller's floor (the broker's group coordinator's, over files
+// holding live committed offsets; a replication leader's slowest in-sync
+// follower); the lowest wins. Retention's first check comes
+// CommitLog.RetentionCheckInterval after Open (a minute by default), so a
+// floor added right after Open, as the broker's Start does, covers it.
 //
 // Limits: a directory whose every record belongs to a dead incarnation has
 // no queue, which looks like deleted queues, so each start scans the whole

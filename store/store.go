@@ -42,10 +42,9 @@ type Options struct {
 	// called for every record, so it must be cheap. nil dispatches every
 	// record, each incarnation into its own queues.
 	Live func(topic string) (id commitlog.TopicID, ok bool)
-	// RetentionFloor, if set, is a second retention floor (see
-	// commitlog.Log.AddRetentionFloor) beside the dispatched offset: the
-	// lower of the two wins. The group coordinator keeps the files holding
-	// live committed offsets with it.
+	// RetentionFloor, if set, is a second retention floor from the start
+	// (see commitlog.Log.AddRetentionFloor) beside the dispatched offset:
+	// the lower of the two wins. AddRetentionFloor adds one after Open.
 	RetentionFloor func() int64
 	Logger         logrus.FieldLogger
 

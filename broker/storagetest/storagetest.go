@@ -21,6 +21,7 @@ import (
 
 	"github.com/unilog/unilog/broker"
 	"github.com/unilog/unilog/commitlog"
+	"github.com/unilog/unilog/store"
 )
 
 // Opener opens (or reopens) the storage kept in dir.
@@ -36,6 +37,9 @@ type Options struct {
 	// DeleteTopics does before it calls DeleteTopic. Without it,
 	// DeleteTopic must refuse.
 	Forget func(dir, topic string)
+	// Replicates: Truncate, Restart and LeaderEpochs serve a replication
+	// follower. Without, each must refuse with store.ErrUnsupported.
+	Replicates bool
 }
 
 // Run runs every case against storages made by open, each in a directory
@@ -55,6 +59,7 @@ func Run(t *testing.T, open Opener, opts Options) {
 		{"DeleteTopic", testDeleteTopic},
 		{"Reopen", testReopen},
 		{"Stats", testStats},
+		{"Truncate", testTruncate},
 	} {
 		t.Run(tc.name, func(t *testing.T) { tc.run(t, open, opts) })
 	}
@@ -416,4 +421,45 @@ func testStats(t *testing.T, open Opener, _ Options) {
 	if s := st.Stats(); s.LogBytes <= 0 || s.WriteFailed {
 		t.Errorf("stats after appends: %+v", s)
 	}
+}
+
+func testTruncate(t *testing.T, open Opener, opts Options) {
+	st, _ := openFresh(t, open)
+	all := appendAll(t, st, append(mixed(0), mixed(1)...))
+	if !opts.Replicates {
+		if err := st.Truncate(all[3].at.End); !errors.Is(err, store.ErrUnsupported) {
+			t.Errorf("Truncate: %v, want store.ErrUnsupported", err)
+		}
+		if err := st.Restart(st.WriteOffset(), nil); !errors.Is(err, store.ErrUnsupported) {
+			t.Errorf("Restart: %v, want store.ErrUnsupported", err)
+		}
+		if _, err := st.LeaderEpochs(); !errors.Is(err, store.ErrUnsupported) {
+			t.Errorf("LeaderEpochs: %v, want store.ErrUnsupported", err)
+		}
+		checkRead(t, st, all)
+		return
+	}
+	if _, err := st.LeaderEpochs(); err != nil {
+		t.Fatalf("LeaderEpochs: %v", err)
+	}
+	// Cut after the fourth record: what follows is gone, what precedes
+	// it reads as before, and appends go on from the cut's offsets.
+	kept, cut := all[:4], all[4:]
+	if err := st.Truncate(kept[len(kept)-1].at.End); err != nil {
+		t.Fatalf("Truncate(%d): %v", kept[len(kept)-1].at.End, err)
+	}
+	checkRead(t, st, kept)
+	for _, s := range cut {
+		if _, _, _, err := st.Partition(s.topic, s.partition).ReadBatch(s.at.Base, nil); !errors.Is(err, broker.ErrStorageRange) {
+			t.Errorf("%s/%d offset %d after the cut: %v, want ErrStorageRange", s.topic, s.partition, s.at.Base, err)
+		}
+	}
+	for k, end := range checkDense(t, kept, true) {
+		if lo, hi := st.Bounds(k.topic, k.partition); lo != 0 || hi != end {
+			t.Errorf("%s after the cut: bounds [%d, %d), want [0, %d)", k, lo, hi, end)
+		}
+	}
+	kept = append(kept, appendAll(t, st, mixed(2))...)
+	checkDense(t, kept, true)
+	checkRead(t, st, kept)
 }
