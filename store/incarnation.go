@@ -76,6 +76,7 @@ func (s *Store) deleteIncarnations(dead func(topic string, id commitlog.TopicID)
 		}
 		s.log.DeleteQueue(topic, id)
 		s.names.Delete(topicIncarnation{topic, id})
+		s.forgetHandles(topic, id)
 		s.d.Forget(topic, id)
 		if err := s.queues.DeleteTopic(name); err != nil {
 			errs = append(errs, fmt.Errorf("store: delete queues of %s: %w", name, err))

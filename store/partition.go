@@ -12,8 +12,10 @@ import (
 // incarnation and its consume queue are resolved once, when the handle is
 // made (a metadata lookup, a queue-name lookup and the queue store's
 // lock), so a fetch that reads many batches of a partition pays for them
-// once, not per batch. A handle is meant to live as long as one request:
-// one whose topic is deleted meanwhile reads as out of range.
+// once, not per batch. The handle of a partition that has a queue is
+// kept (handles), so taking it again allocates nothing. A handle is meant
+// to live as long as one request: one whose topic is deleted meanwhile
+// reads as out of range.
 type Partition interface {
 	// Bounds returns the partition's first and next offset; an unwritten
 	// partition is [0, 0).
@@ -36,30 +38,49 @@ type partition struct {
 	partition int32
 }
 
-// Partition returns a read handle on a partition of the live incarnation
-// of topic.
-func (s *Store) Partition(topic string, p int32) Partition {
-	h := s.partition(topic, p)
-	return &h
+// handleKey names one partition of one incarnation of a topic.
+type handleKey struct {
+	topic     string
+	id        TopicID
+	partition int32
 }
 
-func (s *Store) partition(topic string, p int32) partition {
-	h := partition{s: s, topic: topic, partition: p}
+// Partition returns a read handle on a partition of the live incarnation
+// of topic.
+func (s *Store) Partition(topic string, p int32) Partition { return s.partition(topic, p) }
+
+func (s *Store) partition(topic string, p int32) *partition {
 	id, ok := s.liveID(topic)
 	if !ok {
-		return h
+		return &partition{s: s, topic: topic, partition: p}
 	}
-	h.id = id
+	k := handleKey{topic, id, p}
+	if h, ok := s.handles.Load(k); ok {
+		return h.(*partition)
+	}
+	h := &partition{s: s, topic: topic, id: id, partition: p}
 	h.q, _ = s.queues.Lookup(s.queueName(topic, id), p)
-	return h
+	if h.q == nil {
+		return h // no queue yet: the dispatcher may create one
+	}
+	v, _ := s.handles.LoadOrStore(k, h)
+	return v.(*partition)
+}
+
+// forgetHandles drops the kept handles of an incarnation whose queues are
+// deleted.
+func (s *Store) forgetHandles(topic string, id TopicID) {
+	s.handles.Range(func(k, _ any) bool {
+		if pk := k.(handleKey); pk.topic == topic && pk.id == id {
+			s.handles.Delete(k)
+		}
+		return true
+	})
 }
 
 // Bounds returns the first and the next offset of a partition of the live
 // incarnation of topic; an unwritten partition is [0, 0).
-func (s *Store) Bounds(topic string, p int32) (int64, int64) {
-	h := s.partition(topic, p)
-	return h.Bounds()
-}
+func (s *Store) Bounds(topic string, p int32) (int64, int64) { return s.partition(topic, p).Bounds() }
 
 func (h *partition) Bounds() (int64, int64) {
 	if h.q == nil {

@@ -69,6 +69,7 @@ type Store struct {
 
 	watches *watches
 	names   sync.Map // topicIncarnation -> its QueueName (queueName)
+	handles sync.Map // handleKey -> *partition with a queue (Partition)
 
 	cpMu   sync.Mutex
 	cp     Checkpoint    // last checkpoint written
