@@ -36,6 +36,11 @@ func TestPartitionHandle(t *testing.T) {
 	old, cur := commitlog.TopicID{1}, commitlog.TopicID{2}
 	live := &liveTopics{ids: map[string]commitlog.TopicID{"t": old}}
 	d := mustOpen(t, incarnationOptions(t.TempDir(), live))
+	defer func() {
+		if err := d.Close(); err != nil {
+			t.Error(err)
+		}
+	}()
 	appendTo(t, d, "t", old, "old-1", "old-2")
 
 	h := d.Partition("t", 0)
