@@ -3,6 +3,7 @@ package commitlog
 import (
 	"fmt"
 	"os"
+	"slices"
 	"time"
 	"unsafe"
 
@@ -65,11 +66,13 @@ func (l *Log) AppendBatchTo(dst []Position, ms []Message) ([]Position, error) {
 	}
 	now := time.Now().UnixMilli()
 	n0, at := len(dst), l.cur.base+l.wpos
-	if fault := guard(func() { dst = l.encodeBatch(dst, ms, now) }); fault != nil {
-		// A store into the mapping faulted: the file was truncated under
-		// the log or the disk failed. Nothing of the batch is published;
-		// like a failed flush, it stops the log until a restart.
-		err := l.fail(fmt.Errorf("commitlog: append at %d: %w", at, fault), l.flushed.Load(), l.writeOff.Load())
+	dst, err := l.encodeBatch(dst, ms, now)
+	if err != nil {
+		// The write failed (the disk, or the file cut under the log).
+		// Nothing of the batch is published; like a failed flush, it stops
+		// the log until a restart, whose recovery reads back what the file
+		// holds.
+		err = l.fail(fmt.Errorf("commitlog: append at %d: %w", at, err), l.flushed.Load(), l.writeOff.Load())
 		l.wmu.Unlock()
 		return dst[:n0], err
 	}
@@ -83,14 +86,31 @@ func (l *Log) AppendBatchTo(dst []Position, ms []Message) ([]Position, error) {
 	return dst, nil
 }
 
-// encodeBatch assigns each message its offsets and encodes it into the
-// mapping, rolling into the files reserve made; wmu held, under guard.
-func (l *Log) encodeBatch(dst []Position, ms []Message, now int64) []Position {
+// maxKeptWriteBuf bounds the encoding buffer the writer keeps between
+// batches; a larger batch gets a buffer of its own.
+const maxKeptWriteBuf = 4 << 20
+
+// encodeBatch assigns each message its offsets and encodes the batch into
+// l.wbuf, then writes it to the file with one pwrite per file it enters
+// (the end-of-file marker of a file it leaves goes with that file's
+// write), rolling into the files reserve made; wmu held.
+func (l *Log) encodeBatch(dst []Position, ms []Message, now int64) ([]Position, error) {
+	buf, start := l.wbuf[:0], l.wpos
+	defer func() {
+		if cap(buf) <= maxKeptWriteBuf {
+			l.wbuf = buf
+		}
+	}()
 	for i := range ms {
 		m := &ms[i]
 		n := int64(EncodedSize(m))
 		if l.wpos+n > l.cur.size {
+			buf = appendBlank(buf, l.cur.size-l.wpos)
+			if err := l.cur.writeAt(buf, start); err != nil {
+				return dst, err
+			}
 			l.roll(now)
+			buf, start = buf[:0], 0
 		}
 		next := l.queueNext(m.Topic, m.TopicID, m.Partition)
 		q := *next
@@ -100,11 +120,25 @@ func (l *Log) encodeBatch(dst []Position, ms []Message, now int64) []Position {
 		}
 		*next = q + int64(count)
 		phys := l.cur.base + l.wpos
-		encodeInto(l.cur.m[l.wpos:l.wpos+n:l.wpos+n], m, phys, q, now)
+		buf = Encode(slices.Grow(buf, int(n)), m, phys, q, now)
 		l.wpos += n
 		dst = append(dst, Position{PhysOffset: phys, Size: int32(n), QueueOffset: q, Count: count, StoreTimestamp: now})
 	}
-	return dst
+	return dst, l.cur.writeAt(buf, start)
+}
+
+// appendBlank appends the end-of-file marker for the rem bytes left in a
+// file, or nothing when fewer than BlankSize are left (readers roll by
+// position alone there).
+func appendBlank(buf []byte, rem int64) []byte {
+	if rem < BlankSize {
+		return buf
+	}
+	var b [BlankSize]byte
+	be.PutUint32(b[:], uint32(rem))
+	b[offMagic] = BlankMagic
+	b[offVersion] = blankVersion
+	return append(buf, b[:]...)
 }
 
 // rollsNeeded simulates the placement of ms to count the files it enters.
@@ -126,20 +160,15 @@ func (l *Log) rollsNeeded(ms []Message) int {
 	return rolls
 }
 
-// roll seals cur, filling its tail with the end-of-file marker, and moves
-// the writer to the first ready file. reserve must have made it. wmu held.
+// roll seals cur, whose end-of-file marker the caller has written, and
+// moves the writer to the first ready file. reserve must have made it. wmu
+// held.
 func (l *Log) roll(now int64) {
 	old := l.cur
-	if rem := old.size - l.wpos; rem >= BlankSize {
-		b := old.m[l.wpos : l.wpos+BlankSize]
-		be.PutUint32(b, uint32(rem))
-		b[offMagic] = BlankMagic
-		b[offVersion] = blankVersion
-		be.PutUint16(b[offFlags:], 0)
-	}
 	old.sealedAt.Store(now)
-	// The mtime survives a restart as the file's age for retention; page
-	// writes through a pre-faulted mapping do not update it.
+	// The mtime survives a restart as the file's age for retention: make
+	// it the newest record's store time, which the time of the last pwrite
+	// only approximates.
 	t := time.UnixMilli(now)
 	if err := os.Chtimes(old.path, t, t); err != nil {
 		l.log.WithError(err).WithField("file", old.path).Warn("setting file mtime failed; retention age may be early")

@@ -40,6 +40,9 @@ type Log struct {
 	offsets   map[queueKey]*int64
 	lastKey   queueKey
 	lastNext  *int64
+	// wbuf is where a batch is encoded before it is written to the file
+	// (segment.writeAt); kept across batches up to maxKeptWriteBuf.
+	wbuf []byte
 
 	preReq chan int64
 	preRes chan preallocResult
