@@ -1,6 +1,7 @@
 package commitlog
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"slices"
@@ -68,13 +69,8 @@ func (l *Log) AppendBatchTo(dst []Position, ms []Message) ([]Position, error) {
 	n0, at := len(dst), l.cur.base+l.wpos
 	dst, err := l.encodeBatch(dst, ms, now)
 	if err != nil {
-		// The write failed (the disk, or the file cut under the log).
-		// Nothing of the batch is published; like a failed flush, it stops
-		// the log until a restart, whose recovery reads back what the file
-		// holds.
-		err = l.fail(fmt.Errorf("commitlog: append at %d: %w", at, err), l.flushed.Load(), l.writeOff.Load())
 		l.wmu.Unlock()
-		return dst[:n0], err
+		return dst[:n0], fmt.Errorf("commitlog: append at %d: %w", at, err)
 	}
 	l.writeOff.Store(l.cur.base + l.wpos)
 	l.wmu.Unlock()
@@ -90,41 +86,102 @@ func (l *Log) AppendBatchTo(dst []Position, ms []Message) ([]Position, error) {
 // batches; a larger batch gets a buffer of its own.
 const maxKeptWriteBuf = 4 << 20
 
+// queueUndo is a queue-offset counter's value before a batch moved it.
+type queueUndo struct {
+	next *int64
+	was  int64
+}
+
 // encodeBatch assigns each message its offsets and encodes the batch into
-// l.wbuf, then writes it to the file with one pwrite per file it enters
-// (the end-of-file marker of a file it leaves goes with that file's
-// write), rolling into the files reserve made; wmu held.
+// l.wbuf, then writes it with one pwrite per file it enters (the
+// end-of-file marker of a file it leaves goes with that file's write), and
+// only then rolls into the files reserve made and moves the write
+// position; wmu held. If a write fails nothing of the batch stays: the
+// counters go back and the bytes written are cleared, so that no record
+// of it can turn up behind a later, shorter append. A full disk
+// (ErrDiskFull: a file system that needs space to write into allocated
+// blocks, or RLIMIT_FSIZE) then fails the batch alone; any other failure,
+// or one to clear, stops the log as a failed flush does.
 func (l *Log) encodeBatch(dst []Position, ms []Message, now int64) ([]Position, error) {
-	buf, start := l.wbuf[:0], l.wpos
+	buf, ends, undo := l.wbuf[:0], l.wends[:0], l.wundo[:0]
 	defer func() {
 		if cap(buf) <= maxKeptWriteBuf {
 			l.wbuf = buf
 		}
+		l.wends, l.wundo = ends, undo[:0]
 	}()
+	n0 := len(dst)
+	file, pos := l.cur, l.wpos
 	for i := range ms {
 		m := &ms[i]
 		n := int64(EncodedSize(m))
-		if l.wpos+n > l.cur.size {
-			buf = appendBlank(buf, l.cur.size-l.wpos)
-			if err := l.cur.writeAt(buf, start); err != nil {
-				return dst, err
-			}
-			l.roll(now)
-			buf, start = buf[:0], 0
+		if pos+n > file.size {
+			buf = appendBlank(buf, file.size-pos)
+			ends = append(ends, len(buf))
+			file, pos = l.ready[len(ends)-1], 0
 		}
 		next := l.queueNext(m.Topic, m.TopicID, m.Partition)
+		undo = append(undo, queueUndo{next, *next})
 		q := *next
 		count := m.Count
 		if count == 0 {
 			count = 1
 		}
 		*next = q + int64(count)
-		phys := l.cur.base + l.wpos
+		phys := file.base + pos
 		buf = Encode(slices.Grow(buf, int(n)), m, phys, q, now)
-		l.wpos += n
+		pos += n
 		dst = append(dst, Position{PhysOffset: phys, Size: int32(n), QueueOffset: q, Count: count, StoreTimestamp: now})
 	}
-	return dst, l.cur.writeAt(buf, start)
+	ends = append(ends, len(buf))
+	if err := l.writeParts(buf, ends); err != nil {
+		for k := len(undo) - 1; k >= 0; k-- {
+			*undo[k].next = undo[k].was
+		}
+		return dst[:n0], err
+	}
+	for range len(ends) - 1 {
+		l.roll(now)
+	}
+	l.wpos = pos
+	return dst, nil
+}
+
+// writeParts writes buf[ends[k-1]:ends[k]] to the k-th file of the
+// batch (see partFile). On failure it clears what it wrote and returns the
+// error, which is sticky (see fail) unless the disk is full and the
+// clearing worked. wmu held.
+func (l *Log) writeParts(buf []byte, ends []int) error {
+	from := 0
+	for k, end := range ends {
+		s, at := l.partFile(k)
+		n, err := s.writeAt(buf[from:end], at)
+		if err == nil {
+			from = end
+			continue
+		}
+		cerr := s.clear(at, n)
+		start := 0
+		for j := range k {
+			sj, atj := l.partFile(j)
+			cerr = errors.Join(cerr, sj.clear(atj, int64(ends[j]-start)))
+			start = ends[j]
+		}
+		if cerr == nil && errors.Is(err, ErrDiskFull) {
+			return err
+		}
+		return l.fail(errors.Join(err, cerr), l.flushed.Load(), l.writeOff.Load())
+	}
+	return nil
+}
+
+// partFile is where the k-th part of a batch goes: the current file from
+// the write position, then the ready files from their start. wmu held.
+func (l *Log) partFile(k int) (*segment, int64) {
+	if k == 0 {
+		return l.cur, l.wpos
+	}
+	return l.ready[k-1], 0
 }
 
 // appendBlank appends the end-of-file marker for the rem bytes left in a

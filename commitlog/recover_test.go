@@ -449,7 +449,7 @@ func TestZeroFrom(t *testing.T) {
 			}
 			defer s.release()
 			for _, off := range tt.dirty {
-				if err := s.writeAt([]byte{0xAA}, int64(off)); err != nil {
+				if _, err := s.writeAt([]byte{0xAA}, int64(off)); err != nil {
 					t.Fatal(err)
 				}
 			}

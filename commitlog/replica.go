@@ -144,7 +144,7 @@ func (l *Log) writeRaw(items []rawItem, data []byte, now int64) error {
 		}
 		l.wpos += int64(it.size)
 		if it.roll {
-			if err := l.cur.writeAt(data[from:it.at+it.size], start); err != nil {
+			if _, err := l.cur.writeAt(data[from:it.at+it.size], start); err != nil {
 				return err
 			}
 			l.roll(now)
@@ -155,7 +155,8 @@ func (l *Log) writeRaw(items []rawItem, data []byte, now int64) error {
 		return nil
 	}
 	last := items[len(items)-1]
-	return l.cur.writeAt(data[from:last.at+last.size], start)
+	_, err := l.cur.writeAt(data[from:last.at+last.size], start)
+	return err
 }
 
 // planRaw checks a replicated chunk against where this log would place it

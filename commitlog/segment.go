@@ -178,19 +178,35 @@ func (s *segment) release() {
 // fault per page that zeroed the page and then a page_mkwrite: measured,
 // more than half of the writer's CPU time (docs/BENCHMARKS.md, "The commit
 // log's write path").
-func (s *segment) writeAt(b []byte, pos int64) error {
+func (s *segment) writeAt(b []byte, pos int64) (int64, error) {
 	if pos+int64(len(b)) > s.size {
-		return fmt.Errorf("commitlog: write %s [%d, %d): past the end of the file (%d): %w", s.path, pos, pos+int64(len(b)), s.size, ErrIO)
+		return 0, fmt.Errorf("commitlog: write %s [%d, %d): past the end of the file (%d): %w", s.path, pos, pos+int64(len(b)), s.size, ErrIO)
 	}
+	var written int64
 	for len(b) > 0 {
-		n, err := unix.Pwrite(int(s.f.Fd()), b, pos)
+		n, err := unix.Pwrite(int(s.f.Fd()), b, pos+written)
 		if errors.Is(err, unix.EINTR) {
 			continue
 		}
-		if err != nil {
-			return fmt.Errorf("commitlog: write %s at %d: %w: %w", s.path, pos, ErrIO, err)
+		if errors.Is(err, unix.ENOSPC) || errors.Is(err, unix.EDQUOT) || errors.Is(err, unix.EFBIG) {
+			return written, fmt.Errorf("commitlog: write %s at %d: %w: %w", s.path, pos+written, ErrDiskFull, err)
 		}
-		b, pos = b[n:], pos+int64(n)
+		if err != nil {
+			return written, fmt.Errorf("commitlog: write %s at %d: %w: %w", s.path, pos+written, ErrIO, err)
+		}
+		b, written = b[n:], written+int64(n)
+	}
+	return written, nil
+}
+
+// clear writes zeros over n bytes at pos: what a failed write left.
+func (s *segment) clear(pos, n int64) error {
+	for n > 0 {
+		k := min(n, int64(len(zeroPage)))
+		if _, err := s.writeAt(zeroPage[:k], pos); err != nil {
+			return err
+		}
+		pos, n = pos+k, n-k
 	}
 	return nil
 }
@@ -236,13 +252,11 @@ func (s *segment) zeroFrom(pos int64) (int64, error) {
 			q = next
 			next = min(q+page, s.size)
 		}
-		for p < q {
-			n := min(q-p, int64(len(zeroPage)))
-			if err := s.writeAt(zeroPage[:n], p); err != nil {
+		if q > p {
+			if err := s.clear(p, q-p); err != nil {
 				return cleared, err
 			}
-			cleared += n
-			p += n
+			cleared += q - p
 		}
 		p = next
 	}
