@@ -27,10 +27,16 @@
 //
 // A file's space is allocated with fallocate(2), never by a sparse
 // ftruncate, so a full disk is an error (ErrDiskFull) returned to the
-// appender by the allocation, before anything is written. The next file is
-// created under a temporary name (*.tmp), allocated, mapped and renamed by
-// a background goroutine while the writer fills the current one, so a roll
-// only swaps a pointer. If the next file is not ready the writer waits for
+// appender by the allocation, before anything is written. A write that
+// still finds the disk full (a file system that needs space to write into
+// allocated blocks, or EFBIG from RLIMIT_FSIZE) fails its batch alone in
+// the same way: the batch's queue offsets are given back and the bytes it
+// wrote are cleared, so no record of it turns up behind a later, shorter
+// append after a crash.
+//
+// The next file is created under a temporary name (*.tmp), allocated,
+// mapped and renamed by a background goroutine while the writer fills the
+// current one, so a roll only swaps a pointer. If the next file is not ready the writer waits for
 // the one being made, or allocates it itself if that failed. The new
 // file's allocation and name are made durable (fdatasync + directory
 // fsync) by the first flush that covers it, not on the preallocation
@@ -137,8 +143,8 @@
 // WaitDurable get ErrFlushFailed, one error line is logged and
 // Stats.FlushFailed is set; reads go on. Only a restart makes the log
 // writable again, its recovery scan reading back what the disk holds.
-// Allocation failures are not sticky: nothing was written, and appends
-// resume once a file can be allocated.
+// Allocation failures and full-disk write failures are not sticky:
+// nothing of the batch stays, and appends resume once there is space.
 //
 // The calls that decide durability (fallocate, fdatasync,
 // directory fsync, rename) go through a small seam (fileOps) that tests of
