@@ -108,6 +108,7 @@ func (l *Log) encodeBatch(dst []Position, ms []Message, now int64) ([]Position, 
 		if cap(buf) <= maxKeptWriteBuf {
 			l.wbuf = buf
 		}
+		clear(undo) // the counters of deleted topics must not stay reachable
 		l.wends, l.wundo = ends, undo[:0]
 	}()
 	n0 := len(dst)
