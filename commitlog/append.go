@@ -1,8 +1,10 @@
 package commitlog
 
 import (
+	"errors"
 	"fmt"
 	"os"
+	"slices"
 	"time"
 	"unsafe"
 
@@ -65,13 +67,10 @@ func (l *Log) AppendBatchTo(dst []Position, ms []Message) ([]Position, error) {
 	}
 	now := time.Now().UnixMilli()
 	n0, at := len(dst), l.cur.base+l.wpos
-	if fault := guard(func() { dst = l.encodeBatch(dst, ms, now) }); fault != nil {
-		// A store into the mapping faulted: the file was truncated under
-		// the log or the disk failed. Nothing of the batch is published;
-		// like a failed flush, it stops the log until a restart.
-		err := l.fail(fmt.Errorf("commitlog: append at %d: %w", at, fault), l.flushed.Load(), l.writeOff.Load())
+	dst, err := l.encodeBatch(dst, ms, now)
+	if err != nil {
 		l.wmu.Unlock()
-		return dst[:n0], err
+		return dst[:n0], fmt.Errorf("commitlog: append at %d: %w", at, err)
 	}
 	l.writeOff.Store(l.cur.base + l.wpos)
 	l.wmu.Unlock()
@@ -83,28 +82,121 @@ func (l *Log) AppendBatchTo(dst []Position, ms []Message) ([]Position, error) {
 	return dst, nil
 }
 
-// encodeBatch assigns each message its offsets and encodes it into the
-// mapping, rolling into the files reserve made; wmu held, under guard.
-func (l *Log) encodeBatch(dst []Position, ms []Message, now int64) []Position {
+// maxKeptWriteBuf bounds the encoding buffer the writer keeps between
+// batches; a larger batch gets a buffer of its own.
+const maxKeptWriteBuf = 4 << 20
+
+// queueUndo is a queue-offset counter's value before a batch moved it.
+type queueUndo struct {
+	next *int64
+	was  int64
+}
+
+// encodeBatch assigns each message its offsets and encodes the batch into
+// l.wbuf, then writes it with one pwrite per file it enters (the
+// end-of-file marker of a file it leaves goes with that file's write), and
+// only then rolls into the files reserve made and moves the write
+// position; wmu held. If a write fails nothing of the batch stays: the
+// counters go back and the bytes written are cleared, so that no record
+// of it can turn up behind a later, shorter append. A full disk
+// (ErrDiskFull: a file system that needs space to write into allocated
+// blocks, or RLIMIT_FSIZE) then fails the batch alone; any other failure,
+// or one to clear, stops the log as a failed flush does.
+func (l *Log) encodeBatch(dst []Position, ms []Message, now int64) ([]Position, error) {
+	buf, ends, undo := l.wbuf[:0], l.wends[:0], l.wundo[:0]
+	defer func() {
+		if cap(buf) <= maxKeptWriteBuf {
+			l.wbuf = buf
+		}
+		clear(undo) // the counters of deleted topics must not stay reachable
+		l.wends, l.wundo = ends, undo[:0]
+	}()
+	n0 := len(dst)
+	file, pos := l.cur, l.wpos
 	for i := range ms {
 		m := &ms[i]
 		n := int64(EncodedSize(m))
-		if l.wpos+n > l.cur.size {
-			l.roll(now)
+		if pos+n > file.size {
+			buf = appendBlank(buf, file.size-pos)
+			ends = append(ends, len(buf))
+			file, pos = l.ready[len(ends)-1], 0
 		}
 		next := l.queueNext(m.Topic, m.TopicID, m.Partition)
+		undo = append(undo, queueUndo{next, *next})
 		q := *next
 		count := m.Count
 		if count == 0 {
 			count = 1
 		}
 		*next = q + int64(count)
-		phys := l.cur.base + l.wpos
-		encodeInto(l.cur.m[l.wpos:l.wpos+n:l.wpos+n], m, phys, q, now)
-		l.wpos += n
+		phys := file.base + pos
+		buf = Encode(slices.Grow(buf, int(n)), m, phys, q, now)
+		pos += n
 		dst = append(dst, Position{PhysOffset: phys, Size: int32(n), QueueOffset: q, Count: count, StoreTimestamp: now})
 	}
-	return dst
+	ends = append(ends, len(buf))
+	if err := l.writeParts(buf, ends); err != nil {
+		for k := len(undo) - 1; k >= 0; k-- {
+			*undo[k].next = undo[k].was
+		}
+		return dst[:n0], err
+	}
+	for range len(ends) - 1 {
+		l.roll(now)
+	}
+	l.wpos = pos
+	return dst, nil
+}
+
+// writeParts writes buf[ends[k-1]:ends[k]] to the k-th file of the
+// batch (see partFile). On failure it clears what it wrote and returns the
+// error, which is sticky (see fail) unless the disk is full and the
+// clearing worked. wmu held.
+func (l *Log) writeParts(buf []byte, ends []int) error {
+	from := 0
+	for k, end := range ends {
+		s, at := l.partFile(k)
+		n, err := s.writeAt(buf[from:end], at)
+		if err == nil {
+			from = end
+			continue
+		}
+		cerr := s.clear(at, n)
+		start := 0
+		for j := range k {
+			sj, atj := l.partFile(j)
+			cerr = errors.Join(cerr, sj.clear(atj, int64(ends[j]-start)))
+			start = ends[j]
+		}
+		if cerr == nil && errors.Is(err, ErrDiskFull) {
+			return err
+		}
+		return l.fail(errors.Join(err, cerr), l.flushed.Load(), l.writeOff.Load())
+	}
+	return nil
+}
+
+// partFile is where the k-th part of a batch goes: the current file from
+// the write position, then the ready files from their start. wmu held.
+func (l *Log) partFile(k int) (*segment, int64) {
+	if k == 0 {
+		return l.cur, l.wpos
+	}
+	return l.ready[k-1], 0
+}
+
+// appendBlank appends the end-of-file marker for the rem bytes left in a
+// file, or nothing when fewer than BlankSize are left (readers roll by
+// position alone there).
+func appendBlank(buf []byte, rem int64) []byte {
+	if rem < BlankSize {
+		return buf
+	}
+	var b [BlankSize]byte
+	be.PutUint32(b[:], uint32(rem))
+	b[offMagic] = BlankMagic
+	b[offVersion] = blankVersion
+	return append(buf, b[:]...)
 }
 
 // rollsNeeded simulates the placement of ms to count the files it enters.
@@ -126,20 +218,15 @@ func (l *Log) rollsNeeded(ms []Message) int {
 	return rolls
 }
 
-// roll seals cur, filling its tail with the end-of-file marker, and moves
-// the writer to the first ready file. reserve must have made it. wmu held.
+// roll seals cur, whose end-of-file marker the caller has written, and
+// moves the writer to the first ready file. reserve must have made it. wmu
+// held.
 func (l *Log) roll(now int64) {
 	old := l.cur
-	if rem := old.size - l.wpos; rem >= BlankSize {
-		b := old.m[l.wpos : l.wpos+BlankSize]
-		be.PutUint32(b, uint32(rem))
-		b[offMagic] = BlankMagic
-		b[offVersion] = blankVersion
-		be.PutUint16(b[offFlags:], 0)
-	}
 	old.sealedAt.Store(now)
-	// The mtime survives a restart as the file's age for retention; page
-	// writes through a pre-faulted mapping do not update it.
+	// The mtime survives a restart as the file's age for retention: make
+	// it the newest record's store time, which the time of the last pwrite
+	// only approximates.
 	t := time.UnixMilli(now)
 	if err := os.Chtimes(old.path, t, t); err != nil {
 		l.log.WithError(err).WithField("file", old.path).Warn("setting file mtime failed; retention age may be early")

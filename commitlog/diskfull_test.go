@@ -1,15 +1,14 @@
 package commitlog
 
 import (
+	"bytes"
 	"errors"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"syscall"
 	"testing"
 
 	"github.com/unilog/unilog/internal/fileops/fileopstest"
-	"github.com/unilog/unilog/internal/poll"
 )
 
 // fillUntilFull appends 1000-byte messages until an append fails and
@@ -49,45 +48,46 @@ func checkReadable(t *testing.T, l *Log, pos []Position, msgs []Message) {
 	}
 }
 
-// TestDiskFullFileSizeLimit makes fallocate of the next file fail with
-// EFBIG through RLIMIT_FSIZE (the Go runtime ignores SIGXFSZ), which the
-// log reports as ErrDiskFull exactly like ENOSPC.
+// TestDiskFullFileSizeLimit makes the writer's pwrite fail with EFBIG in
+// the middle of a file through RLIMIT_FSIZE (the Go runtime ignores
+// SIGXFSZ), as a file system that needs space to write into allocated
+// blocks would with ENOSPC: the append, and a batch, fail with
+// ErrDiskFull and publish nothing, the log stays writable (no failed
+// flush), the bytes the failed write left are cleared, and once the limit
+// is lifted appends resume where the failed one would have gone. A
+// restart recovers exactly what was appended.
 func TestDiskFullFileSizeLimit(t *testing.T) {
 	const fileSize = 64 << 10
 	opts := testOptions(t, "", fileSize)
 	l := openLog(t, opts)
 	defer l.Close()
-	poll.Until(t, "the second file preallocated", func() error {
-		_, err := os.Stat(filepath.Join(opts.Dir, segmentName(fileSize)))
-		return err
-	})
-
 	restore := fileopstest.LimitFileSize(t, fileSize/2)
 
 	pos, msgs, err := fillUntilFull(t, l, 1000)
-	if !errors.Is(err, ErrDiskFull) {
-		t.Fatalf("append on a full disk: %v, want ErrDiskFull", err)
-	}
-	if last := pos[len(pos)-1]; last.PhysOffset < fileSize {
-		t.Fatalf("the preallocated second file was not used: last record at %d", last.PhysOffset)
+	if !errors.Is(err, ErrDiskFull) || errors.Is(err, ErrFlushFailed) || l.Stats().FlushFailed {
+		t.Fatalf("append past the file size limit: %v (flush failed: %v), want ErrDiskFull alone", err, l.Stats().FlushFailed)
 	}
 	if _, err := l.AppendBatch([]Message{testMessage(1, 10), testMessage(2, 1000)}); !errors.Is(err, ErrDiskFull) {
-		t.Fatalf("batch on a full disk: %v", err)
+		t.Fatalf("batch past the file size limit: %v", err)
+	}
+	w := l.WriteOffset()
+	b, err := os.ReadFile(l.Files()[0].Path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if tail := b[w:]; !bytes.Equal(tail, make([]byte, len(tail))) {
+		t.Fatal("the failed writes left bytes after the write offset")
 	}
 	checkReadable(t, l, pos, msgs)
 	if err := l.Flush(); err != nil {
 		t.Fatalf("Flush on a full disk: %v", err)
 	}
-	leftovers, _ := filepath.Glob(filepath.Join(opts.Dir, "*"+tmpSuffix))
-	if len(leftovers) != 0 {
-		t.Fatalf("failed allocation left %v", leftovers)
-	}
 
 	restore()
 	more := testMessage(9999, 1000)
 	p, err := l.Append(&more)
-	if err != nil {
-		t.Fatalf("append after space came back: %v", err)
+	if err != nil || p.PhysOffset != w {
+		t.Fatalf("append after the limit was lifted: %+v, %v; want it at %d", p, err, w)
 	}
 	pos, msgs = append(pos, p), append(msgs, more)
 	l.Close()
@@ -104,8 +104,8 @@ func TestDiskFullFileSizeLimit(t *testing.T) {
 }
 
 // TestDiskFullTmpfs runs out of real space (ENOSPC) on a small tmpfs. It
-// needs to be allowed to mount and is skipped otherwise; the file size
-// limit test above covers the same path everywhere.
+// needs to be allowed to mount and is skipped otherwise; TestAllocateFailure
+// injects the same errors into fallocate everywhere.
 func TestDiskFullTmpfs(t *testing.T) {
 	const fileSize = 128 << 10
 	dir := t.TempDir()

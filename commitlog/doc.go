@@ -6,33 +6,42 @@
 // The log is a chain of fixed-size files in one directory (Options.Dir).
 // A file is named by the physical offset of its first byte as 20 decimal
 // digits (00000000001073741824 is the second file of a log of 1 GiB files),
-// so a physical offset names a file and a position in it. Every file is
-// mapped twice with mmap: read-write for the writer, which encodes records
-// straight into it, and read-only (PROT_READ, MAP_SHARED: the same page
-// cache) for readers, which decode from it and get slices of it, so a
-// stray store through a reader's slice faults instead of corrupting a
-// stored record.
+// so a physical offset names a file and a position in it. The writer
+// writes a file with pwrite(2); every file is also mapped once with mmap,
+// read-only (PROT_READ, MAP_SHARED: the page cache the pwrites fill), for
+// readers, which decode from it and get slices of it, so a stray store
+// through a reader's slice faults instead of corrupting a stored record.
+//
+// The writer does not store through a mapping because of what that costs
+// the kernel on a fallocated file: the first store into each 4 KiB page
+// is a fault that zeroes the page and then a page_mkwrite with a journal
+// handle on ext4. Pre-faulting ahead of the writer (MADV_POPULATE_WRITE)
+// only moved that work to another goroutine; profiled at 1 KiB records it
+// was more than half the log's CPU time, __pi_memset alone 56%. A pwrite
+// that covers a page whole copies into it without zeroing it first, so a
+// batch of records costs one system call and one copy from the writer's
+// buffer; AppendBatch encodes a batch into that buffer and writes it with
+// one pwrite per file it enters. The price is the system call: appends of
+// one small record each cost more CPU than stores into a pre-faulted
+// mapping did (docs/BENCHMARKS.md, "The commit log's write path").
 //
 // A file's space is allocated with fallocate(2), never by a sparse
-// ftruncate: a store into a mapped hole on a full disk is a SIGBUS that
-// kills the process, while a failed fallocate is an error (ErrDiskFull)
-// returned to the appender before anything is written. The next file is
-// created under a temporary name (*.tmp), allocated, mapped, its first
-// 16 MiB pre-faulted and renamed by a background goroutine while the
-// writer fills the current one, so a roll only swaps a pointer; the same
-// goroutine then pre-faults the rest in 4 MiB steps, never more than
-// 256 MiB ahead of the write position. Pre-faulting uses
-// MADV_POPULATE_WRITE (Linux 5.14; older kernels fall back to one load per
-// page, read faults only): it takes the write faults, each a page_mkwrite
-// with a journal handle on ext4, off the append path. Those pages become
-// dirty zero pages that writeback may write before the records land in
-// them, which is why the window is bounded instead of covering the whole
-// file at once. If the next file is not ready the writer waits for the one
-// being made, or allocates it itself if that failed. The new file's
-// allocation and name are made durable (msync + directory fsync) by the
-// first flush that covers it, not on the preallocation path, because on a
-// busy ext4 an fsync waits for a journal commit behind other dirty data.
-// Open removes *.tmp leftovers.
+// ftruncate, so a full disk is an error (ErrDiskFull) returned to the
+// appender by the allocation, before anything is written. A write that
+// still finds the disk full (a file system that needs space to write into
+// allocated blocks, or EFBIG from RLIMIT_FSIZE) fails its batch alone in
+// the same way: the batch's queue offsets are given back and the bytes it
+// wrote are cleared, so no record of it turns up behind a later, shorter
+// append after a crash.
+//
+// The next file is created under a temporary name (*.tmp), allocated,
+// mapped and renamed by a background goroutine while the writer fills the
+// current one, so a roll only swaps a pointer. If the next file is not ready the writer waits for
+// the one being made, or allocates it itself if that failed. The new
+// file's allocation and name are made durable (fdatasync + directory
+// fsync) by the first flush that covers it, not on the preallocation
+// path, because on a busy ext4 an fsync waits for a journal commit behind
+// other dirty data. Open removes *.tmp leftovers.
 //
 // # Record layout, version 2
 //
@@ -108,7 +117,8 @@
 // first (ErrInvalid, ErrTooLarge), allocates every file the batch will
 // enter, then, under a single lock acquisition, assigns each record its
 // PhysOffset and its QueueOffset (a per topic/TopicID/partition counter
-// advanced by Count) and encodes it into the mapping. So a batch is all or nothing.
+// advanced by Count), encodes it into the writer's buffer and writes the
+// buffer to the file. So a batch is all or nothing.
 // WriteOffset is published once per batch with an atomic store; readers
 // never look past it, so they need no lock and never block the writer.
 // Appended returns a channel closed when WriteOffset next grows; the writer
@@ -117,24 +127,26 @@
 // # Durability
 //
 // FlushedOffset is the offset before which everything is on disk. A flush
-// msyncs only the page-aligned range [FlushedOffset, WriteOffset) of the
-// files it spans. FlushAsync flushes every FlushInterval and on Close.
-// FlushSync starts a flush as soon as records are appended; appends made
-// while one flush runs are covered by the next, so WaitDurable callers
-// share one msync (group commit). In both modes WaitDurable(ctx, end)
+// fdatasyncs each file [FlushedOffset, WriteOffset) spans (only the pages
+// written since the last flush are dirty). FlushAsync flushes every
+// FlushInterval and on Close. FlushSync starts a flush as soon as records
+// are appended; appends made while one flush runs are covered by the next,
+// so WaitDurable callers share one fdatasync (group commit). A file found
+// shorter than the log made it was cut under the log: the flush fails
+// (ErrIO) rather than call the hole where its records were durable. In both modes WaitDurable(ctx, end)
 // returns once FlushedOffset >= end, asking for a flush if needed.
 //
-// A failed msync or directory fsync is sticky (nats-server's setWriteErr):
+// A failed fdatasync, directory fsync or write is sticky (nats-server's setWriteErr):
 // Linux may drop the dirty pages of a failed writeback and let a retry
 // succeed ("fsyncgate"), so the log never retries. FlushedOffset stays,
 // the waiters of the failed flush and every later append, Flush and
 // WaitDurable get ErrFlushFailed, one error line is logged and
 // Stats.FlushFailed is set; reads go on. Only a restart makes the log
 // writable again, its recovery scan reading back what the disk holds.
-// Allocation failures are not sticky: nothing was written, and appends
-// resume once a file can be allocated.
+// Allocation failures and full-disk write failures are not sticky:
+// nothing of the batch stays, and appends resume once there is space.
 //
-// The calls that decide durability (fallocate, msync, fdatasync,
+// The calls that decide durability (fallocate, fdatasync,
 // directory fsync, rename) go through a small seam (fileOps) that tests of
 // this package replace to inject failures or to record what each call made
 // durable and rebuild the directory as a power cut would leave it: all of
@@ -162,9 +174,9 @@
 // page or the file was truncated under the log. Read, Cursor.Next and
 // View.AppendBody run their loads with debug.SetPanicOnFault and turn such
 // a fault into ErrIO, so one request fails and the process lives; slices
-// handed out (View.Bytes, Record fields) are unguarded. The writer's
-// stores are guarded the same way: a fault there publishes nothing of the
-// batch and stops the log as a failed flush does.
+// handed out (View.Bytes, Record fields) are unguarded. A failed write
+// of the writer publishes nothing of the batch and stops the log as a
+// failed flush does.
 //
 // A Cursor is the sequential reader for a tail follower (the dispatcher):
 // it holds one file reference across the records of a file, steps from
@@ -193,8 +205,8 @@
 //     are deleted, the scanned files are fdatasynced, and the writer
 //     continues right there. Zeroing matters: a record that was complete
 //     behind a torn one must never reappear after later appends. The rest
-//     of the file is read and only its non-zero pages are overwritten
-//     (through the mapping), so the usual already-zero tail costs a scan of
+//     of the file is read through the mapping and only its non-zero pages
+//     are overwritten, so the usual already-zero tail costs a scan of
 //     the pages recovery just populated, not a write of the whole tail;
 //     blocks stay allocated either way.
 //   - Before the mark the end is damage to records that were durable, and

@@ -25,14 +25,14 @@ var (
 	// or FlagStampOffset with a body shorter than 8 bytes.
 	ErrInvalid = errors.New("commitlog: invalid message")
 	// ErrFlushFailed is returned by every append, flush and WaitDurable
-	// after an msync or fsync of the log failed (or a store into a mapping
-	// faulted, with ErrIO): what the failed call was writing may be lost,
+	// after an fdatasync or fsync of the log failed (or a write to one of
+	// its files failed, with ErrIO): what the failed call was writing may be lost,
 	// so nothing more is acknowledged until a restart recovers the log
 	// from what the disk holds. Stats.FlushFailed says so.
 	ErrFlushFailed = errors.New("commitlog: flush failed, log is read-only until restart")
 	// ErrIO is returned when an access to a mapped file faults (a media
-	// error, or the file was truncated under the log): the read or append
-	// fails, the process survives.
+	// error, or the file was truncated under the log) or a write to a file
+	// of the log fails: the read or append fails, the process survives.
 	ErrIO = errors.New("commitlog: I/O error on a mapped file")
 	// ErrDamaged is returned by Recover when the log ends (a torn, corrupt
 	// or zero record, or a missing file) before Options.Flushed: records

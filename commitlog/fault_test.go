@@ -1,6 +1,7 @@
 package commitlog
 
 import (
+	"context"
 	"errors"
 	"os"
 	"runtime/debug"
@@ -121,29 +122,40 @@ func TestCursorAllocations(t *testing.T) {
 	}
 }
 
-// TestTruncatedUnderTheWriter truncates the file being written: the next
-// append faults in the mapping, fails with ErrFlushFailed and ErrIO
-// instead of killing the process, publishes nothing, and stops the log;
-// the earlier files still read.
+// TestTruncatedUnderTheWriter truncates the file being written. The next
+// append's pwrite succeeds (it extends the file again, over a hole where
+// the file's records were), so the flush is what notices: it fails with
+// ErrFlushFailed and ErrIO instead of reporting the lost records durable,
+// FlushedOffset stays, and the log stops; the earlier files still read.
 func TestTruncatedUnderTheWriter(t *testing.T) {
 	const fileSize = 64 << 10
 	l := openLog(t, testOptions(t, "", fileSize))
 	defer l.Close()
 	pos, msgs := appendUntil(t, l, fileSize)
+	if err := l.Flush(); err != nil {
+		t.Fatal(err)
+	}
 	files := l.Files()
 	if err := os.Truncate(files[len(files)-1].Path, 0); err != nil {
 		t.Fatal(err)
 	}
-	w := l.WriteOffset()
+	flushed := l.FlushedOffset()
 	m := testMessage(len(pos), 1000)
-	if _, err := l.Append(&m); !errors.Is(err, ErrFlushFailed) || !errors.Is(err, ErrIO) {
-		t.Fatalf("append into the truncated file: %v, want ErrFlushFailed and ErrIO", err)
+	p, err := l.Append(&m)
+	if err != nil {
+		t.Fatalf("append into the truncated file: %v", err)
 	}
-	if l.WriteOffset() != w {
-		t.Fatalf("the faulted append moved the write offset from %d to %d", w, l.WriteOffset())
+	if err := l.Flush(); !errors.Is(err, ErrFlushFailed) || !errors.Is(err, ErrIO) {
+		t.Fatalf("flush of the truncated file: %v, want ErrFlushFailed and ErrIO", err)
+	}
+	if l.FlushedOffset() != flushed {
+		t.Fatalf("the failed flush moved the flushed offset from %d to %d", flushed, l.FlushedOffset())
+	}
+	if err := l.WaitDurable(context.Background(), p.End()); !errors.Is(err, ErrFlushFailed) {
+		t.Fatalf("WaitDurable of the append into the truncated file: %v", err)
 	}
 	if _, err := l.Append(&m); !errors.Is(err, ErrFlushFailed) {
-		t.Fatalf("append after the fault: %v", err)
+		t.Fatalf("append after the failure: %v", err)
 	}
 	if !l.Stats().FlushFailed {
 		t.Fatal("Stats().FlushFailed not set")

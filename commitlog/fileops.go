@@ -7,7 +7,6 @@ import "os"
 // package injects failures or records durability (fileopstest).
 type fileOps interface {
 	Fallocate(f *os.File, size int64) error
-	Msync(path string, b []byte, off int64) error
 	Fdatasync(f *os.File) error
 	SyncDir(dir string) error
 	Rename(oldpath, newpath string) error

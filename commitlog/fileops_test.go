@@ -72,7 +72,7 @@ func errorLines(hook *logtest.Hook) int {
 	return n
 }
 
-// TestFlushFailureIsSticky fails the msync, or the directory fsync that
+// TestFlushFailureIsSticky fails the fdatasync, or the directory fsync that
 // makes a new file's name durable, under a sync-mode log: the waiter of
 // the failed flush and every later append, flush and waiter get
 // ErrFlushFailed, the failed call is never retried (a retry can succeed
@@ -86,7 +86,7 @@ func TestFlushFailureIsSticky(t *testing.T) {
 		// is the first one after them.
 		before int
 	}{
-		{fileopstest.Msync, 10},
+		{fileopstest.Fdatasync, 10},
 		// The records that fill the first file; the next one enters the
 		// second, whose first flush syncs the directory.
 		{fileopstest.SyncDir, fitInFile(fileSize)},
@@ -192,6 +192,7 @@ func TestAllocateFailure(t *testing.T) {
 		want error
 	}{
 		{"fallocate ENOSPC", fileopstest.Fallocate, syscall.ENOSPC, ErrDiskFull},
+		{"fallocate EFBIG", fileopstest.Fallocate, syscall.EFBIG, ErrDiskFull},
 		{"fallocate EIO", fileopstest.Fallocate, syscall.EIO, syscall.EIO},
 		{"rename EIO", fileopstest.Rename, syscall.EIO, syscall.EIO},
 	} {

@@ -29,7 +29,7 @@ type counters struct {
 
 // Stats are counters for tests, benchmarks and metrics.
 type Stats struct {
-	// Flushes counts msync rounds that wrote something.
+	// Flushes counts flush rounds that wrote something.
 	Flushes int64
 	// DurableWaits counts WaitDurable calls that had to wait for a flush.
 	DurableWaits int64
@@ -94,8 +94,7 @@ func (l *Log) Flush() error {
 	return l.flush()
 }
 
-// flush msyncs the dirty page range [FlushedOffset, WriteOffset) of every
-// file it spans and wakes the waiters registered before it started. After
+// flush fdatasyncs every file [FlushedOffset, WriteOffset) spans and wakes the waiters registered before it started. After
 // a failure it fails at once without writing: see fail.
 func (l *Log) flush() error {
 	l.flushMu.Lock()
@@ -117,10 +116,10 @@ func (l *Log) flush() error {
 			if s.end() <= from || s.base >= to || !s.tryAcquire() {
 				continue
 			}
-			err = s.msync(max(from, s.base)-s.base, min(to, s.end())-s.base)
+			err = s.sync()
 			if err == nil && !s.durable.Load() {
-				// msync is an fdatasync of the range, which commits the
-				// file's size and allocation; the name needs the directory.
+				// fdatasync commits the file's size and allocation; the
+				// name needs the directory.
 				if err = l.opts.fs.SyncDir(l.opts.Dir); err == nil {
 					s.durable.Store(true)
 				} else {
@@ -189,7 +188,7 @@ func (l *Log) WaitDurable(ctx context.Context, end int64) error {
 
 // fail makes a flush failure (or a fault while storing into a mapping)
 // sticky, as nats-server's setWriteErr does. A
-// failed msync or fsync may have dropped the dirty pages it was writing
+// failed fdatasync may have dropped the dirty pages it was writing
 // (Linux marks them clean after a writeback error), so a later flush that
 // succeeds would move FlushedOffset over records that never reached the
 // disk: "fsyncgate". From here on every flush fails without writing, every

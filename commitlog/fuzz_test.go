@@ -49,8 +49,8 @@ func FuzzRecover(f *testing.F) {
 			return
 		}
 		segs := []*segment{
-			{base: 0, size: half, m: data[:half:half]},
-			{base: half, size: half, m: data[half : 2*half : 2*half]},
+			{base: 0, size: half, ro: data[:half:half]},
+			{base: half, size: half, ro: data[half : 2*half : 2*half]},
 		}
 		var seen []Position
 		sc := scanner{fn: func(r *Record) error {
@@ -75,11 +75,11 @@ func FuzzRecover(f *testing.F) {
 				s = segs[1]
 			}
 			pos := phys - s.base
-			if rem := s.size - pos; rem < BlankSize || isBlank(s.m[pos:], rem) {
+			if rem := s.size - pos; rem < BlankSize || isBlank(s.ro[pos:], rem) {
 				phys = s.end()
 				continue
 			}
-			r, err := Decode(s.m[pos:])
+			r, err := Decode(s.ro[pos:])
 			if err != nil {
 				t.Fatalf("record at %d before the end %d does not decode: %v", phys, end, err)
 			}

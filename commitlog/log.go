@@ -40,6 +40,12 @@ type Log struct {
 	offsets   map[queueKey]*int64
 	lastKey   queueKey
 	lastNext  *int64
+	// wbuf is where a batch is encoded before it is written to the files
+	// (encodeBatch), kept across batches up to maxKeptWriteBuf; wends and
+	// wundo are its per-file ends and its counters' undo log.
+	wbuf  []byte
+	wends []int
+	wundo []queueUndo
 
 	preReq chan int64
 	preRes chan preallocResult

@@ -111,7 +111,7 @@ func TestRollAtFileBoundary(t *testing.T) {
 			if files := l.Files(); len(files) != 2 || files[1].Name != "00000000000000008192" || files[1].Base != fileSize {
 				t.Fatalf("files %+v", files)
 			}
-			tailBytes := l.chain()[0].m[fileSize-tail:]
+			tailBytes := l.chain()[0].ro[fileSize-tail:]
 			switch {
 			case tail >= BlankSize:
 				if !isBlank(tailBytes, tail) {

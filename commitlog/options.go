@@ -14,12 +14,12 @@ import (
 type FlushMode int
 
 const (
-	// FlushAsync msyncs every FlushInterval and on Close. WaitDurable still
+	// FlushAsync fdatasyncs every FlushInterval and on Close. WaitDurable still
 	// works: it asks for an immediate flush and waits for it.
 	FlushAsync FlushMode = iota
-	// FlushSync msyncs as soon as records are appended, back to back: every
+	// FlushSync fdatasyncs as soon as records are appended, back to back: every
 	// append made while a flush is running is covered by the next one, so
-	// concurrent WaitDurable callers share one msync (group commit).
+	// concurrent WaitDurable callers share one fdatasync (group commit).
 	FlushSync
 )
 

@@ -13,93 +13,36 @@ type preallocResult struct {
 	err error
 }
 
-const (
-	// warmWindow is how far ahead of the write position pages are
-	// pre-faulted; it bounds the zero pages dirtied ahead of the writer.
-	warmWindow = 256 << 20
-	// warmChunk is the step of pre-faulting, short enough that a request
-	// for the next file is never kept waiting long.
-	warmChunk = 4 << 20
-	// warmPoll is how often the pre-faulter looks at the write position
-	// when it is a whole window ahead.
-	warmPoll = 10 * time.Millisecond
-)
-
-// warming is a file whose pages are pre-faulted up to off.
-type warming struct {
-	s   *segment
-	off int64
-}
-
 // preallocate creates the file after the one being written while the
 // writer fills the current one (the writer keeps at most one request
 // outstanding and asks for the next file as soon as it enters a new one),
-// and pre-faults pages of the current and the next file a window ahead of
-// the writer. Pre-faulting a whole 1 GiB file at once takes seconds when
-// memory is tight and dirties a gigabyte of zero pages that writeback may
-// write before the records do; a sliding window does neither.
+// so a roll only swaps a pointer.
 func (l *Log) preallocate() {
 	defer l.wg.Done()
-	var queue []warming
-	defer func() {
-		for _, w := range queue {
-			w.s.release()
-		}
-	}()
-	poll := time.NewTicker(warmPoll)
-	defer poll.Stop()
 	for {
-		// Drop what is done, then pre-fault one chunk if one is due.
-		for len(queue) > 0 && queue[0].off >= queue[0].s.size {
-			queue[0].s.release()
-			queue = queue[1:]
-		}
-		if len(queue) > 0 {
-			w := &queue[0]
-			if w.off < l.writeOff.Load()-w.s.base+warmWindow {
-				select {
-				case base, ok := <-l.preReq:
-					if !ok {
-						return
-					}
-					queue = l.create(base, queue)
-				case <-l.stop:
-					return
-				default:
-					end := min(w.s.size, w.off+warmChunk)
-					w.s.prefault(w.off, end)
-					w.off = end
-				}
-				continue
-			}
-		}
 		select {
 		case base, ok := <-l.preReq:
 			if !ok {
 				return
 			}
-			queue = l.create(base, queue)
-		case <-poll.C:
+			l.create(base)
 		case <-l.stop:
 			return
 		}
 	}
 }
 
-// create makes the file at base, hands it to the writer and queues it for
-// pre-faulting.
-func (l *Log) create(base int64, queue []warming) []warming {
+// create makes the file at base and hands it to the writer.
+func (l *Log) create(base int64) {
 	start := time.Now()
 	s, err := createSegment(l.opts.fs, l.opts.Dir, base, l.opts.FileSize, &l.mapped)
 	if err != nil {
 		l.log.WithError(err).WithField("base", base).Warn("preallocating next file failed; the writer will retry")
 		l.preRes <- preallocResult{err: err}
-		return queue
+		return
 	}
 	l.log.WithFields(logrus.Fields{"file": s.path, "took": time.Since(start)}).Debug("preallocated next file")
-	s.tryAcquire() // cannot fail: nobody else has it yet
 	l.preRes <- preallocResult{seg: s}
-	return append(queue, warming{s: s, off: min(s.size, prefaultChunk)})
 }
 
 // requestNext asks the preallocator for the file after the last one the

@@ -204,7 +204,7 @@ func Encode(dst []byte, m *Message, phys, queueOffset, storeTS int64) []byte {
 }
 
 // encodeInto writes the record into b, which is exactly EncodedSize(m)
-// bytes (usually a slice of the mapped file).
+// bytes (a slice of the writer's buffer).
 func encodeInto(b []byte, m *Message, phys, queueOffset, storeTS int64) {
 	count := m.Count
 	if count == 0 {

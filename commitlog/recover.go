@@ -133,7 +133,13 @@ func (l *Log) Recover(from int64, fn func(r *Record) error) (int64, error) {
 	var zeroed int64
 	if j < len(segs) {
 		s := segs[j]
-		zeroed = s.zeroFrom(end - s.base)
+		var err error
+		if fault := guard(func() { zeroed, err = s.zeroFrom(end - s.base) }); fault != nil {
+			err = fault
+		}
+		if err != nil {
+			return end, fmt.Errorf("commitlog: recover: clear %s after the end %d: %w", s.path, end, err)
+		}
 	} else {
 		s, err := createSegment(l.opts.fs, l.opts.Dir, end, l.opts.FileSize, &l.mapped)
 		if err != nil {
@@ -178,7 +184,7 @@ func earliestDamage(segs []*segment, end int64, stop error) (int64, int, error) 
 	k = min(k, len(segs)-1)
 	s := segs[k]
 	var sc scanner
-	e, rolled, _ := sc.scanFile(s.base, s.m[:s.size], 0)
+	e, rolled, _ := sc.scanFile(s.base, s.ro[:s.size], 0)
 	if rolled || e >= end {
 		return end, k, stop
 	}
@@ -239,9 +245,9 @@ func (sc *scanner) scan(segs []*segment, phys int64) (int64, error) {
 			// Populate the page tables of the rest of the file in one call
 			// (reading it from disk if it is not cached) instead of taking
 			// a fault every few pages of the scan. Best effort.
-			unix.Madvise(s.m[pos:], unix.MADV_POPULATE_READ)
+			unix.Madvise(s.ro[pos:], unix.MADV_POPULATE_READ)
 		}
-		next, ok, err := sc.scanFile(s.base, s.m[:s.size], pos)
+		next, ok, err := sc.scanFile(s.base, s.ro[:s.size], pos)
 		if err != nil || !ok {
 			return next, err
 		}

@@ -449,12 +449,14 @@ func TestZeroFrom(t *testing.T) {
 			}
 			defer s.release()
 			for _, off := range tt.dirty {
-				s.m[off] = 0xAA
+				if _, err := s.writeAt([]byte{0xAA}, int64(off)); err != nil {
+					t.Fatal(err)
+				}
 			}
-			if got := s.zeroFrom(int64(tt.from)); got != tt.cleared {
-				t.Fatalf("cleared %d bytes, want %d", got, tt.cleared)
+			if got, err := s.zeroFrom(int64(tt.from)); err != nil || got != tt.cleared {
+				t.Fatalf("cleared %d bytes (%v), want %d", got, err, tt.cleared)
 			}
-			for i, c := range s.m {
+			for i, c := range s.ro {
 				want := byte(0)
 				if i < tt.from && slices.Contains(tt.dirty, i) {
 					want = 0xAA

@@ -120,9 +120,9 @@ func (l *Log) AppendRaw(phys int64, data []byte) (int64, error) {
 		return 0, fmt.Errorf("commitlog: append raw: %w", err)
 	}
 	now := time.Now().UnixMilli()
-	if fault := guard(func() { l.writeRaw(items, data, now) }); fault != nil {
+	if err := l.writeRaw(items, data, now); err != nil {
 		// As in AppendBatch: nothing more is published; the log stops.
-		return 0, l.fail(fmt.Errorf("commitlog: append raw at %d: %w", w, fault), l.flushed.Load(), l.writeOff.Load())
+		return 0, l.fail(fmt.Errorf("commitlog: append raw at %d: %w", w, err), l.flushed.Load(), l.writeOff.Load())
 	}
 	end := l.cur.base + l.wpos
 	l.writeOff.Store(end)
@@ -133,18 +133,30 @@ func (l *Log) AppendRaw(phys int64, data []byte) (int64, error) {
 	return end, nil
 }
 
-// writeRaw copies planned items into the mapping; wmu held, under guard.
-func (l *Log) writeRaw(items []rawItem, data []byte, now int64) {
+// writeRaw writes planned items to the files, one pwrite per file the
+// chunk enters (the chunk's items are contiguous, end-of-file markers
+// included); wmu held.
+func (l *Log) writeRaw(items []rawItem, data []byte, now int64) error {
+	from, start := 0, l.wpos
 	for _, it := range items {
 		if it.size > 0 && !it.roll {
-			copy(l.cur.m[l.wpos:], data[it.at:it.at+it.size])
-			l.wpos += int64(it.size)
 			*l.queueNext(it.topic, it.id, it.partition) = it.next
 		}
+		l.wpos += int64(it.size)
 		if it.roll {
+			if _, err := l.cur.writeAt(data[from:it.at+it.size], start); err != nil {
+				return err
+			}
 			l.roll(now)
+			from, start = it.at+it.size, 0
 		}
 	}
+	if len(items) == 0 {
+		return nil
+	}
+	last := items[len(items)-1]
+	_, err := l.cur.writeAt(data[from:last.at+last.size], start)
+	return err
 }
 
 // planRaw checks a replicated chunk against where this log would place it

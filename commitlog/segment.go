@@ -26,11 +26,10 @@ type segment struct {
 	path string
 	f    *os.File
 	ops  fileOps
-	// m is the writer's read-write mapping; ro maps the same file
-	// read-only for everything handed to readers (View, Cursor), so a
+	// ro maps the file read-only (MAP_SHARED: the page cache the writer's
+	// pwrites fill) for everything handed to readers (View, Cursor), so a
 	// stray store through a reader's slice faults instead of silently
 	// corrupting stored records.
-	m    mmap.MMap
 	ro   mmap.MMap
 	refs atomic.Int32
 	// durable is set once the file's allocation and directory entry are
@@ -56,13 +55,12 @@ func allocError(path string, err error) error {
 
 // createSegment makes the file for base under a temporary name, allocates
 // every block (fallocate, so a full disk is an error here and never a
-// SIGBUS on a later store into the mapping), maps it, pre-faults its
-// first prefaultChunk bytes (the preallocator does the rest) and only then
-// gives it its real name: a crash leaves either a *.tmp file
-// (removed by Open) or a complete one. It does not fsync: on a busy ext4 a
-// journal commit waits for gigabytes of other dirty data, which would make
-// the preallocator late. The first flush covering the file makes its
-// allocation and name durable before FlushedOffset moves into it.
+// failed write of records later), maps it and only then gives it its real
+// name: a crash leaves either a *.tmp file (removed by Open) or a complete
+// one. It does not fsync: on a busy ext4 a journal commit waits for
+// gigabytes of other dirty data, which would make the preallocator late.
+// The first flush covering the file makes its allocation and name durable
+// before FlushedOffset moves into it.
 func createSegment(ops fileOps, dir string, base, size int64, mapped *atomic.Int64) (*segment, error) {
 	final := filepath.Join(dir, segmentName(base))
 	tmp := final + tmpSuffix
@@ -78,79 +76,30 @@ func createSegment(ops fileOps, dir string, base, size int64, mapped *atomic.Int
 	if err := ops.Fallocate(f, size); err != nil {
 		return fail(allocError(tmp, err))
 	}
-	m, ro, err := mapFile(f, tmp)
+	ro, err := mapFile(f, tmp)
 	if err != nil {
 		return fail(err)
 	}
-	s := &segment{base: base, size: size, path: final, f: f, ops: ops, m: m, ro: ro, mapped: mapped}
-	s.prefault(0, min(size, prefaultChunk))
 	if err := ops.Rename(tmp, final); err != nil {
-		m.Unmap()
 		ro.Unmap()
 		return fail(fmt.Errorf("commitlog: rename %s: %w", tmp, err))
 	}
+	s := &segment{base: base, size: size, path: final, f: f, ops: ops, ro: ro, mapped: mapped}
 	s.refs.Store(1)
 	s.sealedAt.Store(time.Now().UnixMilli())
 	mapped.Add(size)
 	return s, nil
 }
 
-// mapFile maps f twice: read-write for the writer, read-only for readers.
-func mapFile(f *os.File, path string) (rw, ro mmap.MMap, err error) {
-	rw, err = mmap.Map(f, mmap.RDWR, 0)
+// mapFile maps f read-only for readers. The writer never stores through a
+// mapping: see writeAt.
+func mapFile(f *os.File, path string) (mmap.MMap, error) {
+	ro, err := mmap.Map(f, mmap.RDONLY, 0)
 	if err != nil {
-		return nil, nil, fmt.Errorf("commitlog: map %s: %w", path, err)
+		return nil, fmt.Errorf("commitlog: map %s read-only: %w", path, err)
 	}
-	ro, err = mmap.Map(f, mmap.RDONLY, 0)
-	if err != nil {
-		rw.Unmap()
-		return nil, nil, fmt.Errorf("commitlog: map %s read-only: %w", path, err)
-	}
-	return rw, ro, nil
+	return ro, nil
 }
-
-// prefault populates the page tables of [from, to) of both mappings: the
-// writer's for writing (see prefault), then the readers' for reading. Both
-// map the same page-cache pages, so once the first call has brought them
-// in the second only fills page-table entries; without it every reader's
-// first pass over a file takes a minor fault per 16 pages (fault-around),
-// measured to double the dispatcher's CPU time on freshly written data.
-func (s *segment) prefault(from, to int64) {
-	prefault(s.m[from:to])
-	_ = unix.Madvise(s.ro[from:to], unix.MADV_POPULATE_READ) // best effort, as prefault
-}
-
-// prefaultChunk is how much of a new file is populated before the file is
-// handed to the writer, and the step of populating the rest behind it.
-const prefaultChunk = 16 << 20
-
-// prefault populates the page tables of m for writing, so the appender
-// takes no page faults: a write fault on a file mapping costs a
-// page_mkwrite with a journal handle per 4 KiB page (measured: ~10 us,
-// which caps the writer near 400 MB/s). MADV_POPULATE_WRITE (Linux 5.14)
-// does it in one call; older kernels get one load per page (read faults
-// only, but still no major faults). It dirties
-// the zero pages, so the preallocator only runs it a window ahead of the
-// writer.
-func prefault(m []byte) {
-	if len(m) == 0 || !errors.Is(unix.Madvise(m, unix.MADV_POPULATE_WRITE), unix.EINVAL) {
-		// Done, or failed for a reason loads would only turn into a
-		// SIGBUS (a file truncated under the log); best effort either way.
-		return
-	}
-	// Loads, not stores: the range may be behind the writer.
-	page := os.Getpagesize()
-	var sum byte
-	_ = guard(func() {
-		for i := 0; i < len(m); i += page {
-			sum += m[i]
-		}
-	})
-	prefaultSink = sum
-}
-
-// prefaultSink keeps the fallback loads of prefault from being optimized away.
-var prefaultSink byte
 
 // openSegment maps an existing file. A last file that is not a whole
 // number of pages long (cut by something outside the log: files are
@@ -183,12 +132,12 @@ func openSegment(ops fileOps, path string, base int64, last bool, mapped *atomic
 		}
 		repaired, size = want-size, want
 	}
-	m, ro, err := mapFile(f, path)
+	ro, err := mapFile(f, path)
 	if err != nil {
 		f.Close()
 		return nil, 0, err
 	}
-	s = &segment{base: base, size: size, path: path, f: f, ops: ops, m: m, ro: ro, mapped: mapped}
+	s = &segment{base: base, size: size, path: path, f: f, ops: ops, ro: ro, mapped: mapped}
 	s.refs.Store(1)
 	s.durable.Store(true)
 	s.sealedAt.Store(fi.ModTime().UnixMilli())
@@ -216,58 +165,102 @@ func (s *segment) release() {
 	if s.refs.Add(-1) != 0 {
 		return
 	}
-	s.m.Unmap()
 	s.ro.Unmap()
 	s.f.Close()
 	s.mapped.Add(-s.size)
 }
 
-// msync writes [from, to) of the file (offsets inside it) to disk,
-// widened to page boundaries as msync requires.
-func (s *segment) msync(from, to int64) error {
-	page := int64(os.Getpagesize())
-	from = from / page * page
-	to = min((to+page-1)/page*page, s.size)
-	if from >= to {
-		return nil
+// writeAt writes b at pos in the file with pwrite. The page cache it
+// fills is the one the read-only mapping shows, so readers see the bytes
+// as soon as it returns. pwrite copies into page-cache pages it allocates
+// without zeroing them first when it covers them whole, where a store
+// through a writable mapping of the fallocated (unwritten) file took a
+// fault per page that zeroed the page and then a page_mkwrite: measured,
+// more than half of the writer's CPU time (docs/BENCHMARKS.md, "The commit
+// log's write path").
+func (s *segment) writeAt(b []byte, pos int64) (int64, error) {
+	if pos+int64(len(b)) > s.size {
+		return 0, fmt.Errorf("commitlog: write %s [%d, %d): past the end of the file (%d): %w", s.path, pos, pos+int64(len(b)), s.size, ErrIO)
 	}
-	if err := s.ops.Msync(s.path, s.m[from:to], from); err != nil {
-		return fmt.Errorf("commitlog: msync %s [%d, %d): %w", s.path, from, to, err)
+	var written int64
+	for len(b) > 0 {
+		n, err := unix.Pwrite(int(s.f.Fd()), b, pos+written)
+		if errors.Is(err, unix.EINTR) {
+			continue
+		}
+		if errors.Is(err, unix.ENOSPC) || errors.Is(err, unix.EDQUOT) || errors.Is(err, unix.EFBIG) {
+			return written, fmt.Errorf("commitlog: write %s at %d: %w: %w", s.path, pos+written, ErrDiskFull, err)
+		}
+		if err != nil {
+			return written, fmt.Errorf("commitlog: write %s at %d: %w: %w", s.path, pos+written, ErrIO, err)
+		}
+		b, written = b[n:], written+int64(n)
+	}
+	return written, nil
+}
+
+// clear writes zeros over n bytes at pos: what a failed write left.
+func (s *segment) clear(pos, n int64) error {
+	for n > 0 {
+		k := min(n, int64(len(zeroPage)))
+		if _, err := s.writeAt(zeroPage[:k], pos); err != nil {
+			return err
+		}
+		pos, n = pos+k, n-k
+	}
+	return nil
+}
+
+// sync makes the file's written bytes durable with one fdatasync (it
+// also commits the file's size and allocation; its name needs the
+// directory). A file no longer as long as the log made it was cut under
+// the log: pwrites into it since then may have extended it again, over a
+// hole where acknowledged records were, so that fails like a failed
+// fdatasync instead of reporting them durable.
+func (s *segment) sync() error {
+	fi, err := s.f.Stat()
+	if err != nil {
+		return fmt.Errorf("commitlog: stat %s: %w", s.path, err)
+	}
+	if fi.Size() != s.size {
+		return fmt.Errorf("commitlog: sync %s: the file is %d bytes, the log made it %d: cut under the log: %w", s.path, fi.Size(), s.size, ErrIO)
+	}
+	if err := s.ops.Fdatasync(s.f); err != nil {
+		return fmt.Errorf("commitlog: fdatasync %s: %w", s.path, err)
 	}
 	return nil
 }
 
 // zeroFrom makes every byte from pos to the end of the file zero and
 // returns how many bytes it had to clear. It reads the range a page at a
-// time and writes zeros, through the mapping, only to pages that are not
+// time through the mapping and writes zeros only over pages that are not
 // already zero: the tail after the end of a recovered log is almost always
 // zero already (never written, or wiped by an earlier recovery), and
 // clearing it wholesale would dirty every page of it for writeback (or,
-// with FALLOC_FL_ZERO_RANGE, drop its pre-faulted pages and cost a journal
-// transaction) on every start. The stale bytes of a torn write and of the
-// records behind it are cleared, and the caller's fdatasync makes that
-// durable. The pages are read through the page tables recovery has just
-// populated, so an already-zero tail costs a memory scan.
-func (s *segment) zeroFrom(pos int64) int64 {
+// with FALLOC_FL_ZERO_RANGE, cost a journal transaction) on every start.
+// The stale bytes of a torn write and of the records behind it are
+// cleared, and the caller's fdatasync makes that durable. The reads fault
+// (SIGBUS) on a file cut under the log: callers run it under guard.
+func (s *segment) zeroFrom(pos int64) (int64, error) {
 	page := int64(os.Getpagesize())
 	var cleared int64
 	for p := pos; p < s.size; {
 		next := min((p/page+1)*page, s.size)
 		// Grow a run of non-zero pages and clear it in one go.
 		q := p
-		for q < s.size && !isZero(s.m[q:next]) {
+		for q < s.size && !isZero(s.ro[q:next]) {
 			q = next
 			next = min(q+page, s.size)
 		}
 		if q > p {
-			clear(s.m[p:q])
+			if err := s.clear(p, q-p); err != nil {
+				return cleared, err
+			}
 			cleared += q - p
-			p = q
-			continue
 		}
 		p = next
 	}
-	return cleared
+	return cleared, nil
 }
 
 // zeroPage is compared against: bytes.Equal is vectorized, a byte loop is not.

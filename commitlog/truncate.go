@@ -79,8 +79,11 @@ func (l *Log) Truncate(to int64) error {
 		r.release()
 	}
 	var zeroed int64
-	if fault := guard(func() { zeroed = s.zeroFrom(to - s.base) }); fault != nil {
-		return l.fail(fmt.Errorf("commitlog: truncate to %d: %w", to, fault), l.flushed.Load(), w)
+	if fault := guard(func() { zeroed, err = s.zeroFrom(to - s.base) }); fault != nil {
+		err = fault
+	}
+	if err != nil {
+		return l.fail(fmt.Errorf("commitlog: truncate to %d: %w", to, err), l.flushed.Load(), w)
 	}
 	if err := l.opts.fs.Fdatasync(s.f); err != nil {
 		return fmt.Errorf("commitlog: truncate to %d: sync %s: %w", to, s.path, err)
@@ -112,11 +115,11 @@ func (l *Log) Truncate(to int64) error {
 // or a zero tail in s. w is the write offset.
 func (l *Log) isBoundary(s *segment, to, w int64) error {
 	pos := to - s.base
-	if rem := s.size - pos; rem < BlankSize || isBlank(s.m[pos:], rem) {
+	if rem := s.size - pos; rem < BlankSize || isBlank(s.ro[pos:], rem) {
 		return nil
 	}
 	var rec Record
-	if err := decodeInto(s.m[pos:min(s.size, w-s.base)], &rec, l.intern, true); err != nil {
+	if err := decodeInto(s.ro[pos:min(s.size, w-s.base)], &rec, l.intern, true); err != nil {
 		return fmt.Errorf("commitlog: truncate to %d: not a record boundary: %w", to, err)
 	}
 	if rec.PhysOffset != to {

@@ -285,3 +285,21 @@ func (f *file) remove(sync bool) error {
 	f.lru.remove(f)
 	return err
 }
+
+// put writes e for offset into slot, growing the file to hold it.
+func (f *file) put(slot int, offset int64, e Entry) error {
+	if err := f.lock(); err != nil {
+		return err
+	}
+	defer f.unlock()
+	if want := sizeFor(slot, f.epf); int64(len(f.m)) < want {
+		if err := f.resizeLocked(want); err != nil {
+			return err
+		}
+	}
+	if err := guard(f.path, func() { encodeEntry(f.slotBytes(slot), offset, e) }); err != nil {
+		return err
+	}
+	f.markDirty()
+	return nil
+}

@@ -9,6 +9,8 @@ import (
 	"testing"
 
 	"github.com/sirupsen/logrus"
+
+	"github.com/unilog/unilog/internal/poll"
 )
 
 func quietLogger() logrus.FieldLogger {
@@ -128,4 +130,16 @@ func filesOf(t testing.TB, s *Store, topic string, p int32) []string {
 		names = append(names, de.Name())
 	}
 	return names
+}
+
+// waitPromotions waits until the promoter has no promotion queued or under
+// way, so that a test sees the promotions its appends asked for.
+func waitPromotions(t testing.TB, s *Store) {
+	t.Helper()
+	poll.True(t, "the promoter idle", func() bool {
+		p := s.promoter
+		p.mu.Lock()
+		defer p.mu.Unlock()
+		return len(p.waiting) == 0 && !p.busy
+	})
 }

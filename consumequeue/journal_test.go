@@ -97,6 +97,7 @@ func TestSmallQueue(t *testing.T) {
 	q = mustQueue(t, s, "t", 3)
 	checkRange(t, q, 2, 5)
 	appendRange(t, q, 5, 12)
+	waitPromotions(t, s)
 	if q.small.Load() {
 		t.Fatal("not promoted at 8 entries")
 	}
@@ -132,6 +133,7 @@ func TestSmallQueuePromotionIsByteIdentical(t *testing.T) {
 	for _, o := range []Options{small, files} {
 		s := mustOpen(t, o)
 		appendRange(t, mustQueue(t, s, "t", 0), 5, 30)
+		waitPromotions(t, s)
 		if err := s.Close(); err != nil {
 			t.Fatal(err)
 		}
@@ -151,6 +153,7 @@ func TestUnconfirmedPromotion(t *testing.T) {
 		t.Fatal(err)
 	}
 	appendRange(t, q, 8, 10)
+	waitPromotions(t, s)
 	if q.small.Load() || !exists(s.queueDir(q.id)) {
 		t.Fatal("not promoted")
 	}
@@ -298,6 +301,7 @@ func TestJournalCompaction(t *testing.T) {
 	if err := s.DeleteTopic("gone"); err != nil {
 		t.Fatal(err)
 	}
+	waitPromotions(t, s)
 	if err := s.Flush(); err != nil {
 		t.Fatal(err)
 	}
@@ -348,6 +352,7 @@ func TestJournalCompaction(t *testing.T) {
 	for p := range int32(40) {
 		appendRange(t, mustQueue(t, s, "churn2", p), 0, 10)
 	}
+	waitPromotions(t, s)
 	faults.Fail(fileopstest.Rename, syscall.EIO)
 	if err := s.Flush(); !errors.Is(err, ErrFlushFailed) {
 		t.Fatalf("Flush with a failing rename: %v", err)
@@ -432,7 +437,8 @@ func TestOldDataDir(t *testing.T) {
 }
 
 // TestPromotionSpread fills 1,000 new queues round robin, as a producer
-// over a new topic does, and counts the promotions of each pass: they are
+// over a new topic does, and counts the promotions each pass asks the
+// promoter for: they are
 // spread over many passes instead of all landing in one, every queue is
 // promoted by SmallEntries, none before SmallEntries-PromoteSpread, and a
 // queue's promotion point is the same after a restart.
@@ -449,16 +455,18 @@ func TestPromotionSpread(t *testing.T) {
 			for p := range qs {
 				qs[p] = mustQueue(t, s, "t", int32(p))
 			}
+			asked := func(q *Queue) bool { return q.promoting.Load() || !q.small.Load() }
 			promoted := map[int64]int{} // entries held when promoted -> queues
 			for off := range int64(small + 1) {
 				for _, q := range qs {
-					was := q.small.Load()
+					was := asked(q)
 					appendRange(t, q, off, off+1)
-					if was && !q.small.Load() {
+					if !was && asked(q) {
 						promoted[off]++
 					}
 				}
 			}
+			waitPromotions(t, s)
 			lowest := int64(small - max(tc.spread, 0))
 			if tc.spread == 0 {
 				lowest = small / 2
@@ -504,6 +512,7 @@ func TestPromotedEntriesReleased(t *testing.T) {
 	s := mustOpen(t, smallOptions(t.TempDir()))
 	q := mustQueue(t, s, "t", 0)
 	appendRange(t, q, 0, 10)
+	waitPromotions(t, s)
 	if q.small.Load() {
 		t.Fatal("not promoted")
 	}

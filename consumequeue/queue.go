@@ -38,10 +38,12 @@ type Queue struct {
 	// sq is the queue's state in the journal, nil for a queue that had
 	// files when it was opened. small is true while sq holds the entries;
 	// promotion to files clears it once the files hold them all, which
-	// Append starts when sq holds promoteAt entries.
+	// Append asks the promoter for when sq holds promoteAt entries;
+	// promoting is set while the request is queued or under way.
 	sq        *smallQueue
 	small     atomic.Bool
 	promoteAt int64
+	promoting atomic.Bool
 
 	// lastTS is the Timestamp of the entry before lastTSAt, which AppendRange
 	// raises the next entry's to; it is known only while lastTSAt is
@@ -218,15 +220,13 @@ func (q *Queue) lastTimestamp(hi int64) (int64, error) {
 // be, empty says the queue holds no entry. Caller holds mu.
 func (q *Queue) store(offset int64, e Entry, lo int64, empty bool) error {
 	if q.small.Load() {
-		if offset-lo < q.promoteAt {
-			if err := q.s.journal.add(q.sq, offset, e); err != nil {
-				return fmt.Errorf("consumequeue: append %s/%d: %w", q.id.Topic, q.id.Partition, err)
-			}
-			return nil
+		if offset-lo >= q.promoteAt {
+			q.s.promoter.request(q)
 		}
-		if err := q.promote(); err != nil {
-			return err
+		if err := q.s.journal.add(q.sq, offset, e); err != nil {
+			return fmt.Errorf("consumequeue: append %s/%d: %w", q.id.Topic, q.id.Partition, err)
 		}
+		return nil
 	}
 	return q.appendFile(offset, e, empty)
 }
@@ -256,23 +256,7 @@ func (q *Queue) appendFile(offset int64, e Entry, empty bool) error {
 		q.setFiles(append(slices.Clip(fs), nf))
 		f = nf
 	}
-	slot := int(offset - base)
-	if err := f.lock(); err != nil {
-		return err
-	}
-	if want := sizeFor(slot, f.epf); int64(len(f.m)) < want {
-		if err := f.resizeLocked(want); err != nil {
-			f.unlock()
-			return err
-		}
-	}
-	if err := guard(f.path, func() { encodeEntry(f.slotBytes(slot), offset, e) }); err != nil {
-		f.unlock()
-		return err
-	}
-	f.markDirty()
-	f.unlock()
-	return nil
+	return f.put(int(offset-base), offset, e)
 }
 
 // createFile makes a new file with its header. A crash before the header

@@ -18,6 +18,8 @@ import "fmt"
 // restart is rare enough to pay a file per queue; until Flush confirms the
 // promotion a crash brings the queue back as it was, before the reset.
 func (q *Queue) Reset(next int64) error {
+	q.s.promoter.runMu.Lock()
+	defer q.s.promoter.runMu.Unlock()
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	if q.closed.Load() {

@@ -1,9 +1,7 @@
 package consumequeue
 
 import (
-	"errors"
 	"fmt"
-	"os"
 	"sort"
 	"sync"
 )
@@ -20,6 +18,15 @@ type smallQueue struct {
 	mu    sync.RWMutex
 	start int64   // MinOffset; also MaxOffset while ents is empty
 	ents  []Entry // offsets start, start+1, ...
+	// cuts counts truncations and retention cuts, so that a promotion
+	// prepared from a snapshot can tell the entries it copied still hold.
+	cuts uint64
+}
+
+func (sq *smallQueue) cutCount() uint64 {
+	sq.mu.RLock()
+	defer sq.mu.RUnlock()
+	return sq.cuts
 }
 
 func (sq *smallQueue) bounds() (lo, hi int64) {
@@ -82,6 +89,7 @@ func (sq *smallQueue) cut(what string, k int64, apply func(i int64)) error {
 		return fmt.Errorf("%s at %d outside [%d, %d]: %w", what, k, sq.start, hi, ErrCorrupt)
 	}
 	apply(k - sq.start)
+	sq.cuts++
 	return nil
 }
 
@@ -203,37 +211,4 @@ type JournalQueue struct {
 	Min     int64       // MinOffset
 	Max     int64       // MaxOffset
 	Entries []FileEntry // in offset order
-}
-
-// promote moves the queue's entries from the journal into files of its
-// own, through the appends a file queue makes, so the files are exactly
-// what a queue that always had files would hold. Readers go on reading sq
-// until small is cleared, once the files hold every entry. The journal
-// records the promotion only after a Flush has made the files durable;
-// until then a crash brings the queue back small (Open removes the
-// unconfirmed directory). Caller holds mu.
-func (q *Queue) promote() error {
-	fresh, err := q.s.mkdir(q.dir)
-	if err != nil {
-		return err
-	}
-	if !fresh {
-		// Left behind by a topic deletion that failed halfway.
-		if err := os.RemoveAll(q.dir); err != nil {
-			return fmt.Errorf("consumequeue: promote %s/%d: %w", q.id.Topic, q.id.Partition, err)
-		}
-		if _, err := q.s.mkdir(q.dir); err != nil {
-			return err
-		}
-	}
-	for i, fe := range q.sq.snapshot() {
-		if err := q.appendFile(fe.Offset, fe.Entry, i == 0); err != nil {
-			fs := q.snapshot()
-			q.setFiles(nil)
-			return errors.Join(fmt.Errorf("consumequeue: promote %s/%d: %w", q.id.Topic, q.id.Partition, err), q.removeFiles(fs))
-		}
-	}
-	q.small.Store(false)
-	q.s.journal.promoted(q.sq)
-	return nil
 }

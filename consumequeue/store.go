@@ -36,6 +36,8 @@ type Store struct {
 	dirs   map[string]struct{} // directories whose entries changed since the last Flush
 
 	failed atomic.Pointer[error] // sticky Flush failure, see fail
+
+	promoter *promoter
 }
 
 // Open opens (creating if needed) the store in opts.Dir.
@@ -89,6 +91,7 @@ func Open(opts Options) (*Store, error) {
 		}
 		s.dirChanged(filepath.Dir(dir))
 	}
+	s.promoter = newPromoter(s)
 	return s, nil
 }
 
@@ -434,6 +437,8 @@ func (s *Store) DeleteTopic(topic string) error {
 	if !validTopic(topic) {
 		return fmt.Errorf("consumequeue: delete topic %q: %w", topic, ErrInvalidName)
 	}
+	s.promoter.runMu.Lock()
+	defer s.promoter.runMu.Unlock()
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.closed {
@@ -475,6 +480,7 @@ func (s *Store) Close() error {
 		return nil
 	}
 	s.closed = true
+	s.promoter.close()
 	errs := []error{s.Flush()}
 	// After a failed flush, msyncing again on the way out is the retry
 	// that fail forbids.

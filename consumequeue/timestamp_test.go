@@ -49,6 +49,7 @@ func TestVersion1Readable(t *testing.T) {
 	}
 	appendRange(t, mustQueue(t, s, "files", 0), 0, 40) // promoted to files
 	appendRange(t, mustQueue(t, s, "small", 0), 0, 3)  // in the journal
+	waitPromotions(t, s)
 	if err := s.Close(); err != nil {
 		t.Fatal(err)
 	}
