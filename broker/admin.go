@@ -29,6 +29,7 @@ import (
 // refuses requests that came without one, so probes still reach /healthz.
 func (b *Broker) adminHandler() http.Handler {
 	mux := http.NewServeMux()
+	b.adminMux = mux
 	mux.Handle("/metrics", promhttp.HandlerFor(b.metrics.reg, promhttp.HandlerOpts{}))
 	mux.HandleFunc("GET /status", b.serveStatus)
 	if b.cfg.AdminPprof {

@@ -1,0 +1,227 @@
+package console
+
+import (
+	"math"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
+)
+
+// SampleInterval is how often the console gathers the broker's metrics;
+// HistoryLen points of it are kept (ten minutes).
+const (
+	SampleInterval = 2 * time.Second
+	HistoryLen     = 300
+)
+
+// sample is one gathering of the registry: counters as totals, so that
+// two samples make a rate, and histograms as cumulative buckets.
+type sample struct {
+	at       time.Time
+	counters map[string]float64
+	gauges   map[string]float64
+	buckets  map[string][]bucket
+	groupLag map[string]float64
+}
+
+type bucket struct {
+	le    float64
+	count float64
+}
+
+// counted are the counters the charts turn into rates.
+var counted = []string{
+	"unilog_produced_bytes_total", "unilog_produced_records_total",
+	"unilog_fetched_bytes_total", "unilog_requests_total",
+}
+
+// gauged are the gauges read as they are.
+var gauged = []string{
+	"unilog_connections", "unilog_commitlog_bytes", "unilog_read_only", "unilog_log_write_failed",
+}
+
+// latencyAPIs are the request_duration_seconds series charted.
+var latencyAPIs = []string{"Produce", "Fetch"}
+
+// Series is the history in columns, the shape uPlot draws: T in unix
+// seconds, the rates per second, latencies in milliseconds (the p99 of
+// the requests between two samples; null when there were none).
+type Series struct {
+	T              []int64    `json:"t"`
+	ProduceBytes   []*float64 `json:"produce_bytes"`
+	ProduceRecords []*float64 `json:"produce_records"`
+	FetchBytes     []*float64 `json:"fetch_bytes"`
+	Requests       []*float64 `json:"requests"`
+	ProduceP99     []*float64 `json:"produce_p99_ms"`
+	FetchP99       []*float64 `json:"fetch_p99_ms"`
+	Connections    []*float64 `json:"connections"`
+}
+
+// history samples a Gatherer into a ring.
+type history struct {
+	g prometheus.Gatherer
+
+	mu      sync.Mutex
+	samples []sample // oldest first, at most HistoryLen
+}
+
+func newHistory(g prometheus.Gatherer) *history { return &history{g: g} }
+
+// run samples until stop is closed.
+func (h *history) run(stop <-chan struct{}) {
+	t := time.NewTicker(SampleInterval)
+	defer t.Stop()
+	h.sample(time.Now())
+	for {
+		select {
+		case <-stop:
+			return
+		case now := <-t.C:
+			h.sample(now)
+		}
+	}
+}
+
+func (h *history) sample(now time.Time) {
+	families, err := h.g.Gather()
+	if err != nil && len(families) == 0 {
+		return // a partial gathering still charts what it has
+	}
+	s := sample{at: now, counters: map[string]float64{}, gauges: map[string]float64{},
+		buckets: map[string][]bucket{}, groupLag: map[string]float64{}}
+	for _, f := range families {
+		name := f.GetName()
+		for _, m := range f.GetMetric() {
+			switch {
+			case name == "unilog_group_lag_records":
+				s.groupLag[label(m, "group")] = m.GetGauge().GetValue()
+			case name == "unilog_request_duration_seconds":
+				api := label(m, "api")
+				for _, b := range m.GetHistogram().GetBucket() {
+					s.buckets[api] = append(s.buckets[api], bucket{b.GetUpperBound(), float64(b.GetCumulativeCount())})
+				}
+				// The +Inf bucket is implicit: it holds every observation.
+				s.buckets[api] = append(s.buckets[api], bucket{math.Inf(1), float64(m.GetHistogram().GetSampleCount())})
+			case m.Counter != nil:
+				s.counters[name] += m.GetCounter().GetValue()
+			case m.Gauge != nil:
+				s.gauges[name] += m.GetGauge().GetValue()
+			}
+		}
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if len(h.samples) == HistoryLen {
+		h.samples = append(h.samples[:0], h.samples[1:]...)
+	}
+	h.samples = append(h.samples, s)
+}
+
+func label(m *dto.Metric, name string) string {
+	for _, l := range m.GetLabel() {
+		if l.GetName() == name {
+			return l.GetValue()
+		}
+	}
+	return ""
+}
+
+// latest is the newest sample, or an empty one before the first.
+func (h *history) latest() sample {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if len(h.samples) == 0 {
+		return sample{}
+	}
+	return h.samples[len(h.samples)-1]
+}
+
+// series turns consecutive samples into rates and latencies.
+func (h *history) series() Series {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	var out Series
+	for i := 1; i < len(h.samples); i++ {
+		prev, cur := h.samples[i-1], h.samples[i]
+		dt := cur.at.Sub(prev.at).Seconds()
+		rate := func(name string) *float64 {
+			return num((cur.counters[name] - prev.counters[name]) / dt)
+		}
+		out.T = append(out.T, cur.at.Unix())
+		out.ProduceBytes = append(out.ProduceBytes, rate(counted[0]))
+		out.ProduceRecords = append(out.ProduceRecords, rate(counted[1]))
+		out.FetchBytes = append(out.FetchBytes, rate(counted[2]))
+		out.Requests = append(out.Requests, rate(counted[3]))
+		out.ProduceP99 = append(out.ProduceP99, quantileMs(prev.buckets[latencyAPIs[0]], cur.buckets[latencyAPIs[0]], 0.99))
+		out.FetchP99 = append(out.FetchP99, quantileMs(prev.buckets[latencyAPIs[1]], cur.buckets[latencyAPIs[1]], 0.99))
+		out.Connections = append(out.Connections, num(cur.gauges["unilog_connections"]))
+	}
+	return out
+}
+
+// groupLag is one group's unilog_group_lag_records over the history:
+// times in unix seconds and the lag, null where the group was not
+// reported.
+func (h *history) groupLag(group string) (t []int64, lag []*float64) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for _, s := range h.samples {
+		t = append(t, s.at.Unix())
+		if v, ok := s.groupLag[group]; ok {
+			lag = append(lag, num(v))
+		} else {
+			lag = append(lag, nil)
+		}
+	}
+	return t, lag
+}
+
+// quantileMs estimates the q quantile, in milliseconds, of the
+// observations between two cumulative histograms, as Prometheus's
+// histogram_quantile does (linear within the bucket). Nil when nothing
+// was observed.
+func quantileMs(prev, cur []bucket, q float64) *float64 {
+	if len(cur) == 0 {
+		return nil
+	}
+	delta := make([]bucket, len(cur))
+	for i, b := range cur {
+		delta[i] = b
+		if i < len(prev) && prev[i].le == b.le {
+			delta[i].count -= prev[i].count
+		}
+	}
+	sort.Slice(delta, func(i, j int) bool { return delta[i].le < delta[j].le })
+	total := delta[len(delta)-1].count
+	if total <= 0 {
+		return nil
+	}
+	rank := q * total
+	lower, below := 0.0, 0.0
+	for _, b := range delta {
+		if b.count >= rank {
+			if math.IsInf(b.le, 1) {
+				return num(lower * 1000)
+			}
+			in := b.count - below
+			frac := 1.0
+			if in > 0 {
+				frac = (rank - below) / in
+			}
+			return num((lower + (b.le-lower)*frac) * 1000)
+		}
+		lower, below = b.le, b.count
+	}
+	return num(lower * 1000)
+}
+
+// num boxes a float for JSON, nil for NaN and infinities (JSON has none).
+func num(v float64) *float64 {
+	if math.IsNaN(v) || math.IsInf(v, 0) {
+		return nil
+	}
+	return &v
+}
