@@ -2,6 +2,8 @@ package main
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"slices"
@@ -25,7 +27,8 @@ import (
 // topic describe`, `group describe` and `cluster status` print, through
 // the same requests.
 type consoleSource struct {
-	seeds   []string
+	// opts connect a client (seeds, TLS); Records adds its partition.
+	opts    []kgo.Opt
 	cl      *kgo.Client
 	adm     *kadm.Client
 	node    *controlplane.Node
@@ -34,23 +37,28 @@ type consoleSource struct {
 }
 
 // startConsole mounts the console on b's admin port and returns what
-// stops it. The console reads through the Kafka listener without
-// credentials, so a listener that asks for TLS, SASL or ACLs gets no console
-// (said in the log) rather than a console that fails on every page.
+// stops it. The console reads through the Kafka listener as a client
+// without a login, so a listener that asks for SASL or applies ACLs gets
+// no console (said in the log) rather than one that fails on every page.
+// Over TLS it trusts the broker's own certificate chain (consoleTLS).
 func startConsole(b *broker.Broker, cfg broker.Config, node *controlplane.Node, write bool) (stop func(), err error) {
 	if b.AdminAddr() == "" {
 		return func() {}, nil
 	}
-	if sec := cfg.Security; sec != nil && (sec.TLS != nil || sec.Credentials != nil || sec.ACL != nil) {
-		cfg.Logger.Warn("console not served: it reads through the Kafka listener as an anonymous client, and the listener asks for TLS, SASL or ACLs")
+	if sec := cfg.Security; sec != nil && (sec.Credentials != nil || sec.ACL != nil) {
+		cfg.Logger.Warn("console not served: it reads through the Kafka listener without a login, and the listener asks for SASL or applies ACLs")
 		return func() {}, nil
 	}
 	seeds := []string{b.Addr()}
-	cl, err := kgo.NewClient(kgo.SeedBrokers(seeds...), kgo.ClientID("unilog-console"))
+	opts := []kgo.Opt{kgo.SeedBrokers(seeds...), kgo.ClientID("unilog-console")}
+	if cfg.Security != nil && cfg.Security.TLS != nil {
+		opts = append(opts, kgo.DialTLSConfig(consoleTLS(cfg.Security.TLS)))
+	}
+	cl, err := kgo.NewClient(opts...)
 	if err != nil {
 		return nil, fmt.Errorf("console: kafka client: %w", err)
 	}
-	src := &consoleSource{seeds: seeds, cl: cl, adm: kadm.NewClient(cl), node: node, self: cfg.NodeID, dataDir: cfg.DataDir}
+	src := &consoleSource{opts: opts, cl: cl, adm: kadm.NewClient(cl), node: node, self: cfg.NodeID, dataDir: cfg.DataDir}
 	ui := console.New(console.Options{Source: src, Admin: src, Write: write, Metrics: b.Gatherer(), Log: cfg.Logger.WithField("component", "console")})
 	b.HandleAdmin("/ui", ui)
 	b.HandleAdmin("/ui/", ui)
@@ -59,6 +67,48 @@ func startConsole(b *broker.Broker, cfg broker.Config, node *controlplane.Node, 
 		ui.Close()
 		cl.Close()
 	}, nil
+}
+
+// consoleTLS is how the console reaches TLS listeners: it presents the
+// broker's own certificate (for a listener that asks for one) and trusts a
+// peer whose chain ends in a certificate of the broker's own chain, which
+// holds for this node and for nodes whose certificates share its issuer
+// when the broker's certificate file carries that issuer. The broker has
+// no CA file of its own to verify against, and the address it dials may be
+// an IP its certificate does not name, hence the explicit check.
+func consoleTLS(server *tls.Config) *tls.Config {
+	trusted := x509.NewCertPool()
+	for _, c := range server.Certificates {
+		for _, der := range c.Certificate {
+			if cert, err := x509.ParseCertificate(der); err == nil {
+				trusted.AddCert(cert)
+			}
+		}
+	}
+	return &tls.Config{
+		MinVersion:         tls.VersionTLS12,
+		Certificates:       server.Certificates,
+		InsecureSkipVerify: true, // replaced by VerifyPeerCertificate
+		VerifyPeerCertificate: func(raw [][]byte, _ [][]*x509.Certificate) error {
+			if len(raw) == 0 {
+				return errors.New("console: the broker sent no certificate")
+			}
+			leaf, err := x509.ParseCertificate(raw[0])
+			if err != nil {
+				return fmt.Errorf("console: broker certificate: %w", err)
+			}
+			inter := x509.NewCertPool()
+			for _, der := range raw[1:] {
+				if c, err := x509.ParseCertificate(der); err == nil {
+					inter.AddCert(c)
+				}
+			}
+			if _, err := leaf.Verify(x509.VerifyOptions{Roots: trusted, Intermediates: inter}); err != nil {
+				return fmt.Errorf("console: broker certificate not in this broker's chain: %w", err)
+			}
+			return nil
+		},
+	}
 }
 
 func (s *consoleSource) Cluster(ctx context.Context) (console.Cluster, error) {
@@ -245,8 +295,8 @@ func (s *consoleSource) Records(ctx context.Context, q console.RecordQuery) ([]c
 	if from < 0 || from >= end {
 		return nil, nil
 	}
-	cl, err := kgo.NewClient(kgo.SeedBrokers(s.seeds...), kgo.ClientID("unilog-console"),
-		kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{q.Topic: {q.Partition: kgo.NewOffset().At(from)}}))
+	cl, err := kgo.NewClient(append(slices.Clip(s.opts),
+		kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{q.Topic: {q.Partition: kgo.NewOffset().At(from)}}))...)
 	if err != nil {
 		return nil, fmt.Errorf("consumer: %w", err)
 	}

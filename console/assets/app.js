@@ -96,12 +96,23 @@ function confirmAction(message, expect) {
 }
 
 async function act(message, expect, run, done) {
-  if (!await confirmAction(message, expect)) return;
+  // The page is stale from the click until it is drawn again (tests wait
+  // for data-loaded); a cancel or a refusal leaves it as it was.
+  const main = document.getElementById('main');
+  const loaded = main.dataset.loaded;
+  delete main.dataset.loaded;
+  if (!await confirmAction(message, expect)) {
+    main.dataset.loaded = loaded;
+    return;
+  }
   try {
     const res = await run();
     showError(null);
     done(res);
-  } catch (err) { showError(err); }
+  } catch (err) {
+    showError(err);
+    main.dataset.loaded = loaded;
+  }
 }
 
 function notice(msg) { return h('div', { class: 'notice', id: 'notice' }, msg); }
