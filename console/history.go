@@ -86,9 +86,24 @@ func (h *history) run(stop <-chan struct{}) {
 }
 
 func (h *history) sample(now time.Time) {
+	s, ok := h.read(now)
+	if !ok {
+		return
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if len(h.samples) == HistoryLen {
+		h.samples = append(h.samples[:0], h.samples[1:]...)
+	}
+	h.samples = append(h.samples, s)
+}
+
+// read gathers the registry now; false when it gathered nothing (a
+// partial gathering still charts what it has).
+func (h *history) read(now time.Time) (sample, bool) {
 	families, err := h.g.Gather()
 	if err != nil && len(families) == 0 {
-		return // a partial gathering still charts what it has
+		return sample{}, false
 	}
 	s := sample{at: now, counters: map[string]float64{}, gauges: map[string]float64{},
 		buckets: map[string][]bucket{}, groupLag: map[string]float64{}}
@@ -112,12 +127,7 @@ func (h *history) sample(now time.Time) {
 			}
 		}
 	}
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	if len(h.samples) == HistoryLen {
-		h.samples = append(h.samples[:0], h.samples[1:]...)
-	}
-	h.samples = append(h.samples, s)
+	return s, true
 }
 
 func label(m *dto.Metric, name string) string {
@@ -127,16 +137,6 @@ func label(m *dto.Metric, name string) string {
 		}
 	}
 	return ""
-}
-
-// latest is the newest sample, or an empty one before the first.
-func (h *history) latest() sample {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	if len(h.samples) == 0 {
-		return sample{}
-	}
-	return h.samples[len(h.samples)-1]
 }
 
 // series turns consecutive samples into rates and latencies.

@@ -11,6 +11,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -115,7 +116,7 @@ func screenshot(t *testing.T, ctx context.Context, route string) {
 	if strings.Count(route, "/") == 3 {
 		name[0] = "partition"
 	}
-	png, err := chromedp.Run(ctx, chromedp.FullScreenshot(90))
+	png, err := chromedp.Run(ctx, chromedp.FullScreenshot(100))
 	if err != nil {
 		t.Fatalf("screenshot: %v", err)
 	}
@@ -559,5 +560,63 @@ func getJSON(t *testing.T, c *http.Client, url string, v any) {
 	}
 	if err := json.NewDecoder(resp.Body).Decode(v); err != nil {
 		t.Fatalf("GET %s: %v", url, err)
+	}
+}
+
+// TestConsoleShowsTheWholeCluster: a follower's console shows every node
+// of a three-node replica group, its lease, and the leader's partitions,
+// whose records it reads through the leader.
+func TestConsoleShowsTheWholeCluster(t *testing.T) {
+	ctx := newBrowser(t)
+	c := startBrokerGroup(t, 3)
+	leader, st := c.leader()
+	follower := (leader + 1) % len(c.nodes)
+	admin := "http://" + c.nodes[follower].admin
+	kafka := c.nodes[leader].kafka
+	createTopic(t, kafka, "orders", 2)
+	mustRun(t, "a\nb\nc\nd\ne\nf\n", "produce", "--brokers", kafka, "--topic", "orders", "--acks", "all")
+	c.waitInSync(leader)
+
+	page(t, ctx, admin, "#/cluster")
+	nodes := rowBy(rows(t, ctx), "role")
+	if len(nodes) != 3 {
+		t.Fatalf("%d nodes on the cluster page, want 3: %v", len(nodes), nodes)
+	}
+	for i, nd := range c.nodes {
+		s, err := c.status(i)
+		if err != nil {
+			t.Fatal(err)
+		}
+		r := nodes[strconv.Itoa(nd.id)]
+		wantInSync := "yes"
+		if i == leader {
+			wantInSync = "-"
+		}
+		if r["role"] != s.Role || r["group"] != "ha" || r["state"] != "live" || r["in_sync"] != wantInSync {
+			t.Errorf("node %d: page %v, /status %+v", nd.id, r, s)
+		}
+	}
+	if g := rowBy(rows(t, ctx), "leader")["ha"]; g["leader"] != strconv.Itoa(c.nodes[leader].id) || g["epoch"] != strconv.FormatUint(st.Epoch, 10) {
+		t.Errorf("replica group row %v; leader %d at epoch %d", g, c.nodes[leader].id, st.Epoch)
+	}
+
+	page(t, ctx, admin, "#/topic/orders")
+	cli := describeTopic(t, kafka, "orders")
+	got := rowBy(rows(t, ctx), "log_end")
+	for p, want := range cli {
+		if r := got[p]; r == nil || r["leader"] != want[0] || r["log_end"] != want[2] || r["records"] != want[3] {
+			t.Errorf("partition %s on the follower's console %v, topic describe on the leader %v", p, r, want)
+		}
+	}
+	var shown []string
+	for p := range 2 {
+		page(t, ctx, admin, fmt.Sprintf("#/topic/orders/%d?format=text&offset=0&limit=100", p))
+		for _, r := range rows(t, ctx) {
+			shown = append(shown, strings.TrimSpace(r["value"]))
+		}
+	}
+	slices.Sort(shown)
+	if strings.Join(shown, "") != "abcdef" {
+		t.Errorf("records through the follower's console: %q", shown)
 	}
 }

@@ -123,10 +123,18 @@ function chart(title, data, series, width) {
   const opts = {
     width: width || 420, height: 180,
     series: [{}, ...series.map((s, i) => ({ label: s, stroke: ['#2f6feb', '#c4320a', '#067647', '#7a5af8'][i % 4], width: 1.5, spanGaps: false }))],
+    // At least a minute wide, so that the first points are not alone.
+    scales: { x: { time: true, range: (u, min, max) => [Math.min(min, max - 60), max] } },
     axes: [{}, { size: 70 }],
   };
   state.charts.push(new uPlot(opts, data, box));
   return box;
+}
+
+// contentWidth is el's width inside its padding.
+function contentWidth(el) {
+  const cs = getComputedStyle(el);
+  return el.clientWidth - parseFloat(cs.paddingLeft) - parseFloat(cs.paddingRight);
 }
 
 // ---- pages ----
@@ -270,7 +278,7 @@ async function groupPage(main, params, name) {
       h('div', { class: 'card' }, h('b', { id: 'group-members', 'data-v': g.members.length }, num(g.members.length)), h('span', {}, 'members')),
       h('div', { class: 'card' }, h('b', { id: 'group-lag', 'data-v': g.total_lag }, num(g.total_lag)), h('span', {}, 'records behind'))),
     h('h2', {}, 'Lag over time'),
-    chart('lag (records)', [g.lag_t, g.lag_v], ['lag'], Math.min(900, main.clientWidth - 20)),
+    chart('lag (records)', [g.lag_t, g.lag_v], ['lag'], Math.min(900, contentWidth(main) - 18)),
     h('h2', {}, 'Members'),
     members.length ? table(['Member', 'Client id', 'Host', 'Partitions'], members) : h('p', { class: 'muted' }, 'No members.'),
     h('h2', {}, 'Committed offsets and lag'),
@@ -295,7 +303,8 @@ async function groupPage(main, params, name) {
 
 async function metricsPage(main) {
   const s = await api('metrics');
-  const w = Math.max(320, Math.floor((main.clientWidth - 12) / 2) - 20);
+  // Two charts a row: half the width less the gap, each less its padding.
+  const w = Math.max(320, Math.floor((contentWidth(main) - 12) / 2) - 18);
   main.replaceChildren(h('h1', {}, 'Metrics'),
     h('p', { class: 'muted' }, 'This node, sampled every 2 s for the last 10 minutes from its /metrics.'),
     h('div', { class: 'charts' },
