@@ -6,6 +6,7 @@ import (
 	"crypto/x509"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"os"
 	"os/exec"
@@ -618,5 +619,40 @@ func TestConsoleShowsTheWholeCluster(t *testing.T) {
 	slices.Sort(shown)
 	if strings.Join(shown, "") != "abcdef" {
 		t.Errorf("records through the follower's console: %q", shown)
+	}
+}
+
+// TestGrafanaDashboardCoversTheMetrics: every unilog_ metric a broker
+// serves is drawn by docs/grafana's dashboard and listed in its README.
+func TestGrafanaDashboardCoversTheMetrics(t *testing.T) {
+	b := startConsoleBroker(t)
+	resp, err := http.Get(b.admin + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, line := range strings.Split(string(body), "\n") {
+		if f := strings.Fields(line); len(f) == 4 && f[1] == "TYPE" && strings.HasPrefix(f[2], "unilog_") {
+			names = append(names, f[2])
+		}
+	}
+	if len(names) < 20 {
+		t.Fatalf("only %d unilog_ metrics: %q", len(names), names)
+	}
+	for _, file := range []string{"unilog-dashboard.json", "README.md"} {
+		doc, err := os.ReadFile(filepath.Join("..", "..", "docs", "grafana", file))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, name := range names {
+			if !strings.Contains(string(doc), name) {
+				t.Errorf("docs/grafana/%s lacks %s", file, name)
+			}
+		}
 	}
 }
