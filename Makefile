@@ -5,7 +5,7 @@ LISTEN   ?= 127.0.0.1:9092
 ADMIN    ?= 127.0.0.1:9644
 GOFILES   = $(shell git ls-files '*.go' 2>/dev/null || find . -name '*.go' -not -path './vendor/*')
 
-.PHONY: all build run test test-deps vendor-uplot lint fuzz bench bench-report soak soak-ha compat compat-deps clean
+.PHONY: all build run test test-deps vendor-uplot bench-console lint fuzz bench bench-report soak soak-ha compat compat-deps clean
 
 all: build
 
@@ -25,6 +25,16 @@ test-deps:
 	@command -v chromium >/dev/null 2>&1 && command -v chromedriver >/dev/null 2>&1 || { \
 		echo "installing chromium and chromium-driver"; \
 		(apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium chromium-driver) >/dev/null; }
+
+## bench-console: how long each console page takes in Chromium against a
+## broker holding one topic of CONSOLE_PARTITIONS partitions (records and a
+## group in it), and the broker's CPU while a page stays open; prints the
+## tables of docs/BENCHMARKS.md "The console at 50,000 partitions". About
+## 4 minutes, most of it the five 30 s CPU windows.
+CONSOLE_PARTITIONS ?= 50000
+
+bench-console: test-deps
+	UNILOG_CONSOLE_BENCH=$(CONSOLE_PARTITIONS) $(GO) test -count=1 -v -timeout 30m -run '^TestConsoleLoadAtScale$$' ./cmd/unilog | grep -E '^ +console_bench_test.go' | sed 's/^ *console_bench_test.go:[0-9]*: //'
 
 ## vendor-uplot: re-vendor the console's chart library (uPlot, MIT) from the
 ## npm registry at UPLOT_VERSION into console/assets/uplot, with its license
