@@ -58,11 +58,11 @@ func newBrowser(t *testing.T, extra ...chromedp.ExecAllocatorOption) context.Con
 		chromedp.UserDataDir(t.TempDir()),
 		chromedp.WindowSize(1280, 900),
 	)
+	// No deadline: it would end the browser, and go test's -timeout
+	// already bounds a test that hangs.
 	actx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), append(opts, extra...)...)
 	ctx, cancelCtx := chromedp.NewContext(actx)
-	ctx, cancelTimeout := context.WithTimeout(ctx, 3*time.Minute)
 	t.Cleanup(func() {
-		cancelTimeout()
 		cancelCtx()
 		cancelAlloc()
 	})

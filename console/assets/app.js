@@ -137,6 +137,17 @@ function contentWidth(el) {
   return el.clientWidth - parseFloat(cs.paddingLeft) - parseFloat(cs.paddingRight);
 }
 
+// listing fetches the page of apiPath that params name (q, offset) and
+// returns it with controls: the search box and pager, which move the
+// hash (hashBase) to another search or page.
+async function listing(params, apiPath, hashBase) {
+  const q = params.get('q') || '', offset = +params.get('offset') || 0;
+  const r = await api(`${apiPath}?limit=${PAGE}&offset=${offset}&q=${encodeURIComponent(q)}`);
+  const go = (nq, noff) => { location.hash = `${hashBase}?q=${encodeURIComponent(nq)}&offset=${noff}`; };
+  const controls = placeholder => [h('div', { class: 'bar' }, searchBox(q, placeholder, v => go(v, 0))), pager(r.total, offset, o => go(q, o))];
+  return { r, controls };
+}
+
 // ---- pages ----
 
 async function clusterPage(main) {
@@ -167,17 +178,14 @@ async function clusterPage(main) {
 }
 
 async function topicsPage(main, params) {
-  const q = params.get('q') || '', offset = +params.get('offset') || 0;
-  const r = await api(`topics?limit=${PAGE}&offset=${offset}&q=${encodeURIComponent(q)}`);
-  const go = (nq, noff) => { location.hash = `#/topics?q=${encodeURIComponent(nq)}&offset=${noff}`; };
+  const { r, controls } = await listing(params, 'topics', '#/topics');
   const rows = r.items.map(t => h('tr', { 'data-row': t.name },
     h('td', { 'data-k': 'name' }, h('a', { href: '#/topic/' + encodeURIComponent(t.name) }, t.name), t.internal ? h('span', { class: 'muted' }, ' internal') : null),
     cell('partitions', t.partitions), cell('records', t.records), cell('bytes', t.bytes, bytes(t.bytes)),
     cell('rate', t.produce_rate, t.produce_rate < 0 ? '-' : fmt.format(Math.round(t.produce_rate)) + '/s'),
     text('error', t.error || '')));
   const kids = [h('h1', {}, 'Topics'),
-    h('div', { class: 'bar' }, searchBox(q, 'search topics', v => go(v, 0))),
-    pager(r.total, offset, o => go(q, o)),
+    ...controls('search topics'),
     table(['Topic', 'Partitions#', 'Records#', 'Bytes#', 'Produce rate#', ''], rows)];
   if (state.write) {
     const name = h('input', { id: 'new-topic', placeholder: 'name' });
@@ -192,18 +200,15 @@ async function topicsPage(main, params) {
 }
 
 async function topicPage(main, params, name) {
-  const q = params.get('q') || '', offset = +params.get('offset') || 0;
-  const r = await api(`topics/${encodeURIComponent(name)}?limit=${PAGE}&offset=${offset}&q=${encodeURIComponent(q)}`);
   const base = '#/topic/' + encodeURIComponent(name);
-  const go = (nq, noff) => { location.hash = `${base}?q=${encodeURIComponent(nq)}&offset=${noff}`; };
+  const { r, controls } = await listing(params, 'topics/' + encodeURIComponent(name), base);
   const rows = r.items.map(p => h('tr', { 'data-row': p.partition },
     h('td', { 'data-k': 'partition' }, h('a', { href: `${base}/${p.partition}` }, String(p.partition))),
     cell('leader', p.leader), cell('leader_epoch', p.leader_epoch), cell('log_start', p.log_start), cell('log_end', p.log_end),
     cell('records', p.records), cell('bytes', p.bytes, bytes(p.bytes)), text('error', p.error || '')));
   const kids = [h('h1', {}, 'Topic ', h('span', { id: 'topic-name' }, name)),
     h('p', {}, h('span', { id: 'partition-count', 'data-v': r.partitions }, num(r.partitions)), ' partitions'),
-    h('div', { class: 'bar' }, searchBox(q, 'partition number', v => go(v, 0))),
-    pager(r.total, offset, o => go(q, o)),
+    ...controls('partition number'),
     table(['Partition', 'Leader#', 'Leader epoch#', 'Log start#', 'Log end#', 'Records#', 'Bytes#', ''], rows)];
   if (state.write) {
     const total = h('input', { id: 'total-partitions', type: 'number', min: r.partitions + 1, value: r.partitions + 1 });
@@ -248,24 +253,18 @@ async function partitionPage(main, params, name, partition) {
 }
 
 async function groupsPage(main, params) {
-  const q = params.get('q') || '', offset = +params.get('offset') || 0;
-  const r = await api(`groups?limit=${PAGE}&offset=${offset}&q=${encodeURIComponent(q)}`);
-  const go = (nq, noff) => { location.hash = `#/groups?q=${encodeURIComponent(nq)}&offset=${noff}`; };
+  const { r, controls } = await listing(params, 'groups', '#/groups');
   const rows = r.items.map(g => h('tr', { 'data-row': g.name },
     h('td', { 'data-k': 'name' }, h('a', { href: '#/group/' + encodeURIComponent(g.name) }, g.name)),
     text('state', g.state), cell('members', g.members), cell('lag', g.total_lag), text('error', g.error || '')));
   main.replaceChildren(h('h1', {}, 'Consumer groups'),
-    h('div', { class: 'bar' }, searchBox(q, 'search groups', v => go(v, 0))),
-    pager(r.total, offset, o => go(q, o)),
+    ...controls('search groups'),
     table(['Group', 'State', 'Members#', 'Lag#', ''], rows));
   return 5000;
 }
 
 async function groupPage(main, params, name) {
-  const q = params.get('q') || '', offset = +params.get('offset') || 0;
-  const g = await api(`groups/${encodeURIComponent(name)}?limit=${PAGE}&offset=${offset}&q=${encodeURIComponent(q)}`);
-  const base = '#/group/' + encodeURIComponent(name);
-  const go = (nq, noff) => { location.hash = `${base}?q=${encodeURIComponent(nq)}&offset=${noff}`; };
+  const { r: g, controls } = await listing(params, 'groups/' + encodeURIComponent(name), '#/group/' + encodeURIComponent(name));
   const members = g.members.map(m => h('tr', { 'data-row': m.id },
     text('id', m.id), text('client', m.client_id), text('host', m.host),
     text('assigned', Object.entries(m.assigned).sort().map(([t, ps]) => `${t}[${ps.sort((a, b) => a - b).join(' ')}]`).join(' ') || '-')));
@@ -283,8 +282,7 @@ async function groupPage(main, params, name) {
     h('h2', {}, 'Members'),
     members.length ? table(['Member', 'Client id', 'Host', 'Partitions'], members) : h('p', { class: 'muted' }, 'No members.'),
     h('h2', {}, 'Committed offsets and lag'),
-    h('div', { class: 'bar' }, searchBox(q, 'topic/partition', v => go(v, 0))),
-    pager(g.total, offset, o => go(q, o)),
+    ...controls('topic/partition'),
     table(['Topic', 'Partition#', 'Committed#', 'Log end#', 'Lag#', 'Member'], lag)];
   if (state.write) {
     const topics = [...new Set(g.items.map(l => l.topic))];
