@@ -157,7 +157,7 @@ func (c *Console) serveCluster(w http.ResponseWriter, r *http.Request) {
 	ctx, cancel := requestContext(r)
 	defer cancel()
 	cl, err := c.o.Source.Cluster(ctx)
-	if s, ok := c.hist.read(time.Now()); err == nil && ok {
+	if s, _, ok := c.hist.read(time.Now()); err == nil && ok {
 		cl.Disk.CommitLogBytes = int64(s.gauges["unilog_commitlog_bytes"])
 		cl.Disk.ReadOnly = s.gauges["unilog_read_only"] != 0
 		cl.Disk.WriteFailed = s.gauges["unilog_log_write_failed"] != 0

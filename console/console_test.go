@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"math"
 	"net/http"
@@ -11,7 +12,9 @@ import (
 	"net/url"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/sirupsen/logrus"
 )
 
@@ -188,5 +191,43 @@ func TestTopicsPageAsksOnce(t *testing.T) {
 	if got.Total != 4 || len(got.Items) != 2 || got.Items[0].Name != "b" || got.Items[1].Name != "c" ||
 		got.Items[0].Records != 3 || got.Items[0].Bytes != 300 || got.Items[0].ProduceRate != -1 {
 		t.Errorf("page %+v", got)
+	}
+}
+
+// TestGroupLagHistoryIsBounded: the lag of the first MaxLagGroups groups
+// is kept per sample, null where a group was not reported; later groups
+// have none.
+func TestGroupLagHistoryIsBounded(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	lag := prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "unilog_group_lag_records"}, []string{"group"})
+	reg.MustRegister(lag)
+	h := newHistory(reg)
+	lag.WithLabelValues("early").Set(7)
+	h.sample(time.Unix(100, 0))
+	for i := range MaxLagGroups {
+		lag.WithLabelValues(fmt.Sprintf("g%05d", i)).Set(float64(i))
+	}
+	lag.WithLabelValues("early").Set(9)
+	h.sample(time.Unix(102, 0))
+
+	if len(h.groups) != MaxLagGroups {
+		t.Fatalf("%d groups tracked, want %d", len(h.groups), MaxLagGroups)
+	}
+	ts, v, tracked := h.groupLag("early")
+	if !tracked || len(ts) != 2 || ts[1] != 102 || v[0] == nil || *v[0] != 7 || v[1] == nil || *v[1] != 9 {
+		t.Errorf("early: %v %v %v", ts, v, tracked)
+	}
+	tracked1 := 0
+	for i := range MaxLagGroups {
+		_, v, ok := h.groupLag(fmt.Sprintf("g%05d", i))
+		if ok {
+			tracked1++
+			if v[0] != nil || v[1] == nil || *v[1] != float64(i) {
+				t.Fatalf("g%05d: %v", i, v)
+			}
+		}
+	}
+	if tracked1 != MaxLagGroups-1 {
+		t.Errorf("%d of the later groups tracked, want %d", tracked1, MaxLagGroups-1)
 	}
 }

@@ -59,6 +59,8 @@ type groupPage struct {
 	list[PartitionLag]
 	LagT []int64    `json:"lag_t"`
 	LagV []*float64 `json:"lag_v"`
+	// LagTracked is false for a group beyond MaxLagGroups: no history.
+	LagTracked bool `json:"lag_tracked"`
 }
 
 func (c *Console) serveGroup(w http.ResponseWriter, r *http.Request) {
@@ -86,7 +88,7 @@ func (c *Console) serveGroup(w http.ResponseWriter, r *http.Request) {
 	if g.Members == nil {
 		g.Members = []Member{}
 	}
-	t, v := c.hist.groupLag(name)
+	t, v, tracked := c.hist.groupLag(name)
 	c.reply(w, r, groupPage{Name: g.Name, State: g.State, Members: g.Members, TotalLag: g.TotalLag,
-		list: list[PartitionLag]{total, rows}, LagT: t, LagV: v}, nil)
+		list: list[PartitionLag]{total, rows}, LagT: t, LagV: v, LagTracked: tracked}, nil)
 }

@@ -11,10 +11,13 @@ import (
 )
 
 // SampleInterval is how often the console gathers the broker's metrics;
-// HistoryLen points of it are kept (ten minutes).
+// HistoryLen points of it are kept (ten minutes). The lag history is kept
+// for the first MaxLagGroups groups seen, which bounds it at 2.4 MB
+// however many groups a cluster has.
 const (
 	SampleInterval = 2 * time.Second
 	HistoryLen     = 300
+	MaxLagGroups   = 2000
 )
 
 // sample is one gathering of the registry: counters as totals, so that
@@ -24,7 +27,9 @@ type sample struct {
 	counters map[string]float64
 	gauges   map[string]float64
 	buckets  map[string][]bucket
-	groupLag map[string]float64
+	// groupLag is indexed by history.groups; NaN where a group was not
+	// reported.
+	groupLag []float32
 }
 
 type bucket struct {
@@ -66,9 +71,12 @@ type history struct {
 
 	mu      sync.Mutex
 	samples []sample // oldest first, at most HistoryLen
+	groups  map[string]int
 }
 
-func newHistory(g prometheus.Gatherer) *history { return &history{g: g} }
+func newHistory(g prometheus.Gatherer) *history {
+	return &history{g: g, groups: map[string]int{}}
+}
 
 // run samples until stop is closed.
 func (h *history) run(stop <-chan struct{}) {
@@ -86,33 +94,56 @@ func (h *history) run(stop <-chan struct{}) {
 }
 
 func (h *history) sample(now time.Time) {
-	s, ok := h.read(now)
+	s, lags, ok := h.read(now)
 	if !ok {
 		return
 	}
 	h.mu.Lock()
 	defer h.mu.Unlock()
+	s.groupLag = h.index(lags)
 	if len(h.samples) == HistoryLen {
 		h.samples = append(h.samples[:0], h.samples[1:]...)
 	}
 	h.samples = append(h.samples, s)
 }
 
-// read gathers the registry now; false when it gathered nothing (a
-// partial gathering still charts what it has).
-func (h *history) read(now time.Time) (sample, bool) {
+// index lays lags out by h.groups, adding groups up to MaxLagGroups.
+func (h *history) index(lags map[string]float64) []float32 {
+	out := make([]float32, len(h.groups))
+	for i := range out {
+		out[i] = float32(math.NaN())
+	}
+	for g, v := range lags {
+		i, ok := h.groups[g]
+		if !ok {
+			if len(h.groups) >= MaxLagGroups {
+				continue
+			}
+			i = len(h.groups)
+			h.groups[g] = i
+			out = append(out, 0)
+		}
+		out[i] = float32(v)
+	}
+	return out
+}
+
+// read gathers the registry now, with each group's lag by name; false
+// when it gathered nothing (a partial gathering still charts what it has).
+func (h *history) read(now time.Time) (sample, map[string]float64, bool) {
 	families, err := h.g.Gather()
 	if err != nil && len(families) == 0 {
-		return sample{}, false
+		return sample{}, nil, false
 	}
+	lags := map[string]float64{}
 	s := sample{at: now, counters: map[string]float64{}, gauges: map[string]float64{},
-		buckets: map[string][]bucket{}, groupLag: map[string]float64{}}
+		buckets: map[string][]bucket{}}
 	for _, f := range families {
 		name := f.GetName()
 		for _, m := range f.GetMetric() {
 			switch {
 			case name == "unilog_group_lag_records":
-				s.groupLag[label(m, "group")] = m.GetGauge().GetValue()
+				lags[label(m, "group")] = m.GetGauge().GetValue()
 			case name == "unilog_request_duration_seconds":
 				api := label(m, "api")
 				for _, b := range m.GetHistogram().GetBucket() {
@@ -127,7 +158,7 @@ func (h *history) read(now time.Time) (sample, bool) {
 			}
 		}
 	}
-	return s, true
+	return s, lags, true
 }
 
 func label(m *dto.Metric, name string) string {
@@ -164,19 +195,20 @@ func (h *history) series() Series {
 
 // groupLag is one group's unilog_group_lag_records over the history:
 // times in unix seconds and the lag, null where the group was not
-// reported.
-func (h *history) groupLag(group string) (t []int64, lag []*float64) {
+// reported; tracked is false for a group beyond MaxLagGroups.
+func (h *history) groupLag(group string) (t []int64, lag []*float64, tracked bool) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
+	i, tracked := h.groups[group]
 	for _, s := range h.samples {
 		t = append(t, s.at.Unix())
-		if v, ok := s.groupLag[group]; ok {
-			lag = append(lag, num(v))
-		} else {
-			lag = append(lag, nil)
+		var v *float64
+		if tracked && i < len(s.groupLag) {
+			v = num(float64(s.groupLag[i]))
 		}
+		lag = append(lag, v)
 	}
-	return t, lag
+	return t, lag, tracked
 }
 
 // quantileMs estimates the q quantile, in milliseconds, of the

@@ -73,6 +73,7 @@ func (c *Console) serveTopics(w http.ResponseWriter, r *http.Request) {
 	for i := range rows {
 		rows[i].ProduceRate = c.produceRate(rows[i].Name, ends[rows[i].Name], now)
 	}
+	c.forgetRates(now.Add(-HistoryLen * SampleInterval))
 	c.reply(w, r, list[topicRow]{total, rows}, nil)
 }
 
@@ -94,6 +95,18 @@ func (c *Console) produceRate(topic string, end int64, now time.Time) float64 {
 	rate := float64(end-prev.end) / now.Sub(prev.at).Seconds()
 	c.rates[topic] = rateMark{at: now, end: end, rate: rate}
 	return rate
+}
+
+// forgetRates drops the marks of topics not looked at since before, so
+// that deleted topics do not stay.
+func (c *Console) forgetRates(before time.Time) {
+	c.ratesMu.Lock()
+	defer c.ratesMu.Unlock()
+	for topic, m := range c.rates {
+		if m.at.Before(before) {
+			delete(c.rates, topic)
+		}
+	}
 }
 
 func allPartitions(n int32) []int32 {

@@ -278,7 +278,8 @@ async function groupPage(main, params, name) {
       h('div', { class: 'card' }, h('b', { id: 'group-lag', 'data-v': g.total_lag }, num(g.total_lag)), h('span', {}, 'records behind'))),
     h('h2', {}, 'Lag over time'),
     h('p', { class: 'muted' }, 'Records after the committed offsets, summed over the committed partitions (unilog_group_lag_records on the coordinator; the total above also counts partitions with no commit from their log start).'),
-    chart('lag of the committed partitions (records)', [g.lag_t, g.lag_v], ['lag'], Math.min(900, contentWidth(main) - 18)),
+    g.lag_tracked ? chart('lag of the committed partitions (records)', [g.lag_t, g.lag_v], ['lag'], Math.min(900, contentWidth(main) - 18))
+      : h('p', { class: 'muted', id: 'lag-untracked' }, 'No history: the console keeps the lag of the first 2,000 groups it sees.'),
     h('h2', {}, 'Members'),
     members.length ? table(['Member', 'Client id', 'Host', 'Partitions'], members) : h('p', { class: 'muted' }, 'No members.'),
     h('h2', {}, 'Committed offsets and lag'),
