@@ -38,6 +38,8 @@ a plain byte count or a unit: KiB, MiB, GiB, TiB (powers of 1024) or KB, MB, GB,
 			&cli.StringFlag{Name: "listen", Value: "127.0.0.1:9092", Usage: "Kafka listener `HOST:PORT` (port 0 picks a free one)", EnvVars: env("LISTEN")},
 			&cli.StringFlag{Name: "admin", Value: "127.0.0.1:9644", Usage: "admin HTTP `HOST:PORT` for /healthz, /metrics and /status (empty disables)", EnvVars: env("ADMIN")},
 			&cli.BoolFlag{Name: "admin-ui-write", Usage: "let the console at /ui on the admin port create, grow and delete topics, reset group offsets and delete groups (read-only without)", EnvVars: env("ADMIN_UI_WRITE")},
+			&cli.StringFlag{Name: "admin-ui-user", Usage: "with --users: the SASL user `NAME` the console logs in to the Kafka listener as (its ACL grants bound what the console shows and changes)", EnvVars: env("ADMIN_UI_USER")},
+			&cli.StringFlag{Name: "admin-ui-password", Usage: "the password of --admin-ui-user (prefer UNILOG_ADMIN_UI_PASSWORD: flags show in ps)", EnvVars: env("ADMIN_UI_PASSWORD")},
 			&cli.BoolFlag{Name: "admin-pprof", Usage: "serve Go's profiles under /debug/pprof/ on the admin port (command line, goroutine stacks, CPU and heap profiles)", EnvVars: env("ADMIN_PPROF")},
 			&cli.StringFlag{Name: "flush", Value: "async", Usage: "async (background flush every 500ms) or sync (acks=all waits for the flush)", EnvVars: env("FLUSH")},
 			&cli.StringFlag{Name: "file-size", Value: "1GiB", Usage: "`SIZE` of each commit log file", EnvVars: env("FILE_SIZE")},
@@ -177,7 +179,8 @@ func runBroker(c *cli.Context) error {
 	if c.String("advertise") == "" {
 		cp.node.SetAdvertise(b.Addr())
 	}
-	stopConsole, err := startConsole(b, cfg, cp.node, c.Bool("admin-ui-write"))
+	stopConsole, err := startConsole(b, cfg, cp.node, consoleOptions{
+		write: c.Bool("admin-ui-write"), user: c.String("admin-ui-user"), password: c.String("admin-ui-password")})
 	if err != nil {
 		b.Close()
 		cp.close()

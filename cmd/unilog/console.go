@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/sirupsen/logrus"
@@ -16,6 +17,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 	"golang.org/x/sys/unix"
 
+	"github.com/unilog/unilog/auth"
 	"github.com/unilog/unilog/broker"
 	"github.com/unilog/unilog/console"
 	"github.com/unilog/unilog/ha/controlplane"
@@ -36,37 +38,72 @@ type consoleSource struct {
 	dataDir string
 }
 
+// consoleOptions are the broker flags of the console.
+type consoleOptions struct {
+	write bool
+	// user and password log the console in to a listener with SASL.
+	user, password string
+}
+
 // startConsole mounts the console on b's admin port and returns what
-// stops it. The console reads through the Kafka listener as a client
-// without a login, so a listener that asks for SASL or applies ACLs gets
-// no console (said in the log) rather than one that fails on every page.
-// Over TLS it trusts the broker's own certificate chain (consoleTLS).
-func startConsole(b *broker.Broker, cfg broker.Config, node *controlplane.Node, write bool) (stop func(), err error) {
+// stops it. The console reads through the Kafka listener as a client: over
+// TLS it trusts the broker's own certificate chain (consoleTLS), and to a
+// listener with SASL it logs in as --admin-ui-user, whose ACL grants are
+// then what it may see and change. A listener that asks for a login or
+// applies ACLs, with no user given, gets no console (said in the log)
+// rather than one that fails on every page.
+func startConsole(b *broker.Broker, cfg broker.Config, node *controlplane.Node, o consoleOptions) (stop func(), err error) {
+	sec := cfg.Security
+	if (o.user == "") != (o.password == "") {
+		return nil, errors.New("--admin-ui-user and --admin-ui-password go together")
+	}
+	if o.user != "" && (sec == nil || sec.Credentials == nil) {
+		return nil, errors.New("--admin-ui-user: the Kafka listener has no SASL to log in to (--users)")
+	}
 	if b.AdminAddr() == "" {
 		return func() {}, nil
 	}
-	if sec := cfg.Security; sec != nil && (sec.Credentials != nil || sec.ACL != nil) {
-		cfg.Logger.Warn("console not served: it reads through the Kafka listener without a login, and the listener asks for SASL or applies ACLs")
+	if sec != nil && (sec.Credentials != nil || sec.ACL != nil) && o.user == "" {
+		cfg.Logger.Warn("console not served: the Kafka listener it reads through asks for SASL or applies ACLs; give it a user with --admin-ui-user and --admin-ui-password")
 		return func() {}, nil
 	}
 	seeds := []string{b.Addr()}
 	opts := []kgo.Opt{kgo.SeedBrokers(seeds...), kgo.ClientID("unilog-console")}
-	if cfg.Security != nil && cfg.Security.TLS != nil {
-		opts = append(opts, kgo.DialTLSConfig(consoleTLS(cfg.Security.TLS)))
+	if sec != nil && sec.TLS != nil {
+		opts = append(opts, kgo.DialTLSConfig(consoleTLS(sec.TLS)))
+	}
+	if o.user != "" {
+		mech, err := saslMechanism(consoleMechanism(sec.SASLMechanisms), o.user, o.password)
+		if err != nil {
+			return nil, fmt.Errorf("console: %w", err)
+		}
+		opts = append(opts, kgo.SASL(mech))
 	}
 	cl, err := kgo.NewClient(opts...)
 	if err != nil {
 		return nil, fmt.Errorf("console: kafka client: %w", err)
 	}
 	src := &consoleSource{opts: opts, cl: cl, adm: kadm.NewClient(cl), node: node, self: cfg.NodeID, dataDir: cfg.DataDir}
-	ui := console.New(console.Options{Source: src, Admin: src, Write: write, Metrics: b.Gatherer(), Log: cfg.Logger.WithField("component", "console")})
+	ui := console.New(console.Options{Source: src, Admin: src, Write: o.write, Metrics: b.Gatherer(), Log: cfg.Logger.WithField("component", "console")})
 	b.HandleAdmin("/ui", ui)
 	b.HandleAdmin("/ui/", ui)
-	cfg.Logger.WithFields(logrus.Fields{"url": "http://" + b.AdminAddr() + "/ui/", "write": write}).Info("console served")
+	cfg.Logger.WithFields(logrus.Fields{"url": "http://" + b.AdminAddr() + "/ui/", "write": o.write, "user": o.user}).Info("console served")
 	return func() {
 		ui.Close()
 		cl.Close()
 	}, nil
+}
+
+// consoleMechanism picks the strongest mechanism the listener offers:
+// the users file holds SCRAM credentials, which PLAIN is checked against
+// too.
+func consoleMechanism(offered []string) string {
+	for _, m := range []string{auth.ScramSHA512, auth.ScramSHA256, auth.Plain} {
+		if slices.ContainsFunc(offered, func(o string) bool { return strings.EqualFold(o, m) }) {
+			return m
+		}
+	}
+	return auth.ScramSHA512
 }
 
 // consoleTLS is how the console reaches TLS listeners: it presents the
@@ -185,8 +222,10 @@ func (s *consoleSource) Partitions(ctx context.Context, want []console.TopicPart
 	if err != nil {
 		return nil, fmt.Errorf("log end offsets: %w", err)
 	}
+	// Sizes need admin on the cluster; a console user without it shows
+	// them as unknown.
 	dirs, err := s.adm.DescribeAllLogDirs(ctx, set)
-	if err != nil {
+	if err != nil && !errors.Is(err, kerr.ClusterAuthorizationFailed) {
 		return nil, fmt.Errorf("log dirs: %w", err)
 	}
 	sizes := map[brokerPartition]int64{}

@@ -557,7 +557,8 @@ func getJSON(t *testing.T, c *http.Client, url string, v any) {
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
-		t.Fatalf("GET %s: %s", url, resp.Status)
+		body, _ := io.ReadAll(resp.Body)
+		t.Fatalf("GET %s: %s %s", url, resp.Status, body)
 	}
 	if err := json.NewDecoder(resp.Body).Decode(v); err != nil {
 		t.Fatalf("GET %s: %v", url, err)
@@ -654,5 +655,42 @@ func TestGrafanaDashboardCoversTheMetrics(t *testing.T) {
 				t.Errorf("docs/grafana/%s lacks %s", file, name)
 			}
 		}
+	}
+}
+
+// TestConsoleLogsInWithSASL: behind SASL the console is served only with
+// --admin-ui-user, and then sees what that user's ACL grants.
+func TestConsoleLogsInWithSASL(t *testing.T) {
+	dir := t.TempDir()
+	users := filepath.Join(dir, "users")
+	mustRun(t, "admin-pw\n", "user", "add", "--users", users, "admin")
+	mustRun(t, "viewer-pw\n", "user", "add", "--users", users, "viewer")
+	acl := filepath.Join(dir, "acl")
+	writeFile(t, acl, "unilog-acl 1\nadmin admin *\nadmin produce *\nadmin consume *\nviewer consume events\n")
+
+	anonymous := startConsoleBroker(t, "--users", users, "--acl", acl)
+	resp, err := http.Get(anonymous.admin + "/ui/api/topics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusNotFound {
+		t.Errorf("a console with no user behind SASL: %s, want no console", resp.Status)
+	}
+
+	b := startConsoleBroker(t, "--users", users, "--acl", acl, "--admin-ui-user", "viewer", "--admin-ui-password", "viewer-pw")
+	asAdmin := []string{"--brokers", b.kafka, "--sasl-mechanism", "SCRAM-SHA-256", "--sasl-user", "admin", "--sasl-password", "admin-pw"}
+	mustRun(t, "", append([]string{"topic", "create", "--topic", "events", "--partitions", "2"}, asAdmin...)...)
+	mustRun(t, "", append([]string{"topic", "create", "--topic", "secret"}, asAdmin...)...)
+	mustRun(t, "a\nb\n", append([]string{"produce", "--topic", "events"}, asAdmin...)...)
+	var topics struct {
+		Items []struct {
+			Name    string `json:"name"`
+			Records int    `json:"records"`
+		} `json:"items"`
+	}
+	getJSON(t, http.DefaultClient, b.admin+"/ui/api/topics", &topics)
+	if len(topics.Items) != 1 || topics.Items[0].Name != "events" || topics.Items[0].Records != 2 {
+		t.Errorf("the viewer's console lists %+v, want events with 2 records and not secret", topics.Items)
 	}
 }
