@@ -601,6 +601,23 @@ func TestConsoleShowsTheWholeCluster(t *testing.T) {
 	if g := rowBy(rows(t, ctx), "leader")["ha"]; g["leader"] != strconv.Itoa(c.nodes[leader].id) || g["epoch"] != strconv.FormatUint(st.Epoch, 10) {
 		t.Errorf("replica group row %v; leader %d at epoch %d", g, c.nodes[leader].id, st.Epoch)
 	}
+	// What `unilog cluster status` prints of each node: role, epoch,
+	// advertised address and state.
+	out := mustRun(t, "", "cluster", "status", "--nats", c.nodes[0].proxy.URL()).stdout
+	seen := 0
+	for _, line := range strings.Split(out, "\n") {
+		f := strings.Fields(line)
+		if len(f) != 10 || f[1] != "ha" {
+			continue
+		}
+		seen++
+		if r := nodes[f[0]]; r["role"] != f[2] || r["epoch"] != f[3] || r["advertise"] != f[4] || r["state"] != f[9] {
+			t.Errorf("node %s: page %v, cluster status %q", f[0], r, line)
+		}
+	}
+	if seen != 3 {
+		t.Errorf("cluster status printed %d nodes of ha:\n%s", seen, out)
+	}
 
 	page(t, ctx, admin, "#/topic/orders")
 	cli := describeTopic(t, kafka, "orders")
