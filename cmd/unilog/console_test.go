@@ -16,10 +16,10 @@ import (
 	"strconv"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/chromedp/chromedp"
 
+	"github.com/unilog/unilog/internal/poll"
 	"github.com/unilog/unilog/internal/tlsconf/tlstest"
 )
 
@@ -414,16 +414,9 @@ func TestConsolePagesMatchTheCLI(t *testing.T) {
 			cancel()
 			<-done
 		}()
-		for deadline := time.Now().Add(30 * time.Second); ; {
-			out := runCLI(t, "", "group", "describe", "--brokers", b.kafka, "--group", "live").stdout
-			if strings.Contains(out, "members=1") {
-				break
-			}
-			if time.Now().After(deadline) {
-				t.Fatalf("the consumer never joined:\n%s", out)
-			}
-			time.Sleep(100 * time.Millisecond)
-		}
+		poll.True(t, "the consumer to join group live", func() bool {
+			return strings.Contains(runCLI(t, "", "group", "describe", "--brokers", b.kafka, "--group", "live").stdout, "members=1")
+		})
 		page(t, ctx, b.admin, "#/groups")
 		status, msg := browserFetch(t, ctx, "POST", "api/groups/live/reset", `{"topic":"orders","to":"earliest"}`)
 		if status != http.StatusConflict || !strings.Contains(msg, "1 active members") {
