@@ -27,8 +27,8 @@ type fakeSource struct {
 	resets     int
 }
 
-func (f *fakeSource) Cluster(context.Context) (Cluster, error) { return Cluster{}, nil }
-func (f *fakeSource) Topics(context.Context) ([]Topic, error)  { return f.topics, nil }
+func (f *fakeSource) Cluster(context.Context) (Cluster, error)           { return Cluster{}, nil }
+func (f *fakeSource) Topics(context.Context, ...string) ([]Topic, error) { return f.topics, nil }
 func (f *fakeSource) Partitions(_ context.Context, want []TopicPartitions) ([]Partition, error) {
 	f.partitions++
 	var out []Partition

@@ -11,8 +11,10 @@ import (
 type Source interface {
 	// Cluster is the control plane's view: every node and replica group.
 	Cluster(ctx context.Context) (Cluster, error)
-	// Topics lists every topic with its partition count (metadata only).
-	Topics(ctx context.Context) ([]Topic, error)
+	// Topics lists the topics named, or every topic without names, with
+	// their partition counts (metadata only); a name that is no topic is
+	// left out.
+	Topics(ctx context.Context, names ...string) ([]Topic, error)
 	// Partitions answers the leader, bounds and size of each partition
 	// asked for, in the order asked.
 	Partitions(ctx context.Context, want []TopicPartitions) ([]Partition, error)

@@ -133,17 +133,16 @@ func (c *Console) serveTopic(w http.ResponseWriter, r *http.Request) {
 	ctx, cancel := requestContext(r)
 	defer cancel()
 	name := r.PathValue("topic")
-	topics, err := c.o.Source.Topics(ctx)
+	topics, err := c.o.Source.Topics(ctx, name)
 	if err != nil {
 		c.reply(w, r, nil, err)
 		return
 	}
-	i := slices.IndexFunc(topics, func(t Topic) bool { return t.Name == name })
-	if i < 0 {
+	if len(topics) != 1 {
 		c.reply(w, r, nil, &httpError{http.StatusNotFound, fmt.Errorf("no topic %q", name)})
 		return
 	}
-	t := topics[i]
+	t := topics[0]
 	ids, total := apply(parsePage(r.URL.Query()), allPartitions(t.Partitions), func(p int32) string { return strconv.Itoa(int(p)) })
 	parts, err := c.o.Source.Partitions(ctx, []TopicPartitions{{name, ids}})
 	if err != nil {

@@ -67,15 +67,15 @@ func (s *consoleSource) Cluster(ctx context.Context) (console.Cluster, error) {
 	return out, nil
 }
 
-func (s *consoleSource) Topics(ctx context.Context) ([]console.Topic, error) {
-	td, err := s.adm.ListTopicsWithInternal(ctx)
+func (s *consoleSource) Topics(ctx context.Context, names ...string) ([]console.Topic, error) {
+	td, err := s.adm.ListTopicsWithInternal(ctx, names...)
 	if err != nil {
 		return nil, fmt.Errorf("metadata: %w", err)
 	}
 	out := make([]console.Topic, 0, len(td))
 	for _, t := range td {
 		if t.Err != nil {
-			continue // deleted between the listing and its metadata
+			continue // no such topic, or deleted between the listing and its metadata
 		}
 		out = append(out, console.Topic{Name: t.Topic, Partitions: int32(len(t.Partitions)), Internal: t.IsInternal})
 	}
