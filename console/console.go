@@ -117,6 +117,13 @@ type Refused struct{ Err error }
 func (r Refused) Error() string { return r.Err.Error() }
 func (r Refused) Unwrap() error { return r.Err }
 
+// NotFound wraps a Source error that names no topic, partition or group:
+// answered 404.
+type NotFound struct{ Err error }
+
+func (n NotFound) Error() string { return n.Err.Error() }
+func (n NotFound) Unwrap() error { return n.Err }
+
 func badRequest(err error) error { return &httpError{http.StatusBadRequest, err} }
 
 // reply writes v as JSON, or err with its status (502 for what the
@@ -132,6 +139,8 @@ func (c *Console) reply(w http.ResponseWriter, r *http.Request, v any, err error
 			status = he.status
 		case errors.As(err, new(Refused)):
 			status = http.StatusConflict
+		case errors.As(err, new(NotFound)):
+			status = http.StatusNotFound
 		}
 		c.o.Log.WithError(err).WithFields(logrus.Fields{"path": r.URL.Path, "status": status}).Debug("console request failed")
 		w.WriteHeader(status)

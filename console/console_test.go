@@ -25,6 +25,7 @@ type fakeSource struct {
 	asked      int // partitions asked for, in all
 	resetErr   error
 	resets     int
+	recordsErr error
 }
 
 func (f *fakeSource) Cluster(context.Context) (Cluster, error)           { return Cluster{}, nil }
@@ -40,13 +41,15 @@ func (f *fakeSource) Partitions(_ context.Context, want []TopicPartitions) ([]Pa
 	}
 	return out, nil
 }
-func (f *fakeSource) Records(context.Context, RecordQuery) ([]Record, error) { return nil, nil }
-func (f *fakeSource) Groups(context.Context) ([]GroupSummary, error)         { return nil, nil }
-func (f *fakeSource) Describe(context.Context, []string) ([]Group, error)    { return nil, nil }
-func (f *fakeSource) CreateTopic(context.Context, string, int32) error       { return nil }
-func (f *fakeSource) AddPartitions(context.Context, string, int32) error     { return nil }
-func (f *fakeSource) DeleteTopic(context.Context, string) error              { return nil }
-func (f *fakeSource) DeleteGroup(context.Context, string) error              { return nil }
+func (f *fakeSource) Records(context.Context, RecordQuery) ([]Record, error) {
+	return nil, f.recordsErr
+}
+func (f *fakeSource) Groups(context.Context) ([]GroupSummary, error)      { return nil, nil }
+func (f *fakeSource) Describe(context.Context, []string) ([]Group, error) { return nil, nil }
+func (f *fakeSource) CreateTopic(context.Context, string, int32) error    { return nil }
+func (f *fakeSource) AddPartitions(context.Context, string, int32) error  { return nil }
+func (f *fakeSource) DeleteTopic(context.Context, string) error           { return nil }
+func (f *fakeSource) DeleteGroup(context.Context, string) error           { return nil }
 func (f *fakeSource) ResetGroup(context.Context, string, string, string) ([]Reset, error) {
 	f.resets++
 	return []Reset{}, f.resetErr
@@ -229,5 +232,29 @@ func TestGroupLagHistoryIsBounded(t *testing.T) {
 	}
 	if tracked1 != MaxLagGroups-1 {
 		t.Errorf("%d of the later groups tracked, want %d", tracked1, MaxLagGroups-1)
+	}
+}
+
+func TestReadErrorsAnswerTheirStatus(t *testing.T) {
+	for _, tc := range []struct {
+		name, path string
+		err        error
+		want       int
+	}{
+		{"read", "/ui/api/topics/t/partitions/0/records?offset=0", nil, http.StatusOK},
+		{"no such partition", "/ui/api/topics/t/partitions/9/records?offset=0", NotFound{errors.New("UNKNOWN_TOPIC_OR_PARTITION")}, http.StatusNotFound},
+		{"broker failed", "/ui/api/topics/t/partitions/0/records?offset=0", errors.New("timed out"), http.StatusBadGateway},
+		{"not a partition", "/ui/api/topics/t/partitions/x/records", nil, http.StatusBadRequest},
+		{"not a format", "/ui/api/topics/t/partitions/0/records?format=xml", nil, http.StatusBadRequest},
+		{"not a time", "/ui/api/topics/t/partitions/0/records?time=yesterday", nil, http.StatusBadRequest},
+	} {
+		src := &fakeSource{recordsErr: tc.err}
+		c := New(Options{Source: src, Log: quiet()})
+		rec := httptest.NewRecorder()
+		c.ServeHTTP(rec, httptest.NewRequest("GET", tc.path, nil))
+		c.Close()
+		if rec.Code != tc.want {
+			t.Errorf("%s: %d %s, want %d", tc.name, rec.Code, rec.Body, tc.want)
+		}
 	}
 }

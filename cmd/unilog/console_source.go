@@ -100,11 +100,11 @@ func (s *consoleSource) Partitions(ctx context.Context, want []console.TopicPart
 	}
 	starts, err := s.listOffsets(ctx, want, -2)
 	if err != nil {
-		return nil, fmt.Errorf("log start offsets: %w", err)
+		return nil, notFound(fmt.Errorf("log start offsets: %w", err))
 	}
 	ends, err := s.listOffsets(ctx, want, -1)
 	if err != nil {
-		return nil, fmt.Errorf("log end offsets: %w", err)
+		return nil, notFound(fmt.Errorf("log end offsets: %w", err))
 	}
 	// Sizes need admin on the cluster; a console user without it shows
 	// them as unknown.
@@ -201,7 +201,7 @@ func (s *consoleSource) Records(ctx context.Context, q console.RecordQuery) ([]c
 		err = ends[key].err
 	}
 	if err != nil {
-		return nil, fmt.Errorf("log end offset: %w", err)
+		return nil, notFound(fmt.Errorf("log end offset: %w", err))
 	}
 	from := q.Offset
 	if q.AtMs >= 0 {
@@ -312,6 +312,15 @@ func (s *consoleSource) Describe(ctx context.Context, groups []string) ([]consol
 		out = append(out, g)
 	}
 	return out, nil
+}
+
+// notFound marks err console.NotFound when it says the partition is no
+// partition of the cluster (kgo finds no leader for it).
+func notFound(err error) error {
+	if errors.Is(err, kerr.UnknownTopicOrPartition) {
+		return console.NotFound{Err: err}
+	}
+	return err
 }
 
 // refusedCodes are answers that the target's state caused, not a failure.
