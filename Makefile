@@ -5,7 +5,7 @@ LISTEN   ?= 127.0.0.1:9092
 ADMIN    ?= 127.0.0.1:9644
 GOFILES   = $(shell git ls-files '*.go' 2>/dev/null || find . -name '*.go' -not -path './vendor/*')
 
-.PHONY: all build run test test-deps lint fuzz bench bench-report soak soak-ha compat compat-deps clean
+.PHONY: all build run test test-deps vendor-uplot bench-console lint fuzz bench bench-report soak soak-ha compat compat-deps clean
 
 all: build
 
@@ -16,11 +16,37 @@ build:
 run: build
 	./$(BIN) broker --data-dir $(DATA_DIR) --listen $(LISTEN) --admin $(ADMIN)
 
-## test-deps: install what the tests need on a fresh machine
+## test-deps: install what the tests need on a fresh machine: kcat, and
+## Debian's Chromium with its driver for the console's browser tests
 test-deps:
 	@command -v kcat >/dev/null 2>&1 || { \
 		echo "installing kcat"; \
 		(apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq kcat) >/dev/null; }
+	@command -v chromium >/dev/null 2>&1 && command -v chromedriver >/dev/null 2>&1 || { \
+		echo "installing chromium and chromium-driver"; \
+		(apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium chromium-driver) >/dev/null; }
+
+## bench-console: how long each console page takes in Chromium against a
+## broker holding one topic of CONSOLE_PARTITIONS partitions (records and a
+## group in it), and the broker's CPU while a page stays open; prints the
+## tables of docs/BENCHMARKS.md "The console at 50,000 partitions". About
+## 4 minutes, most of it the five 30 s CPU windows.
+CONSOLE_PARTITIONS ?= 50000
+
+bench-console: test-deps
+	UNILOG_CONSOLE_BENCH=$(CONSOLE_PARTITIONS) $(GO) test -count=1 -v -timeout 30m -run '^TestConsoleLoadAtScale$$' ./cmd/unilog | grep -E '^ +console_bench_test.go' | sed 's/^ *console_bench_test.go:[0-9]*: //'
+
+## vendor-uplot: re-vendor the console's chart library (uPlot, MIT) from the
+## npm registry at UPLOT_VERSION into console/assets/uplot, with its license
+## and version; the console embeds it, so nothing is fetched at run time
+UPLOT_VERSION ?= 1.6.32
+
+vendor-uplot:
+	@set -e; tmp=$$(mktemp -d); trap 'rm -rf $$tmp' EXIT; \
+		(cd $$tmp && npm pack --silent uplot@$(UPLOT_VERSION) >/dev/null && tar xzf uplot-$(UPLOT_VERSION).tgz); \
+		cp $$tmp/package/dist/uPlot.iife.min.js $$tmp/package/dist/uPlot.min.css $$tmp/package/LICENSE console/assets/uplot/; \
+		echo $(UPLOT_VERSION) > console/assets/uplot/VERSION; \
+		echo "vendored uPlot $(UPLOT_VERSION) into console/assets/uplot"
 
 ## test: lint, every test under the race detector, then a short pass of
 ## every fuzz target (FUZZTIME_CI executions each). The budget is a count, not

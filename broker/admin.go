@@ -21,6 +21,7 @@ import (
 //   - /debug/pprof/ (only with Config.AdminPprof) is Go's net/http/pprof:
 //     the command line, goroutine stacks, heap and CPU profiles and
 //     execution traces, which is why it is off by default.
+//   - what HandleAdmin mounts: the broker command's console under /ui.
 //
 // With Security.AdminTLS holding ClientCAs, every endpoint but /healthz
 // needs a client certificate verified against them; the TLS handshake
@@ -29,6 +30,7 @@ import (
 // refuses requests that came without one, so probes still reach /healthz.
 func (b *Broker) adminHandler() http.Handler {
 	mux := http.NewServeMux()
+	b.adminMux = mux
 	mux.Handle("/metrics", promhttp.HandlerFor(b.metrics.reg, promhttp.HandlerOpts{}))
 	mux.HandleFunc("GET /status", b.serveStatus)
 	if b.cfg.AdminPprof {

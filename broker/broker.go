@@ -41,6 +41,8 @@ type Broker struct {
 	ln      net.Listener
 	adminLn net.Listener
 	admin   *http.Server
+	// adminMux is the admin server's routes, which HandleAdmin extends.
+	adminMux *http.ServeMux
 
 	// topicMu is held shared while a request appends, exclusively while
 	// topics are created, deleted or grown, so a delete never interleaves

@@ -25,9 +25,9 @@ func brokerCommand() *cli.Command {
 	return &cli.Command{
 		Name:  "broker",
 		Usage: "run a Kafka-protocol broker on a data directory",
-		Description: `Serves the Kafka protocol on --listen and /healthz, /metrics and /status on --admin until
-SIGINT or SIGTERM, then stops accepting, finishes in-flight requests, flushes and
-writes a clean checkpoint. A second signal during that shutdown ends the process
+		Description: `Serves the Kafka protocol on --listen and /healthz, /metrics, /status and the
+console (/ui) on --admin until SIGINT or SIGTERM, then stops accepting, finishes
+in-flight requests, flushes and writes a clean checkpoint. A second signal during that shutdown ends the process
 at once (the data is safe: the next start recovers from the commit log).
 
 Every flag can also be set by the environment variable shown with it. Sizes take
@@ -38,6 +38,9 @@ a plain byte count or a unit: KiB, MiB, GiB, TiB (powers of 1024) or KB, MB, GB,
 			&cli.StringFlag{Name: "data-dir", Required: true, Usage: "data `DIR` (commit log, consume queues, checkpoint, topics)", EnvVars: env("DATA_DIR")},
 			&cli.StringFlag{Name: "listen", Value: "127.0.0.1:9092", Usage: "Kafka listener `HOST:PORT` (port 0 picks a free one)", EnvVars: env("LISTEN")},
 			&cli.StringFlag{Name: "admin", Value: "127.0.0.1:9644", Usage: "admin HTTP `HOST:PORT` for /healthz, /metrics and /status (empty disables)", EnvVars: env("ADMIN")},
+			&cli.BoolFlag{Name: "admin-ui-write", Usage: "let the console at /ui on the admin port create, grow and delete topics, reset group offsets and delete groups (read-only without)", EnvVars: env("ADMIN_UI_WRITE")},
+			&cli.StringFlag{Name: "admin-ui-user", Usage: "with --users: the SASL user `NAME` the console logs in to the Kafka listener as (its ACL grants bound what the console shows and changes)", EnvVars: env("ADMIN_UI_USER")},
+			&cli.StringFlag{Name: "admin-ui-password", Usage: "the password of --admin-ui-user (prefer UNILOG_ADMIN_UI_PASSWORD: flags show in ps)", EnvVars: env("ADMIN_UI_PASSWORD")},
 			&cli.BoolFlag{Name: "admin-pprof", Usage: "serve Go's profiles under /debug/pprof/ on the admin port (command line, goroutine stacks, CPU and heap profiles)", EnvVars: env("ADMIN_PPROF")},
 			&cli.StringFlag{Name: "flush", Value: "async", Usage: "async (background flush every 500ms) or sync (acks=all waits for the flush)", EnvVars: env("FLUSH")},
 			&cli.StringFlag{Name: "file-size", Value: "1GiB", Usage: "`SIZE` of each commit log file", EnvVars: env("FILE_SIZE")},
@@ -203,6 +206,13 @@ func runBroker(c *cli.Context) error {
 	if c.String("advertise") == "" {
 		cp.node.SetAdvertise(b.Addr())
 	}
+	stopConsole, err := startConsole(b, cfg, cp.node, consoleOptions{
+		write: c.Bool("admin-ui-write"), user: c.String("admin-ui-user"), password: c.String("admin-ui-password")})
+	if err != nil {
+		b.Close()
+		cp.close()
+		return fmt.Errorf("broker: %w", err)
+	}
 	admin := "disabled"
 	if a := b.AdminAddr(); a != "" {
 		admin = "http://" + a + "/metrics"
@@ -219,6 +229,7 @@ func runBroker(c *cli.Context) error {
 	// Back to the default action: a second signal ends the process now.
 	signal.Stop(sigs)
 	start := time.Now()
+	stopConsole()
 	// The broker first, so in-flight writes finish under the lease; then
 	// the lease is released and a follower takes over at once.
 	err = b.Close()

@@ -1,6 +1,8 @@
 package main
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"sort"
 	"strconv"
@@ -10,6 +12,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/urfave/cli/v2"
+
+	"github.com/unilog/unilog/console"
 )
 
 func groupCommand() *cli.Command {
@@ -234,70 +238,94 @@ func runGroupReset(c *cli.Context) error {
 	return withAdmin(c, func(adm *kadm.Client) error {
 		ctx, cancel := requestContext(c)
 		defer cancel()
-		described, err := adm.DescribeGroups(ctx, g)
+		resets, err := resetGroupOffsets(ctx, adm, g, topic, resetHow{to: to, shift: c.Int64("shift"), useShift: useShift, isTime: isTime, ms: ms})
 		if err != nil {
 			return fmt.Errorf("group reset %s: %w", g, err)
 		}
-		if d, ok := described[g]; ok && len(d.Members) > 0 {
-			return fmt.Errorf("group reset %s: the group has %d active members; stop them first (offsets of a live group are its members' to commit)", g, len(d.Members))
-		}
-		starts, err := adm.ListStartOffsets(ctx, topic)
-		if err == nil {
-			err = starts.Error()
-		}
-		if err != nil {
-			return fmt.Errorf("group reset %s: log start offsets of %s: %w", g, topic, err)
-		}
-		ends, err := adm.ListEndOffsets(ctx, topic)
-		if err == nil {
-			err = ends.Error()
-		}
-		if err != nil {
-			return fmt.Errorf("group reset %s: high watermarks of %s: %w", g, topic, err)
-		}
-		var after kadm.ListedOffsets
-		if isTime {
-			if after, err = adm.ListOffsetsAfterMilli(ctx, ms, topic); err != nil {
-				return fmt.Errorf("group reset %s: offsets for time %d: %w", g, ms, err)
-			}
-		}
-		current, err := adm.FetchOffsetsForTopics(ctx, g, topic)
-		if err != nil {
-			return fmt.Errorf("group reset %s: committed offsets: %w", g, err)
-		}
-		offs := kadm.Offsets{}
-		var lines []string
-		partitions := make(map[int32]bool)
-		for p := range starts[topic] {
-			partitions[p] = true
-		}
-		for _, p := range sortedPartitions(partitions) {
-			s := starts[topic][p]
-			e, _ := ends.Lookup(topic, p)
-			committed := int64(-1)
-			if o, ok := current.Lookup(topic, s.Partition); ok && o.Err == nil {
-				committed = o.At
-			}
-			afterTime := e.Offset
-			if a, ok := after.Lookup(topic, s.Partition); ok && a.Err == nil && a.Offset >= 0 {
-				afterTime = a.Offset
-			}
-			at := resetTarget(to, c.Int64("shift"), useShift, committed, s.Offset, e.Offset, afterTime)
-			offs.Add(kadm.Offset{Topic: topic, Partition: s.Partition, At: at, LeaderEpoch: -1})
-			lines = append(lines, fmt.Sprintf("%s\t%d\t%d\t%d\n", topic, s.Partition, committed, at))
-		}
-		resp, err := adm.CommitOffsets(ctx, g, offs)
-		if err == nil {
-			err = resp.Error()
-		}
-		if err != nil {
-			return fmt.Errorf("group reset %s: commit: %w", g, err)
-		}
 		tw := tabwriter.NewWriter(c.App.Writer, 0, 8, 2, ' ', 0)
 		fmt.Fprintln(tw, "TOPIC\tPARTITION\tWAS\tNOW")
-		for _, l := range lines {
-			fmt.Fprint(tw, l)
+		for _, r := range resets {
+			fmt.Fprintf(tw, "%s\t%d\t%d\t%d\n", r.Topic, r.Partition, r.Was, r.Now)
 		}
 		return tw.Flush()
 	})
+}
+
+// resetHow is where `group reset` (and the console) moves a group: --to,
+// parsed by parseResetTo, or --shift.
+type resetHow struct {
+	to       string
+	shift    int64
+	useShift bool
+	isTime   bool
+	ms       int64
+}
+
+// errGroupActive refuses a reset while the group has members: the offsets
+// of a live group are its members' to commit.
+var errGroupActive = errors.New("stop them first (offsets of a live group are its members' to commit)")
+
+// resetGroupOffsets commits new offsets for every partition of topic and
+// returns them with the ones they replace (-1: none committed).
+func resetGroupOffsets(ctx context.Context, adm *kadm.Client, g, topic string, how resetHow) ([]console.Reset, error) {
+	described, err := adm.DescribeGroups(ctx, g)
+	if err != nil {
+		return nil, err
+	}
+	if d, ok := described[g]; ok && len(d.Members) > 0 {
+		return nil, fmt.Errorf("the group has %d active members; %w", len(d.Members), errGroupActive)
+	}
+	starts, err := adm.ListStartOffsets(ctx, topic)
+	if err == nil {
+		err = starts.Error()
+	}
+	if err != nil {
+		return nil, fmt.Errorf("log start offsets of %s: %w", topic, err)
+	}
+	ends, err := adm.ListEndOffsets(ctx, topic)
+	if err == nil {
+		err = ends.Error()
+	}
+	if err != nil {
+		return nil, fmt.Errorf("high watermarks of %s: %w", topic, err)
+	}
+	var after kadm.ListedOffsets
+	if how.isTime {
+		if after, err = adm.ListOffsetsAfterMilli(ctx, how.ms, topic); err != nil {
+			return nil, fmt.Errorf("offsets for time %d: %w", how.ms, err)
+		}
+	}
+	current, err := adm.FetchOffsetsForTopics(ctx, g, topic)
+	if err != nil {
+		return nil, fmt.Errorf("committed offsets: %w", err)
+	}
+	offs := kadm.Offsets{}
+	var resets []console.Reset
+	partitions := make(map[int32]bool)
+	for p := range starts[topic] {
+		partitions[p] = true
+	}
+	for _, p := range sortedPartitions(partitions) {
+		s := starts[topic][p]
+		e, _ := ends.Lookup(topic, p)
+		committed := int64(-1)
+		if o, ok := current.Lookup(topic, s.Partition); ok && o.Err == nil {
+			committed = o.At
+		}
+		afterTime := e.Offset
+		if a, ok := after.Lookup(topic, s.Partition); ok && a.Err == nil && a.Offset >= 0 {
+			afterTime = a.Offset
+		}
+		at := resetTarget(how.to, how.shift, how.useShift, committed, s.Offset, e.Offset, afterTime)
+		offs.Add(kadm.Offset{Topic: topic, Partition: s.Partition, At: at, LeaderEpoch: -1})
+		resets = append(resets, console.Reset{Topic: topic, Partition: s.Partition, Was: committed, Now: at})
+	}
+	resp, err := adm.CommitOffsets(ctx, g, offs)
+	if err == nil {
+		err = resp.Error()
+	}
+	if err != nil {
+		return nil, fmt.Errorf("commit: %w", err)
+	}
+	return resets, nil
 }

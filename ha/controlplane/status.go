@@ -86,3 +86,6 @@ func eachEntry(ctx context.Context, js jetstream.JetStream, bucket string, f fun
 	}
 	return nil
 }
+
+// Status is ReadStatus over the node's own connection, for the console.
+func (n *Node) Status(ctx context.Context) (ClusterStatus, error) { return ReadStatus(ctx, n.nc) }

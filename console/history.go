@@ -1,0 +1,259 @@
+package console
+
+import (
+	"math"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
+)
+
+// SampleInterval is how often the console gathers the broker's metrics;
+// HistoryLen points of it are kept (ten minutes). The lag history is kept
+// for the first MaxLagGroups groups seen, which bounds it at 2.4 MB
+// however many groups a cluster has.
+const (
+	SampleInterval = 2 * time.Second
+	HistoryLen     = 300
+	MaxLagGroups   = 2000
+)
+
+// sample is one gathering of the registry: counters as totals, so that
+// two samples make a rate, and histograms as cumulative buckets.
+type sample struct {
+	at       time.Time
+	counters map[string]float64
+	gauges   map[string]float64
+	buckets  map[string][]bucket
+	// groupLag is indexed by history.groups; NaN where a group was not
+	// reported.
+	groupLag []float32
+}
+
+type bucket struct {
+	le    float64
+	count float64
+}
+
+// counted are the counters the charts turn into rates.
+var counted = []string{
+	"unilog_produced_bytes_total", "unilog_produced_records_total",
+	"unilog_fetched_bytes_total", "unilog_requests_total",
+}
+
+// gauged are the gauges read as they are.
+var gauged = []string{
+	"unilog_connections", "unilog_commitlog_bytes", "unilog_read_only", "unilog_log_write_failed",
+}
+
+// latencyAPIs are the request_duration_seconds series charted.
+var latencyAPIs = []string{"Produce", "Fetch"}
+
+// Series is the history in columns, the shape uPlot draws: T in unix
+// seconds, the rates per second, latencies in milliseconds (the p99 of
+// the requests between two samples; null when there were none).
+type Series struct {
+	T              []int64    `json:"t"`
+	ProduceBytes   []*float64 `json:"produce_bytes"`
+	ProduceRecords []*float64 `json:"produce_records"`
+	FetchBytes     []*float64 `json:"fetch_bytes"`
+	Requests       []*float64 `json:"requests"`
+	ProduceP99     []*float64 `json:"produce_p99_ms"`
+	FetchP99       []*float64 `json:"fetch_p99_ms"`
+	Connections    []*float64 `json:"connections"`
+}
+
+// history samples a Gatherer into a ring.
+type history struct {
+	g prometheus.Gatherer
+
+	mu      sync.Mutex
+	samples []sample // oldest first, at most HistoryLen
+	groups  map[string]int
+}
+
+func newHistory(g prometheus.Gatherer) *history {
+	return &history{g: g, groups: map[string]int{}}
+}
+
+// run samples until stop is closed.
+func (h *history) run(stop <-chan struct{}) {
+	t := time.NewTicker(SampleInterval)
+	defer t.Stop()
+	h.sample(time.Now())
+	for {
+		select {
+		case <-stop:
+			return
+		case now := <-t.C:
+			h.sample(now)
+		}
+	}
+}
+
+func (h *history) sample(now time.Time) {
+	s, lags, ok := h.read(now)
+	if !ok {
+		return
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	s.groupLag = h.index(lags)
+	if len(h.samples) == HistoryLen {
+		h.samples = append(h.samples[:0], h.samples[1:]...)
+	}
+	h.samples = append(h.samples, s)
+}
+
+// index lays lags out by h.groups, adding groups up to MaxLagGroups.
+func (h *history) index(lags map[string]float64) []float32 {
+	out := make([]float32, len(h.groups))
+	for i := range out {
+		out[i] = float32(math.NaN())
+	}
+	for g, v := range lags {
+		i, ok := h.groups[g]
+		if !ok {
+			if len(h.groups) >= MaxLagGroups {
+				continue
+			}
+			i = len(h.groups)
+			h.groups[g] = i
+			out = append(out, 0)
+		}
+		out[i] = float32(v)
+	}
+	return out
+}
+
+// read gathers the registry now, with each group's lag by name; false
+// when it gathered nothing (a partial gathering still charts what it has).
+func (h *history) read(now time.Time) (sample, map[string]float64, bool) {
+	families, err := h.g.Gather()
+	if err != nil && len(families) == 0 {
+		return sample{}, nil, false
+	}
+	lags := map[string]float64{}
+	s := sample{at: now, counters: map[string]float64{}, gauges: map[string]float64{},
+		buckets: map[string][]bucket{}}
+	for _, f := range families {
+		name := f.GetName()
+		for _, m := range f.GetMetric() {
+			switch {
+			case name == "unilog_group_lag_records":
+				lags[label(m, "group")] = m.GetGauge().GetValue()
+			case name == "unilog_request_duration_seconds":
+				api := label(m, "api")
+				for _, b := range m.GetHistogram().GetBucket() {
+					s.buckets[api] = append(s.buckets[api], bucket{b.GetUpperBound(), float64(b.GetCumulativeCount())})
+				}
+				// The +Inf bucket is implicit: it holds every observation.
+				s.buckets[api] = append(s.buckets[api], bucket{math.Inf(1), float64(m.GetHistogram().GetSampleCount())})
+			case m.Counter != nil:
+				s.counters[name] += m.GetCounter().GetValue()
+			case m.Gauge != nil:
+				s.gauges[name] += m.GetGauge().GetValue()
+			}
+		}
+	}
+	return s, lags, true
+}
+
+func label(m *dto.Metric, name string) string {
+	for _, l := range m.GetLabel() {
+		if l.GetName() == name {
+			return l.GetValue()
+		}
+	}
+	return ""
+}
+
+// series turns consecutive samples into rates and latencies.
+func (h *history) series() Series {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	var out Series
+	for i := 1; i < len(h.samples); i++ {
+		prev, cur := h.samples[i-1], h.samples[i]
+		dt := cur.at.Sub(prev.at).Seconds()
+		rate := func(name string) *float64 {
+			return num((cur.counters[name] - prev.counters[name]) / dt)
+		}
+		out.T = append(out.T, cur.at.Unix())
+		out.ProduceBytes = append(out.ProduceBytes, rate(counted[0]))
+		out.ProduceRecords = append(out.ProduceRecords, rate(counted[1]))
+		out.FetchBytes = append(out.FetchBytes, rate(counted[2]))
+		out.Requests = append(out.Requests, rate(counted[3]))
+		out.ProduceP99 = append(out.ProduceP99, quantileMs(prev.buckets[latencyAPIs[0]], cur.buckets[latencyAPIs[0]], 0.99))
+		out.FetchP99 = append(out.FetchP99, quantileMs(prev.buckets[latencyAPIs[1]], cur.buckets[latencyAPIs[1]], 0.99))
+		out.Connections = append(out.Connections, num(cur.gauges["unilog_connections"]))
+	}
+	return out
+}
+
+// groupLag is one group's unilog_group_lag_records over the history:
+// times in unix seconds and the lag, null where the group was not
+// reported; tracked is false for a group beyond MaxLagGroups.
+func (h *history) groupLag(group string) (t []int64, lag []*float64, tracked bool) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	i, tracked := h.groups[group]
+	for _, s := range h.samples {
+		t = append(t, s.at.Unix())
+		var v *float64
+		if tracked && i < len(s.groupLag) {
+			v = num(float64(s.groupLag[i]))
+		}
+		lag = append(lag, v)
+	}
+	return t, lag, tracked
+}
+
+// quantileMs estimates the q quantile, in milliseconds, of the
+// observations between two cumulative histograms, as Prometheus's
+// histogram_quantile does (linear within the bucket). Nil when nothing
+// was observed.
+func quantileMs(prev, cur []bucket, q float64) *float64 {
+	if len(cur) == 0 {
+		return nil
+	}
+	delta := make([]bucket, len(cur))
+	for i, b := range cur {
+		delta[i] = b
+		if i < len(prev) && prev[i].le == b.le {
+			delta[i].count -= prev[i].count
+		}
+	}
+	sort.Slice(delta, func(i, j int) bool { return delta[i].le < delta[j].le })
+	total := delta[len(delta)-1].count
+	if total <= 0 {
+		return nil
+	}
+	rank := q * total
+	lower, below := 0.0, 0.0
+	for _, b := range delta {
+		if b.count >= rank {
+			if math.IsInf(b.le, 1) {
+				return num(lower * 1000)
+			}
+			in := b.count - below
+			frac := 1.0
+			if in > 0 {
+				frac = (rank - below) / in
+			}
+			return num((lower + (b.le-lower)*frac) * 1000)
+		}
+		lower, below = b.le, b.count
+	}
+	return num(lower * 1000)
+}
+
+// num boxes a float for JSON, nil for NaN and infinities (JSON has none).
+func num(v float64) *float64 {
+	if math.IsNaN(v) || math.IsInf(v, 0) {
+		return nil
+	}
+	return &v
+}
