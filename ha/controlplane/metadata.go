@@ -29,6 +29,8 @@ type Topic struct {
 	// configs and the log starts DeleteRecords moved.
 	Configs   map[string]string `json:"configs,omitempty"`
 	LogStarts map[int32]int64   `json:"log_starts,omitempty"`
+	// Moves are the partitions moving to another replica group (moves.go).
+	Moves map[int32]Move `json:"moves,omitempty"`
 }
 
 // TopicEvent is one change seen on the metadata bucket.
@@ -44,6 +46,10 @@ var (
 	ErrTopicExists  = errors.New("ha: topic already exists")
 	ErrUnknownTopic = errors.New("ha: unknown topic")
 )
+
+// errNoPlacement refuses new partitions on a Metadata bound by a tool
+// (BindMetadata), which knows no live members to place them on.
+var errNoPlacement = errors.New("ha: metadata opened without placement")
 
 // opTimeout bounds one metadata operation: the broker's interface has no
 // context, and a control plane that cannot answer in this long is down.
@@ -198,6 +204,9 @@ func (m *Metadata) Topic(name string) (Topic, bool) {
 // empty; ErrTopicExists if the name is taken.
 func (m *Metadata) CreateTopic(t Topic) error {
 	if len(t.Groups) == 0 {
+		if m.place == nil {
+			return fmt.Errorf("ha: create topic %s: %w", t.Name, errNoPlacement)
+		}
 		t.Groups = m.place(t.Partitions)
 	}
 	if int32(len(t.Groups)) != t.Partitions {
@@ -263,9 +272,12 @@ func (m *Metadata) DeleteTopic(name string) error {
 // partitions.
 func (m *Metadata) SetPartitions(name string, partitions int32) error {
 	return m.UpdateTopic(name, func(t *Topic) error {
-		if partitions < t.Partitions {
+		switch {
+		case partitions < t.Partitions:
 			t.Groups = t.Groups[:partitions]
-		} else {
+		case m.place == nil:
+			return fmt.Errorf("ha: add partitions to %s: %w", name, errNoPlacement)
+		default:
 			t.Groups = append(t.Groups, m.place(partitions-t.Partitions)...)
 		}
 		t.Partitions = partitions
