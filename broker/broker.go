@@ -72,6 +72,7 @@ type Broker struct {
 	perHost map[string]int
 	connWG  sync.WaitGroup
 	loopWG  sync.WaitGroup
+	moves   moveRunner
 }
 
 type topicPartition struct {
@@ -174,6 +175,9 @@ func start(cfg Config, wrap func(Storage) Storage) (*Broker, error) {
 	b.every(producerSnapshotInterval, b.snapshotProducersIfChanged())
 	b.every(replicaCatchUpInterval, b.catchUpReplica)
 	b.every(topicRetentionInterval, b.applyTopicRetention)
+	if cfg.Cluster != nil && cfg.Moves != nil {
+		b.every(moveCheckInterval, b.checkMoves)
+	}
 	b.log.WithFields(logrus.Fields{"listen": b.Addr(), "admin": b.AdminAddr(), "data_dir": cfg.DataDir}).Info("broker started")
 	return b, nil
 }

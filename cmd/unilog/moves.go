@@ -1,0 +1,78 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/unilog/unilog/broker"
+	"github.com/unilog/unilog/ha/controlplane"
+)
+
+// haMoves is the broker's Moves over the control plane's metadata.
+type haMoves struct{ m *controlplane.Metadata }
+
+func toPartitionMove(pm controlplane.PartitionMove) broker.PartitionMove {
+	return broker.PartitionMove{Topic: pm.Topic, Partition: pm.Partition, From: pm.From, To: pm.To, StartedMs: pm.StartedMs,
+		Fenced: pm.Fenced, End: pm.End, Copied: pm.Copied, SourceEnd: pm.SourceEnd}
+}
+
+func (s haMoves) Moves() []broker.PartitionMove {
+	ms := s.m.Moves()
+	out := make([]broker.PartitionMove, len(ms))
+	for i, pm := range ms {
+		out[i] = toPartitionMove(pm)
+	}
+	return out
+}
+
+// Move is on every produce's path: one lookup in the local copy.
+func (s haMoves) Move(topic string, partition int32) (broker.PartitionMove, bool) {
+	t, ok := s.m.Topic(topic)
+	if !ok {
+		return broker.PartitionMove{}, false
+	}
+	mv, ok := t.Moves[partition]
+	if !ok || int(partition) >= len(t.Groups) {
+		return broker.PartitionMove{}, false
+	}
+	return toPartitionMove(controlplane.PartitionMove{Topic: topic, Partition: partition, From: t.Groups[partition], Move: mv}), true
+}
+
+func (s haMoves) StartMove(topic string, partition int32, to string) error {
+	return moveError(s.m.StartMove(topic, partition, to, time.Now().UnixMilli()))
+}
+
+func (s haMoves) CancelMove(topic string, partition int32) error {
+	return moveError(s.m.CancelMove(topic, partition))
+}
+
+// UpdateMove lets update change the steps' fields; topic, partition and
+// the groups stay the control plane's.
+func (s haMoves) UpdateMove(topic string, partition int32, update func(*broker.PartitionMove) error) error {
+	return moveError(s.m.UpdateMove(topic, partition, func(mv *controlplane.Move) error {
+		pm := toPartitionMove(controlplane.PartitionMove{Topic: topic, Partition: partition, Move: *mv})
+		if err := update(&pm); err != nil {
+			return err
+		}
+		mv.Fenced, mv.End, mv.Copied, mv.SourceEnd = pm.Fenced, pm.End, pm.Copied, pm.SourceEnd
+		return nil
+	}))
+}
+
+func (s haMoves) FinishMove(topic string, partition int32) error {
+	return moveError(s.m.FinishMove(topic, partition))
+}
+
+// moveError maps the control plane's sentinels onto the broker's.
+func moveError(err error) error {
+	switch {
+	case errors.Is(err, controlplane.ErrMoveInProgress):
+		return fmt.Errorf("%w: %w", broker.ErrMoveInProgress, err)
+	case errors.Is(err, controlplane.ErrNoMove):
+		return fmt.Errorf("%w: %w", broker.ErrNoMove, err)
+	case errors.Is(err, controlplane.ErrUnknownPartition):
+		return fmt.Errorf("%w: %w", broker.ErrUnknownTopic, err)
+	}
+	return brokerError(err)
+}
