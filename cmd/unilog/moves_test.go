@@ -1,0 +1,312 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/unilog/unilog/commitlog"
+	"github.com/unilog/unilog/dispatcher"
+	"github.com/unilog/unilog/internal/poll"
+)
+
+// groupNode is one broker started by startGroupNodes.
+type groupNode struct {
+	addr, admin, dir string
+	stop             func()
+}
+
+// startGroupNodes starts one broker per replica group, node i+1 the only
+// node of groups[i], node 1 embedding the NATS the others join, all with
+// one cluster secret. It returns the NATS URL and the secret file; stop
+// stops a node (and the test's cleanup the rest).
+func startGroupNodes(t *testing.T, groups ...string) ([]*groupNode, string, string) {
+	t.Helper()
+	secret := filepath.Join(t.TempDir(), "cluster.secret")
+	natsURL := ""
+	var nodes []*groupNode
+	for i, group := range groups {
+		n := &groupNode{dir: t.TempDir()}
+		args := []string{"--data-dir", n.dir, "--listen", "127.0.0.1:0", "--admin", "127.0.0.1:0",
+			"--file-size", "8MiB", "--node-id", fmt.Sprint(i + 1), "--replica-group", group, "--cluster-secret-file", secret}
+		if natsURL != "" {
+			args = append(args, "--nats", natsURL)
+		}
+		ctx, cancel := context.WithCancel(context.Background())
+		out, done := startBrokerCommand(ctx, t, args...)
+		if natsURL == "" {
+			natsURL = controlPlaneLine.FindStringSubmatch(out)[1]
+		}
+		m := listeningLine.FindStringSubmatch(out)
+		n.addr, n.admin = m[1], strings.TrimSuffix(strings.TrimPrefix(m[2], "http://"), "/metrics")
+		var once sync.Once
+		n.stop = func() {
+			once.Do(func() {
+				cancel()
+				if r := <-done; r.err != nil {
+					t.Errorf("node %s: %v\n%s", group, r.err, r.stderr)
+				}
+			})
+		}
+		nodes = append(nodes, n)
+	}
+	t.Cleanup(func() {
+		// The joiners first: they reach NATS through node 1.
+		for i := len(nodes) - 1; i >= 0; i-- {
+			nodes[i].stop()
+		}
+	})
+	for i, n := range nodes {
+		poll.True(t, fmt.Sprintf("node %d to lead %s", i+1, groups[i]), func() bool {
+			st, err := nodeStatus(n.admin)
+			return err == nil && st.Role == "leader" && st.ReplicaGroup == groups[i]
+		})
+	}
+	return nodes, natsURL, secret
+}
+
+// leaderOf is the leader Metadata names for a partition (-1: none yet).
+func leaderOf(ctx context.Context, adm *kadm.Client, topic string, partition int32) int32 {
+	m, err := adm.Metadata(ctx, topic)
+	if err != nil {
+		return -1
+	}
+	for _, p := range m.Topics[topic].Partitions {
+		if p.Partition == partition && p.Err == nil {
+			return p.Leader
+		}
+	}
+	return -1
+}
+
+// TestPartitionMoveUnderLoad moves a partition from one replica group to
+// another while an acks=all idempotent producer writes numbered records to
+// it and a consumer group reads and commits it: every acknowledged record
+// is read back once, at the offset it was acknowledged with, in offset
+// order; the group's committed offset survives and a new member resumes
+// there; and the source's record batches are byte for byte the target's at
+// the same offsets.
+func TestPartitionMoveUnderLoad(t *testing.T) {
+	nodes, natsURL, secret := startGroupNodes(t, "g1", "g2")
+	seeds := []string{nodes[0].addr, nodes[1].addr}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	admCl, err := kgo.NewClient(kgo.SeedBrokers(seeds...), kgo.MetadataMinAge(50*time.Millisecond))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer admCl.Close()
+	adm := kadm.NewClient(admCl)
+	poll.True(t, "both brokers listed", func() bool {
+		m, err := adm.BrokerMetadata(ctx)
+		return err == nil && len(m.Brokers) == 2
+	})
+	createTopic(t, nodes[1].addr, "moving", 2)
+	poll.True(t, "partition 0 led by g1's node 1", func() bool { return leaderOf(ctx, adm, "moving", 0) == 1 })
+
+	// The producer: numbered records to partition 0, acks=all and
+	// idempotent (franz-go's defaults), retrying through the switch.
+	prod, err := kgo.NewClient(kgo.SeedBrokers(seeds...), kgo.RecordPartitioner(kgo.ManualPartitioner()),
+		kgo.MetadataMinAge(50*time.Millisecond), kgo.RetryBackoffFn(func(int) time.Duration { return 20 * time.Millisecond }),
+		kgo.MaxBufferedRecords(500), kgo.ProducerBatchMaxBytes(4<<10))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer prod.Close()
+	var (
+		mu       sync.Mutex
+		acked    = map[string]int64{} // value -> offset
+		prodErrs []error
+	)
+	ackedCount := func() int {
+		mu.Lock()
+		defer mu.Unlock()
+		return len(acked)
+	}
+	stopProducing := make(chan struct{})
+	produced := make(chan struct{})
+	go func() {
+		defer close(produced)
+		for i := 0; ; i++ {
+			select {
+			case <-stopProducing:
+				prod.Flush(ctx)
+				return
+			default:
+			}
+			r := &kgo.Record{Topic: "moving", Partition: 0, Value: fmt.Appendf(nil, "%08d", i)}
+			prod.Produce(ctx, r, func(r *kgo.Record, err error) {
+				mu.Lock()
+				defer mu.Unlock()
+				if err != nil {
+					prodErrs = append(prodErrs, err)
+					return
+				}
+				acked[string(r.Value)] = r.Offset
+			})
+		}
+	}()
+
+	// The first group member consumes and commits after every poll until
+	// told to stop; what it read is checked with the second's.
+	var consumed []readRecord
+	consume := func(ctx context.Context, until func() bool) {
+		cl, err := kgo.NewClient(kgo.SeedBrokers(seeds...), kgo.ConsumerGroup("movers"), kgo.ConsumeTopics("moving"),
+			kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.DisableAutoCommit(), kgo.FetchMaxWait(100*time.Millisecond),
+			kgo.MetadataMinAge(50*time.Millisecond))
+		if err != nil {
+			t.Error(err)
+			return
+		}
+		defer cl.Close()
+		for !until() && ctx.Err() == nil {
+			fs := cl.PollFetches(ctx)
+			fs.EachRecord(func(r *kgo.Record) {
+				if r.Partition == 0 {
+					consumed = append(consumed, readRecord{string(r.Value), r.Offset})
+				}
+			})
+			if err := cl.CommitUncommittedOffsets(ctx); err != nil && ctx.Err() == nil {
+				t.Errorf("commit: %v", err)
+			}
+		}
+	}
+	moveDone := make(chan struct{})
+	firstDone := make(chan struct{})
+	go func() {
+		defer close(firstDone)
+		consume(ctx, func() bool {
+			select {
+			case <-moveDone:
+				return true
+			default:
+				return false
+			}
+		})
+	}()
+
+	poll.True(t, "2000 records acknowledged by g1", func() bool { return ackedCount() >= 2000 })
+	out := mustRun(t, "", "topic", "move", "--nats", natsURL, "--cluster-secret-file", secret,
+		"--topic", "moving", "--partition", "0", "--to-group", "g2").stdout
+	if !strings.Contains(out, "moved moving/0 to g2 in ") {
+		t.Fatalf("topic move printed:\n%s", out)
+	}
+	poll.True(t, "partition 0 led by g2's node 2", func() bool { return leaderOf(ctx, adm, "moving", 0) == 2 })
+	atMove := ackedCount()
+	close(moveDone)
+	<-firstDone
+	committed, err := adm.FetchOffsets(ctx, "movers")
+	if err != nil {
+		t.Fatal(err)
+	}
+	c0, ok := committed.Lookup("moving", 0)
+	if !ok || c0.At <= 0 {
+		t.Fatalf("committed offset of partition 0 after the move: %+v %v", c0, ok)
+	}
+	poll.True(t, "1000 more records acknowledged by g2", func() bool { return ackedCount() >= atMove+1000 })
+	close(stopProducing)
+	<-produced
+
+	mu.Lock()
+	if len(prodErrs) > 0 {
+		t.Fatalf("%d produce errors, first %v", len(prodErrs), prodErrs[0])
+	}
+	total := len(acked)
+	mu.Unlock()
+	// The committed offset is where the group stands after the move: a
+	// new member resumes there.
+	again, err := adm.FetchOffsets(ctx, "movers")
+	if c, _ := again.Lookup("moving", 0); err != nil || c.At != c0.At {
+		t.Fatalf("committed offset changed from %d to %+v (%v)", c0.At, c, err)
+	}
+	firstOfSecond := len(consumed)
+	consume(ctx, func() bool { return len(consumed) >= total })
+	if firstOfSecond < len(consumed) && consumed[firstOfSecond].offset != c0.At {
+		t.Errorf("the group resumed at %d, committed %d", consumed[firstOfSecond].offset, c0.At)
+	}
+	checkReadOnce(t, "group", consumed, acked)
+
+	// A plain read from the start, from the target.
+	var all []readRecord
+	rd, err := kgo.NewClient(kgo.SeedBrokers(seeds...), kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{"moving": {0: kgo.NewOffset().AtStart()}}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for len(all) < total && ctx.Err() == nil {
+		rd.PollFetches(ctx).EachRecord(func(r *kgo.Record) { all = append(all, readRecord{string(r.Value), r.Offset}) })
+	}
+	rd.Close()
+	checkReadOnce(t, "read-back", all, acked)
+
+	for i := len(nodes) - 1; i >= 0; i-- {
+		nodes[i].stop()
+	}
+	src, dst := dumpBatches(t, nodes[0].dir, "moving", 0), dumpBatches(t, nodes[1].dir, "moving", 0)
+	if len(src) == 0 || len(dst) <= len(src) {
+		t.Fatalf("source holds %d batches, target %d: want some, and more on the target", len(src), len(dst))
+	}
+	for i, s := range src {
+		if d := dst[i]; d.offset != s.offset || !bytes.Equal(d.body, s.body) {
+			t.Fatalf("batch %d: source at %d (%d bytes), target at %d (%d bytes), or their bytes differ", i, s.offset, len(s.body), d.offset, len(d.body))
+		}
+	}
+	t.Logf("%d records acknowledged, %d by the end of the move; source kept %d batches, all identical on the target\n%s", total, atMove, len(src), out)
+}
+
+// readRecord is a record a consumer read.
+type readRecord struct {
+	value  string
+	offset int64
+}
+
+// checkReadOnce checks that reads hold every acknowledged record once, at
+// its acknowledged offset, in offset order, and nothing else.
+func checkReadOnce(t *testing.T, what string, reads []readRecord, acked map[string]int64) {
+	t.Helper()
+	seen := map[string]bool{}
+	prev := int64(-1)
+	for _, v := range reads {
+		want, ok := acked[v.value]
+		switch {
+		case !ok:
+			t.Fatalf("%s: record %q at %d was never acknowledged", what, v.value, v.offset)
+		case seen[v.value]:
+			t.Fatalf("%s: record %q read twice", what, v.value)
+		case want != v.offset:
+			t.Fatalf("%s: record %q at %d, acknowledged at %d", what, v.value, v.offset, want)
+		case v.offset <= prev:
+			t.Fatalf("%s: offset %d after %d", what, v.offset, prev)
+		}
+		seen[v.value], prev = true, v.offset
+	}
+	if len(seen) != len(acked) {
+		t.Fatalf("%s: %d of %d acknowledged records read", what, len(seen), len(acked))
+	}
+}
+
+// storedBatch is one commit-log record of a partition: a Kafka batch.
+type storedBatch struct {
+	offset int64
+	body   []byte
+}
+
+func dumpBatches(t *testing.T, dir, topic string, partition int32) []storedBatch {
+	t.Helper()
+	var out []storedBatch
+	err := dispatcher.Dump(dir, topic, partition, 0, 0, func(r *commitlog.Record) error {
+		out = append(out, storedBatch{r.QueueOffset, bytes.Clone(r.Body)})
+		return nil
+	})
+	if err != nil {
+		t.Fatalf("dump %s: %v", dir, err)
+	}
+	return out
+}
