@@ -35,7 +35,9 @@ func (f *fakeMoves) Moves() []PartitionMove {
 	for _, mv := range f.moves {
 		out = append(out, mv)
 	}
-	sort.Slice(out, func(i, j int) bool { return out[i].Topic < out[j].Topic || out[i].Topic == out[j].Topic && out[i].Partition < out[j].Partition })
+	sort.Slice(out, func(i, j int) bool {
+		return out[i].Topic < out[j].Topic || out[i].Topic == out[j].Topic && out[i].Partition < out[j].Partition
+	})
 	return out
 }
 
