@@ -15,10 +15,14 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-// moveFetchBytes bounds one copying fetch; moveFetchWait is its long poll.
+// moveFetchBytes bounds one copying fetch; moveFetchWait is its long
+// poll while the source takes produce, moveTailWait once it stopped (the
+// partition takes no produce anywhere until the copy ends: no waiting
+// for records that cannot come).
 const (
 	moveFetchBytes = 8 << 20
 	moveFetchWait  = 500 * time.Millisecond
+	moveTailWait   = 5 * time.Millisecond
 )
 
 // offsetAppender is the storage a move copies into: appends at the
@@ -95,7 +99,11 @@ func (c *moveCopier) step(ctx context.Context, mv PartitionMove) (done bool, err
 	if !ok {
 		return false, errors.New("source group has no leader")
 	}
-	hw, err := c.fetch(ctx, node, next)
+	wait := moveFetchWait
+	if mv.Fenced {
+		wait = moveTailWait
+	}
+	hw, err := c.fetch(ctx, node, next, wait)
 	if err != nil {
 		return false, err
 	}
@@ -114,14 +122,14 @@ func (c *moveCopier) step(ctx context.Context, mv PartitionMove) (done bool, err
 
 // fetch copies what one Fetch from the source leader returns from next
 // and returns the source's high watermark.
-func (c *moveCopier) fetch(ctx context.Context, node int32, next int64) (int64, error) {
+func (c *moveCopier) fetch(ctx context.Context, node int32, next int64, wait time.Duration) (int64, error) {
 	cl, err := c.client(node)
 	if err != nil {
 		return 0, err
 	}
 	req := kmsg.NewPtrFetchRequest()
 	req.ReplicaID = -1
-	req.MaxWaitMillis = int32(moveFetchWait / time.Millisecond)
+	req.MaxWaitMillis = int32(wait / time.Millisecond)
 	req.MinBytes = 1
 	req.MaxBytes = moveFetchBytes
 	rt := kmsg.NewFetchRequestTopic()

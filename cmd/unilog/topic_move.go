@@ -75,15 +75,16 @@ type plannedMove struct {
 }
 
 // runMoves starts the moves, at most parallel at a time, and with wait
-// prints each one's progress every second until all are done.
+// prints each one's progress (when it changed, at most every second)
+// until all are done.
 func runMoves(ctx context.Context, md *controlplane.Metadata, moves []plannedMove, parallel int, wait bool, w io.Writer) error {
 	type running struct {
 		plannedMove
-		started time.Time
-		last    string
+		started, printed time.Time
+		last             string
 	}
 	var active []*running
-	tick := time.NewTicker(time.Second)
+	tick := time.NewTicker(100 * time.Millisecond)
 	defer tick.Stop()
 	for next := 0; next < len(moves) || len(active) > 0; {
 		for ; next < len(moves) && len(active) < parallel; next++ {
@@ -113,9 +114,9 @@ func runMoves(ctx context.Context, md *controlplane.Metadata, moves []plannedMov
 			case done:
 				fmt.Fprintf(w, "moved %s/%d to %s in %s\n", r.Topic, r.Partition, r.To, time.Since(r.started).Round(100*time.Millisecond))
 				continue
-			case state != r.last:
+			case state != r.last && time.Since(r.printed) >= time.Second:
 				fmt.Fprintf(w, "  %s/%d: %s\n", r.Topic, r.Partition, state)
-				r.last = state
+				r.last, r.printed = state, time.Now()
 			}
 			still = append(still, r)
 		}
