@@ -4,11 +4,13 @@
 # (docs/BENCHMARKS.md, "Partition moves").
 #
 # Starts two single-node replica groups on loopback (g1 embeds NATS, g2 joins
-# it), fills partition 0 of topic "big" (on g1) with SIZE_TOTAL of SIZE records
-# (acks=all), then runs `unilog bench produce` on topic "load" (PARTITIONS
-# partitions spread over both groups) for DURATION twice: alone, then with
-# `unilog topic move` of big/0 to g2 started one second in. Prints one TSV line
-# per load run and the move's time; TRIALS repeats it all, on fresh groups.
+# it) and fills the one partition of topics "big-a" and "big-b" (both on g1)
+# with SIZE_TOTAL of SIZE records each (acks=all). Then it moves big-a to g2
+# with `unilog topic move` and nothing else running (the "idle" line), runs
+# `unilog bench produce` on topic "load" (PARTITIONS partitions spread over
+# both groups) for DURATION alone, and again with the move of big-b to g2
+# started one second in. Prints one TSV line each; TRIALS repeats it all, on
+# fresh groups.
 #
 #   BIN=bin/unilog TRIALS=3 scripts/bench-move.sh > move.tsv
 set -euo pipefail
@@ -49,6 +51,15 @@ start_groups() {
 	sleep 2
 }
 
+# move TOPIC: moves its partition 0 to g2 and prints the seconds it took.
+move() {
+	local start
+	start=$(date +%s.%N)
+	"$BIN" topic move --nats "nats://127.0.0.1:$((BASE + 22))" --cluster-secret-file "$DIR/c/cluster.secret" \
+		--topic "$1" --partition 0 --to-group g2 >"$DIR/move-$1.out"
+	printf '%.1f' "$(echo "$(date +%s.%N) - $start" | bc)"
+}
+
 load() {
 	"$BIN" bench produce --brokers "127.0.0.1:$((BASE + 1))" --topic load --partitions "$PARTITIONS" \
 		--message-size "$SIZE" --duration "$DURATION" --acks -1 --json "$DIR/$1.json" >/dev/null
@@ -58,20 +69,20 @@ records=$(($(bytes "$SIZE_TOTAL") / $(bytes "$SIZE")))
 printf 'trial\trun\trecords_per_s\tmb_per_s\tp50_ms\tp99_ms\tmove_s\n'
 for trial in $(seq 1 "$TRIALS"); do
 	start_groups
-	"$BIN" bench produce --brokers "127.0.0.1:$((BASE + 1))" --topic big --partitions 1 \
-		--message-size "$SIZE" --records "$records" --acks -1 --json "$DIR/fill.json" >/dev/null
+	for topic in big-a big-b; do
+		"$BIN" bench produce --brokers "127.0.0.1:$((BASE + 1))" --topic "$topic" --partitions 1 \
+			--message-size "$SIZE" --records "$records" --acks -1 --json "$DIR/fill.json" >/dev/null
+	done
+	printf '%s\tidle\t-\t-\t-\t-\t%s\n' "$trial" "$(move big-a)"
 	load alone
 	load during &
 	loadpid=$!
 	sleep 1
-	start=$(date +%s.%N)
-	"$BIN" topic move --nats "nats://127.0.0.1:$((BASE + 22))" --cluster-secret-file "$DIR/c/cluster.secret" \
-		--topic big --partition 0 --to-group g2 >"$DIR/move.out"
-	move_s=$(echo "$(date +%s.%N) - $start" | bc)
+	move_s=$(move big-b)
 	wait "$loadpid"
 	for run in alone during; do
 		m=-
-		[ "$run" = during ] && m=$(printf '%.1f' "$move_s")
+		[ "$run" = during ] && m=$move_s
 		jq -r --arg t "$trial" --arg r "$run" --arg m "$m" \
 			'[$t, $r, (.records_per_s|floor), (.mb_per_s*10|floor/10), .p50_ms, .p99_ms, $m] | @tsv' "$DIR/$run.json"
 	done

@@ -73,7 +73,11 @@ func clusterRebalance(c *cli.Context) error {
 	sort.Strings(groups)
 	plan := controlplane.PlanRebalance(md.Topics(), groups, weight)
 	w := tabwriter.NewWriter(c.App.Writer, 0, 4, 2, ' ', 0)
-	fmt.Fprintf(w, "%d moves over replica groups %v, evening out %s\n", len(plan), groups, c.String("by"))
+	noun := "moves"
+	if len(plan) == 1 {
+		noun = "move"
+	}
+	fmt.Fprintf(w, "%d %s over replica groups %v, evening out %s\n", len(plan), noun, groups, c.String("by"))
 	if len(plan) > 0 {
 		fmt.Fprintln(w, "TOPIC\tPARTITION\tFROM\tTO\tWEIGHT")
 	}

@@ -75,9 +75,9 @@ func (m *Metadata) StartMove(topic string, partition int32, to string, nowMs int
 	})
 }
 
-// UpdateMove changes a partition's move in place; ErrNoMove when it has
-// none. An update's error aborts the change and is returned.
-func (m *Metadata) UpdateMove(topic string, partition int32, update func(*Move) error) error {
+// changeMove applies change to a partition's move and its topic with a
+// compare-and-set; ErrNoMove when the partition has none.
+func (m *Metadata) changeMove(topic string, partition int32, change func(t *Topic, mv *Move) error) error {
 	return m.UpdateTopic(topic, func(t *Topic) error {
 		mv, moving, err := moveOf(t, partition)
 		if err != nil {
@@ -86,10 +86,18 @@ func (m *Metadata) UpdateMove(topic string, partition int32, update func(*Move) 
 		if !moving {
 			return fmt.Errorf("%w: %s/%d", ErrNoMove, topic, partition)
 		}
-		if err := update(&mv); err != nil {
+		return change(t, &mv)
+	})
+}
+
+// UpdateMove changes a partition's move in place; ErrNoMove when it has
+// none. An update's error aborts the change and is returned.
+func (m *Metadata) UpdateMove(topic string, partition int32, update func(*Move) error) error {
+	return m.changeMove(topic, partition, func(t *Topic, mv *Move) error {
+		if err := update(mv); err != nil {
 			return err
 		}
-		t.Moves[partition] = mv
+		t.Moves[partition] = *mv
 		return nil
 	})
 }
@@ -98,14 +106,8 @@ func (m *Metadata) UpdateMove(topic string, partition int32, update func(*Move) 
 // once Fenced a move only finishes (ErrMoveInProgress), as its records
 // are on their way.
 func (m *Metadata) CancelMove(topic string, partition int32) error {
-	return m.UpdateTopic(topic, func(t *Topic) error {
-		mv, moving, err := moveOf(t, partition)
-		switch {
-		case err != nil:
-			return err
-		case !moving:
-			return fmt.Errorf("%w: %s/%d", ErrNoMove, topic, partition)
-		case mv.Fenced:
+	return m.changeMove(topic, partition, func(t *Topic, mv *Move) error {
+		if mv.Fenced {
 			return fmt.Errorf("%w: %s/%d is switching to %s", ErrMoveInProgress, topic, partition, mv.To)
 		}
 		delete(t.Moves, partition)
@@ -117,14 +119,8 @@ func (m *Metadata) CancelMove(topic string, partition int32) error {
 // move, in one compare-and-set: every node then sends its clients to the
 // target. The move must have its End (ErrMoveNotReady otherwise).
 func (m *Metadata) FinishMove(topic string, partition int32) error {
-	return m.UpdateTopic(topic, func(t *Topic) error {
-		mv, moving, err := moveOf(t, partition)
-		switch {
-		case err != nil:
-			return err
-		case !moving:
-			return fmt.Errorf("%w: %s/%d", ErrNoMove, topic, partition)
-		case !mv.Fenced || mv.End < 0:
+	return m.changeMove(topic, partition, func(t *Topic, mv *Move) error {
+		if !mv.Fenced || mv.End < 0 {
 			return fmt.Errorf("%w: %s/%d", ErrMoveNotReady, topic, partition)
 		}
 		t.Groups[partition] = mv.To
