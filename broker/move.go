@@ -44,6 +44,9 @@ import (
 // partitions between replica groups (package ha/controlplane behind it,
 // wired in by cmd/unilog). nil: partitions never move.
 type Moves interface {
+	// Writer is this node's replica group and whether the node leads it
+	// and may append under its epoch: a leader acts on moves only then.
+	Writer() (group string, ok bool)
 	// Moves lists the moves in progress.
 	Moves() []PartitionMove
 	// Move is one partition's move; false when it has none.
@@ -98,15 +101,15 @@ type moveRunner struct {
 // checkMoves starts acting on the moves this node has a step in: only the
 // leader of a replica group acts.
 func (b *Broker) checkMoves() {
-	st := b.cfg.Cluster.Status()
-	if st.Role != "leader" {
+	group, ok := b.cfg.Moves.Writer()
+	if !ok {
 		return
 	}
 	for _, mv := range b.cfg.Moves.Moves() {
 		switch {
-		case mv.To == st.ReplicaGroup:
+		case mv.To == group:
 			b.runMoveStep(mv, b.copyPartition)
-		case mv.From == st.ReplicaGroup && mv.Fenced && mv.End < 0:
+		case mv.From == group && mv.Fenced && mv.End < 0:
 			b.runMoveStep(mv, b.stopProducing)
 		}
 	}

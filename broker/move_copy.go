@@ -51,7 +51,7 @@ func (b *Broker) copyPartition(ctx context.Context, mv PartitionMove) error {
 	b.log.WithFields(logrus.Fields{"topic": mv.Topic, "partition": mv.Partition, "from": mv.From, "to": mv.To}).Info("partition move: copying")
 	for ctx.Err() == nil {
 		cur, ok := b.cfg.Moves.Move(mv.Topic, mv.Partition)
-		if s := b.cfg.Cluster.Status(); !ok || s.Role != "leader" || s.ReplicaGroup != cur.To {
+		if group, writer := b.cfg.Moves.Writer(); !ok || !writer || group != cur.To {
 			return nil
 		}
 		done, err := c.step(ctx, cur)

@@ -28,6 +28,8 @@ type fakeMoves struct {
 	moves map[topicPartition]PartitionMove
 }
 
+func (*fakeMoves) Writer() (string, bool) { return "g1", true }
+
 func (f *fakeMoves) Moves() []PartitionMove {
 	f.mu.Lock()
 	defer f.mu.Unlock()

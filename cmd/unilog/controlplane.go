@@ -148,7 +148,7 @@ func startControlPlane(c *cli.Context, cfg *broker.Config) (*controlPlane, error
 	}
 	cfg.Metadata = haMetadata{cp.node.Metadata()}
 	cfg.Cluster = haCluster{cp.node, cp.repl, cfg.NodeID}
-	cfg.Moves = haMoves{cp.node.Metadata()}
+	cfg.Moves = haMoves{cp.node.Metadata(), cp.node, cp.repl}
 	cfg.Replication = cp.repl
 	cfg.SyncReplication = rc.sync
 	cfg.Metrics = leaseReadMetrics{cp.node.Elector()}

@@ -7,10 +7,22 @@ import (
 
 	"github.com/unilog/unilog/broker"
 	"github.com/unilog/unilog/ha/controlplane"
+	"github.com/unilog/unilog/ha/replication"
 )
 
 // haMoves is the broker's Moves over the control plane's metadata.
-type haMoves struct{ m *controlplane.Metadata }
+type haMoves struct {
+	m *controlplane.Metadata
+	n *controlplane.Node
+	r *replication.Role
+}
+
+// Writer: leading the replica group with the epoch's start recorded, as
+// a produce needs (haCluster.PartitionLeader).
+func (s haMoves) Writer() (string, bool) {
+	st := s.n.Elector().State()
+	return st.Group, st.Role == controlplane.RoleLeader && s.n.Elector().Leading(st.Epoch) && s.r.Writable(st.Epoch)
+}
 
 func toPartitionMove(pm controlplane.PartitionMove) broker.PartitionMove {
 	return broker.PartitionMove{Topic: pm.Topic, Partition: pm.Partition, From: pm.From, To: pm.To, StartedMs: pm.StartedMs,
