@@ -142,6 +142,12 @@ func (b *Broker) runMoveStep(mv PartitionMove, step func(context.Context, Partit
 		cancel()
 		if err != nil && ctx.Err() == nil {
 			b.log.WithFields(logrus.Fields{"topic": mv.Topic, "partition": mv.Partition, "from": mv.From, "to": mv.To, "error": err}).Warn("partition move step failed; retrying")
+			// Retried after a pause, not at the next check: a step that
+			// keeps failing (too few replicas in sync) logs once a second.
+			select {
+			case <-b.closing:
+			case <-time.After(time.Second):
+			}
 		}
 		b.moves.mu.Lock()
 		delete(b.moves.running, tp)
@@ -166,14 +172,15 @@ func (b *Broker) stopProducing(ctx context.Context, mv PartitionMove) error {
 		return errors.New("source's last appends not replicated")
 	}
 	_, next := b.st.Bounds(mv.Topic, mv.Partition)
+	set := false
 	err := b.cfg.Moves.UpdateMove(mv.Topic, mv.Partition, func(cur *PartitionMove) error {
-		if !cur.Fenced || cur.End >= 0 {
-			return nil // not this node's step (any more)
+		set = cur.Fenced && cur.End < 0 // else no longer this node's step
+		if set {
+			cur.End = next
 		}
-		cur.End = next
 		return nil
 	})
-	if err == nil {
+	if err == nil && set {
 		b.log.WithFields(logrus.Fields{"topic": mv.Topic, "partition": mv.Partition, "to": mv.To, "end": next}).Info("partition move: produce stopped here, handing over")
 	}
 	return err
