@@ -93,7 +93,8 @@ func leaderOf(ctx context.Context, adm *kadm.Client, topic string, partition int
 // is read back once, at the offset it was acknowledged with, in offset
 // order; the group's committed offset survives and a new member resumes
 // there; and the source's record batches are byte for byte the target's at
-// the same offsets.
+// the same offsets. Then AlterPartitionReassignments moves the other
+// partition, naming its target group's node.
 func TestPartitionMoveUnderLoad(t *testing.T) {
 	nodes, natsURL, secret := startGroupNodes(t, "g1", "g2")
 	seeds := []string{nodes[0].addr, nodes[1].addr}
@@ -245,6 +246,17 @@ func TestPartitionMoveUnderLoad(t *testing.T) {
 	}
 	rd.Close()
 	checkReadOnce(t, "read-back", all, acked)
+
+	// Kafka's API moves partition 1 from g2 to g1, naming g1's node.
+	req := kadm.AlterPartitionAssignmentsReq{}
+	req.Assign("moving", 1, []int32{1})
+	if resp, err := adm.AlterPartitionAssignments(ctx, req); err != nil || resp["moving"][1].Err != nil {
+		t.Fatalf("AlterPartitionReassignments: %v %+v", err, resp)
+	}
+	poll.True(t, "partition 1 led by g1's node 1, no reassignment listed", func() bool {
+		listed, err := adm.ListPartitionReassignments(ctx, kadm.TopicsSet{"moving": {0: {}, 1: {}}})
+		return err == nil && len(listed["moving"]) == 0 && leaderOf(ctx, adm, "moving", 1) == 1
+	})
 
 	for i := len(nodes) - 1; i >= 0; i-- {
 		nodes[i].stop()
