@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"sync"
 	"testing"
@@ -321,4 +322,54 @@ func dumpBatches(t *testing.T, dir, topic string, partition int32) []storedBatch
 		t.Fatalf("dump %s: %v", dir, err)
 	}
 	return out
+}
+
+// TestClusterRebalance gathers a topic's partitions on one of two groups
+// with `unilog topic move`, then has `unilog cluster rebalance` plan by
+// partitions (two moves back) and by bytes (only the heavy partition),
+// and runs the latter.
+func TestClusterRebalance(t *testing.T) {
+	nodes, natsURL, secret := startGroupNodes(t, "g1", "g2")
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(nodes[0].addr, nodes[1].addr), kgo.RecordPartitioner(kgo.ManualPartitioner()), kgo.MetadataMinAge(50*time.Millisecond))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	adm := kadm.NewClient(cl)
+	poll.True(t, "both brokers listed", func() bool {
+		m, err := adm.BrokerMetadata(ctx)
+		return err == nil && len(m.Brokers) == 2
+	})
+	createTopic(t, nodes[0].addr, "r", 4)
+	poll.True(t, "partitions on g1, g2, g1, g2", func() bool {
+		return leaderOf(ctx, adm, "r", 0) == 1 && leaderOf(ctx, adm, "r", 1) == 2 && leaderOf(ctx, adm, "r", 2) == 1 && leaderOf(ctx, adm, "r", 3) == 2
+	})
+	for p := int32(0); p < 4; p++ {
+		n := 1
+		if p == 0 {
+			n = 200 // the heavy one
+		}
+		for i := 0; i < n; i++ {
+			if err := cl.ProduceSync(ctx, &kgo.Record{Topic: "r", Partition: p, Value: bytes.Repeat([]byte{'x'}, 100)}).FirstErr(); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	cp := []string{"--nats", natsURL, "--cluster-secret-file", secret}
+	for _, p := range []string{"1", "3"} {
+		mustRun(t, "", append([]string{"topic", "move", "--topic", "r", "--partition", p, "--to-group", "g1"}, cp...)...)
+	}
+	byCount := mustRun(t, "", append([]string{"cluster", "rebalance", "--dry-run"}, cp...)...).stdout
+	if !strings.HasPrefix(byCount, "2 moves over replica groups [g1 g2], evening out partitions\n") || strings.Count(byCount, " g1 ") != 2 {
+		t.Errorf("rebalance by partitions planned:\n%s", byCount)
+	}
+	byBytes := mustRun(t, "", append([]string{"cluster", "rebalance", "--by", "bytes", "--brokers", nodes[0].addr}, cp...)...).stdout
+	for _, want := range []string{`^1 move over replica groups \[g1 g2\], evening out bytes$`, `^r\s+0\s+g1\s+g2\s+\d+$`, `^moved r/0 to g2 in `} {
+		if !regexp.MustCompile("(?m)" + want).MatchString(byBytes) {
+			t.Errorf("rebalance by bytes lacks %s:\n%s", want, byBytes)
+		}
+	}
+	poll.True(t, "partition 0 led by g2's node 2", func() bool { return leaderOf(ctx, adm, "r", 0) == 2 })
 }
