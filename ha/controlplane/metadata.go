@@ -79,6 +79,9 @@ type Metadata struct {
 
 	mu     sync.RWMutex
 	topics map[string]topicEntry
+	// moving names the topics with a partition move in progress, so
+	// Moves, which leaders poll, does not walk every topic.
+	moving map[string]bool
 	subs   []func(TopicEvent)
 	// ownMu is held by each change this node makes from its write to the
 	// bucket until it is applied to the copy, and taken by the watch
@@ -107,7 +110,7 @@ func OpenMetadata(ctx context.Context, kv jetstream.KeyValue, place func(partiti
 	if err != nil {
 		return nil, fmt.Errorf("ha: watch metadata: %w", err)
 	}
-	m := &Metadata{kv: kv, log: log, place: place, topics: make(map[string]topicEntry), watcher: w, done: make(chan struct{})}
+	m := &Metadata{kv: kv, log: log, place: place, topics: make(map[string]topicEntry), moving: make(map[string]bool), watcher: w, done: make(chan struct{})}
 	if err := loadInitial(ctx, w, m.applyEntry); err != nil {
 		w.Stop()
 		return nil, fmt.Errorf("ha: watch metadata: %w", err)
@@ -157,10 +160,16 @@ func (m *Metadata) apply(t Topic, rev uint64, deleted, remote bool) {
 	if ok && cur.deleted && deleted {
 		// The watch echoing a delete this node already applied.
 		m.topics[t.Name] = topicEntry{t: t, rev: rev, deleted: true}
+		delete(m.moving, t.Name)
 		m.mu.Unlock()
 		return
 	}
 	m.topics[t.Name] = topicEntry{t: t, rev: rev, deleted: deleted}
+	if !deleted && len(t.Moves) > 0 {
+		m.moving[t.Name] = true
+	} else {
+		delete(m.moving, t.Name)
+	}
 	subs := m.subs
 	m.mu.Unlock()
 	for _, f := range subs {

@@ -140,8 +140,14 @@ type PartitionMove struct {
 
 // Moves lists the moves in progress, by topic and partition.
 func (m *Metadata) Moves() []PartitionMove {
+	m.mu.RLock()
+	topics := make([]Topic, 0, len(m.moving))
+	for name := range m.moving {
+		topics = append(topics, m.topics[name].t)
+	}
+	m.mu.RUnlock()
 	var out []PartitionMove
-	for _, t := range m.Topics() {
+	for _, t := range topics {
 		for p, mv := range t.Moves {
 			if int(p) < len(t.Groups) {
 				out = append(out, PartitionMove{Topic: t.Name, Partition: p, From: t.Groups[p], Move: mv})
