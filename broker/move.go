@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/sirupsen/logrus"
@@ -96,6 +97,15 @@ const moveProgressInterval = time.Second
 type moveRunner struct {
 	mu      sync.Mutex
 	running map[topicPartition]bool
+	// copied counts the record batch bytes copied in (metrics).
+	copied atomic.Int64
+}
+
+// steps is how many move steps run here (metrics).
+func (r *moveRunner) steps() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return len(r.running)
 }
 
 // checkMoves starts acting on the moves this node has a step in: only the

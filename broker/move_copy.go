@@ -246,6 +246,7 @@ func (c *moveCopier) appendBatch(batch []byte, bi batchInfo, base int64) error {
 		p.Record(bi.producerBatch(), out[0].Base, out[0].End)
 		b.producerChanges.Add(1)
 	}
+	b.moves.copied.Add(int64(len(batch)))
 	return nil
 }
 

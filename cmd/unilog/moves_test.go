@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"io"
+	"net/http"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -247,6 +249,17 @@ func TestPartitionMoveUnderLoad(t *testing.T) {
 	}
 	rd.Close()
 	checkReadOnce(t, "read-back", all, acked)
+
+	// The target counted what it copied.
+	resp, err := http.Get("http://" + nodes[1].admin + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	metrics, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if m := regexp.MustCompile(`(?m)^unilog_partition_move_copied_bytes_total (\d+)$`).FindSubmatch(metrics); m == nil || string(m[1]) == "0" {
+		t.Errorf("target's unilog_partition_move_copied_bytes_total: %q", m)
+	}
 
 	// Kafka's API moves partition 1 from g2 to g1, naming g1's node.
 	req := kadm.AlterPartitionAssignmentsReq{}
