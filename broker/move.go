@@ -61,8 +61,23 @@ type Moves interface {
 	// UpdateMove changes the move with a compare-and-set; ErrNoMove when
 	// it has none.
 	UpdateMove(topic string, partition int32, update func(*PartitionMove) error) error
-	// FinishMove gives the partition to the move's target and ends it.
-	FinishMove(topic string, partition int32) error
+	// FinishMove gives the partition to the move's target and ends it;
+	// sourceEpoch is the partition's epoch as the source reports it now
+	// (-1: no leader; the move's SourceEpoch counts too), targetLease the
+	// target group's lease epoch (MovedEpoch).
+	FinishMove(topic string, partition int32, sourceEpoch int32, targetLease uint64) error
+	// MovedEpoch is the partition's epoch base; zero for one never moved.
+	MovedEpoch(topic string, partition int32) MovedEpoch
+}
+
+// MovedEpoch keeps a partition's leader epoch growing across moves: the
+// epoch Kafka clients see is Base plus the owning group's lease epoch
+// (Cluster.PartitionLeader adds it), and a move sets Base so that the
+// target's first epoch, First, is above the source's last. Epochs below
+// First are the source's; they ended at Since, where the move switched.
+type MovedEpoch struct {
+	Base, First int32
+	Since       int64
 }
 
 // PartitionMove is a partition moving from replica group From to To.
@@ -78,6 +93,9 @@ type PartitionMove struct {
 	// Copied and SourceEnd are the target's progress: its next offset
 	// and the source's high watermark when it last reported.
 	Copied, SourceEnd int64
+	// SourceEpoch is the partition's epoch the source reported when it
+	// set End.
+	SourceEpoch int32
 }
 
 // Errors of Moves.
@@ -182,11 +200,12 @@ func (b *Broker) stopProducing(ctx context.Context, mv PartitionMove) error {
 		return errors.New("source's last appends not replicated")
 	}
 	_, next := b.st.Bounds(mv.Topic, mv.Partition)
+	epoch, _ := b.leaderEpoch(mv.Topic, mv.Partition)
 	set := false
 	err := b.cfg.Moves.UpdateMove(mv.Topic, mv.Partition, func(cur *PartitionMove) error {
 		set = cur.Fenced && cur.End < 0 // else no longer this node's step
 		if set {
-			cur.End = next
+			cur.End, cur.SourceEpoch = next, epoch
 		}
 		return nil
 	})

@@ -256,7 +256,13 @@ func (c *moveCopier) finish(ctx context.Context) error {
 	if code := c.b.waitProduced(ctx, -1, c.b.st.WriteOffset()); code != 0 {
 		return fmt.Errorf("copy not replicated: %w", kerr.ErrorForCode(code))
 	}
-	if err := c.b.cfg.Moves.FinishMove(c.topic, c.partition); err != nil {
+	// The epoch clients last saw from the source: the target's first is
+	// above it (and above the one the source recorded at End).
+	_, sourceEpoch, ok := c.b.cfg.Cluster.PartitionLeader(c.topic, c.partition)
+	if !ok {
+		sourceEpoch = -1
+	}
+	if err := c.b.cfg.Moves.FinishMove(c.topic, c.partition, sourceEpoch, c.b.cfg.Cluster.Status().Epoch); err != nil {
 		return err
 	}
 	c.b.log.WithFields(logrus.Fields{"topic": c.topic, "partition": c.partition}).Info("partition move: finished, this group leads the partition")

@@ -24,8 +24,9 @@ func (groupsCluster) Brokers() []ClusterBroker {
 
 // fakeMoves keeps moves in memory; every partition's source is g1.
 type fakeMoves struct {
-	mu    sync.Mutex
-	moves map[topicPartition]PartitionMove
+	mu     sync.Mutex
+	moves  map[topicPartition]PartitionMove
+	epochs map[topicPartition]MovedEpoch
 }
 
 func (*fakeMoves) Writer() (string, bool) { return "g1", true }
@@ -88,7 +89,13 @@ func (f *fakeMoves) UpdateMove(topic string, p int32, update func(*PartitionMove
 	return nil
 }
 
-func (f *fakeMoves) FinishMove(string, int32) error { return nil }
+func (f *fakeMoves) FinishMove(string, int32, int32, uint64) error { return nil }
+
+func (f *fakeMoves) MovedEpoch(topic string, p int32) MovedEpoch {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.epochs[topicPartition{topic, p}]
+}
 
 // TestPartitionReassignmentAPIs: AlterPartitionReassignments names the
 // target group by its nodes and ListPartitionReassignments shows the move
@@ -168,4 +175,47 @@ func TestPartitionReassignmentAPIs(t *testing.T) {
 		mv, _ := moves.Move("t", 0)
 		return mv.End == 1
 	})
+}
+
+// TestOffsetForLeaderEpochAfterMove: a partition that moved in reports
+// epochs above its base (fakeCluster's 7 is lease epoch 3 over base 4);
+// the epochs before its move ended where it switched.
+func TestOffsetForLeaderEpochAfterMove(t *testing.T) {
+	cfg := testConfig(t, t.TempDir())
+	cfg.NodeID = 1
+	cfg.Cluster = groupsCluster{}
+	cfg.Moves = &fakeMoves{epochs: map[topicPartition]MovedEpoch{{"t", 0}: {Base: 4, First: 6, Since: 2}}}
+	b := startBroker(t, cfg)
+	cl := newClient(t, b.Addr())
+	createTopic(t, cl, "t", 1)
+	for _, v := range []string{"a", "b", "c"} {
+		if code := produceAcksAll(t, cl, "t", v); code != 0 {
+			t.Fatal(kerr.ErrorForCode(code))
+		}
+	}
+	for _, tc := range []struct {
+		epoch, wantEpoch int32
+		wantEnd          int64
+	}{
+		{5, 5, 2},   // the source's: ended at the switch
+		{0, 0, 2},   // an old one of the source's too
+		{7, 7, 3},   // the current one: to the high watermark
+		{8, -1, -1}, // above the current one: unknown
+	} {
+		req := kmsg.NewPtrOffsetForLeaderEpochRequest()
+		rt := kmsg.NewOffsetForLeaderEpochRequestTopic()
+		rt.Topic = "t"
+		rp := kmsg.NewOffsetForLeaderEpochRequestTopicPartition()
+		rp.CurrentLeaderEpoch, rp.LeaderEpoch = 7, tc.epoch
+		rt.Partitions = append(rt.Partitions, rp)
+		req.Topics = append(req.Topics, rt)
+		resp, err := req.RequestWith(context.Background(), cl)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := resp.Topics[0].Partitions[0]
+		if got.ErrorCode != 0 || got.LeaderEpoch != tc.wantEpoch || got.EndOffset != tc.wantEnd {
+			t.Errorf("epoch %d: %v epoch %d end %d, want epoch %d end %d", tc.epoch, kerr.ErrorForCode(got.ErrorCode), got.LeaderEpoch, got.EndOffset, tc.wantEpoch, tc.wantEnd)
+		}
+	}
 }

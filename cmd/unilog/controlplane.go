@@ -341,6 +341,11 @@ func (c haCluster) PartitionLeader(topic string, partition int32) (int32, int32,
 		// Leading, but the epoch's start is not recorded yet.
 		return 0, 0, false
 	}
+	// A partition that moved reports its group's epoch above the base
+	// that keeps its epochs growing across moves (broker.MovedEpoch).
+	if t, _ := c.n.Metadata().Topic(topic); len(t.Epochs) > 0 {
+		epoch += uint64(max(0, t.Epochs[partition].Base))
+	}
 	return m.NodeID, broker.ClampEpoch(epoch), ok
 }
 

@@ -26,7 +26,7 @@ func (s haMoves) Writer() (string, bool) {
 
 func toPartitionMove(pm controlplane.PartitionMove) broker.PartitionMove {
 	return broker.PartitionMove{Topic: pm.Topic, Partition: pm.Partition, From: pm.From, To: pm.To, StartedMs: pm.StartedMs,
-		Fenced: pm.Fenced, End: pm.End, Copied: pm.Copied, SourceEnd: pm.SourceEnd}
+		Fenced: pm.Fenced, End: pm.End, Copied: pm.Copied, SourceEnd: pm.SourceEnd, SourceEpoch: broker.ClampEpoch(uint64(max(0, pm.SourceEpoch)))}
 }
 
 func (s haMoves) Moves() []broker.PartitionMove {
@@ -67,14 +67,23 @@ func (s haMoves) UpdateMove(topic string, partition int32, update func(*broker.P
 		if err := update(&pm); err != nil {
 			return err
 		}
-		mv.Fenced, mv.End, mv.Copied, mv.SourceEnd = pm.Fenced, pm.End, pm.Copied, pm.SourceEnd
+		mv.Fenced, mv.End, mv.Copied, mv.SourceEnd, mv.SourceEpoch = pm.Fenced, pm.End, pm.Copied, pm.SourceEnd, int64(pm.SourceEpoch)
 		return nil
 	}))
 }
 
-func (s haMoves) FinishMove(topic string, partition int32) error {
-	return moveError(s.m.FinishMove(topic, partition))
+func (s haMoves) FinishMove(topic string, partition int32, sourceEpoch int32, targetLease uint64) error {
+	return moveError(s.m.FinishMove(topic, partition, int64(sourceEpoch), targetLease))
 }
+
+func (s haMoves) MovedEpoch(topic string, partition int32) broker.MovedEpoch {
+	t, _ := s.m.Topic(topic)
+	e := t.Epochs[partition]
+	return broker.MovedEpoch{Base: clampBase(e.Base), First: clampBase(e.First), Since: e.Since}
+}
+
+// clampBase maps a stored epoch base onto Kafka's int32 epochs.
+func clampBase(v int64) int32 { return broker.ClampEpoch(uint64(max(0, v))) }
 
 // moveError maps the control plane's sentinels onto the broker's.
 func moveError(err error) error {

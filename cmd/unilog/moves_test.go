@@ -78,16 +78,23 @@ func startGroupNodes(t *testing.T, groups ...string) ([]*groupNode, string, stri
 
 // leaderOf is the leader Metadata names for a partition (-1: none yet).
 func leaderOf(ctx context.Context, adm *kadm.Client, topic string, partition int32) int32 {
+	leader, _ := leaderAndEpoch(ctx, adm, topic, partition)
+	return leader
+}
+
+// leaderAndEpoch is the leader Metadata names for a partition and its
+// leader epoch (-1, -1: none yet).
+func leaderAndEpoch(ctx context.Context, adm *kadm.Client, topic string, partition int32) (int32, int32) {
 	m, err := adm.Metadata(ctx, topic)
 	if err != nil {
-		return -1
+		return -1, -1
 	}
 	for _, p := range m.Topics[topic].Partitions {
 		if p.Partition == partition && p.Err == nil {
-			return p.Leader
+			return p.Leader, p.LeaderEpoch
 		}
 	}
-	return -1
+	return -1, -1
 }
 
 // TestPartitionMoveUnderLoad moves a partition from one replica group to
@@ -114,7 +121,10 @@ func TestPartitionMoveUnderLoad(t *testing.T) {
 		return err == nil && len(m.Brokers) == 2
 	})
 	createTopic(t, nodes[1].addr, "moving", 2)
-	poll.True(t, "partition 0 led by g1's node 1", func() bool { return leaderOf(ctx, adm, "moving", 0) == 1 })
+	poll.True(t, "partition 0 led by g1's node 1 at epoch 1", func() bool {
+		leader, epoch := leaderAndEpoch(ctx, adm, "moving", 0)
+		return leader == 1 && epoch == 1
+	})
 
 	// The producer: numbered records to partition 0, acks=all and
 	// idempotent (franz-go's defaults), retrying through the switch.
@@ -203,7 +213,12 @@ func TestPartitionMoveUnderLoad(t *testing.T) {
 	if !strings.Contains(out, "moved moving/0 to g2 in ") {
 		t.Fatalf("topic move printed:\n%s", out)
 	}
-	poll.True(t, "partition 0 led by g2's node 2", func() bool { return leaderOf(ctx, adm, "moving", 0) == 2 })
+	// Both groups are at lease epoch 1: the partition's epoch still grows,
+	// as Kafka clients expect of a new leader.
+	poll.True(t, "partition 0 led by g2's node 2 at epoch 2", func() bool {
+		leader, epoch := leaderAndEpoch(ctx, adm, "moving", 0)
+		return leader == 2 && epoch == 2
+	})
 	atMove := ackedCount()
 	close(moveDone)
 	<-firstDone

@@ -38,7 +38,10 @@
 //	                                   "groups": [group of partition 0, 1, ...],
 //	                                   "untagged_records",
 //	                                   "moves": {"<partition>": {"to", "started_ms",
-//	                                   "fenced", "end", "copied", "source_end"}}}
+//	                                   "fenced", "end", "copied", "source_end",
+//	                                   "source_epoch"}},
+//	                                   "epochs": {"<partition>": {"base", "first",
+//	                                   "since"}}}
 //	                producer_ids      {"next"}
 //
 // <name> is the topic name in unpadded base64url: Kafka allows '.'
@@ -142,6 +145,14 @@
 // fenced, after which the source takes no produce and only finishing
 // gives p a leader that does. Copied and source_end are the target's
 // progress reports. The copying is the broker's (package broker, move.go).
+//
+// A partition's leader epoch, as Kafka clients see it, is its group's
+// lease epoch plus epochs[p].base: at the switch the base is set so that
+// the target's first epoch (first) is above the last the source reported
+// (source_epoch, recorded with end, or newer if the source failed over
+// since), and clients that check epochs follow the new leader instead of
+// taking it for stale metadata. Epochs below first are the source's, which
+// ended at since, the offset where the partition switched.
 //
 // # For the data plane
 //

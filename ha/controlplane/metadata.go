@@ -31,6 +31,8 @@ type Topic struct {
 	LogStarts map[int32]int64   `json:"log_starts,omitempty"`
 	// Moves are the partitions moving to another replica group (moves.go).
 	Moves map[int32]Move `json:"moves,omitempty"`
+	// Epochs are the leader epoch bases of the partitions that moved.
+	Epochs map[int32]PartitionEpoch `json:"epochs,omitempty"`
 }
 
 // TopicEvent is one change seen on the metadata bucket.

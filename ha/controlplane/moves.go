@@ -31,6 +31,9 @@ type Move struct {
 	// watermark, as the target last reported them (progress).
 	Copied    int64 `json:"copied"`
 	SourceEnd int64 `json:"source_end"`
+	// SourceEpoch is the partition's epoch as the source reported it
+	// when it set End (PartitionEpoch).
+	SourceEpoch int64 `json:"source_epoch"`
 }
 
 // Errors of partition moves.
@@ -115,16 +118,35 @@ func (m *Metadata) CancelMove(topic string, partition int32) error {
 	})
 }
 
+// PartitionEpoch keeps a partition's leader epoch, as Kafka clients see
+// it, growing across moves: it is Base plus the lease epoch of the group
+// that owns the partition, and a move sets Base so that the target's first
+// epoch (First) is above the last one the source reported. Epochs below
+// First are the source's, which ended where the move switched (Since).
+type PartitionEpoch struct {
+	Base  int64 `json:"base"`
+	First int64 `json:"first"`
+	Since int64 `json:"since"`
+}
+
 // FinishMove hands a partition to its move's target group and ends the
 // move, in one compare-and-set: every node then sends its clients to the
-// target. The move must have its End (ErrMoveNotReady otherwise).
-func (m *Metadata) FinishMove(topic string, partition int32) error {
+// target. sourceEpoch is the partition's epoch as the source reports it
+// now (its base included; -1 when it has no leader), taken with the one
+// the move recorded at End; targetLease is the target group's lease
+// epoch. The move must have its End (ErrMoveNotReady otherwise).
+func (m *Metadata) FinishMove(topic string, partition int32, sourceEpoch int64, targetLease uint64) error {
 	return m.changeMove(topic, partition, func(t *Topic, mv *Move) error {
 		if !mv.Fenced || mv.End < 0 {
 			return fmt.Errorf("%w: %s/%d", ErrMoveNotReady, topic, partition)
 		}
 		t.Groups[partition] = mv.To
 		delete(t.Moves, partition)
+		if t.Epochs == nil {
+			t.Epochs = make(map[int32]PartitionEpoch)
+		}
+		base := max(0, max(sourceEpoch, mv.SourceEpoch)+1-int64(targetLease))
+		t.Epochs[partition] = PartitionEpoch{Base: base, First: base + int64(targetLease), Since: mv.End}
 		return nil
 	})
 }
