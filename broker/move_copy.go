@@ -90,8 +90,14 @@ func (c *moveCopier) close() {
 
 // step fetches once and appends what came, fences the source once caught
 // up and finishes the move once its End is copied; done when finished.
+//
+// Caught up means this log's next offset reached the source's high
+// watermark. A partition whose records here are none and whose records on
+// the source have all gone (its log start is its high watermark) is never
+// caught up: its offsets would start at 0 here after the switch, so the
+// move waits for a record to copy, which sets them.
 func (c *moveCopier) step(ctx context.Context, mv PartitionMove) (done bool, err error) {
-	next := max(c.st.NextOffset(c.topic, c.partition), c.from)
+	next := c.st.NextOffset(c.topic, c.partition)
 	if mv.End >= 0 && next >= mv.End {
 		return true, c.finish(ctx)
 	}
@@ -103,7 +109,7 @@ func (c *moveCopier) step(ctx context.Context, mv PartitionMove) (done bool, err
 	if mv.Fenced {
 		wait = moveTailWait
 	}
-	hw, err := c.fetch(ctx, node, next, wait)
+	hw, err := c.fetch(ctx, node, max(next, c.from), wait)
 	if err != nil {
 		return false, err
 	}
