@@ -216,7 +216,14 @@ func (c *moveCopier) appendBatches(raw []byte, next int64) error {
 			continue
 		}
 		if rb.FirstOffset != next {
-			return fmt.Errorf("batch at %d straddles the copy's next offset %d: %w", rb.FirstOffset, next, ErrStorageOffset)
+			// Only a batch straddling the source's log start, served
+			// whole as Kafka serves it, may begin before the fetch
+			// offset: it starts a partition that holds nothing here.
+			lo, hi := c.b.st.Bounds(c.topic, c.partition)
+			if rb.FirstOffset > next || lo != hi || c.st.NextOffset(c.topic, c.partition) > rb.FirstOffset {
+				return fmt.Errorf("batch at %d straddles the copy's next offset %d: %w", rb.FirstOffset, next, ErrStorageOffset)
+			}
+			next = rb.FirstOffset
 		}
 		bi, berr := validateBatch(batch, math.MaxInt32)
 		if berr != nil {

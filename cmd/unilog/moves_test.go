@@ -401,3 +401,74 @@ func TestClusterRebalance(t *testing.T) {
 	}
 	poll.True(t, "partition 0 led by g2's node 2", func() bool { return leaderOf(ctx, adm, "r", 0) == 2 })
 }
+
+// TestMoveAfterDeleteRecords moves a partition whose log start
+// DeleteRecords moved into its first batch: the batch is copied whole, as
+// the source serves it, the target serves from the same log start and
+// the next produce continues the offsets.
+func TestMoveAfterDeleteRecords(t *testing.T) {
+	nodes, natsURL, secret := startGroupNodes(t, "g1", "g2")
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(nodes[0].addr, nodes[1].addr), kgo.RecordPartitioner(kgo.ManualPartitioner()), kgo.MetadataMinAge(50*time.Millisecond))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	adm := kadm.NewClient(cl)
+	poll.True(t, "both brokers listed", func() bool {
+		m, err := adm.BrokerMetadata(ctx)
+		return err == nil && len(m.Brokers) == 2
+	})
+	createTopic(t, nodes[0].addr, "trimmed", 1)
+	poll.True(t, "partition 0 on g1", func() bool { return leaderOf(ctx, adm, "trimmed", 0) == 1 })
+	produceBatch := func(from, n int) {
+		var rs []*kgo.Record
+		for i := from; i < from+n; i++ {
+			rs = append(rs, &kgo.Record{Topic: "trimmed", Partition: 0, Value: []byte(fmt.Sprint(i))})
+		}
+		if err := cl.ProduceSync(ctx, rs...).FirstErr(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	produceBatch(0, 10)
+	produceBatch(10, 5)
+	offsets := kadm.Offsets{}
+	offsets.Add(kadm.Offset{Topic: "trimmed", Partition: 0, At: 5})
+	if resp, err := adm.DeleteRecords(ctx, offsets); err != nil || resp.Error() != nil {
+		t.Fatalf("delete records: %v %v", err, resp.Error())
+	}
+	mustRun(t, "", "topic", "move", "--nats", natsURL, "--cluster-secret-file", secret, "--topic", "trimmed", "--partition", "0", "--to-group", "g2")
+	poll.True(t, "partition 0 on g2", func() bool { return leaderOf(ctx, adm, "trimmed", 0) == 2 })
+	produceBatch(15, 1)
+
+	starts, err := adm.ListStartOffsets(ctx, "trimmed")
+	if s, _ := starts.Lookup("trimmed", 0); err != nil || s.Offset != 5 {
+		t.Errorf("log start on the target %+v (%v), want 5", s, err)
+	}
+	rd, err := kgo.NewClient(kgo.SeedBrokers(nodes[1].addr), kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{"trimmed": {0: kgo.NewOffset().AtStart()}}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rd.Close()
+	var got []string
+	for len(got) < 11 && ctx.Err() == nil {
+		rd.PollFetches(ctx).EachRecord(func(r *kgo.Record) {
+			if fmt.Sprint(r.Offset) != string(r.Value) {
+				t.Errorf("record %q at offset %d", r.Value, r.Offset)
+			}
+			got = append(got, string(r.Value))
+		})
+	}
+	if strings.Join(got, " ") != "5 6 7 8 9 10 11 12 13 14 15" {
+		t.Errorf("read %v, want 5 to 15", got)
+	}
+	rd.Close()
+	for i := len(nodes) - 1; i >= 0; i-- {
+		nodes[i].stop()
+	}
+	src, dst := dumpBatches(t, nodes[0].dir, "trimmed", 0), dumpBatches(t, nodes[1].dir, "trimmed", 0)
+	if len(src) != 2 || len(dst) != 3 || src[0].offset != 0 || dst[0].offset != 0 || !bytes.Equal(src[0].body, dst[0].body) || !bytes.Equal(src[1].body, dst[1].body) {
+		t.Errorf("source batches %d, target %d: want the source's two, identical, and one more", len(src), len(dst))
+	}
+}
