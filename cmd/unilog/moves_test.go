@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -27,10 +28,11 @@ type groupNode struct {
 	stop             func()
 }
 
-// startGroupNodes starts one broker per replica group, node i+1 the only
-// node of groups[i], node 1 embedding the NATS the others join, all with
-// one cluster secret. It returns the NATS URL and the secret file; stop
-// stops a node (and the test's cleanup the rest).
+// startGroupNodes starts node i+1 in replica group groups[i], node 1
+// embedding the NATS the others join, all with one cluster secret; the
+// first node of a group leads it, a group named again gets a follower. It
+// returns the NATS URL and the secret file; stop stops a node (and the
+// test's cleanup the rest).
 func startGroupNodes(t *testing.T, groups ...string) ([]*groupNode, string, string) {
 	t.Helper()
 	secret := filepath.Join(t.TempDir(), "cluster.secret")
@@ -68,9 +70,13 @@ func startGroupNodes(t *testing.T, groups ...string) ([]*groupNode, string, stri
 		}
 	})
 	for i, n := range nodes {
-		poll.True(t, fmt.Sprintf("node %d to lead %s", i+1, groups[i]), func() bool {
+		role := "leader"
+		if slices.Contains(groups[:i], groups[i]) {
+			role = "follower"
+		}
+		poll.True(t, fmt.Sprintf("node %d to be a %s of %s", i+1, role, groups[i]), func() bool {
 			st, err := nodeStatus(n.admin)
-			return err == nil && st.Role == "leader" && st.ReplicaGroup == groups[i]
+			return err == nil && st.Role == role && st.ReplicaGroup == groups[i]
 		})
 	}
 	return nodes, natsURL, secret
@@ -470,5 +476,64 @@ func TestMoveAfterDeleteRecords(t *testing.T) {
 	src, dst := dumpBatches(t, nodes[0].dir, "trimmed", 0), dumpBatches(t, nodes[1].dir, "trimmed", 0)
 	if len(src) != 2 || len(dst) != 3 || src[0].offset != 0 || dst[0].offset != 0 || !bytes.Equal(src[0].body, dst[0].body) || !bytes.Equal(src[1].body, dst[1].body) {
 		t.Errorf("source batches %d, target %d: want the source's two, identical, and one more", len(src), len(dst))
+	}
+}
+
+// TestPartitionMoveIntoReplicatedGroup moves a partition into a group of
+// two nodes: the copy is replicated to the target's follower like any
+// append, and all three logs hold the partition's batches byte for byte.
+func TestPartitionMoveIntoReplicatedGroup(t *testing.T) {
+	nodes, natsURL, secret := startGroupNodes(t, "g1", "g2", "g2")
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(nodes[0].addr, nodes[1].addr), kgo.RecordPartitioner(kgo.ManualPartitioner()),
+		kgo.MetadataMinAge(50*time.Millisecond), kgo.ProducerLinger(0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	adm := kadm.NewClient(cl)
+	poll.True(t, "three brokers listed", func() bool {
+		m, err := adm.BrokerMetadata(ctx)
+		return err == nil && len(m.Brokers) == 3
+	})
+	createTopic(t, nodes[0].addr, "repl", 1)
+	poll.True(t, "partition 0 on g1", func() bool { return leaderOf(ctx, adm, "repl", 0) == 1 })
+	produce := func(from, to int) {
+		for i := from; i < to; i++ {
+			if err := cl.ProduceSync(ctx, &kgo.Record{Topic: "repl", Partition: 0, Value: []byte(fmt.Sprint(i))}).FirstErr(); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	produce(0, 200)
+	mustRun(t, "", "topic", "move", "--nats", natsURL, "--cluster-secret-file", secret, "--topic", "repl", "--partition", "0", "--to-group", "g2")
+	poll.True(t, "partition 0 led by node 2 with node 3 in sync", func() bool {
+		m, err := adm.Metadata(ctx, "repl")
+		if err != nil {
+			return false
+		}
+		p := m.Topics["repl"].Partitions[0]
+		return p.Leader == 2 && slices.Equal(p.Replicas, []int32{2, 3}) && slices.Equal(p.ISR, []int32{2, 3})
+	})
+	produce(200, 250)
+	ends, err := adm.ListEndOffsets(ctx, "repl")
+	if e, _ := ends.Lookup("repl", 0); err != nil || e.Offset != 250 {
+		t.Fatalf("end offset %+v (%v), want 250", e, err)
+	}
+	for i := len(nodes) - 1; i >= 0; i-- {
+		nodes[i].stop()
+	}
+	src := dumpBatches(t, nodes[0].dir, "repl", 0)
+	for _, n := range nodes[1:] {
+		dst := dumpBatches(t, n.dir, "repl", 0)
+		if len(dst) != 250 || len(src) != 200 {
+			t.Fatalf("%s: %d batches, source %d; want 250 and 200", n.dir, len(dst), len(src))
+		}
+		for i, s := range src {
+			if dst[i].offset != s.offset || !bytes.Equal(dst[i].body, s.body) {
+				t.Fatalf("%s: batch %d differs from the source's", n.dir, i)
+			}
+		}
 	}
 }
