@@ -82,6 +82,27 @@ func startGroupNodes(t *testing.T, groups ...string) ([]*groupNode, string, stri
 	return nodes, natsURL, secret
 }
 
+// clusterClient is a manually partitioning client seeded with every node,
+// returned with its admin client once Metadata lists them all.
+func clusterClient(ctx context.Context, t *testing.T, nodes []*groupNode) (*kgo.Client, *kadm.Client) {
+	t.Helper()
+	var seeds []string
+	for _, n := range nodes {
+		seeds = append(seeds, n.addr)
+	}
+	cl, err := kgo.NewClient(kgo.SeedBrokers(seeds...), kgo.RecordPartitioner(kgo.ManualPartitioner()), kgo.MetadataMinAge(50*time.Millisecond))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(cl.Close)
+	adm := kadm.NewClient(cl)
+	poll.True(t, "every broker listed", func() bool {
+		m, err := adm.BrokerMetadata(ctx)
+		return err == nil && len(m.Brokers) == len(nodes)
+	})
+	return cl, adm
+}
+
 // leaderOf is the leader Metadata names for a partition (-1: none yet).
 func leaderOf(ctx context.Context, adm *kadm.Client, topic string, partition int32) int32 {
 	leader, _ := leaderAndEpoch(ctx, adm, topic, partition)
@@ -116,16 +137,7 @@ func TestPartitionMoveUnderLoad(t *testing.T) {
 	seeds := []string{nodes[0].addr, nodes[1].addr}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	admCl, err := kgo.NewClient(kgo.SeedBrokers(seeds...), kgo.MetadataMinAge(50*time.Millisecond))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer admCl.Close()
-	adm := kadm.NewClient(admCl)
-	poll.True(t, "both brokers listed", func() bool {
-		m, err := adm.BrokerMetadata(ctx)
-		return err == nil && len(m.Brokers) == 2
-	})
+	_, adm := clusterClient(ctx, t, nodes)
 	createTopic(t, nodes[1].addr, "moving", 2)
 	poll.True(t, "partition 0 led by g1's node 1 at epoch 1", func() bool {
 		leader, epoch := leaderAndEpoch(ctx, adm, "moving", 0)
@@ -366,16 +378,7 @@ func TestClusterRebalance(t *testing.T) {
 	nodes, natsURL, secret := startGroupNodes(t, "g1", "g2")
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	cl, err := kgo.NewClient(kgo.SeedBrokers(nodes[0].addr, nodes[1].addr), kgo.RecordPartitioner(kgo.ManualPartitioner()), kgo.MetadataMinAge(50*time.Millisecond))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cl.Close()
-	adm := kadm.NewClient(cl)
-	poll.True(t, "both brokers listed", func() bool {
-		m, err := adm.BrokerMetadata(ctx)
-		return err == nil && len(m.Brokers) == 2
-	})
+	cl, adm := clusterClient(ctx, t, nodes)
 	createTopic(t, nodes[0].addr, "r", 4)
 	poll.True(t, "partitions on g1, g2, g1, g2", func() bool {
 		return leaderOf(ctx, adm, "r", 0) == 1 && leaderOf(ctx, adm, "r", 1) == 2 && leaderOf(ctx, adm, "r", 2) == 1 && leaderOf(ctx, adm, "r", 3) == 2
@@ -416,16 +419,7 @@ func TestMoveAfterDeleteRecords(t *testing.T) {
 	nodes, natsURL, secret := startGroupNodes(t, "g1", "g2")
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	cl, err := kgo.NewClient(kgo.SeedBrokers(nodes[0].addr, nodes[1].addr), kgo.RecordPartitioner(kgo.ManualPartitioner()), kgo.MetadataMinAge(50*time.Millisecond))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cl.Close()
-	adm := kadm.NewClient(cl)
-	poll.True(t, "both brokers listed", func() bool {
-		m, err := adm.BrokerMetadata(ctx)
-		return err == nil && len(m.Brokers) == 2
-	})
+	cl, adm := clusterClient(ctx, t, nodes)
 	createTopic(t, nodes[0].addr, "trimmed", 1)
 	poll.True(t, "partition 0 on g1", func() bool { return leaderOf(ctx, adm, "trimmed", 0) == 1 })
 	produceBatch := func(from, n int) {
@@ -486,17 +480,7 @@ func TestPartitionMoveIntoReplicatedGroup(t *testing.T) {
 	nodes, natsURL, secret := startGroupNodes(t, "g1", "g2", "g2")
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	cl, err := kgo.NewClient(kgo.SeedBrokers(nodes[0].addr, nodes[1].addr), kgo.RecordPartitioner(kgo.ManualPartitioner()),
-		kgo.MetadataMinAge(50*time.Millisecond), kgo.ProducerLinger(0))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cl.Close()
-	adm := kadm.NewClient(cl)
-	poll.True(t, "three brokers listed", func() bool {
-		m, err := adm.BrokerMetadata(ctx)
-		return err == nil && len(m.Brokers) == 3
-	})
+	cl, adm := clusterClient(ctx, t, nodes)
 	createTopic(t, nodes[0].addr, "repl", 1)
 	poll.True(t, "partition 0 on g1", func() bool { return leaderOf(ctx, adm, "repl", 0) == 1 })
 	produce := func(from, to int) {
