@@ -521,3 +521,39 @@ func TestPartitionMoveIntoReplicatedGroup(t *testing.T) {
 		}
 	}
 }
+
+// TestMoveListedAndCancelled: a move to a group whose node is down waits
+// for it, ListPartitionReassignments shows it in progress, and
+// `unilog topic move --cancel` drops it, leaving the partition where it
+// was. A group no node ever led is refused.
+func TestMoveListedAndCancelled(t *testing.T) {
+	nodes, natsURL, secret := startGroupNodes(t, "g1", "g2")
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	cl, adm := clusterClient(ctx, t, nodes)
+	createTopic(t, nodes[0].addr, "waiting", 1)
+	poll.True(t, "partition 0 on g1", func() bool { return leaderOf(ctx, adm, "waiting", 0) == 1 })
+	cp := []string{"--nats", natsURL, "--cluster-secret-file", secret, "--topic", "waiting", "--partition", "0"}
+	if r := runCLI(t, "", append([]string{"topic", "move", "--to-group", "nowhere"}, cp...)...); r.err == nil || !strings.Contains(r.err.Error(), `no node ever led replica group "nowhere"`) {
+		t.Errorf("move to an unknown group: %v", r.err)
+	}
+	nodes[1].stop()
+	out := mustRun(t, "", append([]string{"topic", "move", "--to-group", "g2", "--wait=false"}, cp...)...).stdout
+	if out != "moving waiting/0 from g1 to g2\n" {
+		t.Errorf("topic move --wait=false printed %q", out)
+	}
+	listed, err := adm.ListPartitionReassignments(ctx, kadm.TopicsSet{"waiting": {0: {}}})
+	if got := listed["waiting"][0]; err != nil || !slices.Equal(got.RemovingReplicas, []int32{1}) || len(got.AddingReplicas) != 0 {
+		t.Fatalf("listed %+v (%v), want waiting/0 removing [1], adding none (g2 is down)", listed, err)
+	}
+	if out := mustRun(t, "", append([]string{"topic", "move", "--cancel"}, cp...)...).stdout; out != "cancelled the move of waiting/0\n" {
+		t.Errorf("topic move --cancel printed %q", out)
+	}
+	poll.True(t, "no reassignment listed", func() bool {
+		listed, err := adm.ListPartitionReassignments(ctx, kadm.TopicsSet{"waiting": {0: {}}})
+		return err == nil && len(listed["waiting"]) == 0
+	})
+	if err := cl.ProduceSync(ctx, &kgo.Record{Topic: "waiting", Partition: 0, Value: []byte("still g1")}).FirstErr(); err != nil || leaderOf(ctx, adm, "waiting", 0) != 1 {
+		t.Errorf("produce after the cancel: %v, leader %d", err, leaderOf(ctx, adm, "waiting", 0))
+	}
+}

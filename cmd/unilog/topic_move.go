@@ -22,14 +22,16 @@ partition's records from the source group's leader at the same offsets while
 producers keep writing, then the source stops taking produce for it, the
 target copies the tail and the partition switches to the target group, whose
 leader clients then find through Metadata. Prints progress until the move is
-done (--wait=false returns once it is recorded). Kafka tools can do the same
+done (--wait=false returns once it is recorded); --cancel cancels a move whose
+source still takes produce. Kafka tools can do the same
 with AlterPartitionReassignments, naming the target group's nodes.`,
 		ArgsUsage: " ",
 		Flags: append(controlPlaneClientFlags(),
 			&cli.StringFlag{Name: "topic", Aliases: []string{"t"}, Required: true, Usage: "topic `NAME`"},
 			&cli.IntFlag{Name: "partition", Aliases: []string{"p"}, Required: true, Usage: "partition `N`"},
-			&cli.StringFlag{Name: "to-group", Required: true, Usage: "target replica group `NAME`"},
+			&cli.StringFlag{Name: "to-group", Usage: "target replica group `NAME`"},
 			&cli.BoolFlag{Name: "wait", Value: true, Usage: "wait for the move to finish, printing progress"},
+			&cli.BoolFlag{Name: "cancel", Usage: "cancel the partition's move instead (refused once its source stopped taking produce)"},
 			&cli.DurationFlag{Name: "timeout", Value: time.Hour, Usage: "give up waiting after this long (the move goes on)"},
 		),
 		Action: func(c *cli.Context) error {
@@ -38,6 +40,20 @@ with AlterPartitionReassignments, naming the target group's nodes.`,
 				return err
 			}
 			defer closeMD()
+			if c.Bool("cancel") {
+				topic, p := c.String("topic"), int32(c.Int("partition"))
+				if err := md.CancelMove(topic, p); err != nil {
+					return fmt.Errorf("topic move --cancel: %w", err)
+				}
+				fmt.Fprintf(c.App.Writer, "cancelled the move of %s/%d\n", topic, p)
+				return nil
+			}
+			if c.String("to-group") == "" {
+				return errors.New("topic move: --to-group is required (or --cancel)")
+			}
+			if err := knownGroup(c, c.String("to-group")); err != nil {
+				return fmt.Errorf("topic move: %w", err)
+			}
 			mv := plannedMove{Topic: c.String("topic"), Partition: int32(c.Int("partition")), To: c.String("to-group")}
 			if t, ok := md.Topic(mv.Topic); ok && int(mv.Partition) < len(t.Groups) {
 				mv.From = t.Groups[mv.Partition]
@@ -47,6 +63,29 @@ with AlterPartitionReassignments, naming the target group's nodes.`,
 			return runMoves(ctx, md, []plannedMove{mv}, 1, c.Bool("wait"), c.App.Writer)
 		},
 	}
+}
+
+// knownGroup checks that some node ever led the replica group: a move to
+// a group that is down waits for its leader, one to a misspelt name would
+// wait for ever.
+func knownGroup(c *cli.Context, group string) error {
+	nc, err := dialControlPlane(c, "topic move")
+	if err != nil {
+		return err
+	}
+	defer nc.Close()
+	ctx, cancel := context.WithTimeout(c.Context, 10*time.Second)
+	defer cancel()
+	st, err := controlplane.ReadStatus(ctx, nc)
+	if err != nil {
+		return err
+	}
+	for _, l := range st.Leaders {
+		if l.Group == group {
+			return nil
+		}
+	}
+	return fmt.Errorf("no node ever led replica group %q", group)
 }
 
 // bindMetadata follows the control plane's metadata for a tool.
