@@ -39,7 +39,15 @@ import (
 // itself. Offsets do not change, so committed offsets stay valid, and the
 // consumer groups' coordinators, which own __consumer_offsets partitions
 // that never move, do not change either. The source's records are left to
-// the commit log's retention.
+// the commit log's retention. The partition's leader epoch grows across
+// the switch (MovedEpoch), as Kafka clients expect of a new leader.
+//
+// Limits: the copier's Kafka client presents no credentials, so a source
+// whose listener requires SASL or a client certificate cannot be copied
+// from. The fence is the source leader's view of the metadata: a source
+// leader elected during the switch whose watch still lagged behind the
+// Fenced step (by more than the failover took) would take produce that
+// the move does not copy.
 
 // Moves is what the broker needs from the control plane to move
 // partitions between replica groups (package ha/controlplane behind it,
