@@ -343,9 +343,7 @@ func (c haCluster) PartitionLeader(topic string, partition int32) (int32, int32,
 	}
 	// A partition that moved reports its group's epoch above the base
 	// that keeps its epochs growing across moves (broker.MovedEpoch).
-	if t, _ := c.n.Metadata().Topic(topic); len(t.Epochs) > 0 {
-		epoch += uint64(max(0, t.Epochs[partition].Base))
-	}
+	epoch += uint64(max(0, c.n.Metadata().Epoch(topic, partition).Base))
 	return m.NodeID, broker.ClampEpoch(epoch), ok
 }
 

@@ -38,17 +38,9 @@ func (s haMoves) Moves() []broker.PartitionMove {
 	return out
 }
 
-// Move is on every produce's path: one lookup in the local copy.
 func (s haMoves) Move(topic string, partition int32) (broker.PartitionMove, bool) {
-	t, ok := s.m.Topic(topic)
-	if !ok {
-		return broker.PartitionMove{}, false
-	}
-	mv, ok := t.Moves[partition]
-	if !ok || int(partition) >= len(t.Groups) {
-		return broker.PartitionMove{}, false
-	}
-	return toPartitionMove(controlplane.PartitionMove{Topic: topic, Partition: partition, From: t.Groups[partition], Move: mv}), true
+	pm, ok := s.m.Move(topic, partition)
+	return toPartitionMove(pm), ok
 }
 
 func (s haMoves) StartMove(topic string, partition int32, to string) error {
@@ -77,8 +69,7 @@ func (s haMoves) FinishMove(topic string, partition int32, sourceEpoch int32, ta
 }
 
 func (s haMoves) MovedEpoch(topic string, partition int32) broker.MovedEpoch {
-	t, _ := s.m.Topic(topic)
-	e := t.Epochs[partition]
+	e := s.m.Epoch(topic, partition)
 	return broker.MovedEpoch{Base: clampBase(e.Base), First: clampBase(e.First), Since: e.Since}
 }
 

@@ -542,10 +542,12 @@ func TestMoveListedAndCancelled(t *testing.T) {
 	if out != "moving waiting/0 from g1 to g2\n" {
 		t.Errorf("topic move --wait=false printed %q", out)
 	}
-	listed, err := adm.ListPartitionReassignments(ctx, kadm.TopicsSet{"waiting": {0: {}}})
-	if got := listed["waiting"][0]; err != nil || !slices.Equal(got.RemovingReplicas, []int32{1}) || len(got.AddingReplicas) != 0 {
-		t.Fatalf("listed %+v (%v), want waiting/0 removing [1], adding none (g2 is down)", listed, err)
-	}
+	// Node 1 sees the move once its watch of the control plane brings it.
+	poll.True(t, "waiting/0 listed, removing node 1 and adding none (g2 is down)", func() bool {
+		listed, err := adm.ListPartitionReassignments(ctx, kadm.TopicsSet{"waiting": {0: {}}})
+		got, ok := listed["waiting"][0]
+		return err == nil && ok && slices.Equal(got.RemovingReplicas, []int32{1}) && len(got.AddingReplicas) == 0
+	})
 	if out := mustRun(t, "", append([]string{"topic", "move", "--cancel"}, cp...)...).stdout; out != "cancelled the move of waiting/0\n" {
 		t.Errorf("topic move --cancel printed %q", out)
 	}

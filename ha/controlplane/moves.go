@@ -185,6 +185,35 @@ func (m *Metadata) Moves() []PartitionMove {
 	return out
 }
 
+// Move is one partition's move; false when it has none. It is on every
+// produce's path (the source's fence), so a topic without moves costs a
+// map lookup.
+func (m *Metadata) Move(topic string, partition int32) (PartitionMove, bool) {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	if !m.moving[topic] {
+		return PartitionMove{}, false
+	}
+	e := m.topics[topic]
+	mv, ok := e.t.Moves[partition]
+	if !ok || int(partition) >= len(e.t.Groups) {
+		return PartitionMove{}, false
+	}
+	return PartitionMove{Topic: topic, Partition: partition, From: e.t.Groups[partition], Move: mv}, true
+}
+
+// Epoch is a partition's PartitionEpoch; zero for one that never moved.
+// Every Metadata answer and produce asks it: two map lookups.
+func (m *Metadata) Epoch(topic string, partition int32) PartitionEpoch {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	e, ok := m.topics[topic]
+	if !ok || e.deleted {
+		return PartitionEpoch{}
+	}
+	return e.t.Epochs[partition]
+}
+
 // BindMetadata follows the metadata bucket the brokers created, for
 // operators' tools (unilog topic move, unilog cluster rebalance); it
 // creates nothing, and creating topics through it is refused.
