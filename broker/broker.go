@@ -74,6 +74,7 @@ type Broker struct {
 	perHost map[string]int
 	connWG  sync.WaitGroup
 	loopWG  sync.WaitGroup
+	moves   moveRunner
 }
 
 type topicPartition struct {
@@ -224,6 +225,9 @@ func newBroker(cfg Config, wrap func(Storage) Storage) (_ *Broker, meta Metadata
 	b.every(producerSnapshotInterval, b.snapshotProducersIfChanged())
 	b.every(replicaCatchUpInterval, b.catchUpReplica)
 	b.every(topicRetentionInterval, b.applyTopicRetention)
+	if cfg.Cluster != nil && cfg.Moves != nil {
+		b.every(moveCheckInterval, b.checkMoves)
+	}
 	b.log.WithFields(logrus.Fields{"listen": b.Addr(), "admin": b.AdminAddr(), "data_dir": cfg.DataDir}).Info("broker started")
 	return b, nil, nil
 }

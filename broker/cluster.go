@@ -36,6 +36,9 @@ type ClusterBroker struct {
 	NodeID int32
 	Host   string
 	Port   int32
+	// ReplicaGroup is the group whose log the broker holds (partition
+	// moves name their target by its nodes).
+	ReplicaGroup string
 }
 
 // NodeStatus is the body of the admin GET /status.

@@ -77,6 +77,9 @@ type Config struct {
 	// Cluster, when set, says who leads each partition; nil is a single
 	// node leading everything.
 	Cluster Cluster
+	// Moves, with Cluster, moves partitions between replica groups
+	// (move.go); nil: they stay where they are.
+	Moves Moves
 	// Replication, when set, is the data plane of this node's replica
 	// group: consumers see only what it has replicated (its high
 	// watermark).

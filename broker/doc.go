@@ -36,6 +36,8 @@
 //	 36  SaslAuthenticate         0-2       PLAIN, SCRAM-SHA-256, SCRAM-SHA-512
 //	 37  CreatePartitions         0-3       grow only; not internal topics; assignments checked as CreateTopics'
 //	 44  IncrementalAlterConfigs  0-1       set and delete; append and subtract refused (no multi-valued list config)
+//	 45  AlterPartitionReassign.  0         moves a partition to the replica group whose nodes the replicas name (reassign.go)
+//	 46  ListPartitionReassign.   0         the moves in progress: adding the target group's nodes, removing the source's
 //	 60  DescribeCluster          0-1       the Metadata brokers; this node as controller
 //	 61  DescribeProducers        0         idempotent producers: id, epoch, last sequence
 //	  8  OffsetCommit             0-9       v10 addresses topics by id
@@ -327,7 +329,9 @@
 // NOT_LEADER_OR_FOLLOWER, so clients find the leader through Metadata.
 // Config.Metadata then replaces the metadata file with the control
 // plane's store; a topic deleted through another node reaches this one as
-// DropTopic, which drops its local queues as a local delete would.
+// DropTopic, which drops its local queues as a local delete would. With
+// Config.Moves a partition moves to another replica group, its records
+// copied at the same offsets (move.go has the steps).
 //
 // # Replication
 //

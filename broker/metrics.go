@@ -76,6 +76,12 @@ func newMetrics(b *Broker) *metrics {
 			Namespace: "unilog", Name: "fetch_watchers", Help: "Partitions registered by long-polling fetches waiting for data.",
 		}, func() float64 { return float64(b.st.Stats().Watchers) }),
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Namespace: "unilog", Name: "partition_move_steps", Help: "Partition move steps this node runs: copying into its group, or stopping produce in it.",
+		}, func() float64 { return float64(b.moves.steps()) }),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{
+			Namespace: "unilog", Name: "partition_move_copied_bytes_total", Help: "Record batch bytes copied into this node's log by partition moves.",
+		}, func() float64 { return float64(b.moves.copied.Load()) }),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 			Namespace: "unilog", Name: "fetch_sessions", Help: "Incremental fetch sessions cached (KIP-227).",
 		}, func() float64 { return float64(b.fetchSessions.count()) }),
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{

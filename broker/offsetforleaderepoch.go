@@ -62,6 +62,7 @@ func (b *Broker) handleOffsetForLeaderEpoch(_ context.Context, _ *conn, kreq kms
 			rp.Partition = p.Partition
 			rp.LeaderEpoch, rp.EndOffset = -1, -1
 			current, leads := b.leaderEpoch(t.Topic, p.Partition)
+			moved := b.movedEpoch(t.Topic, p.Partition)
 			switch {
 			case !known || p.Partition < 0 || p.Partition >= meta.Partitions:
 				rp.ErrorCode = kerr.UnknownTopicOrPartition.Code
@@ -73,9 +74,11 @@ func (b *Broker) handleOffsetForLeaderEpoch(_ context.Context, _ *conn, kreq kms
 				rp.ErrorCode = kerr.UnknownLeaderEpoch.Code
 			default:
 				if !read {
-					epochs, read = b.leaderEpochs(current), true
+					// The group's own epochs: the same for every
+					// partition it leads, whatever their bases.
+					epochs, read = b.leaderEpochs(current-moved.Base), true
 				}
-				rp.LeaderEpoch, rp.EndOffset = b.epochEnd(meta, p.Partition, epochs, current, p.LeaderEpoch)
+				rp.LeaderEpoch, rp.EndOffset = b.movedEpochEnd(meta, p.Partition, epochs, current, p.LeaderEpoch, moved)
 			}
 			rt.Partitions = append(rt.Partitions, rp)
 		}

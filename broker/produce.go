@@ -134,7 +134,9 @@ func (b *Broker) handleProduce(ctx context.Context, c *conn, kreq kmsg.Request) 
 				}
 			case isInternalTopic(t.Topic):
 				rp.ErrorCode = kerr.InvalidTopicException.Code
-			case !b.leads(t.Topic, p.Partition):
+			case !b.leads(t.Topic, p.Partition) || b.produceFenced(t.Topic, p.Partition):
+				// A partition moving to another replica group takes no
+				// produce while it switches (move.go).
 				rp.ErrorCode = kerr.NotLeaderForPartition.Code
 			case req.Acks == -1 && !b.enoughInSync(meta, &isr):
 				// Refused before the append, as Kafka's: nothing stored.

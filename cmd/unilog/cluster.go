@@ -29,33 +29,51 @@ LAG is how many bytes a follower's log end is behind its group leader's, both
 as last reported. IN SYNC lists the followers the leader last reported in sync:
 only they may take over its lease.`,
 			ArgsUsage: " ",
-			Flags: []cli.Flag{
-				&cli.StringFlag{Name: "nats", Value: "nats://" + defaultNATSListen, Usage: "NATS `URLS` of the control plane", EnvVars: env("NATS")},
-				&cli.StringFlag{Name: "cluster-secret-file", Usage: "the brokers' --cluster-secret-file `FILE` (by default DATA_DIR/" + controlplane.SecretFileName + "), to sign in to their embedded NATS", EnvVars: env("CLUSTER_SECRET_FILE")},
-				&cli.StringFlag{Name: "nats-creds", Usage: "NATS credentials `FILE`", EnvVars: env("NATS_CREDS")},
-				&cli.StringFlag{Name: "nats-nkey", Usage: "NATS nkey seed `FILE`", EnvVars: env("NATS_NKEY")},
+			Flags: append(controlPlaneClientFlags(),
 				&cli.DurationFlag{Name: "timeout", Value: 10 * time.Second, Usage: "give up after this long", EnvVars: env("TIMEOUT")},
-			},
+			),
 			Action: clusterStatus,
-		}},
+		}, clusterRebalanceCommand()},
 	}
 }
 
-func clusterStatus(c *cli.Context) error {
-	conn := controlplane.ConnConfig{URLs: c.String("nats"), Creds: c.String("nats-creds"), NKeySeed: c.String("nats-nkey"), Name: "unilog cluster status"}
+// controlPlaneClientFlags are the flags of the commands that read or
+// change the control plane's buckets themselves.
+func controlPlaneClientFlags() []cli.Flag {
+	env := func(name string) []string { return []string{"UNILOG_" + name} }
+	return []cli.Flag{
+		&cli.StringFlag{Name: "nats", Value: "nats://" + defaultNATSListen, Usage: "NATS `URLS` of the control plane", EnvVars: env("NATS")},
+		&cli.StringFlag{Name: "cluster-secret-file", Usage: "the brokers' --cluster-secret-file `FILE` (by default DATA_DIR/" + controlplane.SecretFileName + "), to sign in to their embedded NATS", EnvVars: env("CLUSTER_SECRET_FILE")},
+		&cli.StringFlag{Name: "nats-creds", Usage: "NATS credentials `FILE`", EnvVars: env("NATS_CREDS")},
+		&cli.StringFlag{Name: "nats-nkey", Usage: "NATS nkey seed `FILE`", EnvVars: env("NATS_NKEY")},
+	}
+}
+
+// dialControlPlane connects to the control plane's NATS as the
+// controlPlaneClientFlags say; what names the command in errors.
+func dialControlPlane(c *cli.Context, what string) (*nats.Conn, error) {
+	conn := controlplane.ConnConfig{URLs: c.String("nats"), Creds: c.String("nats-creds"), NKeySeed: c.String("nats-nkey"), Name: "unilog " + what}
 	if path := c.String("cluster-secret-file"); path != "" {
 		secret, err := controlplane.ReadSecret(path)
 		if err != nil {
-			return fmt.Errorf("cluster status: %w", err)
+			return nil, fmt.Errorf("%s: %w", what, err)
 		}
 		conn.Secret = secret
 	}
 	nc, err := controlplane.Dial(conn)
 	if errors.Is(err, nats.ErrAuthorization) && conn.Secret == nil {
-		return fmt.Errorf("cluster status: %w (an embedded NATS admits only holders of the cluster secret: give --cluster-secret-file)", err)
+		return nil, fmt.Errorf("%s: %w (an embedded NATS admits only holders of the cluster secret: give --cluster-secret-file)", what, err)
 	}
 	if err != nil {
-		return fmt.Errorf("cluster status: %w", err)
+		return nil, fmt.Errorf("%s: %w", what, err)
+	}
+	return nc, nil
+}
+
+func clusterStatus(c *cli.Context) error {
+	nc, err := dialControlPlane(c, "cluster status")
+	if err != nil {
+		return err
 	}
 	defer nc.Close()
 	ctx, cancel := context.WithTimeout(c.Context, c.Duration("timeout"))

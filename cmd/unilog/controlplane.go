@@ -148,6 +148,7 @@ func startControlPlane(c *cli.Context, cfg *broker.Config, durable bool) (*contr
 	}
 	cfg.Metadata = haMetadata{cp.node.Metadata()}
 	cfg.Cluster = haCluster{cp.node, cp.repl, cfg.NodeID}
+	cfg.Moves = haMoves{cp.node.Metadata(), cp.node, cp.repl}
 	cfg.Replication = cp.repl
 	cfg.SyncReplication = rc.sync
 	cfg.Metrics = leaseReadMetrics{cp.node.Elector()}
@@ -328,10 +329,10 @@ func (c haCluster) Brokers() []broker.ClusterBroker {
 func clusterBroker(m controlplane.Member) broker.ClusterBroker {
 	host, port, err := net.SplitHostPort(m.Advertise)
 	if err != nil {
-		return broker.ClusterBroker{NodeID: m.NodeID}
+		return broker.ClusterBroker{NodeID: m.NodeID, ReplicaGroup: m.ReplicaGroup}
 	}
 	p, _ := strconv.ParseInt(port, 10, 32)
-	return broker.ClusterBroker{NodeID: m.NodeID, Host: host, Port: int32(p)}
+	return broker.ClusterBroker{NodeID: m.NodeID, Host: host, Port: int32(p), ReplicaGroup: m.ReplicaGroup}
 }
 
 func (c haCluster) PartitionLeader(topic string, partition int32) (int32, int32, bool) {
@@ -340,6 +341,9 @@ func (c haCluster) PartitionLeader(topic string, partition int32) (int32, int32,
 		// Leading, but the epoch's start is not recorded yet.
 		return 0, 0, false
 	}
+	// A partition that moved reports its group's epoch above the base
+	// that keeps its epochs growing across moves (broker.MovedEpoch).
+	epoch += uint64(max(0, c.n.Metadata().Epoch(topic, partition).Base))
 	return m.NodeID, broker.ClampEpoch(epoch), ok
 }
 

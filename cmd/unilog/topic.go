@@ -19,6 +19,7 @@ func topicCommand() *cli.Command {
 			topicListCommand(),
 			topicDescribeCommand(),
 			topicDeleteCommand(),
+			topicMoveCommand(),
 		},
 	}
 }

@@ -36,7 +36,12 @@
 //	unilog_meta     topic.<name>      {"name", "id" (16 numbers, the topic id),
 //	                                   "partitions", "created_ms",
 //	                                   "groups": [group of partition 0, 1, ...],
-//	                                   "untagged_records"}
+//	                                   "untagged_records",
+//	                                   "moves": {"<partition>": {"to", "started_ms",
+//	                                   "fenced", "end", "copied", "source_end",
+//	                                   "source_epoch"}},
+//	                                   "epochs": {"<partition>": {"base", "first",
+//	                                   "since"}}}
 //	                producer_ids      {"next"}
 //
 // <name> is the topic name in unpadded base64url: Kafka allows '.'
@@ -124,6 +129,30 @@
 // counter is a compare-and-set counter, so two nodes never hand out the
 // same id. New partitions are placed round robin over the replica groups
 // of the live members.
+//
+// # Partition moves
+//
+// A partition moves to another replica group in four compare-and-sets on
+// its topic's key, so every node sees each step in order on its watch:
+// StartMove adds Moves[p] (end -1); the target group's leader copies the
+// partition's records from the source group's leader at the same offsets
+// and, once caught up, sets fenced; the source group's leader then stops
+// taking produce for p, waits for the appends it already took to be
+// replicated, and sets end to the partition's next offset; the target
+// copies up to end and FinishMove sets Groups[p] to the target and drops
+// the move in one write. Only the last changes who leads p, so a reader
+// never sees two owners; a move is cancelled (CancelMove) only before
+// fenced, after which the source takes no produce and only finishing
+// gives p a leader that does. Copied and source_end are the target's
+// progress reports. The copying is the broker's (package broker, move.go).
+//
+// A partition's leader epoch, as Kafka clients see it, is its group's
+// lease epoch plus epochs[p].base: at the switch the base is set so that
+// the target's first epoch (first) is above the last the source reported
+// (source_epoch, recorded with end, or newer if the source failed over
+// since), and clients that check epochs follow the new leader instead of
+// taking it for stale metadata. Epochs below first are the source's, which
+// ended at since, the offset where the partition switched.
 //
 // # For the data plane
 //

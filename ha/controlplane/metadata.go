@@ -29,6 +29,10 @@ type Topic struct {
 	// configs and the log starts DeleteRecords moved.
 	Configs   map[string]string `json:"configs,omitempty"`
 	LogStarts map[int32]int64   `json:"log_starts,omitempty"`
+	// Moves are the partitions moving to another replica group (moves.go).
+	Moves map[int32]Move `json:"moves,omitempty"`
+	// Epochs are the leader epoch bases of the partitions that moved.
+	Epochs map[int32]PartitionEpoch `json:"epochs,omitempty"`
 }
 
 // TopicEvent is one change seen on the metadata bucket.
@@ -44,6 +48,10 @@ var (
 	ErrTopicExists  = errors.New("ha: topic already exists")
 	ErrUnknownTopic = errors.New("ha: unknown topic")
 )
+
+// errNoPlacement refuses new partitions on a Metadata bound by a tool
+// (BindMetadata), which knows no live members to place them on.
+var errNoPlacement = errors.New("ha: metadata opened without placement")
 
 // opTimeout bounds one metadata operation: the broker's interface has no
 // context, and a control plane that cannot answer in this long is down.
@@ -73,6 +81,9 @@ type Metadata struct {
 
 	mu     sync.RWMutex
 	topics map[string]topicEntry
+	// moving names the topics with a partition move in progress, so
+	// Moves, which leaders poll, does not walk every topic.
+	moving map[string]bool
 	subs   []func(TopicEvent)
 	// ownMu is held by each change this node makes from its write to the
 	// bucket until it is applied to the copy, and taken by the watch
@@ -101,7 +112,7 @@ func OpenMetadata(ctx context.Context, kv jetstream.KeyValue, place func(partiti
 	if err != nil {
 		return nil, fmt.Errorf("ha: watch metadata: %w", err)
 	}
-	m := &Metadata{kv: kv, log: log, place: place, topics: make(map[string]topicEntry), watcher: w, done: make(chan struct{})}
+	m := &Metadata{kv: kv, log: log, place: place, topics: make(map[string]topicEntry), moving: make(map[string]bool), watcher: w, done: make(chan struct{})}
 	if err := loadInitial(ctx, w, m.applyEntry); err != nil {
 		w.Stop()
 		return nil, fmt.Errorf("ha: watch metadata: %w", err)
@@ -151,10 +162,16 @@ func (m *Metadata) apply(t Topic, rev uint64, deleted, remote bool) {
 	if ok && cur.deleted && deleted {
 		// The watch echoing a delete this node already applied.
 		m.topics[t.Name] = topicEntry{t: t, rev: rev, deleted: true}
+		delete(m.moving, t.Name)
 		m.mu.Unlock()
 		return
 	}
 	m.topics[t.Name] = topicEntry{t: t, rev: rev, deleted: deleted}
+	if !deleted && len(t.Moves) > 0 {
+		m.moving[t.Name] = true
+	} else {
+		delete(m.moving, t.Name)
+	}
 	subs := m.subs
 	m.mu.Unlock()
 	for _, f := range subs {
@@ -198,6 +215,9 @@ func (m *Metadata) Topic(name string) (Topic, bool) {
 // empty; ErrTopicExists if the name is taken.
 func (m *Metadata) CreateTopic(t Topic) error {
 	if len(t.Groups) == 0 {
+		if m.place == nil {
+			return fmt.Errorf("ha: create topic %s: %w", t.Name, errNoPlacement)
+		}
 		t.Groups = m.place(t.Partitions)
 	}
 	if int32(len(t.Groups)) != t.Partitions {
@@ -263,9 +283,12 @@ func (m *Metadata) DeleteTopic(name string) error {
 // partitions.
 func (m *Metadata) SetPartitions(name string, partitions int32) error {
 	return m.UpdateTopic(name, func(t *Topic) error {
-		if partitions < t.Partitions {
+		switch {
+		case partitions < t.Partitions:
 			t.Groups = t.Groups[:partitions]
-		} else {
+		case m.place == nil:
+			return fmt.Errorf("ha: add partitions to %s: %w", name, errNoPlacement)
+		default:
 			t.Groups = append(t.Groups, m.place(partitions-t.Partitions)...)
 		}
 		t.Partitions = partitions
