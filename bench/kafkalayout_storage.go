@@ -265,6 +265,18 @@ func (s *kafkaLayoutStorage) LeaderEpochs() ([]store.EpochStart, error) {
 	return nil, store.ErrUnsupported
 }
 
+// NextOffset is the partition's end.
+func (s *kafkaLayoutStorage) NextOffset(topic string, partition int32) int64 {
+	_, next := s.Bounds(topic, partition)
+	return next
+}
+
+// AppendAt is a partition move's: the benchmark has one broker, no
+// replica groups to move between.
+func (s *kafkaLayoutStorage) AppendAt([]broker.Appended, broker.StorageBatch, int64) ([]broker.Appended, error) {
+	return nil, store.ErrUnsupported
+}
+
 func (s *kafkaLayoutStorage) Stats() broker.StorageStats {
 	return broker.StorageStats{LogBytes: s.written.Load()}
 }

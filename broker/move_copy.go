@@ -13,6 +13,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/unilog/unilog/store"
 )
 
 // moveFetchBytes bounds one copying fetch; moveFetchWait is its long
@@ -25,28 +27,13 @@ const (
 	moveTailWait   = 5 * time.Millisecond
 )
 
-// offsetAppender is the storage a move copies into: appends at the
-// offsets the source assigned, not the next ones this log would.
-type offsetAppender interface {
-	// NextOffset is the offset the partition's next append takes.
-	NextOffset(topic string, partition int32) int64
-	// AppendAt stores one batch at base. A partition holding no record
-	// here may start at any base; otherwise base must be its next offset
-	// (ErrStorageOffset).
-	AppendAt(dst []Appended, batch StorageBatch, base int64) ([]Appended, error)
-}
-
 // ErrStorageOffset reports an AppendAt the partition's offsets refuse.
-var ErrStorageOffset = errors.New("broker: append at an offset that is not the partition's next")
+var ErrStorageOffset = store.ErrNotNext
 
 // copyPartition is the target's step: it copies until the move finishes,
 // is cancelled, or this node stops leading the target group.
 func (b *Broker) copyPartition(ctx context.Context, mv PartitionMove) error {
-	st, ok := b.st.(offsetAppender)
-	if !ok {
-		return errors.New("storage cannot append at given offsets")
-	}
-	c := &moveCopier{b: b, st: st, topic: mv.Topic, partition: mv.Partition}
+	c := &moveCopier{b: b, st: b.st, topic: mv.Topic, partition: mv.Partition}
 	defer c.close()
 	b.log.WithFields(logrus.Fields{"topic": mv.Topic, "partition": mv.Partition, "from": mv.From, "to": mv.To}).Info("partition move: copying")
 	for ctx.Err() == nil {
@@ -72,7 +59,7 @@ func (b *Broker) copyPartition(ctx context.Context, mv PartitionMove) error {
 // moveCopier copies one partition from the source group's leader.
 type moveCopier struct {
 	b         *Broker
-	st        offsetAppender
+	st        Storage
 	topic     string
 	partition int32
 

@@ -94,6 +94,16 @@ type Storage interface {
 	// LeaderEpochs lists the epochs of the log, oldest first.
 	LeaderEpochs() ([]store.EpochStart, error)
 
+	// Partition moves (move_copy.go): the target copies a partition in at
+	// the offsets the source gave it.
+
+	// NextOffset is the offset the partition's next append takes.
+	NextOffset(topic string, partition int32) int64
+	// AppendAt stores one batch at base. A partition holding no record
+	// here may start at any base; otherwise base must be its next offset
+	// (ErrStorageOffset).
+	AppendAt(dst []Appended, batch StorageBatch, base int64) ([]Appended, error)
+
 	// Stats reports sizes for the metrics.
 	Stats() StorageStats
 	// Close flushes and closes the storage with a clean checkpoint.

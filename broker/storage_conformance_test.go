@@ -35,7 +35,7 @@ func TestStorageConformance(t *testing.T) {
 					t.Fatal(err)
 				}
 				return st
-			}, storagetest.Options{Scans: true, Replicates: true, Forget: func(dir, topic string) { forgotten.Store(dir+"/"+topic, true) }})
+			}, storagetest.Options{Scans: true, Replicates: true, Moves: true, Forget: func(dir, topic string) { forgotten.Store(dir+"/"+topic, true) }})
 		})
 	}
 }

@@ -40,6 +40,9 @@ type Options struct {
 	// Replicates: Truncate, Restart and LeaderEpochs serve a replication
 	// follower. Without, each must refuse with store.ErrUnsupported.
 	Replicates bool
+	// Moves: AppendAt copies a partition in at another log's offsets.
+	// Without, it must refuse with store.ErrUnsupported.
+	Moves bool
 }
 
 // Run runs every case against storages made by open, each in a directory
@@ -60,6 +63,7 @@ func Run(t *testing.T, open Opener, opts Options) {
 		{"Reopen", testReopen},
 		{"Stats", testStats},
 		{"Truncate", testTruncate},
+		{"AppendAt", testAppendAt},
 	} {
 		t.Run(tc.name, func(t *testing.T) { tc.run(t, open, opts) })
 	}
@@ -462,4 +466,43 @@ func testTruncate(t *testing.T, open Opener, opts Options) {
 	kept = append(kept, appendAll(t, st, mixed(2))...)
 	checkDense(t, kept, true)
 	checkRead(t, st, kept)
+}
+
+func testAppendAt(t *testing.T, open Opener, opts Options) {
+	st, _ := openFresh(t, open)
+	moved := batch("a", 3, 2, 0)
+	if !opts.Moves {
+		if _, err := st.AppendAt(nil, moved, 100); !errors.Is(err, store.ErrUnsupported) {
+			t.Errorf("AppendAt: %v, want store.ErrUnsupported", err)
+		}
+		return
+	}
+	all := appendAll(t, st, mixed(0))
+	// An empty partition starts at the source's offset; the next batch
+	// must follow it, and a plain append goes on from there.
+	at, err := st.AppendAt(nil, moved, 100)
+	if err != nil || len(at) != 1 || at[0].Base != 100 {
+		t.Fatalf("AppendAt(100) into an empty partition: %+v, %v", at, err)
+	}
+	all = append(all, stored{"a", 3, 2, slices.Clone(moved.Records), at[0]})
+	if next := st.NextOffset("a", 3); next != 102 {
+		t.Errorf("NextOffset after AppendAt: %d, want 102", next)
+	}
+	for _, base := range []int64{101, 105} {
+		if _, err := st.AppendAt(nil, batch("a", 3, 1, 1), base); !errors.Is(err, broker.ErrStorageOffset) {
+			t.Errorf("AppendAt(%d) after 102: %v, want ErrStorageOffset", base, err)
+		}
+	}
+	if _, err := st.AppendAt(nil, batch("a", 0, 1, 1), 50); !errors.Is(err, broker.ErrStorageOffset) {
+		t.Errorf("AppendAt(50) into a partition holding records: %v, want ErrStorageOffset", err)
+	}
+	all = append(all, appendAll(t, st, []broker.StorageBatch{batch("a", 3, 1, 2)})...)
+	if all[len(all)-1].at.Base != 102 {
+		t.Errorf("append after AppendAt at %d, want 102", all[len(all)-1].at.Base)
+	}
+	waitIndexed(t, st, all[len(all)-1].at.End)
+	checkRead(t, st, all)
+	if lo, hi := st.Bounds("a", 3); lo != 100 || hi != 103 {
+		t.Errorf("moved partition: bounds [%d, %d), want [100, 103)", lo, hi)
+	}
 }
