@@ -1,0 +1,292 @@
+package txn
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/sirupsen/logrus"
+
+	"github.com/unilog/unilog/internal/clock"
+)
+
+// Defaults of Options.
+const (
+	DefaultPartitions = 16
+	// DefaultMaxTimeout is Kafka's transaction.max.timeout.ms.
+	DefaultMaxTimeout = 15 * time.Minute
+	// expiryCheck is how often Ongoing transactions are checked against
+	// their timeout.
+	expiryCheck = time.Second
+)
+
+// Errors a Log or Groups wraps so that the coordinator answers as Kafka's.
+var (
+	// ErrNotCoordinator: this node no longer leads the log
+	// (NOT_COORDINATOR: the client finds the coordinator again).
+	ErrNotCoordinator = errors.New("txn: not the coordinator")
+	// ErrNotEnoughReplicas: too few replicas are in sync to make a record
+	// durable as configured (COORDINATOR_NOT_AVAILABLE: retriable).
+	ErrNotEnoughReplicas = errors.New("txn: not enough in-sync replicas")
+)
+
+// Markers are the control batches that end a transaction: one in each of
+// its partitions, carrying the producer id and epoch, commit or abort.
+type Markers struct {
+	ProducerID int64
+	Epoch      int16
+	Commit     bool
+	Partitions []TopicPartition
+}
+
+// Log is where the coordinator keeps its state and writes markers: the
+// broker's commit log. The broker owns the record-batch format.
+type Log interface {
+	// Append stores rec in the given partition of the transaction-state
+	// topic and, when m is not nil, m's markers in the same append, after
+	// rec, and returns once all of it is durable as the broker's
+	// configuration asks of an acks=-1 produce.
+	Append(ctx context.Context, partition int32, rec Record, m *Markers) error
+	// Replay calls fn with every record of the partition still stored, in
+	// log order.
+	Replay(partition int32, fn func(Record) error) error
+}
+
+// Groups is the group coordinator, which owns committed offsets.
+type Groups interface {
+	// CheckMember returns 0, or the error code an OffsetCommit by this
+	// member and generation would be answered with.
+	CheckMember(group, member string, instance *string, generation int32) int16
+	// Commit makes offsets committed by the group.
+	Commit(ctx context.Context, group string, offs []Offset) error
+}
+
+// ProducerIDs hands out producer ids never used before.
+type ProducerIDs interface {
+	Allocate() (int64, error)
+}
+
+// Options configure a Coordinator.
+type Options struct {
+	Log    Log         // required
+	Groups Groups      // required
+	IDs    ProducerIDs // required
+	// Partitions of the transaction-state topic; it must not change over
+	// the life of a data directory.
+	Partitions int32
+	MaxTimeout time.Duration
+	Clock      clock.Clock
+	Logger     logrus.FieldLogger
+}
+
+// entry is one transactional id; mu serializes its requests, each of
+// which persists the state it answers with before answering.
+type entry struct {
+	mu sync.Mutex
+	t  Txn
+}
+
+// Coordinator is the transaction coordinator of one broker.
+type Coordinator struct {
+	opts  Options
+	log   logrus.FieldLogger
+	clock clock.Clock
+
+	mu     sync.Mutex
+	txns   map[string]*entry
+	timer  clock.Timer
+	closed bool
+	// expiring is held by the timeout scan, so Close waits for it.
+	expiring sync.WaitGroup
+}
+
+// Open replays the transaction-state topic, finishes the transactions a
+// crash left between their decision and their completion (see the
+// package doc), and starts the timeout scan.
+func Open(ctx context.Context, opts Options) (*Coordinator, error) {
+	if opts.Log == nil || opts.Groups == nil || opts.IDs == nil {
+		return nil, errors.New("txn: Options.Log, Groups and IDs are required")
+	}
+	if opts.Partitions <= 0 {
+		opts.Partitions = DefaultPartitions
+	}
+	if opts.MaxTimeout <= 0 {
+		opts.MaxTimeout = DefaultMaxTimeout
+	}
+	if opts.Clock == nil {
+		opts.Clock = clock.System{}
+	}
+	if opts.Logger == nil {
+		opts.Logger = logrus.StandardLogger()
+	}
+	c := &Coordinator{opts: opts, log: opts.Logger, clock: opts.Clock, txns: make(map[string]*entry)}
+	records := 0
+	for p := range opts.Partitions {
+		err := opts.Log.Replay(p, func(r Record) error {
+			t, err := decodeRecord(r)
+			if err != nil {
+				return err
+			}
+			c.txns[t.ID] = &entry{t: t}
+			records++
+			return nil
+		})
+		if err != nil {
+			return nil, fmt.Errorf("txn: replay transaction-state partition %d: %w", p, err)
+		}
+	}
+	finished := 0
+	for _, e := range c.txns {
+		if s := e.t.State; s == PrepareCommit || s == PrepareAbort {
+			err := c.redoMarkers(ctx, &e.t)
+			if err == nil {
+				err = c.complete(ctx, &e.t)
+			}
+			if err != nil {
+				return nil, fmt.Errorf("txn: finish %q after restart: %w", e.t.ID, err)
+			}
+			finished++
+		}
+	}
+	c.log.WithFields(logrus.Fields{"records": records, "transactional_ids": len(c.txns), "finished": finished}).Info("transaction coordinator: state loaded")
+	c.timer = c.clock.AfterFunc(expiryCheck, c.expire)
+	return c, nil
+}
+
+// Close stops the timeout scan.
+func (c *Coordinator) Close() {
+	c.mu.Lock()
+	c.closed = true
+	c.timer.Stop()
+	c.mu.Unlock()
+	c.expiring.Wait()
+}
+
+// lookup returns the id's entry, creating an empty one if create is set.
+func (c *Coordinator) lookup(id string, create bool) *entry {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	e := c.txns[id]
+	if e == nil && create {
+		e = &entry{t: Txn{ID: id, ProducerID: -1, Epoch: -1, PrevEpoch: -1, State: Dead}}
+		c.txns[id] = e
+	}
+	return e
+}
+
+// entries is every id's entry, for listings and the timeout scan.
+func (c *Coordinator) entries() []*entry {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	out := make([]*entry, 0, len(c.txns))
+	for _, e := range c.txns {
+		out = append(out, e)
+	}
+	return out
+}
+
+// persist stores next as the id's state, with markers when it ends a
+// transaction, and only then makes it the state in memory: an answer
+// with an error leaves the state as it was.
+func (c *Coordinator) persist(ctx context.Context, e *entry, next Txn, m *Markers) error {
+	next.UpdateMs = c.clock.Now().UnixMilli()
+	if err := c.opts.Log.Append(ctx, PartitionFor(next.ID, c.opts.Partitions), next.record(), m); err != nil {
+		return err
+	}
+	e.t = next
+	return nil
+}
+
+// end decides t's outcome: the Prepare record and every partition's
+// marker in one append, then the offsets (at a commit), then the Complete
+// record. Called with the entry's lock held.
+func (c *Coordinator) end(ctx context.Context, e *entry, commit bool, epoch int16) error {
+	next := e.t.clone()
+	next.Epoch = epoch
+	next.State = PrepareAbort
+	if commit {
+		next.State = PrepareCommit
+	}
+	m := &Markers{ProducerID: next.ProducerID, Epoch: epoch, Commit: commit, Partitions: next.Partitions}
+	if err := c.persist(ctx, e, next, m); err != nil {
+		return err
+	}
+	return c.complete(ctx, &e.t)
+}
+
+// complete finishes a transaction whose decision and markers are stored:
+// the offsets of a commit go to their groups, then the Complete record.
+// After a crash Open calls it for a transaction still Prepare, writing
+// the markers again first (a marker for a producer with no open
+// transaction in a partition changes nothing there).
+func (c *Coordinator) complete(ctx context.Context, t *Txn) error {
+	commit := t.State == PrepareCommit
+	if commit {
+		byGroup := make(map[string][]Offset)
+		for _, o := range t.Offsets {
+			byGroup[o.Group] = append(byGroup[o.Group], o)
+		}
+		for g, offs := range byGroup {
+			if err := c.opts.Groups.Commit(ctx, g, offs); err != nil {
+				return fmt.Errorf("txn: commit offsets of group %q: %w", g, err)
+			}
+		}
+	}
+	done := t.clone()
+	done.State = CompleteAbort
+	if commit {
+		done.State = CompleteCommit
+	}
+	done.Partitions, done.Groups, done.Offsets = nil, nil, nil
+	done.UpdateMs = c.clock.Now().UnixMilli()
+	if err := c.opts.Log.Append(ctx, PartitionFor(done.ID, c.opts.Partitions), done.record(), nil); err != nil {
+		return err
+	}
+	*t = done
+	return nil
+}
+
+// redoMarkers writes a Prepare transaction's markers again, for Open.
+func (c *Coordinator) redoMarkers(ctx context.Context, t *Txn) error {
+	m := &Markers{ProducerID: t.ProducerID, Epoch: t.Epoch, Commit: t.State == PrepareCommit, Partitions: t.Partitions}
+	return c.opts.Log.Append(ctx, PartitionFor(t.ID, c.opts.Partitions), t.record(), m)
+}
+
+// expire aborts the Ongoing transactions past their timeout, bumping the
+// epoch so that the producer, still writing, is fenced (as Kafka's
+// coordinator does since KIP-360); it re-arms itself.
+func (c *Coordinator) expire() {
+	c.mu.Lock()
+	if c.closed {
+		c.mu.Unlock()
+		return
+	}
+	c.expiring.Add(1)
+	c.mu.Unlock()
+	defer c.expiring.Done()
+	now := c.clock.Now().UnixMilli()
+	for _, e := range c.entries() {
+		e.mu.Lock()
+		if e.t.State == Ongoing && now-e.t.StartMs > int64(e.t.TimeoutMs) {
+			prev := e.t.Epoch
+			e.t.PrevEpoch = prev
+			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			err := c.end(ctx, e, false, prev+1)
+			cancel()
+			if err != nil {
+				e.t.PrevEpoch = -1
+				c.log.WithFields(logrus.Fields{"transactional_id": e.t.ID, "error": err}).Warn("transaction past its timeout not aborted; retried")
+			} else {
+				c.log.WithFields(logrus.Fields{"transactional_id": e.t.ID, "producer_id": e.t.ProducerID, "timeout_ms": e.t.TimeoutMs}).Info("transaction aborted: past its timeout")
+			}
+		}
+		e.mu.Unlock()
+	}
+	c.mu.Lock()
+	if !c.closed {
+		c.timer = c.clock.AfterFunc(expiryCheck, c.expire)
+	}
+	c.mu.Unlock()
+}

@@ -1,0 +1,87 @@
+// Package txn is unilog's transaction coordinator: Kafka's exactly-once
+// protocol (KIP-98) for transactional producers. InitProducerId with a
+// transactional id, AddPartitionsToTxn, AddOffsetsToTxn, TxnOffsetCommit,
+// EndTxn, DescribeTransactions and ListTransactions are answered here; the
+// broker writes what the coordinator decides into its commit log.
+//
+// # Design
+//
+// Each transactional id has one state (Txn) and a lock serializing its
+// requests. Every change is stored before it is answered, as one record of
+// the transaction-state topic (the broker's __transaction_state, in
+// partition PartitionFor(id)), holding the id's whole state: so the last
+// record of an id is its state, and Open rebuilds every id by replaying
+// the topic. A change the log refused leaves the state as it was.
+//
+// InitProducerId gives a new id a producer id and epoch 0, and every later
+// producer of the id the next epoch, which fences the earlier ones: their
+// requests are answered PRODUCER_FENCED (INVALID_PRODUCER_EPOCH before
+// KIP-588's versions). An Ongoing transaction is aborted first, under a
+// bumped epoch. A producer re-initializing with its own id and epoch
+// (KIP-360) keeps its id. Past epoch 32766 the id gets a new producer id.
+//
+// Offsets a transaction commits (TxnOffsetCommit, from v3 checked against
+// the group's member and generation as an OffsetCommit is) are kept in the
+// transaction's state, not given to the group: the group sees them only
+// when the transaction commits, and never when it aborts.
+//
+// A transaction not ended within its timeout (transaction.timeout.ms, at
+// most Options.MaxTimeout) is aborted by a scan every second, under a
+// bumped epoch so the producer still writing is fenced; its own abort of
+// that transaction is still answered as success, and it may
+// re-initialize with the epoch it had.
+//
+// # Ending a transaction, and a crash in the middle
+//
+// EndTxn stores the decision (state PrepareCommit or PrepareAbort) and a
+// marker for every partition of the transaction (a control batch: commit
+// or abort, producer id and epoch) in ONE append to the unified log: the
+// decision record first, then every partition's marker (Log.Append with
+// Markers). Then the offsets of a commit are committed to their groups,
+// then the CompleteCommit or CompleteAbort record is appended, and only
+// then is EndTxn answered.
+//
+// A crash may cut that sequence anywhere. The commit log's recovery keeps
+// a prefix of its records, so:
+//
+//   - Without the decision record, none of the markers survived either:
+//     the transaction is Ongoing after the restart, unanswered; the
+//     producer's retried EndTxn ends it, or its timeout aborts it.
+//   - With the decision record but not the Complete one (some or all of
+//     the markers, the offsets perhaps committed), Open finds the id
+//     Prepare and carries the decision out again: every marker appended
+//     again, the offsets committed again, then the Complete record. A
+//     second marker in a partition where the producer has no open
+//     transaction changes nothing there (package producerstate), and
+//     committing the same offsets twice is the same commit, so the
+//     transaction ends whole: read_committed consumers see all of it or
+//     none of it. A request finding an id Prepare (the append of the
+//     Complete record failed) does the same before it is served.
+//
+// # Record format
+//
+// The key is Kafka's __transaction_state key; the value is unilog's own
+// (version 1), as it carries the groups and pending offsets Kafka keeps
+// elsewhere. Integers are big-endian; a string is a uint16 length and its
+// bytes. Integrity comes from the record batch's CRC32C and the commit-log
+// record's CRC around it; a record whose fields do not end exactly with it
+// is ErrCorrupt and stops Open.
+//
+//	key, version 0                  value, version 1
+//	  int16  version = 0              int16  version = 1
+//	  string transactional id         int64  producer id
+//	                                  int16  epoch
+//	                                  int16  previous epoch (-1: none)
+//	                                  int32  timeout ms
+//	                                  int8   state (State)
+//	                                  int64  start, unix ms
+//	                                  int64  last update, unix ms
+//	                                  uint32 N, N × {string topic, int32 partition}
+//	                                  uint32 G, G × string group
+//	                                  uint32 O, O × {string group, string topic,
+//	                                          int32 partition, int64 offset,
+//	                                          int32 leader epoch, string metadata}
+//
+// The scripts in testdata/ show the state machine step by step
+// (TestScripts).
+package txn
