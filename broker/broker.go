@@ -16,6 +16,7 @@ import (
 	"github.com/unilog/unilog/commitlog"
 	"github.com/unilog/unilog/group"
 	"github.com/unilog/unilog/producerstate"
+	"github.com/unilog/unilog/txn"
 )
 
 // Broker is one Kafka-protocol broker serving the unified log.
@@ -34,6 +35,9 @@ type Broker struct {
 	// groups is the group coordinator, set once the committed offsets are
 	// loaded (the commit log's retention floor reads it before).
 	groups atomic.Pointer[group.Coordinator]
+	// txns is the transaction coordinator, set once producer state is
+	// loaded (finishing an interrupted transaction writes markers).
+	txns atomic.Pointer[txn.Coordinator]
 	// following is set while this node replicates its group's leader:
 	// nothing may append to the local log then (Demote, Promote).
 	following atomic.Bool
@@ -107,6 +111,10 @@ func start(cfg Config, wrap func(Storage) Storage) (*Broker, error) {
 		meta.Close()
 		return nil, fmt.Errorf("broker: create %s: %w", offsetsTopic, err)
 	}
+	if err := ensureInternalTopic(meta, txnStateTopic, txn.DefaultPartitions); err != nil {
+		meta.Close()
+		return nil, fmt.Errorf("broker: create %s: %w", txnStateTopic, err)
+	}
 	b := &Broker{
 		cfg:     cfg,
 		log:     cfg.Logger,
@@ -141,7 +149,11 @@ func start(cfg Config, wrap func(Storage) Storage) (*Broker, error) {
 	if wrap != nil {
 		b.st = wrap(b.st)
 	}
-	if err := b.loadProducers(); err != nil {
+	err = b.loadProducers()
+	if err == nil {
+		err = b.openTxns()
+	}
+	if err != nil {
 		b.st.Close()
 		meta.Close()
 		return nil, err
@@ -270,6 +282,7 @@ func (b *Broker) Close() error {
 		}
 		b.loopWG.Wait()
 		b.closeGroups()
+		b.closeTxns()
 		// Nothing appends any more: the snapshot covers the whole log and
 		// the next start replays nothing.
 		if err := b.snapshotProducers(); err != nil {

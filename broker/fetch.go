@@ -238,7 +238,7 @@ func (f *fetchState) read(w Waiter) (total int, failed, unreplicated bool) {
 		}
 		if f.reached == len(f.parts) && (budget > 0 || f.total == 0) {
 			from := len(f.arena.B)
-			if err := f.readBatches(p, hi, budget, f.total == 0); err != nil {
+			if err := f.readBatches(p, f.fetchEnd(p, rp, hi), budget, f.total == 0); err != nil {
 				rp.ErrorCode = err.Code
 				failed = true
 			}

@@ -32,10 +32,15 @@ const offsetsSnapshotName = "offsets.snapshot"
 // opens, so the dispatcher's Keep filter indexes its records from the
 // first one.
 func ensureOffsetsTopic(meta MetadataStore) error {
-	if _, ok := meta.Topic(offsetsTopic); ok {
+	return ensureInternalTopic(meta, offsetsTopic, group.DefaultPartitions)
+}
+
+// ensureInternalTopic creates an internal topic unless metadata has it.
+func ensureInternalTopic(meta MetadataStore, name string, partitions int32) error {
+	if _, ok := meta.Topic(name); ok {
 		return nil
 	}
-	t := TopicMeta{Name: offsetsTopic, Partitions: group.DefaultPartitions, CreatedMs: time.Now().UnixMilli()}
+	t := TopicMeta{Name: name, Partitions: partitions, CreatedMs: time.Now().UnixMilli()}
 	if _, err := rand.Read(t.ID[:]); err != nil {
 		return err
 	}
@@ -175,11 +180,13 @@ func (b *Broker) handleFindCoordinator(_ context.Context, c *conn, kreq kmsg.Req
 	req := kreq.(*kmsg.FindCoordinatorRequest)
 	resp := req.ResponseKind().(*kmsg.FindCoordinatorResponse)
 	find := func(key string) (code int16, cb ClusterBroker) {
-		if req.CoordinatorType != 0 {
-			// Only groups have a coordinator here; transactions are not implemented.
-			return kerr.CoordinatorNotAvailable.Code, ClusterBroker{NodeID: -1}
+		switch req.CoordinatorType {
+		case 0:
+			return b.coordinator(c, key)
+		case 1:
+			return b.txnCoordinatorNode(c, key)
 		}
-		return b.coordinator(c, key)
+		return kerr.InvalidRequest.Code, ClusterBroker{NodeID: -1}
 	}
 	if req.Version < 4 {
 		code, cb := find(req.CoordinatorKey)
@@ -198,15 +205,21 @@ func (b *Broker) handleFindCoordinator(_ context.Context, c *conn, kreq kmsg.Req
 // coordinator is the broker coordinating a group: the leader of the
 // offsets-topic partition its commits go to, whose log they must be in.
 func (b *Broker) coordinator(c *conn, key string) (int16, ClusterBroker) {
-	list := b.brokers(c)
-	if b.cfg.Cluster == nil {
-		return 0, list[0]
-	}
 	partitions := int32(group.DefaultPartitions)
 	if t, ok := b.meta.Topic(offsetsTopic); ok {
 		partitions = t.Partitions
 	}
-	node, _, ok := b.cfg.Cluster.PartitionLeader(offsetsTopic, group.PartitionFor(key, partitions))
+	return b.coordinatorOf(c, offsetsTopic, group.PartitionFor(key, partitions))
+}
+
+// coordinatorOf is the leader of the internal topic's partition, where a
+// coordinator's records must be written.
+func (b *Broker) coordinatorOf(c *conn, topic string, partition int32) (int16, ClusterBroker) {
+	list := b.brokers(c)
+	if b.cfg.Cluster == nil {
+		return 0, list[0]
+	}
+	node, _, ok := b.cfg.Cluster.PartitionLeader(topic, partition)
 	for _, cb := range list {
 		if ok && cb.NodeID == node {
 			return 0, cb

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/twmb/franz-go/pkg/kbin"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/unilog/unilog/commitlog"
@@ -68,11 +67,16 @@ func (l offsetsLog) WaitDurable(ctx context.Context, end int64) error {
 
 // groupError gives a Replication error the group coordinator's meaning.
 func groupError(err error) error {
+	return coordinatorError(err, group.ErrNotCoordinator, group.ErrNotEnoughReplicas)
+}
+
+// coordinatorError wraps a Replication error in a coordinator's sentinels.
+func coordinatorError(err, notCoordinator, notEnough error) error {
 	switch {
 	case errors.Is(err, ErrNotLeader):
-		return fmt.Errorf("%w: %w", group.ErrNotCoordinator, err)
+		return fmt.Errorf("%w: %w", notCoordinator, err)
 	case errors.Is(err, ErrNotEnoughReplicas):
-		return fmt.Errorf("%w: %w", group.ErrNotEnoughReplicas, err)
+		return fmt.Errorf("%w: %w", notEnough, err)
 	}
 	return err
 }
@@ -135,22 +139,14 @@ func (l offsetsLog) replayRecord(e consumequeue.Entry, partition int32, fn func(
 	if err := rb.ReadFrom(r.Body); err != nil {
 		return 0, fmt.Errorf("%w: record batch: %v", commitlog.ErrCorrupt, err)
 	}
-	src := rb.Records
-	for i := int32(0); i < rb.NumRecords; i++ {
-		rd := kbin.Reader{Src: src}
-		n := int(rd.Varint())
-		size := len(src) - len(rd.Src) + n
-		if !rd.Ok() || n < 0 || size > len(src) {
-			return 0, fmt.Errorf("%w: record %d of batch is truncated", commitlog.ErrCorrupt, i)
-		}
-		var kr kmsg.Record
-		if err := kr.ReadFrom(src[:size]); err != nil {
-			return 0, fmt.Errorf("%w: record %d of batch: %v", commitlog.ErrCorrupt, i, err)
-		}
-		src = src[size:]
-		if err := fn(group.Record{Key: kr.Key, Value: kr.Value}, r.End()); err != nil {
-			return 0, err
-		}
+	err = eachRecord(&rb, func(kr kmsg.Record) error {
+		return fn(group.Record{Key: kr.Key, Value: kr.Value}, r.End())
+	})
+	if errors.Is(err, errBadRecord) {
+		return 0, fmt.Errorf("%w: %w", commitlog.ErrCorrupt, err)
+	}
+	if err != nil {
+		return 0, err
 	}
 	return r.QueueOffset + int64(r.Count), nil
 }

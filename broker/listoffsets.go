@@ -67,6 +67,8 @@ func (b *Broker) handleListOffsets(_ context.Context, _ *conn, kreq kmsg.Request
 			lo, hi, _ := b.visibleBounds(meta, p.Partition)
 			rp.LeaderEpoch = 0
 			switch ts := p.Timestamp; {
+			case ts == listLatest && req.IsolationLevel == readCommitted:
+				rp.Offset = b.lastStable(t.Topic, p.Partition, hi)
 			case ts == listLatest:
 				rp.Offset = hi
 			case ts == listEarliest:

@@ -28,7 +28,11 @@ func init() {
 // TOPIC_AUTHORIZATION_FAILED, or, under acks=0, by closing the connection.
 func authorizeProduce(z authz, req kmsg.Request) (kmsg.Response, error) {
 	r := req.(*kmsg.ProduceRequest)
-	allow, denied := z.allow(auth.Produce), false
+	allow, denied, code := z.allow(auth.Produce), false, kerr.TopicAuthorizationFailed
+	if r.TransactionID != nil && !z.transactional(*r.TransactionID) {
+		// Every topic is refused, with the transactional id's error.
+		allow, code = func(string) bool { return false }, kerr.TransactionalIDAuthorizationFailed
+	}
 	resp, err := authorizeEach(z, &r.Topics, func(t kmsg.ProduceRequestTopic) bool {
 		ok := allow(t.Topic)
 		denied = denied || !ok
@@ -39,7 +43,7 @@ func authorizeProduce(z authz, req kmsg.Request) (kmsg.Response, error) {
 		for _, tp := range t.Partitions {
 			rp := kmsg.NewProduceResponseTopicPartition()
 			rp.Partition = tp.Partition
-			rp.ErrorCode = kerr.TopicAuthorizationFailed.Code
+			rp.ErrorCode = code.Code
 			rp.BaseOffset, rp.LogAppendTime, rp.LogStartOffset = -1, -1, -1
 			rt.Partitions = append(rt.Partitions, rp)
 		}
@@ -69,8 +73,6 @@ func (b *Broker) handleProduce(ctx context.Context, c *conn, kreq kmsg.Request) 
 	switch {
 	case req.Acks != 0 && req.Acks != 1 && req.Acks != -1:
 		reqErr = kerr.InvalidRequiredAcks
-	case req.TransactionID != nil:
-		reqErr = kerr.TransactionalIDAuthorizationFailed
 	}
 	// Every wait of the request ends with its timeout or its connection.
 	timeout := defaultProduceTimeout
@@ -378,6 +380,9 @@ func (b *Broker) appendGroup(sc *produceScratch, group []pendingBatch) (end int6
 		pb.rp.BaseOffset, pb.rp.LogStartOffset = a.Base, max(a.LogStart, pb.start)
 		if pb.bi.producerID >= 0 {
 			pb.p.Record(pb.bi.producerBatch(), a.Base, a.End)
+			if pb.bi.transactional() {
+				pb.p.BeginTxn(pb.bi.producerID, a.Base)
+			}
 			b.producerChanges.Add(1)
 		}
 		records += int(pb.bi.numRecords)

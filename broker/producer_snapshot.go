@@ -58,7 +58,7 @@ func (b *Broker) copyProducers(logOffset int64, parts map[topicPartition]*partit
 	for tp, p := range parts {
 		m, live := b.meta.Topic(tp.topic)
 		p.mu.Lock()
-		if live && len(p.Producers) > 0 {
+		if live && !p.Empty() {
 			s.Parts = append(s.Parts, producerstate.PartitionSnapshot{Topic: tp.topic, Partition: tp.partition, ID: m.RecordID(), State: p.Clone()})
 		}
 		p.mu.Unlock()
@@ -162,8 +162,17 @@ func (b *Broker) replayProducers(parts map[topicPartition]*partitionState, from 
 			p = &partitionState{}
 			parts[tp] = p
 		}
-		p.Replay(bi.producerBatch(), base, recEnd)
 		batches++
+		if bi.control() {
+			if commit, ok := markerCommits(batch); ok {
+				p.EndTxn(bi.producerID, commit, base)
+			}
+			return
+		}
+		p.Replay(bi.producerBatch(), base, recEnd)
+		if bi.transactional() {
+			p.BeginTxn(bi.producerID, base)
+		}
 	})
 	return batches, end, err
 }

@@ -222,6 +222,9 @@ func (b *Broker) Promote(ctx context.Context) error {
 		}
 	}
 	b.following.Store(false)
+	if err := b.openTxns(); err != nil {
+		return fmt.Errorf("broker: promote: %w", err)
+	}
 	b.log.WithFields(logrus.Fields{"producer_state_from": from, "to": to, "elapsed": time.Since(began).String()}).Info("promoted: producer state caught up, group offsets rebuilt from the log")
 	return nil
 }

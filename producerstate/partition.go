@@ -146,5 +146,5 @@ func (p *Partition) Through(logOffset int64) bool {
 			delete(p.Producers, id)
 		}
 	}
-	return len(p.Producers) > 0 || len(p.Open) > 0 || len(p.Aborted) > 0
+	return !p.Empty()
 }

@@ -79,3 +79,9 @@ func (p *Partition) DropAbortedBefore(start int64) {
 	clear(p.Aborted[n:])
 	p.Aborted = p.Aborted[:n]
 }
+
+// Empty reports a partition with no state to keep: no producer, no open
+// or aborted transaction.
+func (p *Partition) Empty() bool {
+	return len(p.Producers) == 0 && len(p.Open) == 0 && len(p.Aborted) == 0
+}

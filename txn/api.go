@@ -342,9 +342,9 @@ func (c *Coordinator) DescribeTransactions(req *kmsg.DescribeTransactionsRequest
 	return resp
 }
 
-// ListTransactions lists the ids that pass the request's filters and
-// visible (ACLs: the broker's filter), sorted by id.
-func (c *Coordinator) ListTransactions(req *kmsg.ListTransactionsRequest, visible func(id string) bool) *kmsg.ListTransactionsResponse {
+// ListTransactions lists the ids that pass the request's filters, sorted
+// by id.
+func (c *Coordinator) ListTransactions(req *kmsg.ListTransactionsRequest) *kmsg.ListTransactionsResponse {
 	resp := req.ResponseKind().(*kmsg.ListTransactionsResponse)
 	states := make(map[State]bool)
 	for _, name := range req.StateFilters {
@@ -360,7 +360,7 @@ func (c *Coordinator) ListTransactions(req *kmsg.ListTransactionsRequest, visibl
 		t := e.t
 		e.mu.Unlock()
 		switch {
-		case t.State == Dead || !visible(t.ID):
+		case t.State == Dead:
 		case len(req.StateFilters) > 0 && !states[t.State]:
 		case len(req.ProducerIDFilters) > 0 && !slices.Contains(req.ProducerIDFilters, t.ProducerID):
 		case req.DurationFilterMillis >= 0 && req.Version >= 1 && (t.State != Ongoing || now-t.StartMs < req.DurationFilterMillis):

@@ -102,10 +102,12 @@ type Coordinator struct {
 	expiring sync.WaitGroup
 }
 
-// Open replays the transaction-state topic, finishes the transactions a
-// crash left between their decision and their completion (see the
-// package doc), and starts the timeout scan.
-func Open(ctx context.Context, opts Options) (*Coordinator, error) {
+// Open replays the transaction-state topic and starts the scan that
+// finishes the transactions a crash left between their decision and their
+// completion (see the package doc) and aborts those past their timeout.
+// Open itself appends nothing, so a node opening as a follower writes
+// nothing to a log that is its leader's.
+func Open(opts Options) (*Coordinator, error) {
 	if opts.Log == nil || opts.Groups == nil || opts.IDs == nil {
 		return nil, errors.New("txn: Options.Log, Groups and IDs are required")
 	}
@@ -137,20 +139,7 @@ func Open(ctx context.Context, opts Options) (*Coordinator, error) {
 			return nil, fmt.Errorf("txn: replay transaction-state partition %d: %w", p, err)
 		}
 	}
-	finished := 0
-	for _, e := range c.txns {
-		if s := e.t.State; s == PrepareCommit || s == PrepareAbort {
-			err := c.redoMarkers(ctx, &e.t)
-			if err == nil {
-				err = c.complete(ctx, &e.t)
-			}
-			if err != nil {
-				return nil, fmt.Errorf("txn: finish %q after restart: %w", e.t.ID, err)
-			}
-			finished++
-		}
-	}
-	c.log.WithFields(logrus.Fields{"records": records, "transactional_ids": len(c.txns), "finished": finished}).Info("transaction coordinator: state loaded")
+	c.log.WithFields(logrus.Fields{"records": records, "transactional_ids": len(c.txns)}).Info("transaction coordinator: state loaded")
 	c.timer = c.clock.AfterFunc(expiryCheck, c.expire)
 	return c, nil
 }
@@ -254,9 +243,10 @@ func (c *Coordinator) redoMarkers(ctx context.Context, t *Txn) error {
 	return c.opts.Log.Append(ctx, PartitionFor(t.ID, c.opts.Partitions), t.record(), m)
 }
 
-// expire aborts the Ongoing transactions past their timeout, bumping the
-// epoch so that the producer, still writing, is fenced (as Kafka's
-// coordinator does since KIP-360); it re-arms itself.
+// expire finishes the transactions left Prepare and aborts the Ongoing
+// ones past their timeout, bumping the epoch so that the producer, still
+// writing, is fenced (as Kafka's coordinator does since KIP-360); it
+// re-arms itself.
 func (c *Coordinator) expire() {
 	c.mu.Lock()
 	if c.closed {
@@ -266,21 +256,14 @@ func (c *Coordinator) expire() {
 	c.expiring.Add(1)
 	c.mu.Unlock()
 	defer c.expiring.Done()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
 	now := c.clock.Now().UnixMilli()
 	for _, e := range c.entries() {
 		e.mu.Lock()
+		c.settle(ctx, e)
 		if e.t.State == Ongoing && now-e.t.StartMs > int64(e.t.TimeoutMs) {
-			prev := e.t.Epoch
-			e.t.PrevEpoch = prev
-			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-			err := c.end(ctx, e, false, prev+1)
-			cancel()
-			if err != nil {
-				e.t.PrevEpoch = -1
-				c.log.WithFields(logrus.Fields{"transactional_id": e.t.ID, "error": err}).Warn("transaction past its timeout not aborted; retried")
-			} else {
-				c.log.WithFields(logrus.Fields{"transactional_id": e.t.ID, "producer_id": e.t.ProducerID, "timeout_ms": e.t.TimeoutMs}).Info("transaction aborted: past its timeout")
-			}
+			c.abortExpired(ctx, e)
 		}
 		e.mu.Unlock()
 	}
@@ -289,4 +272,18 @@ func (c *Coordinator) expire() {
 		c.timer = c.clock.AfterFunc(expiryCheck, c.expire)
 	}
 	c.mu.Unlock()
+}
+
+// abortExpired aborts a transaction past its timeout under the next
+// epoch, remembering the producer's, which may still end that
+// transaction and re-initialize.
+func (c *Coordinator) abortExpired(ctx context.Context, e *entry) {
+	prev := e.t.Epoch
+	e.t.PrevEpoch = prev
+	if err := c.end(ctx, e, false, prev+1); err != nil {
+		e.t.PrevEpoch = -1
+		c.log.WithFields(logrus.Fields{"transactional_id": e.t.ID, "error": err}).Warn("transaction past its timeout not aborted yet")
+		return
+	}
+	c.log.WithFields(logrus.Fields{"transactional_id": e.t.ID, "producer_id": e.t.ProducerID, "timeout_ms": e.t.TimeoutMs}).Info("transaction aborted: past its timeout")
 }

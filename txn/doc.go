@@ -48,15 +48,19 @@
 //     the transaction is Ongoing after the restart, unanswered; the
 //     producer's retried EndTxn ends it, or its timeout aborts it.
 //   - With the decision record but not the Complete one (some or all of
-//     the markers, the offsets perhaps committed), Open finds the id
-//     Prepare and carries the decision out again: every marker appended
-//     again, the offsets committed again, then the Complete record. A
+//     the markers, the offsets perhaps committed), the id is Prepare
+//     after Open, and the coordinator's scan (every second, the first a
+//     second after Open; or a request for the id, whichever is first)
+//     carries the decision out again: every marker appended again, the
+//     offsets committed again, then the Complete record. Until then the
+//     partitions' last stable offset stays before the transaction. A
 //     second marker in a partition where the producer has no open
 //     transaction changes nothing there (package producerstate), and
 //     committing the same offsets twice is the same commit, so the
 //     transaction ends whole: read_committed consumers see all of it or
-//     none of it. A request finding an id Prepare (the append of the
-//     Complete record failed) does the same before it is served.
+//     none of it. The same happens when only the append of the Complete
+//     record failed. Open itself appends nothing, so a node that opens
+//     its coordinator while following writes nothing to its leader's log.
 //
 // # Record format
 //

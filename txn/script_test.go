@@ -40,7 +40,8 @@ var rewrite = flag.Bool("rewrite", false, "rewrite the expected output of testda
 //	tick 70s
 //	crash-before-complete   (the next append without markers fails, and
 //	                         the coordinator is dropped as a killed process)
-//	restart                 (a new coordinator over the same log)
+//	restart                 (a new coordinator over the same log; its
+//	                         first scan runs at the next tick)
 //
 // Every append of markers prints a "markers ..." line, and every group
 // commit a "group ..." line. Run with -rewrite to regenerate.
@@ -134,7 +135,7 @@ type scriptRunner struct {
 func (r *scriptRunner) open() {
 	logger := logrus.New()
 	logger.SetOutput(io.Discard)
-	c, err := Open(context.Background(), Options{Log: r.log, Groups: memGroups{r.out}, IDs: r.ids, Partitions: 3, Clock: r.clock, Logger: logger})
+	c, err := Open(Options{Log: r.log, Groups: memGroups{r.out}, IDs: r.ids, Partitions: 3, Clock: r.clock, Logger: logger})
 	if err != nil {
 		r.t.Fatal(err)
 	}
@@ -293,7 +294,7 @@ func (r *scriptRunner) run(line string) {
 		if v, ok := args["states"]; ok {
 			req.StateFilters = strings.Split(v, ",")
 		}
-		resp := r.c.ListTransactions(req, func(string) bool { return true })
+		resp := r.c.ListTransactions(req)
 		for _, s := range resp.TransactionStates {
 			fmt.Fprintf(r.out, "list: %s pid=%d %s\n", s.TransactionalID, s.ProducerID, s.TransactionState)
 		}
