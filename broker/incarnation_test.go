@@ -42,14 +42,14 @@ func runChildBroker(dir string) int {
 	signal.Notify(term, syscall.SIGTERM)
 	logger := logrus.New()
 	logger.SetOutput(io.Discard)
-	b, err := Start(Config{
+	b, err := start(Config{
 		DataDir:            dir,
 		Listen:             "127.0.0.1:0",
 		FileSize:           8 << 20,
 		Flush:              commitlog.FlushSync,
 		CheckpointInterval: time.Hour,
 		Logger:             logger,
-	})
+	}, childCrashHook())
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "child broker:", err)
 		return 1
