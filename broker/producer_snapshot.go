@@ -58,6 +58,11 @@ func (b *Broker) copyProducers(logOffset int64, parts map[topicPartition]*partit
 	for tp, p := range parts {
 		m, live := b.meta.Topic(tp.topic)
 		p.mu.Lock()
+		if live && len(p.Aborted) > 0 {
+			// Aborted transactions below the log start are never fetched.
+			lo, _ := b.logBounds(m, tp.partition)
+			p.DropAbortedBefore(lo)
+		}
 		if live && !p.Empty() {
 			s.Parts = append(s.Parts, producerstate.PartitionSnapshot{Topic: tp.topic, Partition: tp.partition, ID: m.RecordID(), State: p.Clone()})
 		}
@@ -165,7 +170,7 @@ func (b *Broker) replayProducers(parts map[topicPartition]*partitionState, from 
 		batches++
 		if bi.control() {
 			if commit, ok := markerCommits(batch); ok {
-				p.EndTxn(bi.producerID, commit, base)
+				p.EndTxn(bi.producerID, bi.producerEpoch, commit, base)
 			}
 			return
 		}

@@ -59,7 +59,7 @@ func (l txnLog) Append(ctx context.Context, partition int32, rec txn.Record, m *
 	out, err := b.st.Append(nil, batches)
 	b.noteAppend(err)
 	for i, a := range out[min(1, len(out)):] {
-		parts[i].EndTxn(m.ProducerID, m.Commit, a.Base)
+		parts[i].EndTxn(m.ProducerID, m.Epoch, m.Commit, a.Base)
 		b.producerChanges.Add(1)
 	}
 	for _, p := range parts {

@@ -136,12 +136,12 @@ func TestTransactions(t *testing.T) {
 	if off, ok := p.FirstUnstable(); !ok || off != 10 {
 		t.Fatalf("first unstable %d %v, want 10", off, ok)
 	}
-	p.EndTxn(1, false, 13)
-	p.EndTxn(1, false, 14) // a marker written again: no transaction open
+	p.EndTxn(1, 0, false, 13)
+	p.EndTxn(1, 0, false, 14) // a marker written again: no transaction open
 	if off, _ := p.FirstUnstable(); off != 11 {
 		t.Fatalf("first unstable %d after 1 aborted, want 11", off)
 	}
-	p.EndTxn(2, true, 15)
+	p.EndTxn(2, 0, true, 15)
 	if _, ok := p.FirstUnstable(); ok {
 		t.Fatal("all ended, but unstable")
 	}
@@ -151,7 +151,7 @@ func TestTransactions(t *testing.T) {
 	}
 	// A replay of the same batch and marker adds nothing.
 	p.BeginTxn(1, 10)
-	p.EndTxn(1, false, 13)
+	p.EndTxn(1, 0, false, 13)
 	for _, c := range []struct {
 		from, to int64
 		n        int
@@ -160,9 +160,19 @@ func TestTransactions(t *testing.T) {
 			t.Fatalf("aborted in [%d,%d): %v, want %d", c.from, c.to, got, c.n)
 		}
 	}
+	// An abort under a bumped epoch fences the older one here.
+	p.Record(Batch{3, 0, 0, 1}, 16, 160)
+	p.BeginTxn(3, 16)
+	p.EndTxn(3, 1, false, 17)
+	if _, _, err := p.Check(Batch{3, 0, 1, 1}); !errors.Is(err, ErrInvalidEpoch) {
+		t.Fatalf("epoch 0 after the abort at epoch 1: %v, want ErrInvalidEpoch", err)
+	}
+	if _, _, err := p.Check(Batch{3, 2, 0, 1}); err != nil {
+		t.Fatalf("epoch 2 from sequence 0: %v", err)
+	}
 	c := p.Clone()
 	p.DropAbortedBefore(14)
-	if len(p.Aborted) != 0 || len(c.Aborted) != 1 {
+	if len(p.Aborted) != 1 || len(c.Aborted) != 2 {
 		t.Fatalf("drop: %v, clone %v", p.Aborted, c.Aborted)
 	}
 }

@@ -22,12 +22,20 @@ func (p *Partition) BeginTxn(producerID, base int64) {
 	p.Open[producerID] = base
 }
 
-// EndTxn applies a commit or abort marker of the producer stored at
-// offset. A marker for a producer with no open transaction here changes
-// nothing (a coordinator that crashed before recording the transaction's
-// end writes its markers again), and replaying an abort already in the
-// index adds it once.
-func (p *Partition) EndTxn(producerID int64, commit bool, offset int64) {
+// EndTxn applies a commit or abort marker of the producer, written at
+// epoch and stored at offset. A marker of a newer epoch than the
+// producer's batches here fences the older epoch in this partition too
+// (the coordinator bumps the epoch when it aborts for a new producer or a
+// timeout). A marker for a producer with no open transaction here changes
+// nothing else (a coordinator that crashed before recording the
+// transaction's end writes its markers again), and replaying an abort
+// already in the index adds it once.
+func (p *Partition) EndTxn(producerID int64, epoch int16, commit bool, offset int64) {
+	if ps, ok := p.Producers[producerID]; ok && epoch > ps.Epoch {
+		// The batches stay for the snapshot, which keeps at least one a
+		// producer; a batch of a newer epoch still starts at sequence 0.
+		ps.Epoch = epoch
+	}
 	first, ok := p.Open[producerID]
 	if !ok {
 		return
