@@ -186,6 +186,7 @@ func start(cfg Config, wrap func(Storage) Storage) (*Broker, error) {
 	b.every(producerSnapshotInterval, b.snapshotProducersIfChanged())
 	b.every(replicaCatchUpInterval, b.catchUpReplica)
 	b.every(topicRetentionInterval, b.applyTopicRetention)
+	b.every(defaultCompactInterval, b.compactTxns)
 	b.log.WithFields(logrus.Fields{"listen": b.Addr(), "admin": b.AdminAddr(), "data_dir": cfg.DataDir}).Info("broker started")
 	return b, nil
 }

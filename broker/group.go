@@ -85,12 +85,19 @@ func (b *Broker) newCoordinator(st *dispatcherStorage, snap []byte) (*group.Coor
 }
 
 // retentionFloor keeps the commit-log files holding live committed
-// offsets; nothing may go before the coordinator has loaded them.
+// offsets and transaction states; nothing may go before both
+// coordinators have loaded them.
 func (b *Broker) retentionFloor() int64 {
-	if c := b.groups.Load(); c != nil {
+	c, t := b.groups.Load(), b.txns.Load()
+	switch {
+	case c == nil || t == nil:
+		return 0
+	case b.following.Load():
+		// A follower's transaction states are not placed (it compacts
+		// nothing): Promote replays them from the log it keeps.
 		return c.RetentionFloor()
 	}
-	return 0
+	return min(c.RetentionFloor(), t.RetentionFloor())
 }
 
 // compactGroups copies live commits out of the oldest commit-log file and

@@ -81,13 +81,7 @@ func coordinatorError(err, notCoordinator, notEnough error) error {
 	return err
 }
 
-func (l offsetsLog) OldestFileEnd() int64 {
-	files := l.st.log.Files()
-	if len(files) < 2 {
-		return 0
-	}
-	return files[1].Base
-}
+func (l offsetsLog) OldestFileEnd() int64 { return l.st.OldestFileEnd() }
 
 // Start is the first offset of the partition whose record the log still
 // holds: a queue file is dropped only once all of it is before the log's

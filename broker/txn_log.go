@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -27,14 +28,14 @@ type txnLog struct{ b *Broker }
 // that each marker's offset and its effect on the partition's producer
 // state are in order with the partition's produced batches. Markers of a
 // topic deleted since it joined the transaction are left out.
-func (l txnLog) Append(ctx context.Context, partition int32, rec txn.Record, m *txn.Markers) error {
+func (l txnLog) Append(ctx context.Context, partition int32, rec txn.Record, m *txn.Markers) (int64, error) {
 	b := l.b
 	if b.following.Load() {
-		return fmt.Errorf("broker: transaction state: %w: %w", txn.ErrNotCoordinator, ErrNotLeader)
+		return 0, fmt.Errorf("broker: transaction state: %w: %w", txn.ErrNotCoordinator, ErrNotLeader)
 	}
 	if r := b.cfg.Replication; r != nil && b.cfg.SyncReplication {
 		if err := r.CheckInSync(); err != nil {
-			return fmt.Errorf("broker: transaction state: %w", txnError(err))
+			return 0, fmt.Errorf("broker: transaction state: %w", txnError(err))
 		}
 	}
 	now := b.now().UnixMilli()
@@ -68,9 +69,10 @@ func (l txnLog) Append(ctx context.Context, partition int32, rec txn.Record, m *
 	b.appendMu.Unlock()
 	b.topicMu.RUnlock()
 	if err != nil {
-		return fmt.Errorf("broker: append transaction state: %w", err)
+		return 0, fmt.Errorf("broker: append transaction state: %w", err)
 	}
-	return l.wait(ctx, out[len(out)-1].End)
+	end := out[len(out)-1].End
+	return end, l.wait(ctx, end)
 }
 
 // wait returns once the append through end is what an acks=-1 produce
@@ -152,5 +154,38 @@ func (g txnGroups) Commit(ctx context.Context, groupID string, offs []txn.Offset
 		return fmt.Errorf("broker: commit transaction offsets: %w", txn.ErrNotCoordinator)
 	default:
 		return fmt.Errorf("broker: commit transaction offsets: %w", kerr.ErrorForCode(code))
+	}
+}
+
+// OldestFileEnd is the physical offset where the oldest commit-log file
+// ends, the next file retention deletes; 0 while the log has one file.
+// Compacting the coordinators' state (group and transaction) needs it.
+func (s *dispatcherStorage) OldestFileEnd() int64 {
+	files := s.log.Files()
+	if len(files) < 2 {
+		return 0
+	}
+	return files[1].Base
+}
+
+// oldestFileEnder is the storage that can say where its oldest file ends.
+type oldestFileEnder interface{ OldestFileEnd() int64 }
+
+// compactTxns rewrites the transaction states held in the oldest
+// commit-log file at the head of the log (txn.Coordinator.Compact), so
+// retention can delete the file.
+func (b *Broker) compactTxns() {
+	c := b.txns.Load()
+	st, ok := b.st.(oldestFileEnder)
+	if b.following.Load() || c == nil || !ok {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	switch n, err := c.Compact(ctx, st.OldestFileEnd()); {
+	case err != nil:
+		b.log.WithError(err).Error("transaction state compaction failed")
+	case n > 0:
+		b.log.WithField("states", n).Info("transaction states copied out of the oldest commit-log file")
 	}
 }

@@ -46,9 +46,9 @@ func (c *Coordinator) settle(ctx context.Context, e *entry) int16 {
 	if s := e.t.State; s != PrepareCommit && s != PrepareAbort {
 		return 0
 	}
-	err := c.redoMarkers(ctx, &e.t)
+	err := c.redoMarkers(ctx, e)
 	if err == nil {
-		err = c.complete(ctx, &e.t)
+		err = c.complete(ctx, e)
 	}
 	if err != nil {
 		c.log.WithFields(logrus.Fields{"transactional_id": e.t.ID, "error": err}).Warn("decided transaction not completed yet")

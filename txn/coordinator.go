@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/sirupsen/logrus"
@@ -47,8 +49,9 @@ type Log interface {
 	// Append stores rec in the given partition of the transaction-state
 	// topic and, when m is not nil, m's markers in the same append, after
 	// rec, and returns once all of it is durable as the broker's
-	// configuration asks of an acks=-1 produce.
-	Append(ctx context.Context, partition int32, rec Record, m *Markers) error
+	// configuration asks of an acks=-1 produce. It returns the physical
+	// offset where the append ends in the commit log.
+	Append(ctx context.Context, partition int32, rec Record, m *Markers) (end int64, err error)
 	// Replay calls fn with every record of the partition still stored, in
 	// log order.
 	Replay(partition int32, fn func(Record) error) error
@@ -86,6 +89,10 @@ type Options struct {
 type entry struct {
 	mu sync.Mutex
 	t  Txn
+	// end is where the commit-log record holding t ends (RetentionFloor);
+	// 0 when not known (replayed), which the next Compact rewrites; -1
+	// when there is none.
+	end atomic.Int64
 }
 
 // Coordinator is the transaction coordinator of one broker.
@@ -160,6 +167,7 @@ func (c *Coordinator) lookup(id string, create bool) *entry {
 	e := c.txns[id]
 	if e == nil && create {
 		e = &entry{t: Txn{ID: id, ProducerID: -1, Epoch: -1, PrevEpoch: -1, State: Dead}}
+		e.end.Store(-1) // no record yet
 		c.txns[id] = e
 	}
 	return e
@@ -181,10 +189,12 @@ func (c *Coordinator) entries() []*entry {
 // with an error leaves the state as it was.
 func (c *Coordinator) persist(ctx context.Context, e *entry, next Txn, m *Markers) error {
 	next.UpdateMs = c.clock.Now().UnixMilli()
-	if err := c.opts.Log.Append(ctx, PartitionFor(next.ID, c.opts.Partitions), next.record(), m); err != nil {
+	end, err := c.opts.Log.Append(ctx, PartitionFor(next.ID, c.opts.Partitions), next.record(), m)
+	if err != nil {
 		return err
 	}
 	e.t = next
+	e.end.Store(end)
 	return nil
 }
 
@@ -202,7 +212,7 @@ func (c *Coordinator) end(ctx context.Context, e *entry, commit bool, epoch int1
 	if err := c.persist(ctx, e, next, m); err != nil {
 		return err
 	}
-	return c.complete(ctx, &e.t)
+	return c.complete(ctx, e)
 }
 
 // complete finishes a transaction whose decision and markers are stored:
@@ -210,7 +220,8 @@ func (c *Coordinator) end(ctx context.Context, e *entry, commit bool, epoch int1
 // After a crash Open calls it for a transaction still Prepare, writing
 // the markers again first (a marker for a producer with no open
 // transaction in a partition changes nothing there).
-func (c *Coordinator) complete(ctx context.Context, t *Txn) error {
+func (c *Coordinator) complete(ctx context.Context, e *entry) error {
+	t := &e.t
 	commit := t.State == PrepareCommit
 	if commit {
 		byGroup := make(map[string][]Offset)
@@ -229,18 +240,15 @@ func (c *Coordinator) complete(ctx context.Context, t *Txn) error {
 		done.State = CompleteCommit
 	}
 	done.Partitions, done.Groups, done.Offsets = nil, nil, nil
-	done.UpdateMs = c.clock.Now().UnixMilli()
-	if err := c.opts.Log.Append(ctx, PartitionFor(done.ID, c.opts.Partitions), done.record(), nil); err != nil {
-		return err
-	}
-	*t = done
-	return nil
+	return c.persist(ctx, e, done, nil)
 }
 
-// redoMarkers writes a Prepare transaction's markers again, for Open.
-func (c *Coordinator) redoMarkers(ctx context.Context, t *Txn) error {
+// redoMarkers writes a Prepare transaction's markers again, after a crash
+// or a failed completion (settle).
+func (c *Coordinator) redoMarkers(ctx context.Context, e *entry) error {
+	t := &e.t
 	m := &Markers{ProducerID: t.ProducerID, Epoch: t.Epoch, Commit: t.State == PrepareCommit, Partitions: t.Partitions}
-	return c.opts.Log.Append(ctx, PartitionFor(t.ID, c.opts.Partitions), t.record(), m)
+	return c.persist(ctx, e, t.clone(), m)
 }
 
 // expire finishes the transactions left Prepare and aborts the Ongoing
@@ -286,4 +294,51 @@ func (c *Coordinator) abortExpired(ctx context.Context, e *entry) {
 		return
 	}
 	c.log.WithFields(logrus.Fields{"transactional_id": e.t.ID, "producer_id": e.t.ProducerID, "timeout_ms": e.t.TimeoutMs}).Info("transaction aborted: past its timeout")
+}
+
+// RetentionFloor is the physical offset below which the commit log may
+// delete files without taking an id's state with it (see
+// commitlog.Log.AddRetentionFloor): the oldest record holding a live
+// state. Replayed states are not placed until Compact rewrites them, so
+// until its first pass after Open nothing is deleted.
+func (c *Coordinator) RetentionFloor() int64 {
+	floor := int64(math.MaxInt64)
+	for _, e := range c.entries() {
+		if end := e.end.Load(); end >= 0 {
+			floor = min(floor, end-1)
+		}
+	}
+	return floor
+}
+
+// Compact rewrites, at the head of the log, the state of every id whose
+// record ends at or before limit (the oldest commit-log file's end) or
+// whose place is not known, so that retention may delete the file: the
+// state, not its history, is what must survive. The broker runs it
+// periodically; it returns the number of states rewritten.
+func (c *Coordinator) Compact(ctx context.Context, limit int64) (int, error) {
+	if limit <= 0 {
+		return 0, nil
+	}
+	n := 0
+	for _, e := range c.entries() {
+		if end := e.end.Load(); end < 0 || end > limit {
+			continue
+		}
+		e.mu.Lock()
+		err := c.compact(ctx, e)
+		e.mu.Unlock()
+		if err != nil {
+			return n, fmt.Errorf("txn: rewrite the state of %q: %w", e.t.ID, err)
+		}
+		n++
+	}
+	return n, nil
+}
+
+func (c *Coordinator) compact(ctx context.Context, e *entry) error {
+	if c.settle(ctx, e) != 0 {
+		return errors.New("decided transaction not completed yet")
+	}
+	return c.persist(ctx, e, e.t.clone(), nil)
 }

@@ -62,6 +62,18 @@
 //     record failed. Open itself appends nothing, so a node that opens
 //     its coordinator while following writes nothing to its leader's log.
 //
+// # Retention
+//
+// The commit log deletes whole files from the front. RetentionFloor
+// (wired into the log's retention floor) keeps every file holding the
+// record of an id's current state, and Compact, run every minute by the
+// broker, rewrites at the head of the log the states whose records are in
+// the oldest file, so the floor moves on: the log keeps every id's state,
+// not its history. After Open the states' places are not known and the
+// floor holds the whole log until Compact's first pass has rewritten
+// them. Transactional ids are never expired (Kafka's
+// transactional.id.expiration.ms): each known id costs one record.
+//
 // # Record format
 //
 // The key is Kafka's __transaction_state key; the value is unilog's own

@@ -38,6 +38,8 @@ var rewrite = flag.Bool("rewrite", false, "rewrite the expected output of testda
 //	describe id=T
 //	list [states=Ongoing,...]
 //	tick 70s
+//	floor                   (the retention floor)
+//	compact LIMIT           (rewrite the states whose records end at or before LIMIT)
 //	crash-before-complete   (the next append without markers fails, and
 //	                         the coordinator is dropped as a killed process)
 //	restart                 (a new coordinator over the same log; its
@@ -55,10 +57,13 @@ func TestScripts(t *testing.T) {
 	}
 }
 
-// memLog keeps records per partition; every append is durable at once.
+// memLog keeps records per partition; every append is durable at once,
+// and ends one past the previous (a record count stands for the physical
+// offset).
 type memLog struct {
 	mu    sync.Mutex
 	parts map[int32][]Record
+	end   int64
 	out   *strings.Builder
 	// failComplete fails the next append without markers.
 	failComplete bool
@@ -66,14 +71,15 @@ type memLog struct {
 
 var errCrash = errors.New("crashed")
 
-func (l *memLog) Append(_ context.Context, partition int32, rec Record, m *Markers) error {
+func (l *memLog) Append(_ context.Context, partition int32, rec Record, m *Markers) (int64, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if m == nil && l.failComplete {
 		l.failComplete = false
-		return errCrash
+		return 0, errCrash
 	}
 	l.parts[partition] = append(l.parts[partition], rec)
+	l.end++
 	if m != nil {
 		var parts []string
 		for _, p := range m.Partitions {
@@ -81,7 +87,7 @@ func (l *memLog) Append(_ context.Context, partition int32, rec Record, m *Marke
 		}
 		fmt.Fprintf(l.out, "markers commit=%v pid=%d epoch=%d %s\n", m.Commit, m.ProducerID, m.Epoch, strings.Join(parts, ","))
 	}
-	return nil
+	return l.end, nil
 }
 
 func (l *memLog) Replay(partition int32, fn func(Record) error) error {
@@ -308,6 +314,12 @@ func (r *scriptRunner) run(line string) {
 		}
 		// The fake clock runs the due timeout scan before it returns.
 		r.clock.Advance(d)
+	case "floor":
+		fmt.Fprintf(r.out, "floor: %d (log end %d)\n", r.c.RetentionFloor(), r.log.end)
+	case "compact":
+		limit, _ := strconv.ParseInt(f[1], 10, 64)
+		n, err := r.c.Compact(ctx, limit)
+		fmt.Fprintf(r.out, "compact: %d rewritten, %v\n", n, err)
 	case "crash-before-complete":
 		r.log.failComplete = true
 	case "restart":
