@@ -5,6 +5,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/unilog/unilog/auth"
+	"github.com/unilog/unilog/txn"
 )
 
 // Transaction APIs under an ACL, Kafka's way: each needs the principal's
@@ -95,7 +96,7 @@ func authorizeTxnOffsetCommit(z authz, req kmsg.Request) (kmsg.Response, error) 
 		return resp, err
 	}
 	tr := resp.(*kmsg.TxnOffsetCommitResponse)
-	tr.Topics = append(tr.Topics, txnOffsetAnswers(out, kerr.TopicAuthorizationFailed.Code)...)
+	tr.Topics = append(tr.Topics, txn.OffsetCommitAnswers(out, kerr.TopicAuthorizationFailed.Code)...)
 	return tr, nil
 }
 

@@ -86,7 +86,7 @@ func txnFailed(req kmsg.Request, code *kerr.Error) (kmsg.Response, error) {
 		return resp, nil
 	case *kmsg.TxnOffsetCommitRequest:
 		resp := r.ResponseKind().(*kmsg.TxnOffsetCommitResponse)
-		resp.Topics = txnOffsetAnswers(r.Topics, code.Code)
+		resp.Topics = txn.OffsetCommitAnswers(r.Topics, code.Code)
 		return resp, nil
 	case *kmsg.DescribeTransactionsRequest:
 		resp := r.ResponseKind().(*kmsg.DescribeTransactionsResponse)
@@ -103,22 +103,6 @@ func describeTxnFailed(id string, code *kerr.Error) kmsg.DescribeTransactionsRes
 	rs.TransactionalID, rs.ErrorCode = id, code.Code
 	rs.ProducerID, rs.ProducerEpoch, rs.StartTimestamp = -1, -1, -1
 	return rs
-}
-
-// txnOffsetAnswers answers every partition of a TxnOffsetCommit with code.
-func txnOffsetAnswers(topics []kmsg.TxnOffsetCommitRequestTopic, code int16) []kmsg.TxnOffsetCommitResponseTopic {
-	out := make([]kmsg.TxnOffsetCommitResponseTopic, 0, len(topics))
-	for _, t := range topics {
-		rt := kmsg.NewTxnOffsetCommitResponseTopic()
-		rt.Topic = t.Topic
-		for _, p := range t.Partitions {
-			rp := kmsg.NewTxnOffsetCommitResponseTopicPartition()
-			rp.Partition, rp.ErrorCode = p.Partition, code
-			rt.Partitions = append(rt.Partitions, rp)
-		}
-		out = append(out, rt)
-	}
-	return out
 }
 
 // initTransactional is InitProducerId with a transactional id.

@@ -13,7 +13,7 @@ import (
 // last stable offset until the producer's successor (same transactional
 // id, on the new leader) fences it, which aborts it.
 func TestTxnFailover(t *testing.T) {
-	leaderDir, followerDir := t.TempDir(), t.TempDir()
+	leaderDir := t.TempDir()
 	cfg := groupConfig(t, leaderDir)
 	cfg.FileSize = replicaFileSize
 	b := startBroker(t, cfg)
@@ -32,15 +32,7 @@ func TestTxnFailover(t *testing.T) {
 		}
 	}
 
-	shareMetadata(t, leaderDir, followerDir)
-	fcfg := groupConfig(t, followerDir)
-	fcfg.FileSize = replicaFileSize
-	f := startBroker(t, fcfg)
-	f.Demote()
-	replicate(t, b, f, 1)
-	if err := f.Promote(ctx); err != nil {
-		t.Fatalf("Promote: %v", err)
-	}
+	f := promotedFollower(t, b, leaderDir, t.TempDir())
 
 	fcl := newClient(t, f.Addr())
 	d, err := kadm.NewClient(fcl).DescribeTransactions(ctx, "fo-1", "fo-open")

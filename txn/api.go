@@ -57,6 +57,18 @@ func (c *Coordinator) settle(ctx context.Context, e *entry) int16 {
 	return 0
 }
 
+// locked runs fn on the id's entry with its lock held and returns fn's
+// code; an id never initialized is INVALID_PRODUCER_ID_MAPPING.
+func (c *Coordinator) locked(id string, fn func(e *entry) int16) int16 {
+	e := c.lookup(id, false)
+	if e == nil {
+		return kerr.InvalidProducerIDMapping.Code
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return fn(e)
+}
+
 // check validates a request's producer id and epoch against the id's
 // state, after settling a transaction left Prepare.
 func (c *Coordinator) check(ctx context.Context, e *entry, pid int64, epoch int16, version, fencedSince int16) int16 {
@@ -144,12 +156,7 @@ func (c *Coordinator) begin(t Txn) Txn {
 // OPERATION_NOT_ATTEMPTED, as Kafka does.
 func (c *Coordinator) AddPartitionsToTxn(ctx context.Context, req *kmsg.AddPartitionsToTxnRequest, exists func(topic string, partition int32) bool) *kmsg.AddPartitionsToTxnResponse {
 	resp := req.ResponseKind().(*kmsg.AddPartitionsToTxnResponse)
-	code := kerr.InvalidProducerIDMapping.Code
-	if e := c.lookup(req.TransactionalID, false); e != nil {
-		e.mu.Lock()
-		code = c.addPartitions(ctx, e, req, exists)
-		e.mu.Unlock()
-	}
+	code := c.locked(req.TransactionalID, func(e *entry) int16 { return c.addPartitions(ctx, e, req, exists) })
 	for _, t := range req.Topics {
 		rt := kmsg.NewAddPartitionsToTxnResponseTopic()
 		rt.Topic = t.Topic
@@ -194,22 +201,17 @@ func (c *Coordinator) addPartitions(ctx context.Context, e *entry, req *kmsg.Add
 // TxnOffsetCommit may commit its offsets in it.
 func (c *Coordinator) AddOffsetsToTxn(ctx context.Context, req *kmsg.AddOffsetsToTxnRequest) *kmsg.AddOffsetsToTxnResponse {
 	resp := req.ResponseKind().(*kmsg.AddOffsetsToTxnResponse)
-	resp.ErrorCode = kerr.InvalidProducerIDMapping.Code
-	e := c.lookup(req.TransactionalID, false)
-	if e == nil {
-		return resp
-	}
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	if resp.ErrorCode = c.check(ctx, e, req.ProducerID, req.ProducerEpoch, req.Version, 2); resp.ErrorCode != 0 {
-		return resp
-	}
-	next := c.begin(e.t)
-	next.addGroup(req.Group)
-	if e.t.State == Ongoing && slices.Equal(next.Groups, e.t.Groups) {
-		return resp
-	}
-	resp.ErrorCode = c.code("AddOffsetsToTxn", e.t.ID, c.persist(ctx, e, next, nil))
+	resp.ErrorCode = c.locked(req.TransactionalID, func(e *entry) int16 {
+		if code := c.check(ctx, e, req.ProducerID, req.ProducerEpoch, req.Version, 2); code != 0 {
+			return code
+		}
+		next := c.begin(e.t)
+		next.addGroup(req.Group)
+		if e.t.State == Ongoing && slices.Equal(next.Groups, e.t.Groups) {
+			return 0
+		}
+		return c.code("AddOffsetsToTxn", e.t.ID, c.persist(ctx, e, next, nil))
+	})
 	return resp
 }
 
@@ -219,8 +221,16 @@ func (c *Coordinator) AddOffsetsToTxn(ctx context.Context, req *kmsg.AddOffsetsT
 // in a rebalance cannot commit them.
 func (c *Coordinator) TxnOffsetCommit(ctx context.Context, req *kmsg.TxnOffsetCommitRequest) *kmsg.TxnOffsetCommitResponse {
 	resp := req.ResponseKind().(*kmsg.TxnOffsetCommitResponse)
-	code := c.txnOffsetCommit(ctx, req)
-	for _, t := range req.Topics {
+	resp.Topics = OffsetCommitAnswers(req.Topics, c.locked(req.TransactionalID, func(e *entry) int16 { return c.txnOffsetCommit(ctx, e, req) }))
+	return resp
+}
+
+// OffsetCommitAnswers answers every partition of a TxnOffsetCommit's
+// topics with code (0: stored in the transaction); the broker answers
+// refused commits with it too.
+func OffsetCommitAnswers(topics []kmsg.TxnOffsetCommitRequestTopic, code int16) []kmsg.TxnOffsetCommitResponseTopic {
+	out := make([]kmsg.TxnOffsetCommitResponseTopic, 0, len(topics))
+	for _, t := range topics {
 		rt := kmsg.NewTxnOffsetCommitResponseTopic()
 		rt.Topic = t.Topic
 		for _, p := range t.Partitions {
@@ -228,18 +238,12 @@ func (c *Coordinator) TxnOffsetCommit(ctx context.Context, req *kmsg.TxnOffsetCo
 			rp.Partition, rp.ErrorCode = p.Partition, code
 			rt.Partitions = append(rt.Partitions, rp)
 		}
-		resp.Topics = append(resp.Topics, rt)
+		out = append(out, rt)
 	}
-	return resp
+	return out
 }
 
-func (c *Coordinator) txnOffsetCommit(ctx context.Context, req *kmsg.TxnOffsetCommitRequest) int16 {
-	e := c.lookup(req.TransactionalID, false)
-	if e == nil {
-		return kerr.InvalidProducerIDMapping.Code
-	}
-	e.mu.Lock()
-	defer e.mu.Unlock()
+func (c *Coordinator) txnOffsetCommit(ctx context.Context, e *entry, req *kmsg.TxnOffsetCommitRequest) int16 {
 	if code := c.check(ctx, e, req.ProducerID, req.ProducerEpoch, req.Version, 3); code != 0 {
 		return code
 	}
@@ -273,30 +277,25 @@ func (c *Coordinator) txnOffsetCommit(ctx context.Context, req *kmsg.TxnOffsetCo
 // same decision is answered as the first was.
 func (c *Coordinator) EndTxn(ctx context.Context, req *kmsg.EndTxnRequest) *kmsg.EndTxnResponse {
 	resp := req.ResponseKind().(*kmsg.EndTxnResponse)
-	resp.ErrorCode = kerr.InvalidProducerIDMapping.Code
-	e := c.lookup(req.TransactionalID, false)
-	if e == nil {
-		return resp
-	}
-	e.mu.Lock()
-	defer e.mu.Unlock()
+	resp.ErrorCode = c.locked(req.TransactionalID, func(e *entry) int16 { return c.endTxn(ctx, e, req) })
+	return resp
+}
+
+func (c *Coordinator) endTxn(ctx context.Context, e *entry, req *kmsg.EndTxnRequest) int16 {
 	if req.ProducerID == e.t.ProducerID && req.ProducerEpoch == e.t.PrevEpoch && e.t.State == CompleteAbort && !req.Commit {
 		// The abort of a transaction the coordinator timed out.
-		resp.ErrorCode = 0
-		return resp
+		return 0
 	}
-	if resp.ErrorCode = c.check(ctx, e, req.ProducerID, req.ProducerEpoch, req.Version, 2); resp.ErrorCode != 0 {
-		return resp
+	if code := c.check(ctx, e, req.ProducerID, req.ProducerEpoch, req.Version, 2); code != 0 {
+		return code
 	}
 	switch s := e.t.State; {
 	case s == Ongoing:
-		resp.ErrorCode = c.code("EndTxn", e.t.ID, c.end(ctx, e, req.Commit, e.t.Epoch))
+		return c.code("EndTxn", e.t.ID, c.end(ctx, e, req.Commit, e.t.Epoch))
 	case s == CompleteCommit && req.Commit, s == CompleteAbort && !req.Commit:
-		resp.ErrorCode = 0
-	default:
-		resp.ErrorCode = kerr.InvalidTxnState.Code
+		return 0
 	}
-	return resp
+	return kerr.InvalidTxnState.Code
 }
 
 // Describe returns a copy of the id's state; false if the id is unknown.

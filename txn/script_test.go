@@ -1,14 +1,10 @@
 package txn
 
 import (
-	"bufio"
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
-	"os"
-	"path/filepath"
 	"sort"
 	"strconv"
 	"strings"
@@ -21,9 +17,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/unilog/unilog/internal/clock/clocktest"
+	"github.com/unilog/unilog/internal/scripttest"
 )
-
-var rewrite = flag.Bool("rewrite", false, "rewrite the expected output of testdata/*.txt scripts")
 
 // TestScripts runs the transaction state-machine scripts in testdata/. A
 // script is a sequence of commands, each followed by the lines it is
@@ -48,13 +43,13 @@ var rewrite = flag.Bool("rewrite", false, "rewrite the expected output of testda
 // Every append of markers prints a "markers ..." line, and every group
 // commit a "group ..." line. Run with -rewrite to regenerate.
 func TestScripts(t *testing.T) {
-	files, err := filepath.Glob("testdata/*.txt")
-	if err != nil || len(files) == 0 {
-		t.Fatalf("no scripts: %v", err)
-	}
-	for _, f := range files {
-		t.Run(strings.TrimSuffix(filepath.Base(f), ".txt"), func(t *testing.T) { runScript(t, f) })
-	}
+	scripttest.RunAll(t, "testdata/*.txt", func(t *testing.T) func(string) []string {
+		out := new(strings.Builder)
+		r := &scriptRunner{t: t, clock: clocktest.New(), log: &memLog{parts: make(map[int32][]Record), out: out}, ids: &memIDs{next: 1000}, out: out}
+		r.open()
+		t.Cleanup(func() { r.c.Close() })
+		return r.run
+	})
 }
 
 // memLog keeps records per partition; every append is durable at once,
@@ -148,49 +143,6 @@ func (r *scriptRunner) open() {
 	r.c = c
 }
 
-func runScript(t *testing.T, path string) {
-	data, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	out := new(strings.Builder)
-	r := &scriptRunner{t: t, clock: clocktest.New(), log: &memLog{parts: make(map[int32][]Record), out: out}, ids: &memIDs{next: 1000}, out: out}
-	r.open()
-	defer func() { r.c.Close() }()
-	var result strings.Builder
-	var want []string
-	var got []string
-	sc := bufio.NewScanner(strings.NewReader(string(data)))
-	for sc.Scan() {
-		line := sc.Text()
-		if strings.HasPrefix(line, "> ") || line == ">" {
-			want = append(want, line)
-			continue
-		}
-		result.WriteString(line + "\n")
-		if strings.TrimSpace(line) == "" || strings.HasPrefix(line, "#") {
-			continue
-		}
-		out.Reset()
-		r.run(line)
-		for _, l := range strings.Split(strings.TrimRight(out.String(), "\n"), "\n") {
-			if l != "" {
-				result.WriteString("> " + l + "\n")
-				got = append(got, "> "+l)
-			}
-		}
-	}
-	if *rewrite {
-		if err := os.WriteFile(path, []byte(result.String()), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	if strings.Join(got, "\n") != strings.Join(want, "\n") {
-		t.Errorf("%s: output differs; got:\n%s", path, result.String())
-	}
-}
-
 func errName(code int16) string {
 	if code == 0 {
 		return "OK"
@@ -198,7 +150,18 @@ func errName(code int16) string {
 	return kerr.ErrorForCode(code).(*kerr.Error).Message
 }
 
-func (r *scriptRunner) run(line string) {
+// run runs one command and returns what it printed, the log's and the
+// groups' lines included.
+func (r *scriptRunner) run(line string) []string {
+	r.out.Reset()
+	r.exec(line)
+	if out := strings.TrimRight(r.out.String(), "\n"); out != "" {
+		return strings.Split(out, "\n")
+	}
+	return nil
+}
+
+func (r *scriptRunner) exec(line string) {
 	f := strings.Fields(line)
 	args := make(map[string]string)
 	for _, kv := range f[1:] {
