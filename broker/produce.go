@@ -12,6 +12,7 @@ import (
 
 	"github.com/unilog/unilog/auth"
 	"github.com/unilog/unilog/commitlog"
+	"github.com/unilog/unilog/txn"
 )
 
 // defaultProduceTimeout bounds the durability wait when the client sends no
@@ -105,6 +106,7 @@ func (b *Broker) handleProduce(ctx context.Context, c *conn, kreq kmsg.Request) 
 
 	sc := produceScratchPool.Get().(*produceScratch)
 	defer sc.release()
+	sc.txn = b.txnWriter(req.TransactionID)
 	// The topic lock covers the appends only, never a wait: CreateTopics
 	// queued for it exclusively would otherwise hold up every produce.
 	b.topicMu.RLock()
@@ -233,6 +235,7 @@ type produceScratch struct {
 	batches []StorageBatch  // the group's batches to append
 	refs    []*pendingBatch // the pending batch of each of batches
 	out     []Appended
+	txn     *txn.Writer // the request's transactional id's (txn_produce.go)
 }
 
 var produceScratchPool = sync.Pool{New: func() any { return new(produceScratch) }}
@@ -242,7 +245,7 @@ func (sc *produceScratch) release() {
 	clear(sc.pending)
 	clear(sc.batches)
 	clear(sc.refs)
-	sc.pending, sc.batches, sc.refs, sc.out = sc.pending[:0], sc.batches[:0], sc.refs[:0], sc.out[:0]
+	sc.pending, sc.batches, sc.refs, sc.out, sc.txn = sc.pending[:0], sc.batches[:0], sc.refs[:0], sc.out[:0], nil
 	produceScratchPool.Put(sc)
 }
 
@@ -331,6 +334,9 @@ func (b *Broker) appendGroup(sc *produceScratch, group []pendingBatch) (end int6
 	sc.batches, sc.refs = sc.batches[:0], sc.refs[:0]
 	for i := range group {
 		pb := &group[i]
+		if !sc.checkTxnBatch(pb) {
+			continue
+		}
 		if pb.bi.producerID >= 0 {
 			switch orig, dup, err := pb.p.Check(pb.bi.producerBatch()); {
 			case err != nil:

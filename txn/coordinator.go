@@ -93,6 +93,8 @@ type entry struct {
 	// 0 when not known (replayed), which the next Compact rewrites; -1
 	// when there is none.
 	end atomic.Int64
+	// writes is what Produce may write for the id (verify.go).
+	writes atomic.Pointer[writes]
 }
 
 // Coordinator is the transaction coordinator of one broker.
@@ -138,7 +140,9 @@ func Open(opts Options) (*Coordinator, error) {
 			if err != nil {
 				return err
 			}
-			c.txns[t.ID] = &entry{t: t}
+			e := &entry{t: t}
+			e.publish()
+			c.txns[t.ID] = e
 			records++
 			return nil
 		})
@@ -186,16 +190,26 @@ func (c *Coordinator) entries() []*entry {
 
 // persist stores next as the id's state, with markers when it ends a
 // transaction, and only then makes it the state in memory: an answer
-// with an error leaves the state as it was.
+// with an error leaves the state as it was, except a decision's, which
+// stands.
 func (c *Coordinator) persist(ctx context.Context, e *entry, next Txn, m *Markers) error {
 	next.UpdateMs = c.clock.Now().UnixMilli()
-	end, err := c.opts.Log.Append(ctx, PartitionFor(next.ID, c.opts.Partitions), next.record(), m)
-	if err != nil {
-		return err
+	if next.State != Ongoing {
+		e.closeWrites()
 	}
-	e.t = next
-	e.end.Store(end)
-	return nil
+	end, err := c.opts.Log.Append(ctx, PartitionFor(next.ID, c.opts.Partitions), next.record(), m)
+	switch {
+	case err == nil:
+		e.t = next
+		e.end.Store(end)
+	case m != nil:
+		// A failed append may have stored a prefix of it, the decision
+		// first and some markers: the decision stands either way, and
+		// settle (the next request or scan) carries it out.
+		e.t = next
+	}
+	e.publish()
+	return err
 }
 
 // end decides t's outcome: the Prepare record and every partition's
@@ -289,7 +303,6 @@ func (c *Coordinator) abortExpired(ctx context.Context, e *entry) {
 	prev := e.t.Epoch
 	e.t.PrevEpoch = prev
 	if err := c.end(ctx, e, false, prev+1); err != nil {
-		e.t.PrevEpoch = -1
 		c.log.WithFields(logrus.Fields{"transactional_id": e.t.ID, "error": err}).Warn("transaction past its timeout not aborted yet")
 		return
 	}

@@ -35,8 +35,8 @@ import (
 //	tick 70s
 //	floor                   (the retention floor)
 //	compact LIMIT           (rewrite the states whose records end at or before LIMIT)
-//	crash-before-complete   (the next append without markers fails, and
-//	                         the coordinator is dropped as a killed process)
+//	crash-before-complete   (the next append without markers fails)
+//	fail-decision           (the next append with markers fails)
 //	restart                 (a new coordinator over the same log; its
 //	                         first scan runs at the next tick)
 //
@@ -60,8 +60,9 @@ type memLog struct {
 	parts map[int32][]Record
 	end   int64
 	out   *strings.Builder
-	// failComplete fails the next append without markers.
-	failComplete bool
+	// failComplete fails the next append without markers, failDecision
+	// the next with them, storing nothing.
+	failComplete, failDecision bool
 }
 
 var errCrash = errors.New("crashed")
@@ -69,8 +70,8 @@ var errCrash = errors.New("crashed")
 func (l *memLog) Append(_ context.Context, partition int32, rec Record, m *Markers) (int64, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if m == nil && l.failComplete {
-		l.failComplete = false
+	if m == nil && l.failComplete || m != nil && l.failDecision {
+		l.failComplete, l.failDecision = false, false
 		return 0, errCrash
 	}
 	l.parts[partition] = append(l.parts[partition], rec)
@@ -285,6 +286,8 @@ func (r *scriptRunner) exec(line string) {
 		fmt.Fprintf(r.out, "compact: %d rewritten, %v\n", n, err)
 	case "crash-before-complete":
 		r.log.failComplete = true
+	case "fail-decision":
+		r.log.failDecision = true
 	case "restart":
 		r.c.Close()
 		r.open()
