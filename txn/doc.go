@@ -20,6 +20,16 @@
 // bumped epoch. A producer re-initializing with its own id and epoch
 // (KIP-360) keeps its id. Past epoch 32766 the id gets a new producer id.
 //
+// Produce checks every transactional batch with Writer before storing it
+// (KIP-890's verification, without its round trip: the coordinator is in
+// the broker's process): the batch's producer id and epoch must be the
+// id's, and its partition one of the Ongoing transaction's. A transaction
+// being ended closes its writes before its markers are appended, and the
+// broker checks under the lock the markers' append takes, so no batch of a
+// transaction is ever stored after its partition's marker: such a batch
+// would open a transaction nobody ends, holding the partition's last
+// stable offset forever.
+//
 // Offsets a transaction commits (TxnOffsetCommit, from v3 checked against
 // the group's member and generation as an OffsetCommit is) are kept in the
 // transaction's state, not given to the group: the group sees them only
@@ -46,7 +56,9 @@
 //
 //   - Without the decision record, none of the markers survived either:
 //     the transaction is Ongoing after the restart, unanswered; the
-//     producer's retried EndTxn ends it, or its timeout aborts it.
+//     producer's retried EndTxn ends it, or its timeout aborts it. (A
+//     running coordinator whose decision append failed keeps the decision
+//     all the same, since part of it may be stored, and carries it out.)
 //   - With the decision record but not the Complete one (some or all of
 //     the markers, the offsets perhaps committed), the id is Prepare
 //     after Open, and the coordinator's scan (every second, the first a
