@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"strings"
 	"testing"
 	"time"
 
@@ -163,6 +164,9 @@ func TestLastStableOffset(t *testing.T) {
 	}
 	other := newClient(t, b.Addr(), kgo.TransactionalID("other"))
 	committed := produceTxns(t, other, "lso", 0, 1, 1)
+	if m := scrape(t, b); !strings.Contains(m, `unilog_transactional_ids{state="Ongoing"} 1`) || !strings.Contains(m, `unilog_transactional_ids{state="CompleteCommit"} 1`) {
+		t.Errorf("/metrics with one transaction open, one committed:\n%s", m)
+	}
 	if got := latestOffset(t, cl, "lso", 0, readCommitted); got != 1 {
 		t.Errorf("read_committed latest %d, want 1 (the open transaction's first offset)", got)
 	}

@@ -374,3 +374,15 @@ func (c *Coordinator) ListTransactions(req *kmsg.ListTransactionsRequest) *kmsg.
 	})
 	return resp
 }
+
+// Counts is how many transactional ids are in each state, for metrics;
+// it reads the published states, never waiting on a request.
+func (c *Coordinator) Counts() map[State]int {
+	out := make(map[State]int)
+	for _, e := range c.entries() {
+		if w := e.writes.Load(); w != nil {
+			out[w.state]++
+		}
+	}
+	return out
+}

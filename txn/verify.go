@@ -2,19 +2,20 @@ package txn
 
 import "github.com/twmb/franz-go/pkg/kerr"
 
-// writes is what an id's producer may write now, published for Produce to
-// check without the entry's lock (which an ending transaction holds while
-// it appends its markers).
+// writes is what an id's producer may write now, and its state, published
+// for Produce (and metrics) to read without the entry's lock, which an
+// ending transaction holds while it appends its markers.
 type writes struct {
 	producerID int64
 	epoch      int16
+	state      State
 	ongoing    bool
 	partitions map[TopicPartition]bool
 }
 
 // publish makes the entry's state what Produce checks against.
 func (e *entry) publish() {
-	w := &writes{producerID: e.t.ProducerID, epoch: e.t.Epoch, ongoing: e.t.State == Ongoing}
+	w := &writes{producerID: e.t.ProducerID, epoch: e.t.Epoch, state: e.t.State, ongoing: e.t.State == Ongoing}
 	if w.ongoing {
 		w.partitions = make(map[TopicPartition]bool, len(e.t.Partitions))
 		for _, tp := range e.t.Partitions {
@@ -31,7 +32,7 @@ func (e *entry) publish() {
 // the broker's append lock, which the markers' append takes too.
 func (e *entry) closeWrites() {
 	if w := e.writes.Load(); w != nil && w.ongoing {
-		e.writes.Store(&writes{producerID: w.producerID, epoch: w.epoch})
+		e.writes.Store(&writes{producerID: w.producerID, epoch: w.epoch, state: w.state})
 	}
 }
 
