@@ -51,20 +51,21 @@ func authorizeAddPartitionsToTxn(z authz, req kmsg.Request) (kmsg.Response, erro
 		return txnFailed(req, kerr.TransactionalIDAuthorizationFailed)
 	}
 	allow := z.allow(auth.Produce)
-	denied := false
+	denied := make(map[string]bool)
 	for _, t := range r.Topics {
-		denied = !allow(t.Topic) || denied
+		if !allow(t.Topic) {
+			denied[t.Topic] = true
+		}
 	}
-	if !denied {
+	if len(denied) == 0 {
 		return z.run()
 	}
 	resp, _ := txnFailed(req, kerr.OperationNotAttempted)
-	for i, rt := range resp.(*kmsg.AddPartitionsToTxnResponse).Topics {
-		if !z.b.cfg.Security.ACL.Allow(z.p, auth.Produce, rt.Topic) {
+	for _, rt := range resp.(*kmsg.AddPartitionsToTxnResponse).Topics {
+		if denied[rt.Topic] {
 			for j := range rt.Partitions {
 				rt.Partitions[j].ErrorCode = kerr.TopicAuthorizationFailed.Code
 			}
-			resp.(*kmsg.AddPartitionsToTxnResponse).Topics[i] = rt
 		}
 	}
 	return resp, nil
