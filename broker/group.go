@@ -90,12 +90,14 @@ func (b *Broker) newCoordinator(st *dispatcherStorage, snap []byte) (*group.Coor
 func (b *Broker) retentionFloor() int64 {
 	c, t := b.groups.Load(), b.txns.Load()
 	switch {
-	case c == nil || t == nil:
+	case c == nil:
 		return 0
 	case b.following.Load():
-		// A follower's transaction states are not placed (it compacts
-		// nothing): Promote replays them from the log it keeps.
+		// A follower has no transaction coordinator (Demote drops it):
+		// Promote replays the states from the log it keeps.
 		return c.RetentionFloor()
+	case t == nil:
+		return 0
 	}
 	return min(c.RetentionFloor(), t.RetentionFloor())
 }

@@ -192,6 +192,7 @@ func (b *Broker) Demote() {
 		b.log.WithError(err).WithField("file", offsetsSnapshotName).Error("snapshot of leader state not removed on becoming a follower")
 	}
 	b.followProducers()
+	b.dropTxns()
 }
 
 // Promote completes, from the log, the state a follower did not keep

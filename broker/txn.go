@@ -55,6 +55,15 @@ func (b *Broker) closeTxns() {
 	}
 }
 
+// dropTxns closes the coordinator of a node becoming a follower: its
+// scan would try to end transactions in a log that is now its leader's,
+// and its state goes stale; Promote opens a new one from the log.
+func (b *Broker) dropTxns() {
+	if c := b.txns.Swap(nil); c != nil {
+		c.Close()
+	}
+}
+
 // txnCoordinated serves a transaction API on the coordinator, or answers
 // NOT_COORDINATOR.
 func txnCoordinated(h func(*Broker, context.Context, *txn.Coordinator, kmsg.Request) kmsg.Response) handler {
