@@ -95,8 +95,7 @@ func (c *Coordinator) InitProducerID(ctx context.Context, req *kmsg.InitProducer
 		resp.ErrorCode = kerr.InvalidTransactionTimeout.Code
 		return resp
 	}
-	e := c.lookup(id, true)
-	e.mu.Lock()
+	e := c.lockLive(id)
 	defer e.mu.Unlock()
 	next := e.t.clone()
 	if e.t.State != Dead {

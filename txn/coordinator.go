@@ -1,10 +1,12 @@
 package txn
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -19,6 +21,8 @@ const (
 	DefaultPartitions = 16
 	// DefaultMaxTimeout is Kafka's transaction.max.timeout.ms.
 	DefaultMaxTimeout = 15 * time.Minute
+	// DefaultIDExpiration is Kafka's transactional.id.expiration.ms.
+	DefaultIDExpiration = 7 * 24 * time.Hour
 	// expiryCheck is how often Ongoing transactions are checked against
 	// their timeout.
 	expiryCheck = time.Second
@@ -80,13 +84,19 @@ type Options struct {
 	// the life of a data directory.
 	Partitions int32
 	MaxTimeout time.Duration
-	Clock      clock.Clock
-	Logger     logrus.FieldLogger
+	// IDExpiration forgets an id whose last transaction ended this long
+	// ago (Kafka's transactional.id.expiration.ms; default
+	// DefaultIDExpiration): a tombstone record is appended and the id
+	// starts anew, with a new producer id, if it comes back.
+	IDExpiration time.Duration
+	Clock        clock.Clock
+	Logger       logrus.FieldLogger
 }
 
 // entry is one transactional id; mu serializes its requests, each of
 // which persists the state it answers with before answering.
 type entry struct {
+	id string // t.ID, which never changes, readable without mu
 	mu sync.Mutex
 	t  Txn
 	// end is where the commit-log record holding t ends (RetentionFloor);
@@ -126,6 +136,9 @@ func Open(opts Options) (*Coordinator, error) {
 	if opts.MaxTimeout <= 0 {
 		opts.MaxTimeout = DefaultMaxTimeout
 	}
+	if opts.IDExpiration <= 0 {
+		opts.IDExpiration = DefaultIDExpiration
+	}
 	if opts.Clock == nil {
 		opts.Clock = clock.System{}
 	}
@@ -140,10 +153,14 @@ func Open(opts Options) (*Coordinator, error) {
 			if err != nil {
 				return err
 			}
-			e := &entry{t: t}
+			records++
+			if t.State == Dead {
+				delete(c.txns, t.ID)
+				return nil
+			}
+			e := &entry{id: t.ID, t: t}
 			e.publish()
 			c.txns[t.ID] = e
-			records++
 			return nil
 		})
 		if err != nil {
@@ -170,11 +187,28 @@ func (c *Coordinator) lookup(id string, create bool) *entry {
 	defer c.mu.Unlock()
 	e := c.txns[id]
 	if e == nil && create {
-		e = &entry{t: Txn{ID: id, ProducerID: -1, Epoch: -1, PrevEpoch: -1, State: Dead}}
+		e = &entry{id: id, t: Txn{ID: id, ProducerID: -1, Epoch: -1, PrevEpoch: -1, State: Dead}}
 		e.end.Store(-1) // no record yet
 		c.txns[id] = e
 	}
 	return e
+}
+
+// lockLive returns the id's entry, created if need be, locked, and still
+// the id's: an entry the expiry forgot between the lookup and the lock is
+// left for a new one.
+func (c *Coordinator) lockLive(id string) *entry {
+	for {
+		e := c.lookup(id, true)
+		e.mu.Lock()
+		c.mu.Lock()
+		live := c.txns[id] == e
+		c.mu.Unlock()
+		if live {
+			return e
+		}
+		e.mu.Unlock()
+	}
 }
 
 // entries is every id's entry, for listings and the timeout scan.
@@ -185,6 +219,8 @@ func (c *Coordinator) entries() []*entry {
 	for _, e := range c.txns {
 		out = append(out, e)
 	}
+	// In id order, so that a scan's appends are in a repeatable order.
+	slices.SortFunc(out, func(a, b *entry) int { return cmp.Compare(a.id, b.id) })
 	return out
 }
 
@@ -284,8 +320,11 @@ func (c *Coordinator) expire() {
 	for _, e := range c.entries() {
 		e.mu.Lock()
 		c.settle(ctx, e)
-		if e.t.State == Ongoing && now-e.t.StartMs > int64(e.t.TimeoutMs) {
+		switch s := e.t.State; {
+		case s == Ongoing && now-e.t.StartMs > int64(e.t.TimeoutMs):
 			c.abortExpired(ctx, e)
+		case s != Ongoing && s != Dead && now-e.t.UpdateMs > c.opts.IDExpiration.Milliseconds():
+			c.forget(ctx, e)
 		}
 		e.mu.Unlock()
 	}
@@ -342,7 +381,7 @@ func (c *Coordinator) Compact(ctx context.Context, limit int64) (int, error) {
 		err := c.compact(ctx, e)
 		e.mu.Unlock()
 		if err != nil {
-			return n, fmt.Errorf("txn: rewrite the state of %q: %w", e.t.ID, err)
+			return n, fmt.Errorf("txn: rewrite the state of %q: %w", e.id, err)
 		}
 		n++
 	}
@@ -354,4 +393,23 @@ func (c *Coordinator) compact(ctx context.Context, e *entry) error {
 		return errors.New("decided transaction not completed yet")
 	}
 	return c.persist(ctx, e, e.t.clone(), nil)
+}
+
+// forget expires an id idle past Options.IDExpiration: a tombstone
+// record, then the id leaves the map (a request holding its entry finds it
+// Dead and answers as for an unknown id).
+func (c *Coordinator) forget(ctx context.Context, e *entry) {
+	id := e.t.ID
+	if _, err := c.opts.Log.Append(ctx, PartitionFor(id, c.opts.Partitions), Record{Key: encodeKey(id)}, nil); err != nil {
+		c.log.WithFields(logrus.Fields{"transactional_id": id, "error": err}).Warn("expired transactional id not forgotten yet")
+		return
+	}
+	e.t = Txn{ID: id, ProducerID: -1, Epoch: -1, PrevEpoch: -1, State: Dead}
+	e.end.Store(-1)
+	e.writes.Store(nil)
+	c.mu.Lock()
+	if c.txns[id] == e {
+		delete(c.txns, id)
+	}
+	c.mu.Unlock()
 }

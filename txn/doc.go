@@ -83,8 +83,10 @@
 // the oldest file, so the floor moves on: the log keeps every id's state,
 // not its history. After Open the states' places are not known and the
 // floor holds the whole log until Compact's first pass has rewritten
-// them. Transactional ids are never expired (Kafka's
-// transactional.id.expiration.ms): each known id costs one record.
+// them. An id whose last transaction ended more than
+// Options.IDExpiration ago (Kafka's transactional.id.expiration.ms, 7 days)
+// is forgotten: a tombstone record (key, null value), and the scan drops
+// it; a producer coming back with it gets a new producer id.
 //
 // # Record format
 //

@@ -22,7 +22,8 @@ const (
 // ErrCorrupt marks a transaction-state record that does not decode.
 var ErrCorrupt = errors.New("txn: corrupt transaction-state record")
 
-// Record is one key/value record of the transaction-state topic.
+// Record is one key/value record of the transaction-state topic; a nil
+// Value is a tombstone: the id expired.
 type Record struct {
 	Key   []byte
 	Value []byte
@@ -118,10 +119,15 @@ func (t *Txn) record() Record {
 	return Record{Key: encodeKey(t.ID), Value: b}
 }
 
+// decodeRecord reads a record; a tombstone (nil value: the id expired)
+// decodes to the id in state Dead.
 func decodeRecord(rec Record) (Txn, error) {
 	id, err := decodeKey(rec.Key)
 	if err != nil {
 		return Txn{}, err
+	}
+	if rec.Value == nil {
+		return Txn{ID: id, State: Dead}, nil
 	}
 	r := framed.NewReader(rec.Value)
 	if v := r.U16(); r.Err() == nil && v != valueVersion {

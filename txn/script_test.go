@@ -76,6 +76,10 @@ func (l *memLog) Append(_ context.Context, partition int32, rec Record, m *Marke
 	}
 	l.parts[partition] = append(l.parts[partition], rec)
 	l.end++
+	if rec.Value == nil {
+		id, _ := decodeKey(rec.Key)
+		fmt.Fprintf(l.out, "tombstone %s\n", id)
+	}
 	if m != nil {
 		var parts []string
 		for _, p := range m.Partitions {
