@@ -69,7 +69,10 @@
 // what a crash in the middle leaves and how it is finished. Each
 // partition's producer state (package producerstate) tracks the open
 // transactions' first offsets and the aborted-transaction index, in its
-// snapshot and rebuilt from the log after it. Fetch and ListOffsets at
+// snapshot and rebuilt from the log after it. A transactional batch is
+// stored only for a partition of its producer's Ongoing transaction
+// (txn_produce.go: checked under appendMu, which the markers' append
+// takes, so none lands after its partition's marker). Fetch and ListOffsets at
 // read_committed use them (txn_fetch.go): a fetch stops at the last stable
 // offset, the first offset of the oldest open transaction, and carries the
 // aborted transactions overlapping what it reads; read_uncommitted fetches

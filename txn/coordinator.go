@@ -23,8 +23,8 @@ const (
 	DefaultMaxTimeout = 15 * time.Minute
 	// DefaultIDExpiration is Kafka's transactional.id.expiration.ms.
 	DefaultIDExpiration = 7 * 24 * time.Hour
-	// expiryCheck is how often Ongoing transactions are checked against
-	// their timeout.
+	// expiryCheck is how often the scan (expire) finishes decided
+	// transactions, aborts timed-out ones and forgets expired ids.
 	expiryCheck = time.Second
 )
 
