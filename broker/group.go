@@ -270,7 +270,8 @@ func (b *Broker) handleOffsetCommit(ctx context.Context, _ *conn, kreq kmsg.Requ
 }
 
 func (b *Broker) handleOffsetFetch(_ context.Context, _ *conn, kreq kmsg.Request) (kmsg.Response, error) {
-	return b.groups.Load().OffsetFetch(kreq.(*kmsg.OffsetFetchRequest)), nil
+	req := kreq.(*kmsg.OffsetFetchRequest)
+	return b.markUnstable(req, b.groups.Load().OffsetFetch(req)), nil
 }
 
 func (b *Broker) handleListGroups(_ context.Context, _ *conn, kreq kmsg.Request) (kmsg.Response, error) {

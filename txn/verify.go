@@ -11,11 +11,17 @@ type writes struct {
 	state      State
 	ongoing    bool
 	partitions map[TopicPartition]bool
+	// offsets are those committed in the open transaction, which their
+	// groups do not see yet (never changed once published).
+	offsets []Offset
 }
 
 // publish makes the entry's state what Produce checks against.
 func (e *entry) publish() {
 	w := &writes{producerID: e.t.ProducerID, epoch: e.t.Epoch, state: e.t.State, ongoing: e.t.State == Ongoing}
+	if e.t.State.open() {
+		w.offsets = e.t.Offsets
+	}
 	if w.ongoing {
 		w.partitions = make(map[TopicPartition]bool, len(e.t.Partitions))
 		for _, tp := range e.t.Partitions {
@@ -32,7 +38,7 @@ func (e *entry) publish() {
 // the broker's append lock, which the markers' append takes too.
 func (e *entry) closeWrites() {
 	if w := e.writes.Load(); w != nil && w.ongoing {
-		e.writes.Store(&writes{producerID: w.producerID, epoch: w.epoch, state: w.state})
+		e.writes.Store(&writes{producerID: w.producerID, epoch: w.epoch, state: w.state, offsets: w.offsets})
 	}
 }
 
@@ -70,4 +76,28 @@ func (w *Writer) Check(producerID int64, epoch int16, topic string, partition in
 		return kerr.InvalidTxnState.Code
 	}
 	return 0
+}
+
+// PendingOffsets returns the partitions of the group with offsets
+// committed in a transaction not yet complete: an OffsetFetch that
+// requires stable offsets (KIP-447) is answered UNSTABLE_OFFSET_COMMIT
+// for them, so a consumer taking the partitions over waits for the
+// transaction instead of reprocessing what it commits.
+func (c *Coordinator) PendingOffsets(group string) map[TopicPartition]bool {
+	var out map[TopicPartition]bool
+	for _, e := range c.entries() {
+		w := e.writes.Load()
+		if w == nil {
+			continue
+		}
+		for _, o := range w.offsets {
+			if o.Group == group {
+				if out == nil {
+					out = make(map[TopicPartition]bool)
+				}
+				out[TopicPartition{o.Topic, o.Partition}] = true
+			}
+		}
+	}
+	return out
 }
