@@ -39,7 +39,7 @@
 //	 60  DescribeCluster          0-1       the Metadata brokers; this node as controller
 //	 61  DescribeProducers        0         idempotent producers: id, epoch, last sequence
 //	  8  OffsetCommit             0-9       v10 addresses topics by id
-//	  9  OffsetFetch              0-9       v8+ many groups; v10 addresses topics by id
+//	  9  OffsetFetch              0-9       v8+ many groups; require_stable: UNSTABLE_OFFSET_COMMIT under pending transaction offsets; v10 addresses topics by id
 //	 10  FindCoordinator          0-5       groups and transactional ids (key types 0 and 1); v6 adds share groups
 //	 11  JoinGroup                0-9
 //	 12  Heartbeat                0-4
