@@ -71,8 +71,7 @@ func (b *Broker) handleProduce(ctx context.Context, c *conn, kreq kmsg.Request) 
 	resp := req.ResponseKind().(*kmsg.ProduceResponse)
 
 	var reqErr *kerr.Error
-	switch {
-	case req.Acks != 0 && req.Acks != 1 && req.Acks != -1:
+	if req.Acks != 0 && req.Acks != 1 && req.Acks != -1 {
 		reqErr = kerr.InvalidRequiredAcks
 	}
 	// Every wait of the request ends with its timeout or its connection.
