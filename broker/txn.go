@@ -125,10 +125,13 @@ func (b *Broker) initTransactional(ctx context.Context, req *kmsg.InitProducerID
 	return c.InitProducerID(ctx, req)
 }
 
+// handleAddPartitionsToTxn takes only partitions this node leads: the
+// markers go into its own log, so a transaction cannot span replica
+// groups; the others are answered UNKNOWN_TOPIC_OR_PARTITION.
 func (b *Broker) handleAddPartitionsToTxn(ctx context.Context, c *txn.Coordinator, req kmsg.Request) kmsg.Response {
 	return c.AddPartitionsToTxn(ctx, req.(*kmsg.AddPartitionsToTxnRequest), func(topic string, partition int32) bool {
 		t, ok := b.meta.Topic(topic)
-		return ok && !isInternalTopic(topic) && partition >= 0 && partition < t.Partitions
+		return ok && !isInternalTopic(topic) && partition >= 0 && partition < t.Partitions && b.leads(topic, partition)
 	})
 }
 

@@ -27,7 +27,8 @@ type txnLog struct{ b *Broker }
 // under the locks a produce takes (appendMu, then each partition's), so
 // that each marker's offset and its effect on the partition's producer
 // state are in order with the partition's produced batches. Markers of a
-// topic deleted since it joined the transaction are left out.
+// topic deleted since it joined the transaction, or of a partition this
+// node no longer leads, are left out.
 func (l txnLog) Append(ctx context.Context, partition int32, rec txn.Record, m *txn.Markers) (int64, error) {
 	b := l.b
 	if b.following.Load() {
@@ -46,7 +47,7 @@ func (l txnLog) Append(ctx context.Context, partition int32, rec txn.Record, m *
 	if m != nil {
 		marker := controlBatch(m.ProducerID, m.Epoch, m.Commit, now)
 		for _, tp := range m.Partitions {
-			if t, ok := b.meta.Topic(tp.Topic); !ok || tp.Partition >= t.Partitions {
+			if t, ok := b.meta.Topic(tp.Topic); !ok || tp.Partition >= t.Partitions || !b.leads(tp.Topic, tp.Partition) {
 				continue
 			}
 			batches = append(batches, StorageBatch{Topic: tp.Topic, Partition: tp.Partition, Count: 1, MaxTimestamp: now, Records: marker})

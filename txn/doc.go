@@ -74,6 +74,16 @@
 //     record failed. Open itself appends nothing, so a node that opens
 //     its coordinator while following writes nothing to its leader's log.
 //
+// # Replica groups
+//
+// The coordinator of an id is the broker leading its transaction-state
+// partition, and it writes the markers into its own log: a transaction
+// spans only the partitions its replica group leads (a cluster of several
+// groups answers AddPartitionsToTxn UNKNOWN_TOPIC_OR_PARTITION for the
+// others; Kafka's WriteTxnMarkers between brokers is not implemented).
+// Within a group the state replicates with the log, and a promoted
+// follower opens a coordinator from it.
+//
 // # Retention
 //
 // The commit log deletes whole files from the front. RetentionFloor
