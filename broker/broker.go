@@ -282,8 +282,9 @@ func (b *Broker) Close() error {
 			cancel()
 		}
 		b.loopWG.Wait()
-		b.closeGroups()
+		// Transactions first: finishing one commits offsets to groups.
 		b.closeTxns()
+		b.closeGroups()
 		// Nothing appends any more: the snapshot covers the whole log and
 		// the next start replays nothing.
 		if err := b.snapshotProducers(); err != nil {
