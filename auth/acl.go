@@ -33,9 +33,15 @@ const (
 	Group
 	// Admin allows creating, deleting and growing matching topics.
 	Admin
+	// Transaction allows the transaction APIs (FindCoordinator,
+	// InitProducerId, AddPartitionsToTxn, AddOffsetsToTxn,
+	// TxnOffsetCommit, EndTxn, DescribeTransactions, ListTransactions)
+	// and a transactional Produce on matching transactional ids; the
+	// topics and groups they name need their own permissions too.
+	Transaction
 )
 
-var opNames = map[string]Operation{"produce": Produce, "consume": Consume, "group": Group, "admin": Admin}
+var opNames = map[string]Operation{"produce": Produce, "consume": Consume, "group": Group, "admin": Admin, "transaction": Transaction}
 
 func (o Operation) String() string {
 	for n, op := range opNames {
@@ -103,7 +109,7 @@ func ParseACL(data []byte) (*ACL, error) {
 		}
 		op, ok := opNames[f[1]]
 		if !ok {
-			return nil, fmt.Errorf("%w: ACL line %d: operation %q: want produce, consume, group or admin", ErrFormat, line, f[1])
+			return nil, fmt.Errorf("%w: ACL line %d: operation %q: want produce, consume, group, transaction or admin", ErrFormat, line, f[1])
 		}
 		for _, p := range f[2:] {
 			if _, err := path.Match(p, ""); err != nil {

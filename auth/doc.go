@@ -49,6 +49,7 @@
 //	alice        consume    orders
 //	analytics    consume    *
 //	analytics    group      analytics-*
+//	etl          transaction etl-*
 //	ops          admin      *
 //	*            consume    public-*
 //
@@ -57,8 +58,10 @@
 // ANONYMOUS otherwise, or * for all of them. OPERATION is produce (Produce,
 // InitProducerId), consume (Fetch, ListOffsets, and committing or fetching
 // a group's offsets of the topic), group (consumer group APIs, on group
-// names) or admin (CreateTopics, DeleteTopics, CreatePartitions). Patterns
-// are path.Match globs over topic or group names: "orders" is exact,
+// names), transaction (the transaction APIs and a transactional Produce,
+// on transactional ids: Kafka's TRANSACTIONAL_ID resource) or admin
+// (CreateTopics, DeleteTopics, CreatePartitions). Patterns are path.Match
+// globs over topic, group or transactional id names: "orders" is exact,
 // "orders-*" a prefix, "*" everything. Any topic operation also lets the
 // principal see the topic in Metadata and DescribeConfigs. "#" starts a
 // comment.

@@ -40,15 +40,18 @@ func (a authz) whole(req kmsg.Request, group string) (kmsg.Response, error) {
 	return a.run()
 }
 
-// findCoordinator checks each key. Only groups have a coordinator here;
-// keys of other coordinator types (transactional ids) are refused so that
-// implementing them later cannot open them by accident.
+// findCoordinator checks each key: a group's with the group permission,
+// a transactional id's with the transaction permission; keys of other
+// coordinator types are refused.
 func (a authz) findCoordinator(r *kmsg.FindCoordinatorRequest) (kmsg.Response, error) {
 	code := kerr.GroupAuthorizationFailed
 	allow := a.group
-	if r.CoordinatorType != 0 {
-		code = kerr.TransactionalIDAuthorizationFailed
-		allow = func(string) bool { return false }
+	switch r.CoordinatorType {
+	case 0:
+	case 1:
+		code, allow = kerr.TransactionalIDAuthorizationFailed, a.transactional
+	default:
+		code, allow = kerr.TransactionalIDAuthorizationFailed, func(string) bool { return false }
 	}
 	if r.Version < 4 {
 		if allow(r.CoordinatorKey) {

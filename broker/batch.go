@@ -35,7 +35,14 @@ type batchInfo struct {
 	producerID    int64
 	producerEpoch int16
 	firstSequence int32
+	attributes    int16
 }
+
+// transactional reports a batch of a transaction (a control batch is one).
+func (bi batchInfo) transactional() bool { return bi.attributes&attrTransactional != 0 }
+
+// control reports a control batch: a transaction's commit or abort marker.
+func (bi batchInfo) control() bool { return bi.attributes&attrControl != 0 }
 
 // batchError is a produce validation failure with the Kafka error it maps to.
 type batchError struct {
@@ -80,8 +87,11 @@ func validateBatch(records []byte, maxBytes int32) (batchInfo, *batchError) {
 	if codec := rb.Attributes & attrCompressionMask; codec > 4 {
 		return batchInfo{}, badBatch(kerr.UnsupportedCompressionType, "record batch compression codec %d", codec)
 	}
-	if rb.Attributes&(attrTransactional|attrControl) != 0 {
-		return batchInfo{}, badBatch(kerr.InvalidRecord, "transactional and control batches are not supported")
+	if rb.Attributes&attrControl != 0 {
+		return batchInfo{}, badBatch(kerr.InvalidRecord, "control batches are written by the transaction coordinator, not produced")
+	}
+	if rb.Attributes&attrTransactional != 0 && rb.ProducerID < 0 {
+		return batchInfo{}, badBatch(kerr.InvalidRecord, "transactional record batch without a producer id")
 	}
 	if berr := checkRecords(&rb, int64(maxBytes)); berr != nil {
 		return batchInfo{}, berr
@@ -92,6 +102,7 @@ func validateBatch(records []byte, maxBytes int32) (batchInfo, *batchError) {
 		producerID:    rb.ProducerID,
 		producerEpoch: rb.ProducerEpoch,
 		firstSequence: rb.FirstSequence,
+		attributes:    rb.Attributes,
 	}, nil
 }
 
@@ -125,14 +136,26 @@ func storedBatchProducer(batch []byte) (batchInfo, bool) {
 		producerID:    rb.ProducerID,
 		producerEpoch: rb.ProducerEpoch,
 		firstSequence: rb.FirstSequence,
+		attributes:    rb.Attributes,
 	}, true
 }
 
 // newBatch encodes records as one uncompressed v2 batch without producer
 // id, the form of the batches the broker writes itself (up-converted
-// message sets, committed offsets). It sets each record's offset delta and
-// length.
+// message sets, committed offsets).
 func newBatch(recs []kmsg.Record, firstTimestamp, maxTimestamp int64) []byte {
+	return encodeBatch(kmsg.RecordBatch{
+		FirstTimestamp: firstTimestamp,
+		MaxTimestamp:   maxTimestamp,
+		ProducerID:     -1,
+		ProducerEpoch:  -1,
+	}, recs)
+}
+
+// encodeBatch encodes recs, uncompressed, in a v2 batch with rb's
+// attributes, timestamps and producer fields. It sets each record's offset
+// delta and length, and the batch's counts, length and CRC.
+func encodeBatch(rb kmsg.RecordBatch, recs []kmsg.Record) []byte {
 	var body []byte
 	for i := range recs {
 		r := &recs[i]
@@ -142,18 +165,12 @@ func newBatch(recs []kmsg.Record, firstTimestamp, maxTimestamp int64) []byte {
 		r.Length = int32(len(r.AppendTo(nil)) - 1)
 		body = r.AppendTo(body)
 	}
-	rb := kmsg.RecordBatch{
-		PartitionLeaderEpoch: -1,
-		Magic:                2,
-		LastOffsetDelta:      int32(len(recs) - 1),
-		FirstTimestamp:       firstTimestamp,
-		MaxTimestamp:         maxTimestamp,
-		ProducerID:           -1,
-		ProducerEpoch:        -1,
-		FirstSequence:        -1,
-		NumRecords:           int32(len(recs)),
-		Records:              body,
-	}
+	rb.PartitionLeaderEpoch = -1
+	rb.Magic = 2
+	rb.LastOffsetDelta = int32(len(recs) - 1)
+	rb.FirstSequence = -1
+	rb.NumRecords = int32(len(recs))
+	rb.Records = body
 	out := rb.AppendTo(nil)
 	binary.BigEndian.PutUint32(out[8:], uint32(len(out)-batchLengthSkew))
 	resealCRC(out)

@@ -16,6 +16,7 @@ import (
 	"github.com/unilog/unilog/group"
 	"github.com/unilog/unilog/producerstate"
 	"github.com/unilog/unilog/store"
+	"github.com/unilog/unilog/txn"
 )
 
 // Broker is one Kafka-protocol broker serving the unified log.
@@ -34,6 +35,9 @@ type Broker struct {
 	// groups is the group coordinator, set once the committed offsets are
 	// loaded (the commit log's retention floor reads it before).
 	groups atomic.Pointer[group.Coordinator]
+	// txns is the transaction coordinator, set once producer state is
+	// loaded (finishing an interrupted transaction writes markers).
+	txns atomic.Pointer[txn.Coordinator]
 	// following is set while this node replicates its group's leader:
 	// nothing may append to the local log then (Demote, Promote).
 	following atomic.Bool
@@ -172,6 +176,9 @@ func newBroker(cfg Config, wrap func(Storage) Storage) (_ *Broker, meta Metadata
 	if err := ensureOffsetsTopic(meta); err != nil {
 		return nil, meta, fmt.Errorf("broker: create %s: %w", offsetsTopic, err)
 	}
+	if err := ensureInternalTopic(meta, txnStateTopic, txn.DefaultPartitions); err != nil {
+		return nil, meta, fmt.Errorf("broker: create %s: %w", txnStateTopic, err)
+	}
 	b := &Broker{
 		cfg:     cfg,
 		log:     cfg.Logger,
@@ -201,6 +208,9 @@ func newBroker(cfg Config, wrap func(Storage) Storage) (_ *Broker, meta Metadata
 	if err := b.loadProducers(); err != nil {
 		return nil, meta, err
 	}
+	if err := b.openTxns(); err != nil {
+		return nil, meta, err
+	}
 	b.metrics = newMetrics(b)
 	b.initGuards()
 	if b.ln, err = listen(cfg.Listen, cfg.Security.TLS); err != nil {
@@ -228,6 +238,7 @@ func newBroker(cfg Config, wrap func(Storage) Storage) (_ *Broker, meta Metadata
 	if cfg.Cluster != nil && cfg.Moves != nil {
 		b.every(moveCheckInterval, b.checkMoves)
 	}
+	b.every(defaultCompactInterval, b.compactTxns)
 	b.log.WithFields(logrus.Fields{"listen": b.Addr(), "admin": b.AdminAddr(), "data_dir": cfg.DataDir}).Info("broker started")
 	return b, nil, nil
 }
@@ -323,6 +334,8 @@ func (b *Broker) Close() error {
 			cancel()
 		}
 		b.loopWG.Wait()
+		// Transactions first: finishing one commits offsets to groups.
+		b.closeTxns()
 		b.closeGroups()
 		// Nothing appends any more: the snapshot covers the whole log and
 		// the next start replays nothing.

@@ -60,7 +60,8 @@ func (b *Broker) handleDescribeProducers(_ context.Context, _ *conn, kreq kmsg.R
 	return resp, nil
 }
 
-// activeProducers lists the partition's idempotent producers by id.
+// activeProducers lists the partition's idempotent producers by id, with
+// the first offset of the transaction each has open here.
 func (b *Broker) activeProducers(topic string, partition int32) []kmsg.DescribeProducersResponseTopicPartitionActiveProducer {
 	b.partsMu.Lock()
 	ps, ok := b.parts[topicPartition{topic, partition}]
@@ -80,6 +81,9 @@ func (b *Broker) activeProducers(topic string, partition int32) []kmsg.DescribeP
 		ap.ProducerEpoch = int32(seq.Epoch)
 		ap.LastSequence = seq.Batches[len(seq.Batches)-1].LastSeq
 		ap.LastTimestamp, ap.CoordinatorEpoch, ap.CurrentTxnStartOffset = -1, -1, -1
+		if first, open := ps.Open[id]; open {
+			ap.CurrentTxnStartOffset = first
+		}
 		out = append(out, ap)
 	}
 	slices.SortFunc(out, func(a, b kmsg.DescribeProducersResponseTopicPartitionActiveProducer) int {

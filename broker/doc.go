@@ -28,7 +28,13 @@
 //	 19  CreateTopics             0-7       replication factor 1 (or -1); per-topic configs (topicconfig.go); a replica assignment naming an unknown broker, a broker twice or more than one is INVALID_REPLICA_ASSIGNMENT
 //	 20  DeleteTopics             0-6       by name, or by topic id (v6)
 //	 21  DeleteRecords            0-2       moves a partition's log start (see "Log start"); not internal topics
-//	 22  InitProducerID           0-4       idempotent producers; transactional ids refused
+//	 22  InitProducerID           0-4       idempotent producers; transactional ids: package txn (txn.go)
+//	 24  AddPartitionsToTxn       0-3       v4+ is the brokers' batched form
+//	 25  AddOffsetsToTxn          0-3
+//	 26  EndTxn                   0-3       v4+ (KIP-890 transaction version 2) not served
+//	 28  TxnOffsetCommit          0-3
+//	 65  DescribeTransactions     0
+//	 66  ListTransactions         0-1
 //	 23  OffsetForLeaderEpoch     0-4       from the replica group's leader-epoch file; an unreplicated log is all epoch 0
 //	 32  DescribeConfigs          0-4       a topic's own configs (DYNAMIC_TOPIC_CONFIG) and the defaults; the broker's, read-only
 //	 33  AlterConfigs             0-2       replaces a topic's own configs; broker configs are the command line's
@@ -41,8 +47,8 @@
 //	 60  DescribeCluster          0-1       the Metadata brokers; this node as controller
 //	 61  DescribeProducers        0         idempotent producers: id, epoch, last sequence
 //	  8  OffsetCommit             0-9       v10 addresses topics by id
-//	  9  OffsetFetch              0-9       v8+ many groups; v10 addresses topics by id
-//	 10  FindCoordinator          0-5       this broker for every group; v6 adds share groups
+//	  9  OffsetFetch              0-9       v8+ many groups; require_stable: UNSTABLE_OFFSET_COMMIT under pending transaction offsets; v10 addresses topics by id
+//	 10  FindCoordinator          0-5       groups and transactional ids (key types 0 and 1); v6 adds share groups
 //	 11  JoinGroup                0-9
 //	 12  Heartbeat                0-4
 //	 13  LeaveGroup               0-5
@@ -57,7 +63,29 @@
 // top-level error code (FindCoordinator v4+: per coordinator key). When that
 // version of the response has no top-level error code (e.g. Fetch v3), or
 // kmsg does not know the key or version, the connection is closed and the
-// reason logged, which is what Kafka does. Transactions are not implemented.
+// reason logged, which is what Kafka does.
+//
+// # Transactions
+//
+// Package txn's coordinator keeps its state in the internal topic
+// __transaction_state (txn_log.go), as the group coordinator keeps offsets
+// in __consumer_offsets. Ending a transaction appends the decision record
+// and a control batch (commit or abort marker: attributes transactional and
+// control, key version 0 and type, value version 0) for every partition of
+// the transaction in ONE Storage.Append, under the produce locks, so each
+// marker is in order with its partition's batches; package txn's doc says
+// what a crash in the middle leaves and how it is finished. Each
+// partition's producer state (package producerstate) tracks the open
+// transactions' first offsets and the aborted-transaction index, in its
+// snapshot and rebuilt from the log after it. A transactional batch is
+// stored only for a partition of its producer's Ongoing transaction
+// (txn_produce.go: checked under appendMu, which the markers' append
+// takes, so none lands after its partition's marker). Fetch and ListOffsets at
+// read_committed use them (txn_fetch.go): a fetch stops at the last stable
+// offset, the first offset of the oldest open transaction, and carries the
+// aborted transactions overlapping what it reads; read_uncommitted fetches
+// report the high watermark as their last stable offset (computing it costs
+// a lock per partition, and only read_committed consumers read it).
 //
 // # Consumer groups
 //
@@ -117,7 +145,8 @@
 // checked before anything is stored: header present, batch length equal to
 // the bytes sent, magic 2, CRC32C over attributes..end as Kafka defines it
 // (CORRUPT_MESSAGE), records count = last offset delta + 1, known codec,
-// not transactional or control (INVALID_RECORD), size <= MaxMessageBytes
+// not control, and transactional only with a producer id (INVALID_RECORD),
+// size <= MaxMessageBytes
 // (MESSAGE_TOO_LARGE), and the records counted: their length varints are
 // walked, through the decompressed stream for a compressed batch, and a
 // count other than the batch's claim is CORRUPT_MESSAGE (the count decides

@@ -239,7 +239,7 @@ func (f *fetchState) read(w Waiter) (total int, failed, unreplicated bool) {
 		}
 		if f.reached == len(f.parts) && (budget > 0 || f.total == 0) {
 			from := len(f.arena.B)
-			if err := f.readBatches(p, h, hi, budget, f.total == 0); err != nil {
+			if err := f.readBatches(p, h, f.fetchEnd(p, rp, hi), budget, f.total == 0); err != nil {
 				rp.ErrorCode = err.Code
 				failed = true
 			}

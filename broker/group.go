@@ -31,10 +31,15 @@ const offsetsSnapshotName = "offsets.snapshot"
 // opens, so the dispatcher's Keep filter indexes its records from the
 // first one.
 func ensureOffsetsTopic(meta MetadataStore) error {
-	if _, ok := meta.Topic(offsetsTopic); ok {
+	return ensureInternalTopic(meta, offsetsTopic, group.DefaultPartitions)
+}
+
+// ensureInternalTopic creates an internal topic unless metadata has it.
+func ensureInternalTopic(meta MetadataStore, name string, partitions int32) error {
+	if _, ok := meta.Topic(name); ok {
 		return nil
 	}
-	t := TopicMeta{Name: offsetsTopic, Partitions: group.DefaultPartitions, CreatedMs: time.Now().UnixMilli()}
+	t := TopicMeta{Name: name, Partitions: partitions, CreatedMs: time.Now().UnixMilli()}
 	if _, err := rand.Read(t.ID[:]); err != nil {
 		return err
 	}
@@ -79,12 +84,21 @@ func (b *Broker) newCoordinator(snap []byte) (*group.Coordinator, error) {
 }
 
 // retentionFloor keeps the commit-log files holding live committed
-// offsets; nothing may go before the coordinator has loaded them.
+// offsets and transaction states; nothing may go before both
+// coordinators have loaded them.
 func (b *Broker) retentionFloor() int64 {
-	if c := b.groups.Load(); c != nil {
+	c, t := b.groups.Load(), b.txns.Load()
+	switch {
+	case c == nil:
+		return 0
+	case b.following.Load():
+		// A follower has no transaction coordinator (Demote drops it):
+		// Promote replays the states from the log it keeps.
 		return c.RetentionFloor()
+	case t == nil:
+		return 0
 	}
-	return 0
+	return min(c.RetentionFloor(), t.RetentionFloor())
 }
 
 // compactGroups copies live commits out of the oldest commit-log file and
@@ -174,11 +188,13 @@ func (b *Broker) handleFindCoordinator(_ context.Context, c *conn, kreq kmsg.Req
 	req := kreq.(*kmsg.FindCoordinatorRequest)
 	resp := req.ResponseKind().(*kmsg.FindCoordinatorResponse)
 	find := func(key string) (code int16, cb ClusterBroker) {
-		if req.CoordinatorType != 0 {
-			// Only groups have a coordinator here; transactions are not implemented.
-			return kerr.CoordinatorNotAvailable.Code, ClusterBroker{NodeID: -1}
+		switch req.CoordinatorType {
+		case 0:
+			return b.coordinator(c, key)
+		case 1:
+			return b.txnCoordinatorNode(c, key)
 		}
-		return b.coordinator(c, key)
+		return kerr.InvalidRequest.Code, ClusterBroker{NodeID: -1}
 	}
 	if req.Version < 4 {
 		code, cb := find(req.CoordinatorKey)
@@ -197,15 +213,21 @@ func (b *Broker) handleFindCoordinator(_ context.Context, c *conn, kreq kmsg.Req
 // coordinator is the broker coordinating a group: the leader of the
 // offsets-topic partition its commits go to, whose log they must be in.
 func (b *Broker) coordinator(c *conn, key string) (int16, ClusterBroker) {
-	list := b.brokers(c)
-	if b.cfg.Cluster == nil {
-		return 0, list[0]
-	}
 	partitions := int32(group.DefaultPartitions)
 	if t, ok := b.meta.Topic(offsetsTopic); ok {
 		partitions = t.Partitions
 	}
-	node, _, ok := b.cfg.Cluster.PartitionLeader(offsetsTopic, group.PartitionFor(key, partitions))
+	return b.coordinatorOf(c, offsetsTopic, group.PartitionFor(key, partitions))
+}
+
+// coordinatorOf is the leader of the internal topic's partition, where a
+// coordinator's records must be written.
+func (b *Broker) coordinatorOf(c *conn, topic string, partition int32) (int16, ClusterBroker) {
+	list := b.brokers(c)
+	if b.cfg.Cluster == nil {
+		return 0, list[0]
+	}
+	node, _, ok := b.cfg.Cluster.PartitionLeader(topic, partition)
 	for _, cb := range list {
 		if ok && cb.NodeID == node {
 			return 0, cb
@@ -247,7 +269,8 @@ func (b *Broker) handleOffsetCommit(ctx context.Context, _ *conn, kreq kmsg.Requ
 }
 
 func (b *Broker) handleOffsetFetch(_ context.Context, _ *conn, kreq kmsg.Request) (kmsg.Response, error) {
-	return b.groups.Load().OffsetFetch(kreq.(*kmsg.OffsetFetchRequest)), nil
+	req := kreq.(*kmsg.OffsetFetchRequest)
+	return b.markUnstable(req, b.groups.Load().OffsetFetch(req)), nil
 }
 
 func (b *Broker) handleListGroups(_ context.Context, _ *conn, kreq kmsg.Request) (kmsg.Response, error) {

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/twmb/franz-go/pkg/kbin"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/unilog/unilog/group"
@@ -66,11 +65,16 @@ func (l offsetsLog) WaitDurable(ctx context.Context, end int64) error {
 
 // groupError gives a Replication error the group coordinator's meaning.
 func groupError(err error) error {
+	return coordinatorError(err, group.ErrNotCoordinator, group.ErrNotEnoughReplicas)
+}
+
+// coordinatorError wraps a Replication error in a coordinator's sentinels.
+func coordinatorError(err, notCoordinator, notEnough error) error {
 	switch {
 	case errors.Is(err, ErrNotLeader):
-		return fmt.Errorf("%w: %w", group.ErrNotCoordinator, err)
+		return fmt.Errorf("%w: %w", notCoordinator, err)
 	case errors.Is(err, ErrNotEnoughReplicas):
-		return fmt.Errorf("%w: %w", group.ErrNotEnoughReplicas, err)
+		return fmt.Errorf("%w: %w", notEnough, err)
 	}
 	return err
 }
@@ -108,22 +112,11 @@ func replayBatch(batch []byte, end int64, fn func(group.Record, int64) error) er
 	if err := rb.ReadFrom(batch); err != nil {
 		return fmt.Errorf("%w: record batch: %v", group.ErrCorrupt, err)
 	}
-	src := rb.Records
-	for i := int32(0); i < rb.NumRecords; i++ {
-		rd := kbin.Reader{Src: src}
-		n := int(rd.Varint())
-		size := len(src) - len(rd.Src) + n
-		if !rd.Ok() || n < 0 || size > len(src) {
-			return fmt.Errorf("%w: record %d of batch is truncated", group.ErrCorrupt, i)
-		}
-		var kr kmsg.Record
-		if err := kr.ReadFrom(src[:size]); err != nil {
-			return fmt.Errorf("%w: record %d of batch: %v", group.ErrCorrupt, i, err)
-		}
-		src = src[size:]
-		if err := fn(group.Record{Key: kr.Key, Value: kr.Value}, end); err != nil {
-			return err
-		}
+	err := eachRecord(&rb, func(kr kmsg.Record) error {
+		return fn(group.Record{Key: kr.Key, Value: kr.Value}, end)
+	})
+	if errors.Is(err, errBadRecord) {
+		return fmt.Errorf("%w: %w", group.ErrCorrupt, err)
 	}
-	return nil
+	return err
 }

@@ -43,10 +43,10 @@ func runChildBroker(dir string) int {
 	signal.Notify(term, syscall.SIGTERM)
 	logger := logrus.New()
 	logger.SetOutput(io.Discard)
-	b, err := Open(Config{DataDir: dir, Listen: "127.0.0.1:0", Logger: logger}, store.Options{
+	b, err := open(Config{DataDir: dir, Listen: "127.0.0.1:0", Logger: logger}, store.Options{
 		CommitLog:          commitlog.Options{FileSize: 8 << 20, FlushMode: commitlog.FlushSync},
 		CheckpointInterval: time.Hour,
-	})
+	}, childCrashHook())
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "child broker:", err)
 		return 1

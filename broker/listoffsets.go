@@ -65,6 +65,11 @@ func (b *Broker) handleListOffsets(_ context.Context, _ *conn, kreq kmsg.Request
 				continue
 			}
 			lo, hi, _ := b.visibleBounds(meta, p.Partition)
+			if req.IsolationLevel == readCommitted {
+				// What a read_committed consumer may fetch ends at the
+				// last stable offset, for the latest and a time alike.
+				hi = b.lastStable(t.Topic, p.Partition, hi)
+			}
 			rp.LeaderEpoch = 0
 			switch ts := p.Timestamp; {
 			case ts == listLatest:

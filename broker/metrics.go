@@ -52,7 +52,7 @@ func newMetrics(b *Broker) *metrics {
 		}),
 	}
 	m.reg.MustRegister(m.requests, m.latency, m.connections, m.bytesIn, m.bytesOut,
-		m.producedBytes, m.producedRecords, m.fetchedBytes, newGroupCollector(b),
+		m.producedBytes, m.producedRecords, m.fetchedBytes, newGroupCollector(b), newTxnCollector(b),
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{

@@ -12,6 +12,7 @@ import (
 
 	"github.com/unilog/unilog/auth"
 	"github.com/unilog/unilog/store"
+	"github.com/unilog/unilog/txn"
 )
 
 // defaultProduceTimeout bounds the durability wait when the client sends no
@@ -28,7 +29,11 @@ func init() {
 // TOPIC_AUTHORIZATION_FAILED, or, under acks=0, by closing the connection.
 func authorizeProduce(z authz, req kmsg.Request) (kmsg.Response, error) {
 	r := req.(*kmsg.ProduceRequest)
-	allow, denied := z.allow(auth.Produce), false
+	allow, denied, code := z.allow(auth.Produce), false, kerr.TopicAuthorizationFailed
+	if r.TransactionID != nil && !z.transactional(*r.TransactionID) {
+		// Every topic is refused, with the transactional id's error.
+		allow, code = func(string) bool { return false }, kerr.TransactionalIDAuthorizationFailed
+	}
 	resp, err := authorizeEach(z, &r.Topics, func(t kmsg.ProduceRequestTopic) bool {
 		ok := allow(t.Topic)
 		denied = denied || !ok
@@ -39,7 +44,7 @@ func authorizeProduce(z authz, req kmsg.Request) (kmsg.Response, error) {
 		for _, tp := range t.Partitions {
 			rp := kmsg.NewProduceResponseTopicPartition()
 			rp.Partition = tp.Partition
-			rp.ErrorCode = kerr.TopicAuthorizationFailed.Code
+			rp.ErrorCode = code.Code
 			rp.BaseOffset, rp.LogAppendTime, rp.LogStartOffset = -1, -1, -1
 			rt.Partitions = append(rt.Partitions, rp)
 		}
@@ -66,11 +71,8 @@ func (b *Broker) handleProduce(ctx context.Context, c *conn, kreq kmsg.Request) 
 	resp := req.ResponseKind().(*kmsg.ProduceResponse)
 
 	var reqErr *kerr.Error
-	switch {
-	case req.Acks != 0 && req.Acks != 1 && req.Acks != -1:
+	if req.Acks != 0 && req.Acks != 1 && req.Acks != -1 {
 		reqErr = kerr.InvalidRequiredAcks
-	case req.TransactionID != nil:
-		reqErr = kerr.TransactionalIDAuthorizationFailed
 	}
 	// Every wait of the request ends with its timeout or its connection.
 	timeout := defaultProduceTimeout
@@ -103,6 +105,7 @@ func (b *Broker) handleProduce(ctx context.Context, c *conn, kreq kmsg.Request) 
 
 	sc := produceScratchPool.Get().(*produceScratch)
 	defer sc.release()
+	sc.txn = b.txnWriter(req.TransactionID)
 	// The topic lock covers the appends only, never a wait: CreateTopics
 	// queued for it exclusively would otherwise hold up every produce.
 	b.topicMu.RLock()
@@ -233,6 +236,7 @@ type produceScratch struct {
 	batches []StorageBatch  // the group's batches to append
 	refs    []*pendingBatch // the pending batch of each of batches
 	out     []Appended
+	txn     *txn.Writer // the request's transactional id's (txn_produce.go)
 }
 
 var produceScratchPool = sync.Pool{New: func() any { return new(produceScratch) }}
@@ -242,7 +246,7 @@ func (sc *produceScratch) release() {
 	clear(sc.pending)
 	clear(sc.batches)
 	clear(sc.refs)
-	sc.pending, sc.batches, sc.refs, sc.out = sc.pending[:0], sc.batches[:0], sc.refs[:0], sc.out[:0]
+	sc.pending, sc.batches, sc.refs, sc.out, sc.txn = sc.pending[:0], sc.batches[:0], sc.refs[:0], sc.out[:0], nil
 	produceScratchPool.Put(sc)
 }
 
@@ -331,6 +335,9 @@ func (b *Broker) appendGroup(sc *produceScratch, group []pendingBatch) (end int6
 	sc.batches, sc.refs = sc.batches[:0], sc.refs[:0]
 	for i := range group {
 		pb := &group[i]
+		if !sc.checkTxnBatch(pb) {
+			continue
+		}
 		if pb.bi.producerID >= 0 {
 			switch orig, dup, err := pb.p.Check(pb.bi.producerBatch()); {
 			case err != nil:
@@ -380,6 +387,9 @@ func (b *Broker) appendGroup(sc *produceScratch, group []pendingBatch) (end int6
 		pb.rp.BaseOffset, pb.rp.LogStartOffset = a.Base, max(a.LogStart, pb.start)
 		if pb.bi.producerID >= 0 {
 			pb.p.Record(pb.bi.producerBatch(), a.Base, a.End)
+			if pb.bi.transactional() {
+				pb.p.BeginTxn(pb.bi.producerID, a.Base)
+			}
 			b.producerChanges.Add(1)
 		}
 		records += int(pb.bi.numRecords)

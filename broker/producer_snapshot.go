@@ -25,9 +25,7 @@ import (
 const producerSnapshotInterval = 10 * time.Second
 
 // snapshotProducers writes the producer state of every partition. A
-// leader's is its live state: the log offset is read before any partition
-// is copied, so every batch stored below it is in the copy; batches
-// appended while copying may be too, which loading drops (through). A
+// leader's is its live state as of the log's end (copyLeaderProducers). A
 // follower's is the state it rebuilt from the log it replicates, caught up
 // first, at the offset it reached (producer_replica.go).
 func (b *Broker) snapshotProducers() error {
@@ -38,11 +36,7 @@ func (b *Broker) snapshotProducers() error {
 		return err
 	}
 	if !following {
-		logOffset := b.st.WriteOffset()
-		b.partsMu.Lock()
-		parts := maps.Clone(b.parts)
-		b.partsMu.Unlock()
-		s = b.copyProducers(logOffset, parts)
+		s = b.copyLeaderProducers()
 	}
 	return fileops.ReplaceFile(fileops.OS{}, filepath.Join(b.cfg.DataDir, producerstate.FileName), s.Encode(), 0o644)
 }
@@ -52,13 +46,44 @@ func (b *Broker) snapshotProducers() error {
 // created again between reading a partition's state and the incarnation
 // it is filed under.
 func (b *Broker) copyProducers(logOffset int64, parts map[topicPartition]*partitionState) producerstate.Snapshot {
-	s := producerstate.Snapshot{Version: producerstate.Version, LogOffset: logOffset}
 	b.topicMu.RLock()
 	defer b.topicMu.RUnlock()
+	return b.copyParts(logOffset, parts)
+}
+
+// copyLeaderProducers copies a leader's live state as of the log's end,
+// exactly: topicMu shared, then appendMu (the order a produce takes
+// them), so that no append changes producer state between reading the
+// end and copying. Through takes back the batches copied past a
+// snapshot's offset by their ends, but not a transaction's opening or
+// end: a marker copied past the offset, and lost with the log's unflushed
+// tail in a crash, would leave the transaction closed in the snapshot
+// while the log holds it open. Appends wait for the copy (every
+// producerSnapshotInterval while the state changes).
+func (b *Broker) copyLeaderProducers() producerstate.Snapshot {
+	b.topicMu.RLock()
+	defer b.topicMu.RUnlock()
+	b.appendMu.Lock()
+	defer b.appendMu.Unlock()
+	logOffset := b.st.WriteOffset()
+	b.partsMu.Lock()
+	parts := maps.Clone(b.parts)
+	b.partsMu.Unlock()
+	return b.copyParts(logOffset, parts)
+}
+
+// copyParts is copyProducers with topicMu held.
+func (b *Broker) copyParts(logOffset int64, parts map[topicPartition]*partitionState) producerstate.Snapshot {
+	s := producerstate.Snapshot{Version: producerstate.Version, LogOffset: logOffset}
 	for tp, p := range parts {
 		m, live := b.meta.Topic(tp.topic)
 		p.mu.Lock()
-		if live && len(p.Producers) > 0 {
+		if live && len(p.Aborted) > 0 {
+			// Aborted transactions below the log start are never fetched.
+			lo, _ := b.logBounds(m, tp.partition)
+			p.DropAbortedBefore(lo)
+		}
+		if live && !p.Empty() {
 			s.Parts = append(s.Parts, producerstate.PartitionSnapshot{Topic: tp.topic, Partition: tp.partition, ID: m.RecordID(), State: p.Clone()})
 		}
 		p.mu.Unlock()
@@ -162,8 +187,17 @@ func (b *Broker) replayProducers(parts map[topicPartition]*partitionState, from 
 			p = &partitionState{}
 			parts[tp] = p
 		}
-		p.Replay(bi.producerBatch(), base, recEnd)
 		batches++
+		if bi.control() {
+			if commit, ok := markerCommits(batch); ok {
+				p.EndTxn(bi.producerID, bi.producerEpoch, commit, base)
+			}
+			return
+		}
+		p.Replay(bi.producerBatch(), base, recEnd)
+		if bi.transactional() {
+			p.BeginTxn(bi.producerID, base)
+		}
 	})
 	return batches, end, err
 }

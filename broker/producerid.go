@@ -10,22 +10,22 @@ import (
 )
 
 // A producer id alone writes nothing, so any principal may ask for one;
-// each Produce is checked. Transactional ids are refused by the handler.
+// each Produce is checked. A transactional id needs the transaction
+// permission on it (authz_txn.go).
 func init() {
-	register(kmsg.InitProducerID, 0, 4, (*Broker).handleInitProducerID, authorizePublic)
+	register(kmsg.InitProducerID, 0, 4, (*Broker).handleInitProducerID, authorizeInitProducerID)
 }
 
-// handleInitProducerID serves idempotent producers. Transactions are not
-// implemented, so a transactional id is refused.
-func (b *Broker) handleInitProducerID(_ context.Context, _ *conn, kreq kmsg.Request) (kmsg.Response, error) {
+// handleInitProducerID serves idempotent producers here and transactional
+// ones on the transaction coordinator (txn.go).
+func (b *Broker) handleInitProducerID(ctx context.Context, _ *conn, kreq kmsg.Request) (kmsg.Response, error) {
 	req := kreq.(*kmsg.InitProducerIDRequest)
+	if req.TransactionalID != nil && *req.TransactionalID != "" {
+		return b.initTransactional(ctx, req), nil
+	}
 	resp := req.ResponseKind().(*kmsg.InitProducerIDResponse)
 	resp.ProducerID = -1
 	resp.ProducerEpoch = -1
-	if req.TransactionalID != nil {
-		resp.ErrorCode = kerr.TransactionalIDAuthorizationFailed.Code
-		return resp, nil
-	}
 	// KIP-360: a producer that knows its id asks for an epoch bump.
 	if req.ProducerID >= 0 && req.ProducerEpoch >= 0 && req.ProducerEpoch < math.MaxInt16 {
 		resp.ProducerID = req.ProducerID

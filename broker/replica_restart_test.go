@@ -161,14 +161,7 @@ func TestFollowerRestartKeepsOffsets(t *testing.T) {
 		t.Fatalf("the leader after retention: gone %v..%v committed %v, kept %v..%v", goneStart, goneEnd, goneCommitted, keptStart, keptEnd)
 	}
 
-	shareMetadata(t, leaderDir, followerDir)
-	fcfg := groupConfig(t, followerDir)
-	f := startBrokerWith(t, fcfg, so)
-	f.Demote()
-	replicate(t, b, f, 1)
-	if err := f.Promote(ctx); err != nil {
-		t.Fatalf("Promote: %v", err)
-	}
+	f := promotedFollower(t, b, leaderDir, followerDir)
 
 	start, end, committed := listOffsets(t, f.Addr(), "gone", "app")
 	for p := range int32(2) {
@@ -206,6 +199,23 @@ func TestFollowerRestartKeepsOffsets(t *testing.T) {
 	if got[0].Offset != goneCommitted[0] || string(got[0].Value) != "after" {
 		t.Fatalf("resumed at %d: read offset %d %q", goneCommitted[0], got[0].Offset, got[0].Value)
 	}
+}
+
+// promotedFollower starts a broker on followerDir with the leader's
+// metadata, makes it a follower, replicates the leader's whole log into it
+// (epoch 1) and promotes it, as a failover does.
+func promotedFollower(t *testing.T, leader *Broker, leaderDir, followerDir string) *Broker {
+	t.Helper()
+	shareMetadata(t, leaderDir, followerDir)
+	so := testStore()
+	so.CommitLog.FileSize = replicaFileSize
+	f := startBrokerWith(t, groupConfig(t, followerDir), so)
+	f.Demote()
+	replicate(t, leader, f, 1)
+	if err := f.Promote(testCtx(t)); err != nil {
+		t.Fatalf("Promote: %v", err)
+	}
+	return f
 }
 
 // shareMetadata gives the follower's data directory the leader's metadata,

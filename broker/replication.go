@@ -205,6 +205,7 @@ func (b *Broker) Demote() {
 		b.log.WithError(err).WithField("file", offsetsSnapshotName).Error("snapshot of leader state not removed on becoming a follower")
 	}
 	b.followProducers()
+	b.dropTxns()
 }
 
 // Promote completes, from the log, the state a follower did not keep
@@ -233,6 +234,9 @@ func (b *Broker) Promote(ctx context.Context) error {
 		old.Close()
 	}
 	b.following.Store(false)
+	if err := b.openTxns(); err != nil {
+		return fmt.Errorf("broker: promote: %w", err)
+	}
 	b.log.WithFields(logrus.Fields{"producer_state_from": from, "to": to, "elapsed": time.Since(began).String()}).Info("promoted: producer state caught up, group offsets rebuilt from the log")
 	return nil
 }

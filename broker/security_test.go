@@ -432,7 +432,7 @@ func TestACLMetadata(t *testing.T) {
 		topics []string
 		want   map[string]int16
 	}{
-		{"alice", nil, map[string]int16{"orders": 0, "secret": 0, "public-news": 0, offsetsTopic: 0}},
+		{"alice", nil, map[string]int16{"orders": 0, "secret": 0, "public-news": 0, offsetsTopic: 0, txnStateTopic: 0}},
 		{"bob", nil, map[string]int16{"orders": 0, "public-news": 0}},
 		{"bob", []string{"secret", "orders"}, map[string]int16{"secret": denied, "orders": 0}},
 		{"carol", []string{"secret"}, map[string]int16{"secret": denied}},

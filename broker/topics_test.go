@@ -104,7 +104,7 @@ func TestAutoCreateBounded(t *testing.T) {
 	cfg.AutoCreateTopics = true
 	b := startBroker(t, cfg)
 	c := dialRaw(t, b.Addr())
-	created := func() int { return len(b.meta.Topics()) - 1 } // less __consumer_offsets
+	created := func() int { return len(b.meta.Topics()) - 2 } // less __consumer_offsets and __transaction_state
 
 	md := kmsg.NewPtrMetadataRequest()
 	md.SetVersion(12)

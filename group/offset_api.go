@@ -44,20 +44,36 @@ func CommitAnswers(topics []kmsg.OffsetCommitRequestTopic, code int16) []kmsg.Of
 	return out
 }
 
+// CheckCommit returns 0 if the member may commit offsets in the group at
+// this generation, else the error code an OffsetCommit is answered with
+// (TxnOffsetCommit checks its member the same way).
+func (c *Coordinator) CheckCommit(groupID, memberID string, instanceID *string, generation int32) int16 {
+	var code int16
+	switch {
+	case groupID == "":
+		code = kerr.InvalidGroupID.Code
+	case !c.onGroup(groupID, false, func(g *group) { code = g.checkCommit(memberID, instanceID, generation) }):
+		if generation >= 0 {
+			code = unknownMemberID
+		}
+	}
+	return code
+}
+
+// CommitTxnOffsets commits the offsets a transaction committed, once it
+// commits (package txn): whoever the group's members are now, since the
+// transaction's member was checked when the offsets entered it. It
+// returns the Kafka error code, as OffsetCommit answers.
+func (c *Coordinator) CommitTxnOffsets(ctx context.Context, groupID string, offs map[TopicPartition]*Offset) int16 {
+	return c.store(ctx, groupID, "transaction offset commit", offs)
+}
+
 // OffsetCommit stores a member's (or an empty group's) offsets as one
 // record of the offsets topic. Every partition of the request gets the
 // same answer: the commit is all or nothing.
 func (c *Coordinator) OffsetCommit(ctx context.Context, req *kmsg.OffsetCommitRequest) *kmsg.OffsetCommitResponse {
 	resp := req.ResponseKind().(*kmsg.OffsetCommitResponse)
-	var code int16
-	switch {
-	case req.Group == "":
-		code = kerr.InvalidGroupID.Code
-	case !c.onGroup(req.Group, false, func(g *group) { code = g.checkCommit(req.MemberID, req.InstanceID, req.Generation) }):
-		if req.Generation >= 0 {
-			code = unknownMemberID
-		}
-	}
+	code := c.CheckCommit(req.Group, req.MemberID, req.InstanceID, req.Generation)
 	if code == 0 {
 		now := c.clock.Now().UnixMilli()
 		offs := make(map[TopicPartition]*Offset)

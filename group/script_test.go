@@ -1,12 +1,8 @@
 package group
 
 import (
-	"bufio"
 	"context"
-	"flag"
 	"fmt"
-	"os"
-	"path/filepath"
 	"sort"
 	"strconv"
 	"strings"
@@ -17,9 +13,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/unilog/unilog/internal/clock/clocktest"
+	"github.com/unilog/unilog/internal/scripttest"
 )
-
-var rewrite = flag.Bool("rewrite", false, "rewrite the expected output of testdata/*.txt scripts")
 
 // TestScripts runs the group state-machine scripts in testdata/. A script
 // is a sequence of commands, each followed by the lines it is expected to
@@ -40,13 +35,11 @@ var rewrite = flag.Bool("rewrite", false, "rewrite the expected output of testda
 // each command the runner waits until the group has processed everything,
 // so the output is deterministic. Run with -rewrite to regenerate.
 func TestScripts(t *testing.T) {
-	files, err := filepath.Glob("testdata/*.txt")
-	if err != nil || len(files) == 0 {
-		t.Fatalf("no scripts: %v", err)
-	}
-	for _, f := range files {
-		t.Run(strings.TrimSuffix(filepath.Base(f), ".txt"), func(t *testing.T) { runScript(t, f) })
-	}
+	scripttest.RunAll(t, "testdata/*.txt", func(t *testing.T) func(string) []string {
+		clock := clocktest.New()
+		r := &scriptRunner{t: t, clock: clock, c: openTest(t, newMemLog(), clock), calls: make(map[string]*scriptCall)}
+		return r.run
+	})
 }
 
 type scriptCall struct {
@@ -64,53 +57,6 @@ type scriptRunner struct {
 }
 
 const scriptGroup = "g"
-
-func runScript(t *testing.T, path string) {
-	data, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	clock := clocktest.New()
-	r := &scriptRunner{t: t, clock: clock, c: openTest(t, newMemLog(), clock), calls: make(map[string]*scriptCall)}
-	var out strings.Builder
-	var got, want []string
-	cmdLine := ""
-	flush := func() {
-		if cmdLine == "" {
-			return
-		}
-		got = r.run(cmdLine)
-		if !*rewrite && strings.Join(got, "\n") != strings.Join(want, "\n") {
-			t.Errorf("%s: %s\n got:\n  %s\nwant:\n  %s", path, cmdLine, strings.Join(got, "\n  "), strings.Join(want, "\n  "))
-		}
-		for _, l := range got {
-			out.WriteString("> " + l + "\n")
-		}
-		cmdLine, want = "", nil
-	}
-	sc := bufio.NewScanner(strings.NewReader(string(data)))
-	for sc.Scan() {
-		line := sc.Text()
-		switch {
-		case strings.HasPrefix(line, ">"):
-			want = append(want, strings.TrimSpace(strings.TrimPrefix(line, ">")))
-			continue
-		case strings.TrimSpace(line) == "" || strings.HasPrefix(line, "#"):
-			flush()
-			out.WriteString(line + "\n")
-		default:
-			flush()
-			cmdLine = line
-			out.WriteString(line + "\n")
-		}
-	}
-	flush()
-	if *rewrite {
-		if err := os.WriteFile(path, []byte(out.String()), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-}
 
 func args(fields []string) map[string]string {
 	m := make(map[string]string)

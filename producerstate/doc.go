@@ -24,7 +24,20 @@
 // metadata, so an id is never reused after a restart (that would confuse
 // sequence state rebuilt from the log).
 //
-// # Snapshot file, version 2
+// # Transactions
+//
+// A partition also tracks its producers' transactions: Open holds, per
+// producer with a transaction open here, the offset of the transaction's
+// first batch (the last stable offset stops at the oldest of them), and
+// Aborted is the aborted-transaction index read_committed fetches are
+// answered with (producer id, first offset, the abort marker's offset). A
+// transactional batch opens its producer's transaction if none is open;
+// a commit or abort marker (the broker's control batch) closes it, an abort
+// adding it to the index. Both are rebuilt like the sequences: from the
+// snapshot, then the batches and markers stored after it; the index drops
+// what retention or DeleteRecords cut below the log start.
+//
+// # Snapshot file, version 3
 //
 // <data>/producer-state (FileName) holds the state as of a commit-log
 // position, so a start rebuilds it exactly from the snapshot plus the
@@ -34,7 +47,7 @@
 // CRC, then version before any field is read):
 //
 //	0   uint32 Magic       0x55505354 ("UPST")
-//	4   uint16 Version     2
+//	4   uint16 Version     3
 //	6   uint16 Reserved    0
 //	8   int64  LogOffset   every idempotent batch stored below it is in the snapshot
 //	16  uint32 Partitions, then per partition:
@@ -42,9 +55,14 @@
 //	      commitlog.TopicID), int32 partition, uint32 producers,
 //	      then per producer: int64 id, int16 epoch, uint8 batches (1..5),
 //	      then per batch, oldest first: int32 first sequence,
-//	      int32 last sequence, int64 base offset, int64 physical end
+//	      int32 last sequence, int64 base offset, int64 physical end,
+//	      then (version 3) uint32 open transactions, each int64 producer id,
+//	      int64 first offset; uint32 aborted transactions, each int64
+//	      producer id, int64 first offset, int64 marker offset
 //	end uint32 CRC32C      Castagnoli, over every byte before it
 //
 // Version 1 had no topic id; it is read (Snapshot.Version says which),
-// and TellsIncarnations says whether its entries can be trusted.
+// and TellsIncarnations says whether its entries can be trusted. Version
+// 2 had no transactions; it is read as a partition without any (it was
+// written before the broker accepted transactional batches).
 package producerstate

@@ -2,7 +2,9 @@ package producerstate
 
 import (
 	"errors"
+	"maps"
 	"math"
+	"slices"
 )
 
 // DedupWindow is how many recent batches per producer and partition are
@@ -51,10 +53,16 @@ type Producer struct {
 	Batches []Stored // oldest first, at most DedupWindow
 }
 
-// Partition is the idempotent producers of one partition. It is not safe
-// for concurrent use: the broker serializes a partition's appends.
+// Partition is the idempotent producers of one partition and its
+// transactions. It is not safe for concurrent use: the broker serializes
+// a partition's appends.
 type Partition struct {
 	Producers map[int64]*Producer
+	// Open maps each producer with an open transaction in the partition
+	// to the transaction's first offset here (txn.go).
+	Open map[int64]int64
+	// Aborted is the aborted-transaction index, in marker order.
+	Aborted []AbortedTxn
 }
 
 // Check validates an idempotent batch against its producer's history: dup
@@ -116,7 +124,7 @@ func (p *Partition) Replay(b Batch, base, end int64) {
 
 // Clone copies the state, for a snapshot taken while appends go on.
 func (p *Partition) Clone() Partition {
-	c := Partition{Producers: make(map[int64]*Producer, len(p.Producers))}
+	c := Partition{Producers: make(map[int64]*Producer, len(p.Producers)), Open: maps.Clone(p.Open), Aborted: slices.Clone(p.Aborted)}
 	for id, ps := range p.Producers {
 		c.Producers[id] = &Producer{Epoch: ps.Epoch, Batches: append([]Stored(nil), ps.Batches...)}
 	}
@@ -126,7 +134,8 @@ func (p *Partition) Clone() Partition {
 // Through drops the batches stored past logOffset (a leader's snapshot may
 // hold some appended while it was copied): replaying from logOffset adds
 // them back if the log still holds them, and only then. It reports whether
-// any producer is left.
+// any state is left. Transactions are kept: replaying their batches and
+// markers again changes nothing (see EndTxn).
 func (p *Partition) Through(logOffset int64) bool {
 	for id, ps := range p.Producers {
 		n := len(ps.Batches)
@@ -137,5 +146,5 @@ func (p *Partition) Through(logOffset int64) bool {
 			delete(p.Producers, id)
 		}
 	}
-	return len(p.Producers) > 0
+	return !p.Empty()
 }

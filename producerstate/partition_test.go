@@ -3,6 +3,7 @@ package producerstate
 import (
 	"errors"
 	"math"
+	"slices"
 	"testing"
 )
 
@@ -118,5 +119,60 @@ func TestIDs(t *testing.T) {
 	}
 	if r.calls != 2 {
 		t.Fatalf("%d reservations for %d ids, want 2", r.calls, idBlock+1)
+	}
+}
+
+// TestTransactions walks two producers' transactions through the last
+// stable offset and the aborted index, with the repeats a replay or a
+// coordinator's recovery makes.
+func TestTransactions(t *testing.T) {
+	var p Partition
+	if _, ok := p.FirstUnstable(); ok {
+		t.Fatal("no transaction yet, but unstable")
+	}
+	p.BeginTxn(1, 10)
+	p.BeginTxn(1, 12) // a later batch of the same transaction
+	p.BeginTxn(2, 11)
+	if off, ok := p.FirstUnstable(); !ok || off != 10 {
+		t.Fatalf("first unstable %d %v, want 10", off, ok)
+	}
+	p.EndTxn(1, 0, false, 13)
+	p.EndTxn(1, 0, false, 14) // a marker written again: no transaction open
+	if off, _ := p.FirstUnstable(); off != 11 {
+		t.Fatalf("first unstable %d after 1 aborted, want 11", off)
+	}
+	p.EndTxn(2, 0, true, 15)
+	if _, ok := p.FirstUnstable(); ok {
+		t.Fatal("all ended, but unstable")
+	}
+	want := []AbortedTxn{{1, 10, 13}}
+	if got := p.AbortedIn(nil, 0, 100); !slices.Equal(got, want) {
+		t.Fatalf("aborted %v, want %v", got, want)
+	}
+	// A replay of the same batch and marker adds nothing.
+	p.BeginTxn(1, 10)
+	p.EndTxn(1, 0, false, 13)
+	for _, c := range []struct {
+		from, to int64
+		n        int
+	}{{0, 10, 0}, {0, 11, 1}, {13, 20, 1}, {14, 20, 0}} {
+		if got := p.AbortedIn(nil, c.from, c.to); len(got) != c.n {
+			t.Fatalf("aborted in [%d,%d): %v, want %d", c.from, c.to, got, c.n)
+		}
+	}
+	// An abort under a bumped epoch fences the older one here.
+	p.Record(Batch{3, 0, 0, 1}, 16, 160)
+	p.BeginTxn(3, 16)
+	p.EndTxn(3, 1, false, 17)
+	if _, _, err := p.Check(Batch{3, 0, 1, 1}); !errors.Is(err, ErrInvalidEpoch) {
+		t.Fatalf("epoch 0 after the abort at epoch 1: %v, want ErrInvalidEpoch", err)
+	}
+	if _, _, err := p.Check(Batch{3, 2, 0, 1}); err != nil {
+		t.Fatalf("epoch 2 from sequence 0: %v", err)
+	}
+	c := p.Clone()
+	p.DropAbortedBefore(14)
+	if len(p.Aborted) != 1 || len(c.Aborted) != 2 {
+		t.Fatalf("drop: %v, clone %v", p.Aborted, c.Aborted)
 	}
 }

@@ -13,7 +13,7 @@ import (
 const FileName = "producer-state"
 
 // Version is the snapshot version written.
-const Version = 2
+const Version = 3
 
 var snapshotFormat = framed.Format{Name: "producer-state snapshot", Magic: "UPST", Version: Version, Oldest: 1, Shape: framed.Sealed}
 
@@ -60,6 +60,17 @@ func (s Snapshot) Encode() []byte {
 				b = binary.BigEndian.AppendUint64(b, uint64(sb.End))
 			}
 		}
+		b = binary.BigEndian.AppendUint32(b, uint32(len(p.State.Open)))
+		for id, first := range p.State.Open {
+			b = binary.BigEndian.AppendUint64(b, uint64(id))
+			b = binary.BigEndian.AppendUint64(b, uint64(first))
+		}
+		b = binary.BigEndian.AppendUint32(b, uint32(len(p.State.Aborted)))
+		for _, a := range p.State.Aborted {
+			b = binary.BigEndian.AppendUint64(b, uint64(a.ProducerID))
+			b = binary.BigEndian.AppendUint64(b, uint64(a.FirstOffset))
+			b = binary.BigEndian.AppendUint64(b, uint64(a.LastOffset))
+		}
 	}
 	return snapshotFormat.Append(nil, b)
 }
@@ -102,6 +113,9 @@ func Decode(b []byte) (Snapshot, error) {
 			}
 			p.State.Producers[id] = ps
 		}
+		if v >= 3 {
+			decodeTxns(r, &p.State)
+		}
 		s.Parts = append(s.Parts, p)
 	}
 	if r.Done() != nil {
@@ -141,4 +155,19 @@ func (s Snapshot) TellsIncarnations(tagged func(topic string) bool) error {
 		}
 	}
 	return nil
+}
+
+// decodeTxns reads a version 3 partition's open transactions and aborted
+// index; counts cannot size allocations beyond what the payload holds.
+func decodeTxns(r *framed.Reader, p *Partition) {
+	if n := r.U32(); n > 0 {
+		p.Open = make(map[int64]int64, min(n, uint32(r.Len()/16)))
+		for ; n > 0 && r.Err() == nil; n-- {
+			id := int64(r.U64())
+			p.Open[id] = int64(r.U64())
+		}
+	}
+	for n := r.U32(); n > 0 && r.Err() == nil && r.Len() >= 24; n-- {
+		p.Aborted = append(p.Aborted, AbortedTxn{ProducerID: int64(r.U64()), FirstOffset: int64(r.U64()), LastOffset: int64(r.U64())})
+	}
 }

@@ -17,7 +17,8 @@ import (
 func testSnapshot() Snapshot {
 	return Snapshot{Version: Version, LogOffset: 4096, Parts: []PartitionSnapshot{{
 		Topic: "orders", Partition: 3, ID: commitlog.TopicID{1, 2, 3},
-		State: Partition{Producers: map[int64]*Producer{7: {Epoch: 2, Batches: []Stored{{0, 4, 10, 900}, {5, 5, 15, 1000}}}}},
+		State: Partition{Producers: map[int64]*Producer{7: {Epoch: 2, Batches: []Stored{{0, 4, 10, 900}, {5, 5, 15, 1000}}}},
+			Open: map[int64]int64{8: 40}, Aborted: []AbortedTxn{{ProducerID: 9, FirstOffset: 20, LastOffset: 30}}},
 	}}}
 }
 
@@ -71,6 +72,7 @@ func TestSnapshotVersion1(t *testing.T) {
 	}
 	want := testSnapshot()
 	want.Version, want.Parts[0].ID = 1, commitlog.TopicID{}
+	want.Parts[0].State.Open, want.Parts[0].State.Aborted = nil, nil
 	if !reflect.DeepEqual(got, want) {
 		t.Fatalf("decoded %+v, want %+v", got, want)
 	}
@@ -99,15 +101,26 @@ func TestSnapshotWithin(t *testing.T) {
 }
 
 // TestFormatsAsOlderBuildsWrote: the snapshot is written byte for byte as
-// before the framed codec, and that build's file (testdata/formats) still
-// reads back.
+// the build that introduced version 3 wrote it (testdata/formats/
+// producer-state-v3), and the version 2 file of the build before the
+// framed codec (testdata/formats/producer-state) still reads back, as a
+// partition without transactions.
 func TestFormatsAsOlderBuildsWrote(t *testing.T) {
 	want := Snapshot{Version: Version, LogOffset: 1 << 30, Parts: []PartitionSnapshot{{
 		Topic: "a", Partition: 2, ID: commitlog.TopicID{1, 2, 3},
-		State: Partition{Producers: map[int64]*Producer{7: {Epoch: 1, Batches: []Stored{{FirstSeq: 0, LastSeq: 9, Base: 100, End: 5000}}}}},
+		State: Partition{Producers: map[int64]*Producer{7: {Epoch: 1, Batches: []Stored{{FirstSeq: 0, LastSeq: 9, Base: 100, End: 5000}}}},
+			Open: map[int64]int64{8: 120}, Aborted: []AbortedTxn{{ProducerID: 9, FirstOffset: 90, LastOffset: 95}}},
 	}}}
-	b := framedtest.Golden(t, "producer-state", want.Encode())
+	b := framedtest.Golden(t, "producer-state-v3", want.Encode())
 	if got, err := Decode(b); err != nil || !reflect.DeepEqual(got, want) {
 		t.Errorf("producer snapshot: %+v, %v; want %+v", got, err, want)
+	}
+	v2, err := os.ReadFile(filepath.Join("testdata", "formats", "producer-state"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want.Version, want.Parts[0].State.Open, want.Parts[0].State.Aborted = 2, nil, nil
+	if got, err := Decode(v2); err != nil || !reflect.DeepEqual(got, want) {
+		t.Errorf("version 2 snapshot: %+v, %v; want %+v", got, err, want)
 	}
 }

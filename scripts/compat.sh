@@ -11,7 +11,9 @@
 #    KGO_TEST_RF=1 and KGO_TEST_RECORDS=COMPAT_RECORDS.
 # 2. kafka-python (Debian's python3-kafka) and KafkaJS (npm, installed into
 #    COMPAT_CACHE): scripts/compat/*: create a topic, produce with acks=all,
-#    consume it all in a group, check the committed offsets, delete the topic.
+#    consume it all in a group, check the committed offsets, delete the topic;
+#    and KafkaJS's transactional producer (kafkajs_txn.js): committed and
+#    aborted transactions with offsets, read back by a read_committed group.
 #
 # Each flush mode of COMPAT_FLUSH gets a fresh `unilog broker` on a fresh data
 # directory and free loopback ports; COMPAT_SEEDS=host:port skips starting one
@@ -242,7 +244,9 @@ for flush in $modes; do
 			broker_alive || break 2
 			case $c in
 			kafka-python) run_client kafka-python "$flush" "$n" "$PYTHON" scripts/compat/kafka_python.py "$seeds" ;;
-			kafkajs) run_client kafkajs "$flush" "$n" env NODE_PATH="$KAFKAJS_DIR/node_modules" node scripts/compat/kafkajs.js "$seeds" ;;
+			kafkajs)
+				run_client kafkajs "$flush" "$n" env NODE_PATH="$KAFKAJS_DIR/node_modules" node scripts/compat/kafkajs.js "$seeds"
+				run_client kafkajs-txn "$flush" "$n" env NODE_PATH="$KAFKAJS_DIR/node_modules" node scripts/compat/kafkajs_txn.js "$seeds" ;;
 			esac
 		done
 	done

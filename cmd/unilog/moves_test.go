@@ -18,8 +18,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/unilog/unilog/commitlog"
-	"github.com/unilog/unilog/dispatcher"
 	"github.com/unilog/unilog/internal/poll"
+	"github.com/unilog/unilog/store"
 )
 
 // groupNode is one broker started by startGroupNodes.
@@ -360,7 +360,7 @@ type storedBatch struct {
 func dumpBatches(t *testing.T, dir, topic string, partition int32) []storedBatch {
 	t.Helper()
 	var out []storedBatch
-	err := dispatcher.Dump(dir, topic, partition, 0, 0, func(r *commitlog.Record) error {
+	err := store.Dump(dir, topic, partition, 0, 0, func(r *commitlog.Record) error {
 		out = append(out, storedBatch{r.QueueOffset, bytes.Clone(r.Body)})
 		return nil
 	})

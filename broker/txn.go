@@ -1,0 +1,166 @@
+package broker
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/unilog/unilog/txn"
+)
+
+// The transaction APIs (package txn; the ACL rules are in authz_txn.go).
+// AddPartitionsToTxn stops at v3: v4+ is the brokers' own batched form.
+// A follower, or a broker whose coordinator is not open, answers
+// NOT_COORDINATOR.
+func init() {
+	register(kmsg.AddPartitionsToTxn, 0, 3, txnCoordinated((*Broker).handleAddPartitionsToTxn), authorizeAddPartitionsToTxn)
+	register(kmsg.AddOffsetsToTxn, 0, 3, txnCoordinated((*Broker).handleAddOffsetsToTxn), authorizeAddOffsetsToTxn)
+	register(kmsg.EndTxn, 0, 3, txnCoordinated((*Broker).handleEndTxn), authorizeEndTxn)
+	register(kmsg.TxnOffsetCommit, 0, 3, txnCoordinated((*Broker).handleTxnOffsetCommit), authorizeTxnOffsetCommit)
+	register(kmsg.DescribeTransactions, 0, 0, txnCoordinated((*Broker).handleDescribeTransactions), authorizeDescribeTransactions)
+	register(kmsg.ListTransactions, 0, 1, txnCoordinated((*Broker).handleListTransactions), authorizeListTransactions)
+}
+
+// openTxns replays the transaction state and starts the coordinator,
+// replacing (and closing) any earlier one; producer state must be loaded
+// first, since its scan finishes transactions a crash interrupted by
+// writing their markers.
+func (b *Broker) openTxns() error {
+	partitions := int32(txn.DefaultPartitions)
+	if t, ok := b.meta.Topic(txnStateTopic); ok {
+		partitions = t.Partitions
+	}
+	c, err := txn.Open(txn.Options{
+		Log:        txnLog{b},
+		Groups:     txnGroups{b},
+		IDs:        b.pids,
+		Partitions: partitions,
+		Logger:     b.log,
+	})
+	if err != nil {
+		return fmt.Errorf("broker: open transaction coordinator: %w", err)
+	}
+	if old := b.txns.Swap(c); old != nil {
+		old.Close()
+	}
+	return nil
+}
+
+// closeTxns stops the coordinator's timeout scan.
+func (b *Broker) closeTxns() {
+	if c := b.txns.Load(); c != nil {
+		c.Close()
+	}
+}
+
+// dropTxns closes the coordinator of a node becoming a follower: its
+// scan would try to end transactions in a log that is now its leader's,
+// and its state goes stale; Promote opens a new one from the log.
+func (b *Broker) dropTxns() {
+	if c := b.txns.Swap(nil); c != nil {
+		c.Close()
+	}
+}
+
+// txnCoordinated serves a transaction API on the coordinator, or answers
+// NOT_COORDINATOR.
+func txnCoordinated(h func(*Broker, context.Context, *txn.Coordinator, kmsg.Request) kmsg.Response) handler {
+	return func(b *Broker, ctx context.Context, _ *conn, req kmsg.Request) (kmsg.Response, error) {
+		c := b.txns.Load()
+		if b.following.Load() || c == nil {
+			return txnFailed(req, kerr.NotCoordinator)
+		}
+		return h(b, ctx, c, req), nil
+	}
+}
+
+// txnFailed answers a transaction request wholly with code: per
+// partition where the response has no top-level error code.
+func txnFailed(req kmsg.Request, code *kerr.Error) (kmsg.Response, error) {
+	switch r := req.(type) {
+	case *kmsg.AddPartitionsToTxnRequest:
+		resp := r.ResponseKind().(*kmsg.AddPartitionsToTxnResponse)
+		for _, t := range r.Topics {
+			rt := kmsg.NewAddPartitionsToTxnResponseTopic()
+			rt.Topic = t.Topic
+			for _, p := range t.Partitions {
+				rp := kmsg.NewAddPartitionsToTxnResponseTopicPartition()
+				rp.Partition, rp.ErrorCode = p, code.Code
+				rt.Partitions = append(rt.Partitions, rp)
+			}
+			resp.Topics = append(resp.Topics, rt)
+		}
+		return resp, nil
+	case *kmsg.TxnOffsetCommitRequest:
+		resp := r.ResponseKind().(*kmsg.TxnOffsetCommitResponse)
+		resp.Topics = txn.OffsetCommitAnswers(r.Topics, code.Code)
+		return resp, nil
+	case *kmsg.DescribeTransactionsRequest:
+		resp := r.ResponseKind().(*kmsg.DescribeTransactionsResponse)
+		for _, id := range r.TransactionalIDs {
+			resp.TransactionStates = append(resp.TransactionStates, describeTxnFailed(id, code))
+		}
+		return resp, nil
+	}
+	return errorResponse(req, code)
+}
+
+func describeTxnFailed(id string, code *kerr.Error) kmsg.DescribeTransactionsResponseTransactionState {
+	rs := kmsg.NewDescribeTransactionsResponseTransactionState()
+	rs.TransactionalID, rs.ErrorCode = id, code.Code
+	rs.ProducerID, rs.ProducerEpoch, rs.StartTimestamp = -1, -1, -1
+	return rs
+}
+
+// initTransactional is InitProducerId with a transactional id.
+func (b *Broker) initTransactional(ctx context.Context, req *kmsg.InitProducerIDRequest) *kmsg.InitProducerIDResponse {
+	c := b.txns.Load()
+	if b.following.Load() || c == nil {
+		resp := req.ResponseKind().(*kmsg.InitProducerIDResponse)
+		resp.ErrorCode, resp.ProducerID, resp.ProducerEpoch = kerr.NotCoordinator.Code, -1, -1
+		return resp
+	}
+	return c.InitProducerID(ctx, req)
+}
+
+// handleAddPartitionsToTxn takes only partitions this node leads: the
+// markers go into its own log, so a transaction cannot span replica
+// groups; the others are answered UNKNOWN_TOPIC_OR_PARTITION.
+func (b *Broker) handleAddPartitionsToTxn(ctx context.Context, c *txn.Coordinator, req kmsg.Request) kmsg.Response {
+	return c.AddPartitionsToTxn(ctx, req.(*kmsg.AddPartitionsToTxnRequest), func(topic string, partition int32) bool {
+		t, ok := b.meta.Topic(topic)
+		return ok && !isInternalTopic(topic) && partition >= 0 && partition < t.Partitions && b.leads(topic, partition)
+	})
+}
+
+func (b *Broker) handleAddOffsetsToTxn(ctx context.Context, c *txn.Coordinator, req kmsg.Request) kmsg.Response {
+	return c.AddOffsetsToTxn(ctx, req.(*kmsg.AddOffsetsToTxnRequest))
+}
+
+func (b *Broker) handleEndTxn(ctx context.Context, c *txn.Coordinator, req kmsg.Request) kmsg.Response {
+	return c.EndTxn(ctx, req.(*kmsg.EndTxnRequest))
+}
+
+func (b *Broker) handleTxnOffsetCommit(ctx context.Context, c *txn.Coordinator, req kmsg.Request) kmsg.Response {
+	return c.TxnOffsetCommit(ctx, req.(*kmsg.TxnOffsetCommitRequest))
+}
+
+func (b *Broker) handleDescribeTransactions(_ context.Context, c *txn.Coordinator, req kmsg.Request) kmsg.Response {
+	return c.DescribeTransactions(req.(*kmsg.DescribeTransactionsRequest))
+}
+
+func (b *Broker) handleListTransactions(_ context.Context, c *txn.Coordinator, req kmsg.Request) kmsg.Response {
+	return c.ListTransactions(req.(*kmsg.ListTransactionsRequest))
+}
+
+// txnCoordinatorNode is the broker coordinating a transactional id: the
+// leader of the transaction-state partition holding its records.
+func (b *Broker) txnCoordinatorNode(c *conn, id string) (int16, ClusterBroker) {
+	partitions := int32(txn.DefaultPartitions)
+	if t, ok := b.meta.Topic(txnStateTopic); ok {
+		partitions = t.Partitions
+	}
+	return b.coordinatorOf(c, txnStateTopic, txn.PartitionFor(id, partitions))
+}

@@ -1,0 +1,177 @@
+package broker
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/unilog/unilog/group"
+	"github.com/unilog/unilog/txn"
+)
+
+// txnStateTopic is the internal topic holding the transaction
+// coordinator's state (package txn), ordinary record batches in the
+// commit log like __consumer_offsets, so it recovers and replicates with
+// the data.
+const txnStateTopic = "__transaction_state"
+
+// txnLog is txn.Log over the broker's storage.
+type txnLog struct{ b *Broker }
+
+// Append stores the state record and the markers with one Storage.Append,
+// under the locks a produce takes (appendMu, then each partition's), so
+// that each marker's offset and its effect on the partition's producer
+// state are in order with the partition's produced batches. Markers of a
+// topic deleted since it joined the transaction, or of a partition this
+// node no longer leads, are left out.
+func (l txnLog) Append(ctx context.Context, partition int32, rec txn.Record, m *txn.Markers) (int64, error) {
+	b := l.b
+	if b.following.Load() {
+		return 0, fmt.Errorf("broker: transaction state: %w: %w", txn.ErrNotCoordinator, ErrNotLeader)
+	}
+	if r := b.cfg.Replication; r != nil && b.cfg.SyncReplication {
+		if err := r.CheckInSync(); err != nil {
+			return 0, fmt.Errorf("broker: transaction state: %w", txnError(err))
+		}
+	}
+	now := b.now().UnixMilli()
+	batches := []StorageBatch{{Topic: txnStateTopic, Partition: partition, Count: 1, MaxTimestamp: now,
+		Records: newBatch([]kmsg.Record{{Key: rec.Key, Value: rec.Value}}, now, now)}}
+	var parts []*partitionState
+	b.topicMu.RLock()
+	if m != nil {
+		marker := controlBatch(m.ProducerID, m.Epoch, m.Commit, now)
+		for _, tp := range m.Partitions {
+			if t, ok := b.meta.Topic(tp.Topic); !ok || tp.Partition >= t.Partitions || !b.leads(tp.Topic, tp.Partition) {
+				continue
+			}
+			batches = append(batches, StorageBatch{Topic: tp.Topic, Partition: tp.Partition, Count: 1, MaxTimestamp: now, Records: marker})
+			parts = append(parts, b.partition(tp.Topic, tp.Partition))
+		}
+	}
+	b.appendMu.Lock()
+	for _, p := range parts {
+		p.mu.Lock()
+	}
+	out, err := b.st.Append(nil, batches)
+	b.noteAppend(err)
+	for i, a := range out[min(1, len(out)):] {
+		parts[i].EndTxn(m.ProducerID, m.Epoch, m.Commit, a.Base)
+		b.producerChanges.Add(1)
+	}
+	for _, p := range parts {
+		p.mu.Unlock()
+	}
+	b.appendMu.Unlock()
+	b.topicMu.RUnlock()
+	if err != nil {
+		return 0, fmt.Errorf("broker: append transaction state: %w", err)
+	}
+	end := out[len(out)-1].End
+	return end, l.wait(ctx, end)
+}
+
+// wait returns once the append through end is what an acks=-1 produce
+// waits for: flushed under FlushSync, indexed (so fetches see the
+// markers), and on the in-sync replicas under sync replication.
+func (l txnLog) wait(ctx context.Context, end int64) error {
+	b := l.b
+	if b.st.SyncFlush() {
+		if err := b.st.WaitDurable(ctx, end); err != nil {
+			return err
+		}
+	}
+	if err := b.st.WaitDispatched(ctx, end); err != nil {
+		return err
+	}
+	if r := b.cfg.Replication; r != nil && b.cfg.SyncReplication {
+		return txnError(r.WaitReplicated(ctx, end))
+	}
+	return nil
+}
+
+// txnError gives a Replication error the transaction coordinator's meaning.
+func txnError(err error) error {
+	return coordinatorError(err, txn.ErrNotCoordinator, txn.ErrNotEnoughReplicas)
+}
+
+// Replay reads the partition's records through the consume queue, batch
+// by batch; offsets retention already deleted are skipped.
+func (l txnLog) Replay(partition int32, fn func(txn.Record) error) error {
+	h := l.b.st.Partition(txnStateTopic, partition)
+	lo, hi := h.Bounds()
+	var buf []byte
+	for off := lo; off < hi; {
+		out, _, next, err := h.ReadBatch(off, buf[:0])
+		if errors.Is(err, ErrStorageRange) {
+			off++
+			continue
+		}
+		if err != nil {
+			return err
+		}
+		buf = out
+		var rb kmsg.RecordBatch
+		if err := rb.ReadFrom(out); err != nil {
+			return fmt.Errorf("%w: %s/%d offset %d: %v", txn.ErrCorrupt, txnStateTopic, partition, off, err)
+		}
+		if err := eachRecord(&rb, func(r kmsg.Record) error { return fn(txn.Record{Key: r.Key, Value: r.Value}) }); err != nil {
+			return fmt.Errorf("%s/%d offset %d: %w", txnStateTopic, partition, off, err)
+		}
+		off = next
+	}
+	return nil
+}
+
+// txnGroups is txn.Groups over the group coordinator.
+type txnGroups struct{ b *Broker }
+
+func (g txnGroups) CheckMember(groupID, member string, instance *string, generation int32) int16 {
+	c := g.b.groups.Load()
+	if c == nil {
+		return kerr.CoordinatorNotAvailable.Code
+	}
+	return c.CheckCommit(groupID, member, instance, generation)
+}
+
+func (g txnGroups) Commit(ctx context.Context, groupID string, offs []txn.Offset) error {
+	c := g.b.groups.Load()
+	if c == nil {
+		return fmt.Errorf("broker: commit transaction offsets: %w", txn.ErrNotCoordinator)
+	}
+	now := g.b.now().UnixMilli()
+	m := make(map[group.TopicPartition]*group.Offset, len(offs))
+	for _, o := range offs {
+		m[group.TopicPartition{Topic: o.Topic, Partition: o.Partition}] = &group.Offset{Offset: o.Offset, LeaderEpoch: o.LeaderEpoch, Metadata: o.Metadata, CommitMs: now}
+	}
+	switch code := c.CommitTxnOffsets(ctx, groupID, m); code {
+	case 0:
+		return nil
+	case kerr.NotCoordinator.Code:
+		return fmt.Errorf("broker: commit transaction offsets: %w", txn.ErrNotCoordinator)
+	default:
+		return fmt.Errorf("broker: commit transaction offsets: %w", kerr.ErrorForCode(code))
+	}
+}
+
+// compactTxns rewrites the transaction states held in the oldest
+// commit-log file at the head of the log (txn.Coordinator.Compact), so
+// retention can delete the file.
+func (b *Broker) compactTxns() {
+	c := b.txns.Load()
+	if b.following.Load() || c == nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	switch n, err := c.Compact(ctx, b.st.OldestFileEnd()); {
+	case err != nil:
+		b.log.WithError(err).Error("transaction state compaction failed")
+	case n > 0:
+		b.log.WithField("states", n).Info("transaction states copied out of the oldest commit-log file")
+	}
+}

@@ -1,0 +1,95 @@
+package producerstate
+
+// AbortedTxn is an aborted transaction's span in one partition: its
+// producer, the offset of its first batch there and of its abort marker.
+// A read_committed fetch gets those overlapping what it reads (Kafka's
+// aborted-transaction index), so the consumer can drop their records.
+type AbortedTxn struct {
+	ProducerID  int64
+	FirstOffset int64
+	LastOffset  int64
+}
+
+// BeginTxn notes a transactional batch stored at base: the first of its
+// producer's transaction opens the transaction there.
+func (p *Partition) BeginTxn(producerID, base int64) {
+	if _, ok := p.Open[producerID]; ok {
+		return
+	}
+	if p.Open == nil {
+		p.Open = make(map[int64]int64)
+	}
+	p.Open[producerID] = base
+}
+
+// EndTxn applies a commit or abort marker of the producer, written at
+// epoch and stored at offset. A marker of a newer epoch than the
+// producer's batches here fences the older epoch in this partition too
+// (the coordinator bumps the epoch when it aborts for a new producer or a
+// timeout). A marker for a producer with no open transaction here changes
+// nothing else (a coordinator that crashed before recording the
+// transaction's end writes its markers again), and replaying an abort
+// already in the index adds it once.
+func (p *Partition) EndTxn(producerID int64, epoch int16, commit bool, offset int64) {
+	if ps, ok := p.Producers[producerID]; ok && epoch > ps.Epoch {
+		// The batches stay for the snapshot, which keeps at least one a
+		// producer; a batch of a newer epoch still starts at sequence 0.
+		ps.Epoch = epoch
+	}
+	first, ok := p.Open[producerID]
+	if !ok {
+		return
+	}
+	delete(p.Open, producerID)
+	if commit {
+		return
+	}
+	for _, a := range p.Aborted {
+		if a.ProducerID == producerID && a.FirstOffset == first {
+			return
+		}
+	}
+	p.Aborted = append(p.Aborted, AbortedTxn{ProducerID: producerID, FirstOffset: first, LastOffset: offset})
+}
+
+// FirstUnstable is the first offset of the oldest open transaction, which
+// the last stable offset may not pass; ok is false with none open.
+func (p *Partition) FirstUnstable() (offset int64, ok bool) {
+	for _, first := range p.Open {
+		if !ok || first < offset {
+			offset, ok = first, true
+		}
+	}
+	return offset, ok
+}
+
+// AbortedIn appends to dst the aborted transactions that overlap the
+// offsets [from, to).
+func (p *Partition) AbortedIn(dst []AbortedTxn, from, to int64) []AbortedTxn {
+	for _, a := range p.Aborted {
+		if a.LastOffset >= from && a.FirstOffset < to {
+			dst = append(dst, a)
+		}
+	}
+	return dst
+}
+
+// DropAbortedBefore forgets aborted transactions that ended below the
+// partition's log start: no fetch reads them any more.
+func (p *Partition) DropAbortedBefore(start int64) {
+	n := 0
+	for _, a := range p.Aborted {
+		if a.LastOffset >= start {
+			p.Aborted[n] = a
+			n++
+		}
+	}
+	clear(p.Aborted[n:])
+	p.Aborted = p.Aborted[:n]
+}
+
+// Empty reports a partition with no state to keep: no producer, no open
+// or aborted transaction.
+func (p *Partition) Empty() bool {
+	return len(p.Producers) == 0 && len(p.Open) == 0 && len(p.Aborted) == 0
+}
