@@ -372,6 +372,9 @@ func (b *Broker) forgetTopic(topic string) {
 		}
 	}
 	b.producerChanges.Add(1)
+	if b.metrics != nil {
+		b.metrics.topicFetched.DeleteLabelValues(topic)
+	}
 }
 
 // every runs fn every d on a goroutine of its own until Close.

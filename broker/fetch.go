@@ -150,6 +150,7 @@ func (b *Broker) handleFetch(ctx context.Context, c *conn, kreq kmsg.Request) (k
 		break
 	}
 	b.metrics.fetchedBytes.Add(float64(f.total))
+	f.countByTopic()
 	resp := f.response(s, incremental)
 	return resp, nil
 }
@@ -169,6 +170,27 @@ type fetchState struct {
 }
 
 type span struct{ from, to int }
+
+// countByTopic adds what the fetch serves to each topic's counter, once
+// per topic: a request lists a topic's partitions together.
+func (f *fetchState) countByTopic() {
+	if f.total == 0 {
+		return
+	}
+	var topic string
+	n := 0
+	for i, p := range f.parts {
+		if i > 0 && p.topic != topic && n > 0 {
+			f.b.metrics.topicFetched.WithLabelValues(topic).Add(float64(n))
+			n = 0
+		}
+		topic = p.topic
+		n += f.spans[i].to - f.spans[i].from
+	}
+	if n > 0 {
+		f.b.metrics.topicFetched.WithLabelValues(topic).Add(float64(n))
+	}
+}
 
 // read fills results from what is stored now, replacing an earlier read.
 // It returns the number of record bytes, whether any partition failed

@@ -20,6 +20,9 @@ type metrics struct {
 	producedBytes   prometheus.Counter
 	producedRecords prometheus.Counter
 	fetchedBytes    prometheus.Counter
+	// topicFetched is fetchedBytes by topic: Kafka's per-topic BytesOut,
+	// which the console's topics page turns into a rate.
+	topicFetched *prometheus.CounterVec
 }
 
 func newMetrics(b *Broker) *metrics {
@@ -50,14 +53,20 @@ func newMetrics(b *Broker) *metrics {
 		fetchedBytes: prometheus.NewCounter(prometheus.CounterOpts{
 			Namespace: "unilog", Name: "fetched_bytes_total", Help: "Record batch bytes served.",
 		}),
+		topicFetched: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: "unilog", Name: "topic_fetched_bytes_total", Help: "Record batch bytes served, by topic (consumers and followers of partition moves; not the replication stream).",
+		}, []string{"topic"}),
 	}
 	m.reg.MustRegister(m.requests, m.latency, m.connections, m.bytesIn, m.bytesOut,
-		m.producedBytes, m.producedRecords, m.fetchedBytes, newGroupCollector(b), newTxnCollector(b),
+		m.producedBytes, m.producedRecords, m.fetchedBytes, m.topicFetched, newGroupCollector(b), newTxnCollector(b),
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 			Namespace: "unilog", Name: "commitlog_bytes", Help: "Bytes held by the commit log (write offset minus retained start).",
 		}, func() float64 { return float64(b.st.Stats().LogBytes) }),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Namespace: "unilog", Name: "commitlog_files", Help: "Commit-log files on disk (for the Kafka layout of the benchmark, 0).",
+		}, func() float64 { return float64(b.st.Stats().LogFiles) }),
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 			Namespace: "unilog", Name: "dispatcher_lag_bytes", Help: "Commit log bytes not yet indexed by the consume queues.",
 		}, func() float64 { return float64(b.st.Stats().LagBytes) }),

@@ -168,6 +168,7 @@ func (c *Console) serveCluster(w http.ResponseWriter, r *http.Request) {
 	cl, err := c.o.Source.Cluster(ctx)
 	if s, _, ok := c.hist.read(time.Now()); err == nil && ok {
 		cl.Disk.CommitLogBytes = int64(s.gauges["unilog_commitlog_bytes"])
+		cl.Disk.CommitLogFiles = int64(s.gauges["unilog_commitlog_files"])
 		cl.Disk.ReadOnly = s.gauges["unilog_read_only"] != 0
 		cl.Disk.WriteFailed = s.gauges["unilog_log_write_failed"] != 0
 	}

@@ -258,3 +258,35 @@ func TestReadErrorsAnswerTheirStatus(t *testing.T) {
 		}
 	}
 }
+
+// TestTopicFetchRate: a topic's fetch rate is the change of its
+// unilog_topic_fetched_bytes_total over the last two samples, -1 before
+// two, 0 for a topic never served, and counted from 0 again when the
+// counter went back (its topic deleted and made again).
+func TestTopicFetchRate(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	fetched := prometheus.NewCounterVec(prometheus.CounterOpts{Name: "unilog_topic_fetched_bytes_total"}, []string{"topic"})
+	reg.MustRegister(fetched)
+	h := newHistory(reg)
+	fetched.WithLabelValues("hot").Add(1000)
+	h.sample(time.Unix(100, 0))
+	if r := h.fetchRate("hot"); r != -1 {
+		t.Errorf("one sample: rate %v, want -1", r)
+	}
+	fetched.WithLabelValues("hot").Add(4000)
+	h.sample(time.Unix(102, 0))
+	for _, tc := range []struct {
+		topic string
+		want  float64
+	}{{"hot", 2000}, {"cold", 0}} {
+		if r := h.fetchRate(tc.topic); r != tc.want {
+			t.Errorf("%s: rate %v, want %v", tc.topic, r, tc.want)
+		}
+	}
+	fetched.DeleteLabelValues("hot")
+	fetched.WithLabelValues("hot").Add(600)
+	h.sample(time.Unix(104, 0))
+	if r := h.fetchRate("hot"); r != 300 {
+		t.Errorf("after the counter restarted: rate %v, want 300", r)
+	}
+}

@@ -27,6 +27,8 @@ type sample struct {
 	counters map[string]float64
 	gauges   map[string]float64
 	buckets  map[string][]bucket
+	// topicFetched is unilog_topic_fetched_bytes_total by topic.
+	topicFetched map[string]float64
 	// groupLag is indexed by history.groups; NaN where a group was not
 	// reported.
 	groupLag []float32
@@ -41,11 +43,6 @@ type bucket struct {
 var counted = []string{
 	"unilog_produced_bytes_total", "unilog_produced_records_total",
 	"unilog_fetched_bytes_total", "unilog_requests_total",
-}
-
-// gauged are the gauges read as they are.
-var gauged = []string{
-	"unilog_connections", "unilog_commitlog_bytes", "unilog_read_only", "unilog_log_write_failed",
 }
 
 // latencyAPIs are the request_duration_seconds series charted.
@@ -137,13 +134,15 @@ func (h *history) read(now time.Time) (sample, map[string]float64, bool) {
 	}
 	lags := map[string]float64{}
 	s := sample{at: now, counters: map[string]float64{}, gauges: map[string]float64{},
-		buckets: map[string][]bucket{}}
+		buckets: map[string][]bucket{}, topicFetched: map[string]float64{}}
 	for _, f := range families {
 		name := f.GetName()
 		for _, m := range f.GetMetric() {
 			switch {
 			case name == "unilog_group_lag_records":
 				lags[label(m, "group")] = m.GetGauge().GetValue()
+			case name == "unilog_topic_fetched_bytes_total":
+				s.topicFetched[label(m, "topic")] = m.GetCounter().GetValue()
 			case name == "unilog_request_duration_seconds":
 				api := label(m, "api")
 				for _, b := range m.GetHistogram().GetBucket() {
@@ -256,4 +255,23 @@ func num(v float64) *float64 {
 		return nil
 	}
 	return &v
+}
+
+// fetchRate is the bytes per second this node served from topic between
+// the last two samples, -1 before there are two. A topic the node served
+// nothing from has no counter: 0.
+func (h *history) fetchRate(topic string) float64 {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if len(h.samples) < 2 {
+		return -1
+	}
+	prev, cur := h.samples[len(h.samples)-2], h.samples[len(h.samples)-1]
+	// A counter dropped with its topic and made again starts below the
+	// previous sample: count from 0.
+	d := cur.topicFetched[topic] - prev.topicFetched[topic]
+	if d < 0 {
+		d = cur.topicFetched[topic]
+	}
+	return d / cur.at.Sub(prev.at).Seconds()
 }

@@ -83,6 +83,8 @@ type Disk struct {
 	FreeBytes  uint64 `json:"free_bytes"`
 	// CommitLogBytes is what the commit log holds (unilog_commitlog_bytes).
 	CommitLogBytes int64 `json:"commitlog_bytes"`
+	// CommitLogFiles is the number of its files (unilog_commitlog_files).
+	CommitLogFiles int64 `json:"commitlog_files"`
 	// ReadOnly is set while a full disk refuses produce, WriteFailed once
 	// a flush failed (both from the broker's gauges).
 	ReadOnly    bool `json:"read_only"`

@@ -18,7 +18,10 @@ type topicRow struct {
 	// ProduceRate is records per second since the previous look at the
 	// topic by any console page, -1 on the first.
 	ProduceRate float64 `json:"produce_rate"`
-	Err         string  `json:"error,omitempty"`
+	// FetchRate is record bytes per second this node served from the
+	// topic over the last two metric samples, -1 before there are two.
+	FetchRate float64 `json:"fetch_rate"`
+	Err       string  `json:"error,omitempty"`
 }
 
 type list[T any] struct {
@@ -72,6 +75,7 @@ func (c *Console) serveTopics(w http.ResponseWriter, r *http.Request) {
 	now := time.Now()
 	for i := range rows {
 		rows[i].ProduceRate = c.produceRate(rows[i].Name, ends[rows[i].Name], now)
+		rows[i].FetchRate = c.hist.fetchRate(rows[i].Name)
 	}
 	c.forgetRates(now.Add(-HistoryLen * SampleInterval))
 	c.reply(w, r, list[topicRow]{total, rows}, nil)

@@ -49,6 +49,7 @@ type Appended struct {
 // Stats are the sizes the store reports for the metrics.
 type Stats struct {
 	LogBytes int64
+	LogFiles int // commit-log files, the oldest retention has not yet deleted included
 	LagBytes int64
 	LagTime  time.Duration
 	// WriteFailed: a flush of the log or the queues failed; appends are
@@ -253,6 +254,7 @@ func (s *Store) Stats() Stats {
 	lag := s.Lag()
 	return Stats{
 		LogBytes: s.log.WriteOffset() - s.log.MinOffset(),
+		LogFiles: len(s.log.Files()),
 		LagBytes: lag.Bytes,
 		LagTime:  lag.Time,
 

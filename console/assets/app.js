@@ -167,7 +167,7 @@ async function clusterPage(main) {
     h('div', { class: 'cards' },
       h('div', { class: 'card' }, h('b', { id: 'log-state', class: d.read_only || d.write_failed ? 'bad' : 'good' },
         d.write_failed ? 'write failed' : d.read_only ? 'read-only (disk full)' : 'writable'), h('span', {}, 'this node')),
-      h('div', { class: 'card' }, h('b', { id: 'commitlog-bytes', 'data-v': d.commitlog_bytes }, bytes(d.commitlog_bytes)), h('span', {}, 'commit log')),
+      h('div', { class: 'card' }, h('b', { id: 'commitlog-bytes', 'data-v': d.commitlog_bytes }, bytes(d.commitlog_bytes)), h('span', {}, 'commit log, ' + d.commitlog_files + (d.commitlog_files === 1 ? ' file' : ' files'))),
       h('div', { class: 'card' }, h('b', { id: 'disk-used' }, d.total_bytes ? `${bytes(used)} / ${bytes(d.total_bytes)}` : '-'),
         h('span', {}, 'disk used, ' + d.data_dir))),
     h('h2', {}, 'Nodes'),
@@ -183,10 +183,11 @@ async function topicsPage(main, params) {
     h('td', { 'data-k': 'name' }, h('a', { href: '#/topic/' + encodeURIComponent(t.name) }, t.name), t.internal ? h('span', { class: 'muted' }, ' internal') : null),
     cell('partitions', t.partitions), cell('records', t.records), cell('bytes', t.bytes, bytes(t.bytes)),
     cell('rate', t.produce_rate, t.produce_rate < 0 ? '-' : fmt.format(Math.round(t.produce_rate)) + '/s'),
+    cell('fetch_rate', t.fetch_rate, t.fetch_rate < 0 ? '-' : bytes(t.fetch_rate) + '/s'),
     text('error', t.error || '')));
   const kids = [h('h1', {}, 'Topics'),
     ...controls('search topics'),
-    table(['Topic', 'Partitions#', 'Records#', 'Bytes#', 'Produce rate#', ''], rows)];
+    table(['Topic', 'Partitions#', 'Records#', 'Bytes#', 'Produce rate#', 'Fetched here#', ''], rows)];
   if (state.write) {
     const name = h('input', { id: 'new-topic', placeholder: 'name' });
     const parts = h('input', { id: 'new-partitions', type: 'number', min: 1, value: 1 });
