@@ -192,8 +192,9 @@ func runBroker(c *cli.Context) error {
 	// Back to the default action: a second signal ends the process now.
 	signal.Stop(sigs)
 	start := time.Now()
-	// The broker first, so in-flight writes finish under the lease; then
-	// the lease is released and a follower takes over at once.
+	// A leader hands its lease to an in-sync follower first, which takes
+	// the writes from here on; then the broker closes.
+	cp.handOver(c.Duration("lease-duration"))
 	err = b.Close()
 	cp.close()
 	if err != nil {

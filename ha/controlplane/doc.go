@@ -64,9 +64,16 @@
 // TTL covers only the write that carried it and an update carries none
 // (nats-server#6959). Instead the value carries its duration, and a
 // contender judges expiry from the revision: it takes over only once the
-// same revision has stood unchanged for that duration on its own clock. A
-// clean shutdown writes the lease back as released (epoch kept), so a
-// follower takes over at once.
+// same revision has stood unchanged for that duration on its own clock,
+// dated from the moment its watch of the key delivered the revision (or
+// its own read, if earlier), and a timer makes it contend the moment that
+// duration has passed, so a failover takes a lease, not a lease plus up
+// to two retry periods. A clean shutdown writes the lease back as
+// released (epoch kept), and the watch makes a follower take it at once;
+// a leader that stops first hands over (replication.Role.HandOver): it
+// stops taking writes, waits for an in-sync follower to reach its log
+// end, publishes its in-sync set and resigns (Elector.Resign: released,
+// and never contended for again by this node).
 //
 // Epochs never go back on a node. It keeps two marks in its data
 // directory (EpochFile, lease.epoch: version 1, CRC32C, JSON {"seen",
