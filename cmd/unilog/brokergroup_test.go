@@ -34,9 +34,9 @@ import (
 // must carry end-of-file markers and keep files aligned.
 const haFileSize = 64 << 10
 
-// haLease is the lease the HA tests run with: a failover takes about one
-// lease, and the default 6s would make every round slow.
-const haLease = 2 * time.Second
+// haLease is the lease the HA tests run with, the default: the soak's
+// failover times are those a default cluster has.
+const haLease = controlplane.DefaultLeaseDuration
 
 // haStatus is the admin GET /status body of a replicating broker.
 type haStatus struct {

@@ -52,9 +52,9 @@ type leaseValue struct {
 
 // Lease timing defaults; see the package doc for why they are safe.
 const (
-	DefaultLeaseDuration = 6 * time.Second
-	DefaultRenewDeadline = 4 * time.Second
-	DefaultRetryPeriod   = time.Second
+	DefaultLeaseDuration = 1500 * time.Millisecond
+	DefaultRenewDeadline = time.Second
+	DefaultRetryPeriod   = 250 * time.Millisecond
 )
 
 // ErrLeaseTiming reports a renew deadline that leaves no safety margin.
