@@ -171,6 +171,28 @@ func (c *brokerGroup) kill(i int) {
 	nd.cmd = nil
 }
 
+// signal sends sig to node i, which keeps running (SIGSTOP, SIGCONT).
+func (c *brokerGroup) signal(i int, sig syscall.Signal) {
+	c.t.Helper()
+	if err := c.nodes[i].cmd.Process.Signal(sig); err != nil {
+		c.t.Fatal(err)
+	}
+}
+
+// pause SIGSTOPs node i and returns once it stopped running: the signal
+// is only queued when kill returns.
+func (c *brokerGroup) pause(i int) {
+	c.t.Helper()
+	c.signal(i, syscall.SIGSTOP)
+	stat := fmt.Sprintf("/proc/%d/stat", c.nodes[i].cmd.Process.Pid)
+	poll.True(c.t, fmt.Sprintf("node %d to stop", c.nodes[i].id), func() bool {
+		b, err := os.ReadFile(stat)
+		// pid (comm) state ...: comm may hold spaces, not ')'.
+		j := bytes.LastIndexByte(b, ')')
+		return err == nil && j >= 0 && j+2 < len(b) && b[j+2] == 'T'
+	})
+}
+
 // stop SIGTERMs node i and fails the test unless it stops cleanly.
 func (c *brokerGroup) stop(i int) {
 	c.t.Helper()
