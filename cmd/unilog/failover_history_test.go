@@ -61,11 +61,22 @@ var haFaults = []haFault{
 	}},
 }
 
+// partitionFault cuts the leader off the network of lab (netnsLab): it
+// keeps running, loses its lease, and rejoins when the link comes back.
+func partitionFault(lab *netnsLab) haFault {
+	return haFault{"leader network partition", true, func(g *brokerGroup, i int, mark func()) func() {
+		lab.cut(g.nodes[i].id)
+		mark()
+		return func() { lab.heal(g.nodes[i].id) }
+	}}
+}
+
 // TestFailoverKeepsAcknowledgedRecords runs three brokers of one replica
 // group with sync replication while clients produce with acks=-1, read,
 // and commit group offsets throughout, and injects haFaults at random
 // moments (SIGKILL, SIGTERM or SIGSTOP of the leader, SIGKILL of a
-// follower), making the group whole after each. The history the clients
+// follower, and where the machine can make network namespaces a network
+// partition of the leader), making the group whole after each. The history the clients
 // recorded must be linearizable against a per-partition append-only log
 // (package logcheck, on porcupine): every acknowledged record present
 // exactly once and in order, nothing served to a consumer ever lost,
@@ -74,7 +85,7 @@ var haFaults = []haFault{
 // fault's failover, from the fault to the first acknowledgement of a
 // record produced after it, is logged, and summed up by kind.
 func TestFailoverKeepsAcknowledgedRecords(t *testing.T) {
-	faults := len(haFaults)
+	faults := 0
 	if s := os.Getenv(soakFaultsEnv); s != "" {
 		n, err := strconv.Atoi(s)
 		if err != nil || n < 1 {
@@ -82,7 +93,20 @@ func TestFailoverKeepsAcknowledgedRecords(t *testing.T) {
 		}
 		faults = n
 	}
-	g := startBrokerGroup(t, 3)
+	kinds := slices.Clone(haFaults)
+	var lab *netnsLab
+	if why := netnsUnavailable(); why != "" {
+		t.Logf("network partitions skipped: %s", why)
+	} else if l, err := newNetnsLab(t, 3); err != nil {
+		t.Logf("network partitions skipped: this machine refused a network namespace: %v", err)
+	} else {
+		lab = l
+		kinds = append(kinds, partitionFault(lab))
+	}
+	if faults == 0 {
+		faults = len(kinds)
+	}
+	g := startBrokerGroupOn(t, 3, lab)
 	const topic, group = "failover", "failover-group"
 	const partitions = 3
 	g.createTopic(topic, partitions)
@@ -125,7 +149,7 @@ func TestFailoverKeepsAcknowledgedRecords(t *testing.T) {
 
 	failovers := map[string][]time.Duration{}
 	for round := 1; round <= faults; round++ {
-		f := haFaults[(round-1)%len(haFaults)]
+		f := kinds[(round-1)%len(kinds)]
 		// Some traffic under the current leader, then a random moment.
 		before := acked.Load()
 		poll.True(t, "records acknowledged under the current leader", func() bool { return acked.Load() >= before+100 })
@@ -176,7 +200,7 @@ func TestFailoverKeepsAcknowledgedRecords(t *testing.T) {
 	}
 
 	t.Logf("client errors: %v", errs.snapshot())
-	for _, f := range haFaults {
+	for _, f := range kinds {
 		t.Logf("failover, fault to the first acknowledged produce after it, %s over %d: %s",
 			f.name, len(failovers[f.name]), summarize(failovers[f.name]))
 	}
