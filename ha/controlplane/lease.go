@@ -392,6 +392,12 @@ func (e *Elector) fenceIfExpired() {
 }
 
 func (e *Elector) contend(ctx context.Context) {
+	// Bounded as a renewal is: a read or take left to the client's
+	// default timeout (5 s) while the bucket's stream elects a leader
+	// would hold every tick, and the takeover, that long after the
+	// bucket answers again.
+	ctx, cancel := context.WithTimeout(ctx, e.cfg.RenewDeadline)
+	defer cancel()
 	entry, err := e.kv.Get(ctx, e.key)
 	now := e.cfg.Clock.Now()
 	if errors.Is(err, jetstream.ErrKeyNotFound) {
