@@ -3,7 +3,8 @@
 # word for word (three nodes of replica group main on one machine, their
 # embedded NATS servers routed into one JetStream cluster), then ROUNDS
 # failovers of it (docs/BENCHMARKS.md, "Failover"). Each round sends the
-# leader SIGNAL (KILL, or TERM for a graceful stop), times from the signal to
+# leader (or with TARGET=follower each follower in turn, and its NATS server with it)
+# SIGNAL (KILL, or TERM for a graceful stop), times from the signal to
 # the first produce through a survivor that is acknowledged (`unilog
 # produce`, acks=all, which retries until the new leader answers, process
 # start included), restarts the old leader with the README's command and
@@ -13,12 +14,13 @@
 # Run as root it runs in a network namespace of its own, so the README's
 # fixed ports cannot clash with anything else on the machine.
 #
-#   BIN=bin/unilog ROUNDS=10 SIGNAL=KILL scripts/failover-example.sh
+#   BIN=bin/unilog ROUNDS=10 SIGNAL=KILL TARGET=leader scripts/failover-example.sh
 set -euo pipefail
 
 BIN=$(realpath "${BIN:-bin/unilog}")
 ROUNDS=${ROUNDS:-10}
 SIGNAL=${SIGNAL:-KILL}
+TARGET=${TARGET:-leader}
 
 if [ "$(id -u)" = 0 ] && [ -z "${FAILOVER_EXAMPLE_NETNS:-}" ] && command -v ip >/dev/null; then
 	ns=unilog-example-$$
@@ -79,21 +81,25 @@ times=()
 next=13
 for round in $(seq 1 "$ROUNDS"); do
 	read -r L E _ <<<"$(group)"
-	S=$((L % 3 + 1))
+	# V is the node the signal goes to, S a survivor to produce through.
+	V=$L S=$((L % 3 + 1))
+	# Followers in turn: the same one every round would find the NATS
+	# streams' leaders gone from its server after the first.
+	if [ "$TARGET" = follower ]; then V=$(((L + round % 2) % 3 + 1)) S=$L; fi
 	t0=$(now)
-	kill -"$SIGNAL" "${pids[$L]}"
+	kill -"$SIGNAL" "${pids[$V]}"
 	out=$(seq $next $((next + 11)) | unilog produce --brokers 127.0.0.1:909$S --topic orders 2>&1)
 	t1=$(now)
 	case $out in *"records=12 "*"errors=0"*) ;; *) echo "round $round: produce failed: $out" >&2; exit 1 ;; esac
 	next=$((next + 12))
 	took=$(echo "$t1 - $t0" | bc)
 	times+=("$took")
-	wait "${pids[$L]}" 2>/dev/null || true
-	start "$L"
+	wait "${pids[$V]}" 2>/dev/null || true
+	start "$V"
 	wait_in_sync
 	read -r L2 E2 _ <<<"$(group)"
-	printf 'round %d: SIG%s node %d (epoch %d): produce through node %d acknowledged %.3f s later; node %d leads epoch %d\n' \
-		"$round" "$SIGNAL" "$L" "$E" "$S" "$took" "$L2" "$E2"
+	printf 'round %d: SIG%s %s node %d (epoch %d): produce through node %d acknowledged %.3f s later; node %d leads epoch %d\n' \
+		"$round" "$SIGNAL" "$TARGET" "$V" "$E" "$S" "$took" "$L2" "$E2"
 done
 
 timeout 30 unilog consume --brokers 127.0.0.1:9091 --topic orders 2>/dev/null | sort -n >consumed || true
@@ -103,4 +109,4 @@ else
 	echo "read back: $(wc -l <consumed) records, $(uniq consumed | wc -l) distinct; want 1 to $((next - 1)) once each" >&2
 	exit 1
 fi
-printf '%s\n' "${times[@]}" | sort -n | awk '{a[NR]=$1} END {printf "SIG'"$SIGNAL"' over %d rounds: min %.3f s, median %.3f s, max %.3f s\n", NR, a[1], a[int((NR+1)/2)], a[NR]}'
+printf '%s\n' "${times[@]}" | sort -n | awk '{a[NR]=$1} END {printf "SIG'"$SIGNAL"' of the '"$TARGET"' over %d rounds: min %.3f s, median %.3f s, max %.3f s\n", NR, a[1], a[int((NR+1)/2)], a[NR]}'
