@@ -25,6 +25,9 @@ import (
 // one of each.
 const soakFaultsEnv = "UNILOG_SOAK_FAULTS"
 
+// slowFailover is the failover past which a round shows the brokers' logs.
+const slowFailover = 5 * time.Second
+
 // haFault is one kind of round of the failover soak: what it does to a
 // node of the group, and what makes the group whole again. hit calls
 // mark once the fault holds: a failover is timed from there.
@@ -130,12 +133,13 @@ func TestFailoverKeepsAcknowledgedRecords(t *testing.T) {
 		// Tuned as a client that cares for latency would be: a paused
 		// leader keeps its connections open, and the defaults wait 20 s
 		// (the produce timeout plus the overhead) before asking another
-		// broker; the default backoff grows to a second while a lease
-		// lapses.
+		// broker; one cut off the network does not answer a dial, which
+		// the default gives 10 s; the default backoff grows to a second
+		// while a lease lapses.
 		p := &producer{id: id, topic: topic, partitions: partitions, acked: &acked, errs: &errs, firstAck: &first,
 			cl: newClient(kgo.RecordPartitioner(kgo.ManualPartitioner()), kgo.MaxBufferedRecords(500),
 				kgo.RecordDeliveryTimeout(time.Minute), kgo.ProduceRequestTimeout(time.Second),
-				kgo.RequestTimeoutOverhead(time.Second), kgo.RetryBackoffFn(func(int) time.Duration { return 50 * time.Millisecond }))}
+				kgo.RequestTimeoutOverhead(time.Second), kgo.DialTimeout(time.Second), kgo.RetryBackoffFn(func(int) time.Duration { return 50 * time.Millisecond }))}
 		wg.Go(func() { p.run(ctx, h, 2*time.Millisecond) })
 	}
 	reader := newClient(kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{topic: {
@@ -183,6 +187,12 @@ func TestFailoverKeepsAcknowledgedRecords(t *testing.T) {
 		}
 		t.Logf("round %d: %s of node %d (epoch %d) after %d acks; the first record produced after it acknowledged %s later; node %d leads",
 			round, f.name, g.nodes[target].id, st.Epoch, acked.Load(), took.Round(time.Millisecond), g.nodes[next].id)
+		if took > slowFailover {
+			// Evidence while it is fresh: the next rounds bury it.
+			for _, nd := range g.nodes {
+				t.Logf("round %d, slow failover: node %d's last lines:\n%s", round, nd.id, g.tail(nd, 25))
+			}
+		}
 		heal()
 		g.waitInSync(next)
 	}
