@@ -358,7 +358,13 @@ func (r *Role) HandOver(ctx context.Context, wait time.Duration) error {
 	t := time.NewTicker(5 * time.Millisecond)
 	defer t.Stop()
 	for {
-		if at := atEnd(l, end); len(at) > 0 {
+		at, inSync := atEnd(l, end)
+		if inSync == 0 {
+			// Nobody to wait for: a lone node, or followers out of sync,
+			// which may not take the lease anyway.
+			return elector.Resign(ctx)
+		}
+		if len(at) > 0 {
 			// Published first: a follower takes the lease only if the
 			// last leader's record names it in sync, and one that joined
 			// since the last heartbeat is not named yet.
@@ -377,15 +383,19 @@ func (r *Role) HandOver(ctx context.Context, wait time.Duration) error {
 	}
 }
 
-// atEnd lists the in-sync followers of l whose log reaches end.
-func atEnd(l *Leader, end int64) []string {
-	var at []string
+// atEnd lists the in-sync followers of l whose log reaches end, and
+// counts the in-sync ones.
+func atEnd(l *Leader, end int64) (at []string, inSync int) {
 	for _, f := range l.Followers() {
-		if f.InSync && f.End >= end {
+		if !f.InSync {
+			continue
+		}
+		inSync++
+		if f.End >= end {
 			at = append(at, f.Node)
 		}
 	}
-	return at
+	return at, inSync
 }
 
 // slowestInSync is the retention floor a leader keeps for its in-sync
