@@ -230,8 +230,9 @@ func runBroker(c *cli.Context) error {
 	signal.Stop(sigs)
 	start := time.Now()
 	stopConsole()
-	// The broker first, so in-flight writes finish under the lease; then
-	// the lease is released and a follower takes over at once.
+	// A leader hands its lease to an in-sync follower first, which takes
+	// the writes from here on; then the broker closes.
+	cp.handOver(c.Duration("lease-duration"))
 	err = b.Close()
 	cp.close()
 	if err != nil {

@@ -34,9 +34,9 @@ import (
 // must carry end-of-file markers and keep files aligned.
 const haFileSize = 64 << 10
 
-// haLease is the lease the HA tests run with: a failover takes about one
-// lease, and the default 6s would make every round slow.
-const haLease = 2 * time.Second
+// haLease is the lease the HA tests run with, the default: the soak's
+// failover times are those a default cluster has.
+const haLease = controlplane.DefaultLeaseDuration
 
 // haStatus is the admin GET /status body of a replicating broker.
 type haStatus struct {
@@ -59,7 +59,12 @@ type haNode struct {
 	id                 int
 	dir                string
 	kafka, admin, repl string
-	proxy              *natsProxy
+	// nats is what the broker is given as --nats: its proxy's URL, or
+	// the server's in a netnsLab.
+	nats  string
+	proxy *natsProxy
+	// netns is the network namespace it runs in ("": the test's own).
+	netns string
 
 	cmd  *exec.Cmd
 	done chan error
@@ -78,19 +83,36 @@ type brokerGroup struct {
 // flags go to every broker.
 func startBrokerGroup(t *testing.T, n int, extra ...string) *brokerGroup {
 	t.Helper()
-	srv, err := controlplane.StartServer(controlplane.ServerConfig{Name: "ha-test", Dir: t.TempDir(), Listen: "127.0.0.1:0", Logger: quietLogger()})
+	return startBrokerGroupOn(t, n, nil, extra...)
+}
+
+// startBrokerGroupOn is startBrokerGroup with each broker in its own
+// namespace of lab, reaching NATS directly; nil is loopback, each broker
+// through a natsProxy.
+func startBrokerGroupOn(t *testing.T, n int, lab *netnsLab, extra ...string) *brokerGroup {
+	t.Helper()
+	listen := "127.0.0.1:0"
+	if lab != nil {
+		listen = lab.hostIP() + ":0"
+	}
+	srv, err := controlplane.StartServer(controlplane.ServerConfig{Name: "ha-test", Dir: t.TempDir(), Listen: listen, Logger: quietLogger()})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(srv.Shutdown)
 	c := &brokerGroup{t: t, args: extra, http: &http.Client{Timeout: 2 * time.Second}}
 	for i := 1; i <= n; i++ {
-		c.nodes = append(c.nodes, &haNode{
-			id:    i,
-			dir:   t.TempDir(),
-			kafka: testnet.FreeAddr(t), admin: testnet.FreeAddr(t), repl: testnet.FreeAddr(t),
-			proxy: startNATSProxy(t, strings.TrimPrefix(srv.ClientURL(), "nats://")),
-		})
+		nd := &haNode{id: i, dir: t.TempDir()}
+		if lab != nil {
+			// A namespace of its own: the same ports on every node.
+			nd.kafka, nd.admin, nd.repl = lab.ip(i)+":9092", lab.ip(i)+":9644", lab.ip(i)+":9192"
+			nd.nats, nd.netns = srv.ClientURL(), lab.ns(i)
+		} else {
+			nd.kafka, nd.admin, nd.repl = testnet.FreeAddr(t), testnet.FreeAddr(t), testnet.FreeAddr(t)
+			nd.proxy = startNATSProxy(t, strings.TrimPrefix(srv.ClientURL(), "nats://"))
+			nd.nats = nd.proxy.URL()
+		}
+		c.nodes = append(c.nodes, nd)
 	}
 	t.Cleanup(func() {
 		for _, nd := range c.nodes {
@@ -130,11 +152,15 @@ func (c *brokerGroup) start(i int) {
 	args := append([]string{"broker",
 		"--data-dir", nd.dir, "--listen", nd.kafka, "--admin", nd.admin,
 		"--node-id", strconv.Itoa(nd.id), "--replica-group", "ha",
-		"--nats", nd.proxy.URL(), "--replication-listen", nd.repl,
+		"--nats", nd.nats, "--replication-listen", nd.repl,
 		"--replication", "sync", "--min-insync", "2",
 		"--lease-duration", haLease.String(), "--file-size", strconv.Itoa(haFileSize),
 	}, c.args...)
 	cmd := exec.Command(os.Args[0], args...)
+	if nd.netns != "" {
+		// ip execs the broker in place: the same process, signals and all.
+		cmd = exec.Command("ip", append([]string{"netns", "exec", nd.netns, os.Args[0]}, args...)...)
+	}
 	cmd.Env = append(os.Environ(), runMainEnv+"=1")
 	cmd.Stdout, cmd.Stderr = out, out
 	// A test binary killed by its -timeout runs no cleanup: the kernel
@@ -169,6 +195,28 @@ func (c *brokerGroup) kill(i int) {
 	}
 	<-nd.done
 	nd.cmd = nil
+}
+
+// signal sends sig to node i, which keeps running (SIGSTOP, SIGCONT).
+func (c *brokerGroup) signal(i int, sig syscall.Signal) {
+	c.t.Helper()
+	if err := c.nodes[i].cmd.Process.Signal(sig); err != nil {
+		c.t.Fatal(err)
+	}
+}
+
+// pause SIGSTOPs node i and returns once it stopped running: the signal
+// is only queued when kill returns.
+func (c *brokerGroup) pause(i int) {
+	c.t.Helper()
+	c.signal(i, syscall.SIGSTOP)
+	stat := fmt.Sprintf("/proc/%d/stat", c.nodes[i].cmd.Process.Pid)
+	poll.True(c.t, fmt.Sprintf("node %d to stop", c.nodes[i].id), func() bool {
+		b, err := os.ReadFile(stat)
+		// pid (comm) state ...: comm may hold spaces, not ')'.
+		j := bytes.LastIndexByte(b, ')')
+		return err == nil && j >= 0 && j+2 < len(b) && b[j+2] == 'T'
+	})
 }
 
 // stop SIGTERMs node i and fails the test unless it stops cleanly.

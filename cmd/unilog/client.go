@@ -64,6 +64,10 @@ func newKafkaClient(c *cli.Context, opts ...kgo.Opt) (*kgo.Client, error) {
 		kgo.SeedBrokers(seeds...),
 		kgo.ClientID("unilog-cli"),
 		kgo.RetryTimeout(c.Duration("timeout")),
+		// franz-go asks for Metadata at most every 5 s by default: a
+		// command started while a replica group fails over would wait
+		// that long to see the new leader, several times the failover.
+		kgo.MetadataMinAge(250 * time.Millisecond),
 	}, sec...)
 	cl, err := kgo.NewClient(append(base, opts...)...)
 	if err != nil {

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"net"
@@ -180,6 +181,17 @@ func embeddedReplicas(routes []string, self string) int {
 		return 3
 	}
 	return 1
+}
+
+// handOver is the controlled shutdown of a leader (replication.Role's
+// HandOver), done before the broker closes: an in-sync follower gets up
+// to wait to reach the log end, then takes the lease at once.
+func (cp *controlPlane) handOver(wait time.Duration) {
+	ctx, cancel := context.WithTimeout(context.Background(), wait+2*time.Second)
+	defer cancel()
+	if err := cp.repl.HandOver(ctx, wait); err != nil {
+		cp.log.WithError(err).Warn("lease not handed over: followers take over once it lapses")
+	}
 }
 
 // close releases the lease (a follower takes over at once), leaves, and

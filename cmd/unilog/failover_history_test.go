@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -19,28 +20,96 @@ import (
 	"github.com/unilog/unilog/internal/poll"
 )
 
-// soakKillsEnv sets how many leaders TestFailoverKeepsAcknowledgedRecords
-// kills (make soak-ha); the CI run kills 3.
-const soakKillsEnv = "UNILOG_SOAK_KILLS"
+// soakFaultsEnv sets how many faults TestFailoverKeepsAcknowledgedRecords
+// injects (make soak-ha), round robin over haFaults; the CI run injects
+// one of each.
+const soakFaultsEnv = "UNILOG_SOAK_FAULTS"
+
+// slowFailover is the failover past which a round shows the brokers' logs.
+const slowFailover = 5 * time.Second
+
+// haFault is one kind of round of the failover soak: what it does to a
+// node of the group, and what makes the group whole again. hit calls
+// mark once the fault holds: a failover is timed from there.
+type haFault struct {
+	name string
+	// leader: the fault hits the leader, and a follower takes over.
+	leader bool
+	hit    func(g *brokerGroup, i int, mark func()) (heal func())
+}
+
+var haFaults = []haFault{
+	{"leader SIGKILL", true, func(g *brokerGroup, i int, mark func()) func() {
+		g.kill(i)
+		mark()
+		return func() { g.start(i) }
+	}},
+	// Timed from the signal: the hand-over is part of the stop.
+	{"leader SIGTERM (hand-over)", true, func(g *brokerGroup, i int, mark func()) func() {
+		mark()
+		g.stop(i)
+		return func() { g.start(i) }
+	}},
+	// Paused, the leader keeps its connections open and its lease until
+	// it lapses; resumed, it finds itself deposed and follows.
+	{"leader SIGSTOP", true, func(g *brokerGroup, i int, mark func()) func() {
+		g.pause(i)
+		mark()
+		return func() { g.signal(i, syscall.SIGCONT) }
+	}},
+	{"follower SIGKILL", false, func(g *brokerGroup, i int, mark func()) func() {
+		g.kill(i)
+		mark()
+		return func() { g.start(i) }
+	}},
+}
+
+// partitionFault cuts the leader off the network of lab (netnsLab): it
+// keeps running, loses its lease, and rejoins when the link comes back.
+func partitionFault(lab *netnsLab) haFault {
+	return haFault{"leader network partition", true, func(g *brokerGroup, i int, mark func()) func() {
+		lab.cut(g.nodes[i].id)
+		mark()
+		return func() { lab.heal(g.nodes[i].id) }
+	}}
+}
 
 // TestFailoverKeepsAcknowledgedRecords runs three brokers of one replica
 // group with sync replication while clients produce with acks=-1, read,
-// and commit group offsets throughout, and SIGKILLs the leader at random
-// moments, restarting it each round. The history the clients recorded
-// must be linearizable against a per-partition append-only log (package
-// logcheck): every acknowledged record present exactly once and in order,
-// nothing served to a consumer ever lost, committed offsets kept. Then
-// every node's commit log must hold the same bytes.
+// and commit group offsets throughout, and injects haFaults at random
+// moments (SIGKILL, SIGTERM or SIGSTOP of the leader, SIGKILL of a
+// follower, and where the machine can make network namespaces a network
+// partition of the leader), making the group whole after each. The history the clients
+// recorded must be linearizable against a per-partition append-only log
+// (package logcheck, on porcupine): every acknowledged record present
+// exactly once and in order, nothing served to a consumer ever lost,
+// committed offsets kept; a final read-back of every partition is part
+// of it. Then every node's commit log must hold the same bytes. Each
+// fault's failover, from the fault to the first acknowledgement of a
+// record produced after it, is logged, and summed up by kind.
 func TestFailoverKeepsAcknowledgedRecords(t *testing.T) {
-	kills := 3
-	if s := os.Getenv(soakKillsEnv); s != "" {
+	faults := 0
+	if s := os.Getenv(soakFaultsEnv); s != "" {
 		n, err := strconv.Atoi(s)
 		if err != nil || n < 1 {
-			t.Fatalf("%s=%q: want a number of kills", soakKillsEnv, s)
+			t.Fatalf("%s=%q: want a number of faults", soakFaultsEnv, s)
 		}
-		kills = n
+		faults = n
 	}
-	g := startBrokerGroup(t, 3)
+	kinds := slices.Clone(haFaults)
+	var lab *netnsLab
+	if why := netnsUnavailable(); why != "" {
+		t.Logf("network partitions skipped: %s", why)
+	} else if l, err := newNetnsLab(t, 3); err != nil {
+		t.Logf("network partitions skipped: this machine refused a network namespace: %v", err)
+	} else {
+		lab = l
+		kinds = append(kinds, partitionFault(lab))
+	}
+	if faults == 0 {
+		faults = len(kinds)
+	}
+	g := startBrokerGroupOn(t, 3, lab)
 	const topic, group = "failover", "failover-group"
 	const partitions = 3
 	g.createTopic(topic, partitions)
@@ -48,6 +117,7 @@ func TestFailoverKeepsAcknowledgedRecords(t *testing.T) {
 	h := logcheck.NewHistory()
 	var acked atomic.Int64
 	var errs errorLog
+	var first firstAck
 	ctx, stopClients := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
 	clientOpts := []kgo.Opt{kgo.SeedBrokers(g.seeds()...), kgo.MetadataMinAge(100 * time.Millisecond)}
@@ -60,9 +130,16 @@ func TestFailoverKeepsAcknowledgedRecords(t *testing.T) {
 		return cl
 	}
 	for id := range 2 {
-		p := &producer{id: id, topic: topic, partitions: partitions, acked: &acked, errs: &errs,
+		// Tuned as a client that cares for latency would be: a paused
+		// leader keeps its connections open, and the defaults wait 20 s
+		// (the produce timeout plus the overhead) before asking another
+		// broker; one cut off the network does not answer a dial, which
+		// the default gives 10 s; the default backoff grows to a second
+		// while a lease lapses.
+		p := &producer{id: id, topic: topic, partitions: partitions, acked: &acked, errs: &errs, firstAck: &first,
 			cl: newClient(kgo.RecordPartitioner(kgo.ManualPartitioner()), kgo.MaxBufferedRecords(500),
-				kgo.RecordDeliveryTimeout(time.Minute))}
+				kgo.RecordDeliveryTimeout(time.Minute), kgo.ProduceRequestTimeout(time.Second),
+				kgo.RequestTimeoutOverhead(time.Second), kgo.DialTimeout(time.Second), kgo.RetryBackoffFn(func(int) time.Duration { return 50 * time.Millisecond }))}
 		wg.Go(func() { p.run(ctx, h, 2*time.Millisecond) })
 	}
 	reader := newClient(kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{topic: {
@@ -74,8 +151,9 @@ func TestFailoverKeepsAcknowledgedRecords(t *testing.T) {
 	adm := kadm.NewClient(newClient())
 	wg.Go(func() { fetchOffsets(ctx, h, 12, adm, group, topic, partitions, 100*time.Millisecond) })
 
-	var failovers []time.Duration
-	for round := 1; round <= kills; round++ {
+	failovers := map[string][]time.Duration{}
+	for round := 1; round <= faults; round++ {
+		f := kinds[(round-1)%len(kinds)]
 		// Some traffic under the current leader, then a random moment.
 		before := acked.Load()
 		poll.True(t, "records acknowledged under the current leader", func() bool { return acked.Load() >= before+100 })
@@ -85,15 +163,37 @@ func TestFailoverKeepsAcknowledgedRecords(t *testing.T) {
 		if leader < 0 {
 			t.Fatal("no leader")
 		}
-		g.kill(leader)
-		killed := time.Now()
-		next := g.waitLeader(st.Epoch+1, leader)
-		took := time.Since(killed)
-		failovers = append(failovers, took)
-		nst, _ := g.status(next)
-		t.Logf("round %d: SIGKILLed leader node %d (epoch %d) after %d acks; node %d leads epoch %d %s later",
-			round, g.nodes[leader].id, st.Epoch, acked.Load(), g.nodes[next].id, nst.Epoch, took.Round(time.Millisecond))
-		g.start(leader)
+		target := leader
+		if !f.leader {
+			target = (leader + 1 + rand.N(len(g.nodes)-1)) % len(g.nodes)
+		}
+		var at time.Time
+		var acks <-chan time.Time
+		heal := f.hit(g, target, func() {
+			at = time.Now()
+			acks = first.after(at)
+		})
+		var took time.Duration
+		select {
+		case ack := <-acks:
+			took = ack.Sub(at)
+		case <-time.After(2 * time.Minute):
+			t.Fatalf("round %d: no record produced after the %s of node %d acknowledged", round, f.name, g.nodes[target].id)
+		}
+		failovers[f.name] = append(failovers[f.name], took)
+		next := leader
+		if f.leader {
+			next = g.waitLeader(st.Epoch+1, target)
+		}
+		t.Logf("round %d: %s of node %d (epoch %d) after %d acks; the first record produced after it acknowledged %s later; node %d leads",
+			round, f.name, g.nodes[target].id, st.Epoch, acked.Load(), took.Round(time.Millisecond), g.nodes[next].id)
+		if took > slowFailover {
+			// Evidence while it is fresh: the next rounds bury it.
+			for _, nd := range g.nodes {
+				t.Logf("round %d, slow failover: node %d's last lines:\n%s", round, nd.id, g.tail(nd, 25))
+			}
+		}
+		heal()
 		g.waitInSync(next)
 	}
 
@@ -110,9 +210,12 @@ func TestFailoverKeepsAcknowledgedRecords(t *testing.T) {
 	}
 
 	t.Logf("client errors: %v", errs.snapshot())
-	t.Logf("time to a new leader over %d kills: %s", len(failovers), summarize(failovers))
+	for _, f := range kinds {
+		t.Logf("failover, fault to the first acknowledged produce after it, %s over %d: %s",
+			f.name, len(failovers[f.name]), summarize(failovers[f.name]))
+	}
 	checkHistory(t, h, "failover")
-	if s := h.Stats(); s.Acked < 100*kills || s.Commits == 0 || s.Fetches == 0 || s.ReadValues == 0 {
+	if s := h.Stats(); s.Acked < 100*faults || s.Commits == 0 || s.Fetches == 0 || s.ReadValues == 0 {
 		t.Errorf("too little traffic to show anything: %v", s)
 	}
 	g.compareLogs(end)

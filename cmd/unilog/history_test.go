@@ -85,6 +85,34 @@ type producer struct {
 	partitions int32
 	acked      *atomic.Int64
 	errs       *errorLog
+	// firstAck, when set, hears of every acknowledgement.
+	firstAck *firstAck
+}
+
+// firstAck tells when the first record produced after a moment was
+// acknowledged: the end of a failover as a client sees it. A record
+// issued after a leader's fault can only be taken by the next leader.
+type firstAck struct {
+	mu    sync.Mutex
+	since time.Time
+	first chan time.Time
+}
+
+// after arms the watch for records issued after t.
+func (f *firstAck) after(t time.Time) <-chan time.Time {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.since, f.first = t, make(chan time.Time, 1)
+	return f.first
+}
+
+func (f *firstAck) acked(issued, at time.Time) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.first != nil && issued.After(f.since) {
+		f.first <- at
+		f.first = nil
+	}
 }
 
 func (p *producer) run(ctx context.Context, h *logcheck.History, every time.Duration) {
@@ -104,6 +132,7 @@ func (p *producer) run(ctx context.Context, h *logcheck.History, every time.Dura
 		part := int32(seq) % p.partitions
 		v := fmt.Sprintf("p%d-%d", p.id, seq)
 		op := h.Begin(p.id, logcheck.Input{Kind: logcheck.Append, Key: logKey(p.topic, part), Value: v})
+		issued := time.Now()
 		p.cl.Produce(context.Background(), &kgo.Record{Topic: p.topic, Partition: part, Value: []byte(v)}, func(r *kgo.Record, err error) {
 			if err != nil {
 				p.errs.add(err)
@@ -111,6 +140,9 @@ func (p *producer) run(ctx context.Context, h *logcheck.History, every time.Dura
 				return
 			}
 			p.acked.Add(1)
+			if p.firstAck != nil {
+				p.firstAck.acked(issued, time.Now())
+			}
 			op.End(logcheck.Output{Offset: r.Offset, End: -1})
 		})
 	}

@@ -78,9 +78,12 @@ func TestConsumeFollowStopsOnSIGINT(t *testing.T) {
 	}
 }
 
+// TestBrokerCommandStopsOnSIGTERM: a lone leader has no follower to hand
+// its lease to, so it stops at once instead of waiting for one up to its
+// --lease-duration (5 minutes here, past the test's bound).
 func TestBrokerCommandStopsOnSIGTERM(t *testing.T) {
 	addr, done := runBrokerCommand(context.Background(), t, "--data-dir", t.TempDir(), "--listen", "127.0.0.1:0",
-		"--admin", "", "--file-size", "8MiB")
+		"--admin", "", "--file-size", "8MiB", "--lease-duration", "5m")
 	createTopic(t, addr, "before-term", 1)
 	if err := syscall.Kill(syscall.Getpid(), syscall.SIGTERM); err != nil {
 		t.Fatal(err)

@@ -69,9 +69,16 @@
 // TTL covers only the write that carried it and an update carries none
 // (nats-server#6959). Instead the value carries its duration, and a
 // contender judges expiry from the revision: it takes over only once the
-// same revision has stood unchanged for that duration on its own clock. A
-// clean shutdown writes the lease back as released (epoch kept), so a
-// follower takes over at once.
+// same revision has stood unchanged for that duration on its own clock,
+// dated from the moment its watch of the key delivered the revision (or
+// its own read, if earlier), and a timer makes it contend the moment that
+// duration has passed, so a failover takes a lease, not a lease plus up
+// to two retry periods. A clean shutdown writes the lease back as
+// released (epoch kept), and the watch makes a follower take it at once;
+// a leader that stops first hands over (replication.Role.HandOver): it
+// stops taking writes, waits for an in-sync follower to reach its log
+// end, publishes its in-sync set and resigns (Elector.Resign: released,
+// and never contended for again by this node).
 //
 // Epochs never go back on a node. It keeps two marks in its data
 // directory (EpochFile, lease.epoch: version 1, CRC32C, JSON {"seen",
@@ -108,17 +115,21 @@
 // and the holder steps down at least d - r before anyone else can lead.
 // Only elapsed time on one clock is used on each side, so clock offsets
 // between nodes do not matter; the margin d - r (at least d/10, enforced
-// by ErrLeaseTiming; 2s with the defaults 6s and 4s) absorbs clock rate
+// by ErrLeaseTiming; 0.5s with the defaults 1.5s and 1s) absorbs clock rate
 // drift and the time the step-down callback takes. A renewal that meets a
 // newer revision (another node took the lease) steps down at once.
 //
 // The buckets stay writable through the loss of one of three NATS servers,
 // but each bucket whose stream leader was on it stalls while its
-// replicas elect a new one (about 6s measured on loopback). A leader
-// whose renewals stall longer than its renew deadline steps down and,
-// still holding the newest lease, takes it back with the next epoch once
-// the bucket answers: safe, at the cost of a short pause in writes. A
-// longer lease rides such stalls out; a shorter one fails over sooner.
+// replicas elect a new one (NATS's Raft waits 4 to 9 s, not configurable,
+// before it elects). A leader whose renewals stall longer than its renew
+// deadline steps down and, still holding the newest lease, takes it back
+// with the next epoch once the bucket answers: safe, at the cost of a
+// pause in writes. A lease longer than the election rides such stalls
+// out, at the cost of every failover taking that long; the default 1.5s
+// lease chooses fast failover (under 2 s from a leader's crash to the
+// next acknowledged write), and a stall of a bucket's stream pauses
+// writes for the election.
 //
 // # Metadata
 //

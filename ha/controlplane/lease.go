@@ -52,9 +52,9 @@ type leaseValue struct {
 
 // Lease timing defaults; see the package doc for why they are safe.
 const (
-	DefaultLeaseDuration = 6 * time.Second
-	DefaultRenewDeadline = 4 * time.Second
-	DefaultRetryPeriod   = time.Second
+	DefaultLeaseDuration = 1500 * time.Millisecond
+	DefaultRenewDeadline = time.Second
+	DefaultRetryPeriod   = 250 * time.Millisecond
 )
 
 // ErrLeaseTiming reports a renew deadline that leaves no safety margin.
@@ -132,6 +132,13 @@ type Elector struct {
 	// While following: the lease revision seen and when it was first seen.
 	obsRev uint64
 	obsAt  time.Time
+	// The newest revision the watch delivered and when (see watch), and
+	// the timer that contends the moment the observed lease lapses.
+	watchRev uint64
+	watchAt  time.Time
+	lapse    clock.Timer
+	// resigned: this node hands its lease over and never contends again.
+	resigned bool
 	// marks (as stored in cfg.Epochs): a new lease is above Reserved, and
 	// one below Seen is never followed.
 	marks EpochMarks
@@ -214,10 +221,18 @@ func (e *Elector) Leading(epoch uint64) bool {
 	return e.state.Role == RoleLeader && e.state.Epoch == epoch && e.cfg.Clock.Now().Before(e.validUntil)
 }
 
-// Run ticks every retry period until ctx ends.
+// Run ticks every retry period until ctx ends, and as soon as the lease
+// key changes or the lease seen lapses.
 func (e *Elector) Run(ctx context.Context) {
 	t := time.NewTicker(e.cfg.RetryPeriod)
 	defer t.Stop()
+	if w, err := e.kv.Watch(ctx, e.key, jetstream.IgnoreDeletes()); err != nil {
+		e.log.WithError(err).Info("lease key not watched: a lapse or release is seen at the next retry period")
+	} else {
+		defer w.Stop()
+		go e.watch(w)
+	}
+	defer e.stopLapse()
 	for {
 		e.Tick(ctx)
 		select {
@@ -239,11 +254,63 @@ func (e *Elector) Nudge() {
 	}
 }
 
-// Tick renews the lease when leading, contends otherwise.
+// watch notes when each revision of the lease key is first delivered. A
+// contender judges a lease's expiry from the moment it first saw its
+// revision; a watch sees a renewal within milliseconds of its store,
+// where a read every retry period sees it up to a period late, and every
+// such delay adds to a failover. The moment is still after the revision
+// was stored, so the timing argument of the package doc holds. A release
+// or a new holder makes a follower tick at once (a renewal need not: the
+// lapse timer covers it), so a released lease is taken without delay.
+func (e *Elector) watch(w jetstream.KeyWatcher) {
+	for entry := range w.Updates() {
+		if entry == nil {
+			continue
+		}
+		var v leaseValue
+		news := decodeValue(entry.Value(), &v) == nil
+		now := e.cfg.Clock.Now()
+		e.mu.Lock()
+		if entry.Revision() > e.watchRev {
+			e.watchRev, e.watchAt = entry.Revision(), now
+		}
+		news = news && e.state.Role == RoleFollower && (v.Released || v.Holder != e.state.Leader || v.Epoch != e.state.Epoch)
+		e.mu.Unlock()
+		if news {
+			e.Nudge()
+		}
+	}
+}
+
+// armLapse makes Run tick when the lease observed lapses, in after: the
+// contender then takes it at once instead of at its next period.
+func (e *Elector) armLapse(after time.Duration) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.lapse != nil {
+		e.lapse.Stop()
+	}
+	e.lapse = e.cfg.Clock.AfterFunc(after, e.Nudge)
+}
+
+func (e *Elector) stopLapse() {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.lapse != nil {
+		e.lapse.Stop()
+		e.lapse = nil
+	}
+}
+
+// Tick renews the lease when leading, contends otherwise; a resigned
+// elector does neither.
 func (e *Elector) Tick(ctx context.Context) {
 	e.mu.Lock()
-	leading := e.state.Role == RoleLeader
+	leading, resigned := e.state.Role == RoleLeader, e.resigned
 	e.mu.Unlock()
+	if resigned {
+		return
+	}
 	if leading {
 		e.renew(ctx)
 		return
@@ -325,6 +392,12 @@ func (e *Elector) fenceIfExpired() {
 }
 
 func (e *Elector) contend(ctx context.Context) {
+	// Bounded as a renewal is: a read or take left to the client's
+	// default timeout (5 s) while the bucket's stream elects a leader
+	// would hold every tick, and the takeover, that long after the
+	// bucket answers again.
+	ctx, cancel := context.WithTimeout(ctx, e.cfg.RenewDeadline)
+	defer cancel()
 	entry, err := e.kv.Get(ctx, e.key)
 	now := e.cfg.Clock.Now()
 	if errors.Is(err, jetstream.ErrKeyNotFound) {
@@ -349,10 +422,12 @@ func (e *Elector) contend(ctx context.Context) {
 	e.mu.Unlock()
 	// Our own node id means a previous run of this node held it: node ids
 	// are unique, so nobody else acts under it.
-	lapsed := cur.Released || cur.Holder == e.cfg.NodeID || standing >= time.Duration(cur.DurationMs)*time.Millisecond
-	if lapsed {
+	duration := time.Duration(cur.DurationMs) * time.Millisecond
+	if cur.Released || cur.Holder == e.cfg.NodeID || standing >= duration {
 		e.take(ctx, now, entry.Revision(), cur)
+		return
 	}
+	e.armLapse(duration - standing)
 }
 
 // readFailed counts a failed lease read and reports it at info, at most
@@ -388,6 +463,9 @@ func (e *Elector) observe(rev uint64, now time.Time, cur leaseValue) bool {
 	stale := rev < seenRev && cur.Epoch <= marks.Seen
 	if !stale && rev != e.obsRev {
 		e.obsRev, e.obsAt = rev, now
+		if rev == e.watchRev && e.watchAt.Before(now) {
+			e.obsAt = e.watchAt
+		}
 	}
 	report := cur.Epoch < marks.Seen && (cur.Holder != e.ignored.Holder || cur.Epoch != e.ignored.Epoch)
 	if report {
@@ -519,6 +597,17 @@ func (e *Elector) updateOwn(ctx context.Context, val []byte, rev, epoch uint64) 
 		return 0, err
 	}
 	return e.kv.Update(ctx, e.key, val, entry.Revision())
+}
+
+// Resign releases the lease (see Release) and stops this node from ever
+// contending again: a node handing its lease over before it stops must
+// not take it back, as a node that held the newest lease may.
+func (e *Elector) Resign(ctx context.Context) error {
+	e.mu.Lock()
+	e.resigned = true
+	e.mu.Unlock()
+	e.stopLapse()
+	return e.Release(ctx)
 }
 
 // Release steps down and marks the lease released, so a follower takes

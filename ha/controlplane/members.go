@@ -46,6 +46,9 @@ type Membership struct {
 
 	mu   sync.Mutex
 	seen map[int32]memberSeen
+	// led is each node's newest record written while it led: its
+	// in-sync set outlives its step-down and its leaving (LastLed).
+	led map[int32]Member
 
 	watcher jetstream.KeyWatcher
 	done    chan struct{}
@@ -70,7 +73,7 @@ func WatchMembers(ctx context.Context, kv jetstream.KeyValue, deadline time.Dura
 	if err != nil {
 		return nil, fmt.Errorf("ha: watch members: %w", err)
 	}
-	m := &Membership{kv: kv, clock: clk, deadline: deadline, log: log, seen: make(map[int32]memberSeen), watcher: w, done: make(chan struct{})}
+	m := &Membership{kv: kv, clock: clk, deadline: deadline, log: log, seen: make(map[int32]memberSeen), led: make(map[int32]Member), watcher: w, done: make(chan struct{})}
 	if err := loadInitial(ctx, w, m.apply); err != nil {
 		w.Stop()
 		return nil, fmt.Errorf("ha: watch members: %w", err)
@@ -124,6 +127,20 @@ func (m *Membership) apply(e jetstream.KeyValueEntry) {
 		return
 	}
 	m.seen[int32(id)] = memberSeen{m: mem, at: m.clock.Now()}
+	if mem.Role == RoleLeader.String() {
+		m.led[int32(id)] = mem
+	}
+}
+
+// LastLed is the newest record node id wrote while it led, kept once it
+// stepped down or left: a leader that hands its lease over publishes its
+// in-sync set and then a follower's record, and its successor must still
+// know the set, however late it reads.
+func (m *Membership) LastLed(id int32) (Member, bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	mem, ok := m.led[id]
+	return mem, ok
 }
 
 // Live lists the members heard from within the deadline, by node id.

@@ -277,6 +277,10 @@ func (n *Node) Announce() {
 // Member is the newest record of a node seen, live or not.
 func (n *Node) Member(id int32) (Member, bool) { return n.members.Last(id) }
 
+// LastLed is the newest record node id wrote while it led (see
+// Membership.LastLed).
+func (n *Node) LastLed(id int32) (Member, bool) { return n.members.LastLed(id) }
+
 // Metadata is the cluster metadata store.
 func (n *Node) Metadata() *Metadata { return n.meta }
 

@@ -66,6 +66,10 @@ func StartServer(cfg ServerConfig) (*Server, error) {
 		StoreDir:   cfg.Dir,
 		SyncAlways: true,
 		NoSigs:     true,
+		// Shutdown's lame duck mode: the clients a broker's own server
+		// still has by then are few, and it must not wait minutes.
+		LameDuckDuration:    2 * time.Second,
+		LameDuckGracePeriod: 100 * time.Millisecond,
 	}
 	var routeUser *url.Userinfo
 	if cfg.Secret != nil {
@@ -184,9 +188,18 @@ func (s *Server) ClusterAddr() string {
 	return ""
 }
 
-// Shutdown stops the server and waits for it.
+// Shutdown stops the server and waits for it. A routed server first
+// hands the leadership of every Raft group it leads (the buckets' streams,
+// JetStream's meta group) to its peers, as nats-server's lame duck mode
+// does: a leader that just vanishes is replaced only after its peers'
+// election timeout (4 to 9 s), during which the streams it led take no
+// writes, lease renewals included.
 func (s *Server) Shutdown() {
-	s.ns.Shutdown()
+	if s.ns.ClusterAddr() != nil {
+		s.ns.LameDuckShutdown()
+	} else {
+		s.ns.Shutdown()
+	}
 	s.ns.WaitForShutdown()
 }
 

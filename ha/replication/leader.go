@@ -506,9 +506,13 @@ func (l *Leader) send(c net.Conn, pos int64) error {
 				return fmt.Errorf("replication: read the log at %d: %w", pos, err)
 			}
 			buf = chunk
-		} else {
+		} else if sentHW >= 0 {
 			// Idle: a frame only for a new high watermark or a heartbeat
 			// (every ack changes the followers' state; most leave it be).
+			// The first frame goes at once, even empty: the follower's
+			// ack to it puts a caught-up follower in sync, which a new
+			// leader's acks=all writes may wait for, without a heartbeat
+			// interval's delay.
 			select {
 			case <-appended:
 				continue

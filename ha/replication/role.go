@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"math"
 	"net"
+	"slices"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -100,7 +101,9 @@ type Role struct {
 	roleCh   chan struct{} // closed and replaced on every role change
 	isr      []int32       // the current leader's in-sync set, as last seen
 	isrEpoch uint64        // its epoch; 0: none seen
-	term     *termListener // the leadership term's view of ln
+	// lastLeader is the newest lease holder seen, kept once it released.
+	lastLeader int32
+	term       *termListener // the leadership term's view of ln
 
 	kick   chan struct{}
 	stop   chan struct{}
@@ -127,7 +130,7 @@ func NewRole(cfg RoleConfig) (*Role, error) {
 		stop:     make(chan struct{}),
 		done:     make(chan struct{}),
 	}
-	r.want.Leader = -1
+	r.want.Leader, r.lastLeader = -1, -1
 	return r, nil
 }
 
@@ -175,6 +178,9 @@ func (r *Role) Attach(h Host, st Storage) error {
 func (r *Role) RoleChanged(s controlplane.LeaseState) {
 	r.mu.Lock()
 	r.want = s
+	if s.Leader >= 0 {
+		r.lastLeader = s.Leader
+	}
 	wasLeading := r.leader != nil
 	if s.Role != controlplane.RoleLeader || s.Epoch != r.epoch {
 		r.epoch = 0
@@ -348,6 +354,67 @@ func (r *Role) lead(epoch uint64) error {
 	return nil
 }
 
+// HandOver is a leader's controlled shutdown, as Kafka's: it stops taking
+// writes, waits at most wait for an in-sync follower to reach the end of
+// its log, then resigns the lease under ctx, so that follower, which then
+// holds every record this node stored, takes it at once with the next
+// epoch instead of waiting for the lease to lapse. A node that does not
+// lead only resigns: it must not take the lease while it stops.
+func (r *Role) HandOver(ctx context.Context, wait time.Duration) error {
+	r.mu.Lock()
+	l := r.leader
+	r.epoch = 0
+	r.mu.Unlock()
+	elector := r.node.Load().Elector()
+	if l == nil {
+		return elector.Resign(ctx)
+	}
+	r.b.Demote()
+	end := r.st.WriteOffset()
+	timeout := time.After(wait)
+	t := time.NewTicker(5 * time.Millisecond)
+	defer t.Stop()
+	for {
+		at, inSync := atEnd(l, end)
+		if inSync == 0 {
+			// Nobody to wait for: a lone node, or followers out of sync,
+			// which may not take the lease anyway.
+			return elector.Resign(ctx)
+		}
+		if len(at) > 0 {
+			// Published first: a follower takes the lease only if the
+			// last leader's record names it in sync, and one that joined
+			// since the last heartbeat is not named yet.
+			if err := r.node.Load().PublishInSync(ctx, inSyncOf(l)); err != nil {
+				r.log.WithError(err).Warn("in-sync set not published before the hand-over")
+			}
+			r.log.WithFields(logrus.Fields{"followers_at_end": at, "log_end": end}).Info("handing the lease over: in-sync followers hold the whole log")
+			return elector.Resign(ctx)
+		}
+		select {
+		case <-timeout:
+			r.log.WithFields(logrus.Fields{"log_end": end, "waited": wait}).Warn("no in-sync follower reached the log end: releasing the lease to the usual election")
+			return elector.Resign(ctx)
+		case <-t.C:
+		}
+	}
+}
+
+// atEnd lists the in-sync followers of l whose log reaches end, and
+// counts the in-sync ones.
+func atEnd(l *Leader, end int64) (at []string, inSync int) {
+	for _, f := range l.Followers() {
+		if !f.InSync {
+			continue
+		}
+		inSync++
+		if f.End >= end {
+			at = append(at, f.Node)
+		}
+	}
+	return at, inSync
+}
+
 // slowestInSync is the retention floor a leader keeps for its in-sync
 // followers: the lowest end among them.
 func slowestInSync(l *Leader) int64 {
@@ -424,6 +491,9 @@ func (r *Role) follow(ctx context.Context, s controlplane.LeaseState) {
 			if time.Since(began) > maxBackoff {
 				backoff = minBackoff
 			}
+			// The leader may be gone: the elector reads the lease now
+			// rather than at its next period.
+			r.node.Load().Elector().Nudge()
 			if msg := err.Error(); msg != lastErr {
 				lastErr = msg
 				r.log.WithError(err).WithFields(logrus.Fields{"leader": s.Leader, "epoch": s.Epoch}).Warn("replication session ended; reconnecting")
@@ -471,16 +541,29 @@ func nodeIDs(nodes []string) []int32 {
 // cleanly deletes its member record, and its followers must still know.
 func (r *Role) noteISR() {
 	st := r.node.Load().Elector().State()
-	if st.Leader < 0 || st.Leader == r.cfg.Node {
+	leader := st.Leader
+	if leader < 0 {
+		// Released: the set the releasing leader published last.
+		r.mu.Lock()
+		leader = r.lastLeader
+		r.mu.Unlock()
+	}
+	if leader < 0 || leader == r.cfg.Node {
 		return
 	}
-	m, ok := r.node.Load().Member(st.Leader)
-	if !ok || m.Role != controlplane.RoleLeader.String() || m.Epoch != st.Epoch {
+	m, ok := r.node.Load().LastLed(leader)
+	if !ok || m.Epoch != st.Epoch {
 		return
 	}
 	r.mu.Lock()
+	changed := m.Epoch != r.isrEpoch || !slices.Equal(m.InSync, r.isr)
 	r.isr, r.isrEpoch = m.InSync, m.Epoch
 	r.mu.Unlock()
+	if changed {
+		// This node may just have become eligible for a lease that
+		// lapsed or was released: contend now, not a period later.
+		r.node.Load().Elector().Nudge()
+	}
 }
 
 // Eligible is the elector's Eligible (MayLead's rule over the
