@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# failover-example.sh: the README's "One replicated replica group" example,
+# failover-example.sh: docs/CLUSTER.md's "One replicated replica group" example,
 # word for word (three nodes of replica group main on one machine, their
 # embedded NATS servers routed into one JetStream cluster), then ROUNDS
 # failovers of it (docs/BENCHMARKS.md, "Failover"). Each round sends the
@@ -7,11 +7,11 @@
 # SIGNAL (KILL, or TERM for a graceful stop), times from the signal to
 # the first produce through a survivor that is acknowledged (`unilog
 # produce`, acks=all, which retries until the new leader answers, process
-# start included), restarts the old leader with the README's command and
+# start included), restarts the old leader with docs/CLUSTER.md's command and
 # waits until both followers are in sync again. Prints each round and
 # min/median/max.
 #
-# Run as root it runs in a network namespace of its own, so the README's
+# Run as root it runs in a network namespace of its own, so the example's
 # fixed ports cannot clash with anything else on the machine.
 #
 #   BIN=bin/unilog ROUNDS=10 SIGNAL=KILL TARGET=leader scripts/failover-example.sh
@@ -42,7 +42,7 @@ cleanup() {
 }
 trap cleanup EXIT
 
-# start i: node i as the README starts it.
+# start i: node i as docs/CLUSTER.md starts it.
 R=nats-route://127.0.0.1:6232,nats-route://127.0.0.1:6233,nats-route://127.0.0.1:6234
 start() {
 	local i=$1

@@ -164,7 +164,7 @@ func TestTwoReplicaGroupsServeOneTopic(t *testing.T) {
 }
 
 // TestThreeRoutedNodes starts three brokers whose embedded NATS servers
-// are routed into one JetStream cluster, as the README's quick start
+// are routed into one JetStream cluster, as docs/CLUSTER.md's example
 // does: the buckets get 3 replicas, and every node sees the others.
 func TestThreeRoutedNodes(t *testing.T) {
 	const n = 3
@@ -179,7 +179,7 @@ func TestThreeRoutedNodes(t *testing.T) {
 		stop              context.CancelFunc
 		done              <-chan cliResult
 	}
-	// One flag more than a single node needs, as in the README: the
+	// One flag more than a single node needs, as in docs/CLUSTER.md: the
 	// shared secret, which the first node to start writes.
 	secretFile := filepath.Join(t.TempDir(), "cluster.secret")
 	nodes := make([]node, n)
