@@ -43,10 +43,13 @@ func fenced(version, since int16) int16 {
 // settle finishes a transaction a failed EndTxn (or a crash) left
 // Prepare: its decision is stored, so it can only be carried out.
 func (c *Coordinator) settle(ctx context.Context, e *entry) int16 {
-	if s := e.t.State; s != PrepareCommit && s != PrepareAbort {
+	if !e.t.State.decided() {
 		return 0
 	}
-	err := c.redoMarkers(ctx, e)
+	var err error
+	if !e.marked {
+		err = c.redoMarkers(ctx, e)
+	}
 	if err == nil {
 		err = c.complete(ctx, e)
 	}
