@@ -32,6 +32,7 @@
 //	 24  AddPartitionsToTxn       0-3       v4+ is the brokers' batched form
 //	 25  AddOffsetsToTxn          0-3
 //	 26  EndTxn                   0-3       v4+ (KIP-890 transaction version 2) not served
+//	 27  WriteTxnMarkers          0-1       from another replica group's coordinator (txn_writemarkers.go, txn_remote.go)
 //	 28  TxnOffsetCommit          0-3
 //	 65  DescribeTransactions     0
 //	 66  ListTransactions         0-1

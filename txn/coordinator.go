@@ -52,7 +52,8 @@ type Markers struct {
 type Log interface {
 	// Append stores rec in the given partition of the transaction-state
 	// topic and, when m is not nil, m's markers in the same append, after
-	// rec, and returns once all of it is durable as the broker's
+	// rec (those of the partitions this node leads: Remote writes the
+	// others), and returns once all of it is durable as the broker's
 	// configuration asks of an acks=-1 produce. It returns the physical
 	// offset where the append ends in the commit log.
 	Append(ctx context.Context, partition int32, rec Record, m *Markers) (end int64, err error)
