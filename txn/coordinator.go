@@ -26,6 +26,9 @@ const (
 	// expiryCheck is how often the scan (expire) finishes decided
 	// transactions, aborts timed-out ones and forgets expired ids.
 	expiryCheck = time.Second
+	// scanPerID bounds the scan's work on one id; what it leaves undone
+	// (a decided transaction's markers) the next scan carries on.
+	scanPerID = 5 * time.Second
 )
 
 // Errors a Log or Groups wraps so that the coordinator answers as Kafka's.
@@ -347,13 +350,17 @@ func (c *Coordinator) expire() {
 	now := c.clock.Now().UnixMilli()
 	for _, e := range c.entries() {
 		e.mu.Lock()
-		c.settle(ctx, e)
+		// Bounded per id: markers waiting for another replica group's
+		// leader, which may be down, must not hold up the others' turn.
+		ectx, ecancel := context.WithTimeout(ctx, scanPerID)
+		c.settle(ectx, e)
 		switch s := e.t.State; {
 		case s == Ongoing && now-e.t.StartMs > int64(e.t.TimeoutMs):
-			c.abortExpired(ctx, e)
+			c.abortExpired(ectx, e)
 		case s != Ongoing && s != Dead && now-e.t.UpdateMs > c.opts.IDExpiration.Milliseconds():
-			c.forget(ctx, e)
+			c.forget(ectx, e)
 		}
+		ecancel()
 		e.mu.Unlock()
 	}
 	c.mu.Lock()
