@@ -14,9 +14,10 @@ import "github.com/unilog/unilog/txn"
 // coordinator's marker (WriteTxnMarkers) ends it, and the idempotence
 // check still refuses an older epoch than the partition has seen. What
 // KIP-890 closes stays open for such partitions: a batch delayed in the
-// network past its transaction's marker opens a transaction no marker
-// ends, holding the partition's last stable offset until the producer's
-// next transaction there ends.
+// network past its transaction's marker (or one a faulty client writes
+// without adding the partition to its transaction) opens a transaction no
+// marker ends, holding the partition's last stable offset until the
+// producer's next transaction there ends, or for good if none does.
 func (b *Broker) txnWriter(id *string) (w *txn.Writer, elsewhere bool) {
 	if id == nil {
 		return nil, false
