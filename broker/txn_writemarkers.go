@@ -18,10 +18,10 @@ import (
 //
 // Kafka asks CLUSTER_ACTION on the cluster, which only brokers hold. The
 // ACL model here has no cluster resource: cluster admin (admin on "*")
-// stands for it, and the coordinator's client presents no credentials,
-// so under an ACL the anonymous principal needs that rule, and a
-// listener requiring SASL or a client certificate refuses the peers'
-// markers (as it refuses the partition-move copier's fetches).
+// stands for it, and the coordinator's client speaks plain TCP without
+// credentials, so under an ACL the anonymous principal needs that rule,
+// and a TLS listener, or one requiring SASL, refuses the peers' markers
+// (as it refuses the partition-move copier's fetches).
 func init() {
 	register(kmsg.WriteTxnMarkers, 0, 1, (*Broker).handleWriteTxnMarkers, authorizeWriteTxnMarkers)
 }
