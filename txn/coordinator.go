@@ -264,8 +264,10 @@ func (c *Coordinator) persist(ctx context.Context, e *entry, next Txn, m *Marker
 	case m != nil:
 		// A failed append may have stored a prefix of it, the decision
 		// first and some markers: the decision stands either way, and
-		// settle (the next request or scan) carries it out.
+		// settle (the next request or scan) carries it out, markers
+		// first.
 		e.t = next
+		e.marked = false
 	}
 	e.publish()
 	return err
