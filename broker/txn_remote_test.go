@@ -15,7 +15,8 @@ import (
 // twoGroups is the cluster of two single-node replica groups as node
 // self sees it: node 1 leads partition 0 of every user topic and every
 // partition of the internal topics (so it coordinates every transaction),
-// node 2 partition 1. A node is listed at the address it last listened on.
+// node 2 partition 1 unless the test says otherwise. A node is listed at
+// the address it last listened on.
 type twoGroups struct {
 	self  int32
 	addrs *groupAddrs
@@ -24,6 +25,15 @@ type twoGroups struct {
 type groupAddrs struct {
 	mu   sync.Mutex
 	addr map[int32]string
+	// moved is partition 1's leader in a node's view, when not node 2.
+	moved map[int32]int32
+}
+
+// move1 makes node see node leader lead partition 1.
+func (a *groupAddrs) move1(node, leader int32) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.moved[node] = leader
 }
 
 func (a *groupAddrs) set(node int32, addr string) {
@@ -45,11 +55,16 @@ func (c twoGroups) Brokers() []ClusterBroker {
 	return out
 }
 
-func (twoGroups) PartitionLeader(topic string, p int32) (int32, int32, bool) {
+func (c twoGroups) PartitionLeader(topic string, p int32) (int32, int32, bool) {
 	switch {
 	case isInternalTopic(topic), p == 0:
 		return 1, 1, true
 	case p == 1:
+		c.addrs.mu.Lock()
+		defer c.addrs.mu.Unlock()
+		if leader, ok := c.addrs.moved[c.self]; ok {
+			return leader, 1, true
+		}
 		return 2, 1, true
 	}
 	return 0, 0, false
@@ -113,7 +128,7 @@ func lastStable(t *testing.T, addr, topic string, partition int32) int64 {
 // decided and sends node 2's marker again until node 2, back too, takes
 // it: the transaction completes, its records stable on both nodes.
 func TestTxnRemoteMarkers(t *testing.T) {
-	addrs := &groupAddrs{addr: make(map[int32]string)}
+	addrs := &groupAddrs{addr: make(map[int32]string), moved: make(map[int32]int32)}
 	dir1, dir2 := t.TempDir(), t.TempDir()
 	b1, b2 := openNode(t, 1, dir1, addrs), openNode(t, 2, dir2, addrs)
 	for _, b := range []*Broker{b1, b2} {
@@ -198,4 +213,32 @@ func TestTxnRemoteMarkers(t *testing.T) {
 		tx, ok := b1.txns.Load().Describe(id)
 		return ok && tx.State.String() == "CompleteCommit"
 	})
+
+	// A failover in node 2's group as its nodes see it: partition 1 is
+	// led by node 3, not live, and node 2 answers NOT_LEADER_OR_FOLLOWER.
+	// The coordinator, seeing node 2 still, retries until node 2 leads
+	// again and takes the marker.
+	// (The restart appended node 1's marker again: offsets from here.)
+	base0, base1 := lastStable(t, b1.Addr(), "span", 0), lastStable(t, b2.Addr(), "span", 1)
+	coord = dialRaw(t, b1.Addr())
+	begin(3)
+	addrs.move1(2, 3)
+	ended = make(chan struct{})
+	go func() {
+		defer close(ended)
+		if resp, ok := coord.roundTrip(end); !ok || resp.(*kmsg.EndTxnResponse).ErrorCode != 0 {
+			t.Errorf("EndTxn across the failover: %+v", resp)
+		}
+	}()
+	poll.True(t, "node 1's own marker of the third commit", func() bool { return lastStable(t, b1.Addr(), "span", 0) == base0+2 })
+	select {
+	case <-ended:
+		t.Fatal("EndTxn answered while node 2 refuses the marker")
+	default:
+	}
+	addrs.move1(2, 2)
+	<-ended
+	if lso := lastStable(t, b2.Addr(), "span", 1); lso != base1+2 {
+		t.Fatalf("span/1 after the third commit: last stable offset %d, want %d", lso, base1+2)
+	}
 }
