@@ -26,8 +26,10 @@ const (
 	// expiryCheck is how often the scan (expire) finishes decided
 	// transactions, aborts timed-out ones and forgets expired ids.
 	expiryCheck = time.Second
-	// scanPerID bounds the scan's work on one id; what it leaves undone
-	// (a decided transaction's markers) the next scan carries on.
+	// scanPerID bounds the scan's work on one id, and a request's wait
+	// for a decided transaction to be carried out (settle); what is left
+	// undone (markers another group's leader has not taken) the next
+	// scan carries on.
 	scanPerID = 5 * time.Second
 )
 
