@@ -38,6 +38,8 @@ type Broker struct {
 	// txns is the transaction coordinator, set once producer state is
 	// loaded (finishing an interrupted transaction writes markers).
 	txns atomic.Pointer[txn.Coordinator]
+	// txnPeers reach other groups' leaders with transaction markers.
+	txnPeers txnPeers
 	// following is set while this node replicates its group's leader:
 	// nothing may append to the local log then (Demote, Promote).
 	following atomic.Bool
@@ -336,6 +338,7 @@ func (b *Broker) Close() error {
 		b.loopWG.Wait()
 		// Transactions first: finishing one commits offsets to groups.
 		b.closeTxns()
+		b.txnPeers.close()
 		b.closeGroups()
 		// Nothing appends any more: the snapshot covers the whole log and
 		// the next start replays nothing.

@@ -32,6 +32,7 @@
 //	 24  AddPartitionsToTxn       0-3       v4+ is the brokers' batched form
 //	 25  AddOffsetsToTxn          0-3
 //	 26  EndTxn                   0-3       v4+ (KIP-890 transaction version 2) not served
+//	 27  WriteTxnMarkers          0-1       from another replica group's coordinator (txn_writemarkers.go, txn_remote.go)
 //	 28  TxnOffsetCommit          0-3
 //	 65  DescribeTransactions     0
 //	 66  ListTransactions         0-1
@@ -72,15 +73,20 @@
 // in __consumer_offsets. Ending a transaction appends the decision record
 // and a control batch (commit or abort marker: attributes transactional and
 // control, key version 0 and type, value version 0) for every partition of
-// the transaction in ONE Storage.Append, under the produce locks, so each
-// marker is in order with its partition's batches; package txn's doc says
-// what a crash in the middle leaves and how it is finished. Each
+// the transaction this node leads in ONE Storage.Append, under the produce
+// locks, so each marker is in order with its partition's batches; package
+// txn's doc says what a crash in the middle leaves and how it is finished.
+// The markers of partitions other replica groups lead go to their leaders
+// as WriteTxnMarkers (txn_remote.go), which append them through the same
+// path (txn_writemarkers.go). Each
 // partition's producer state (package producerstate) tracks the open
 // transactions' first offsets and the aborted-transaction index, in its
 // snapshot and rebuilt from the log after it. A transactional batch is
 // stored only for a partition of its producer's Ongoing transaction
 // (txn_produce.go: checked under appendMu, which the markers' append
-// takes, so none lands after its partition's marker). Fetch and ListOffsets at
+// takes, so none lands after its partition's marker), unless another node
+// coordinates the producer's id: then it is taken unchecked, as Kafka
+// did before KIP-890. Fetch and ListOffsets at
 // read_committed use them (txn_fetch.go): a fetch stops at the last stable
 // offset, the first offset of the oldest open transaction, and carries the
 // aborted transactions overlapping what it reads; read_uncommitted fetches

@@ -105,7 +105,7 @@ func (b *Broker) handleProduce(ctx context.Context, c *conn, kreq kmsg.Request) 
 
 	sc := produceScratchPool.Get().(*produceScratch)
 	defer sc.release()
-	sc.txn = b.txnWriter(req.TransactionID)
+	sc.txn, sc.txnElsewhere = b.txnWriter(req.TransactionID)
 	// The topic lock covers the appends only, never a wait: CreateTopics
 	// queued for it exclusively would otherwise hold up every produce.
 	b.topicMu.RLock()
@@ -237,6 +237,8 @@ type produceScratch struct {
 	refs    []*pendingBatch // the pending batch of each of batches
 	out     []Appended
 	txn     *txn.Writer // the request's transactional id's (txn_produce.go)
+	// txnElsewhere: the id's coordinator is another node (txn_produce.go).
+	txnElsewhere bool
 }
 
 var produceScratchPool = sync.Pool{New: func() any { return new(produceScratch) }}
@@ -246,7 +248,7 @@ func (sc *produceScratch) release() {
 	clear(sc.pending)
 	clear(sc.batches)
 	clear(sc.refs)
-	sc.pending, sc.batches, sc.refs, sc.out, sc.txn = sc.pending[:0], sc.batches[:0], sc.refs[:0], sc.out[:0], nil
+	sc.pending, sc.batches, sc.refs, sc.out, sc.txn, sc.txnElsewhere = sc.pending[:0], sc.batches[:0], sc.refs[:0], sc.out[:0], nil, false
 	produceScratchPool.Put(sc)
 }
 

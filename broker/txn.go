@@ -32,13 +32,17 @@ func (b *Broker) openTxns() error {
 	if t, ok := b.meta.Topic(txnStateTopic); ok {
 		partitions = t.Partitions
 	}
-	c, err := txn.Open(txn.Options{
+	opts := txn.Options{
 		Log:        txnLog{b},
 		Groups:     txnGroups{b},
 		IDs:        b.pids,
 		Partitions: partitions,
 		Logger:     b.log,
-	})
+	}
+	if b.cfg.Cluster != nil {
+		opts.Remote = txnRemote{b}
+	}
+	c, err := txn.Open(opts)
 	if err != nil {
 		return fmt.Errorf("broker: open transaction coordinator: %w", err)
 	}
@@ -125,14 +129,19 @@ func (b *Broker) initTransactional(ctx context.Context, req *kmsg.InitProducerID
 	return c.InitProducerID(ctx, req)
 }
 
-// handleAddPartitionsToTxn takes only partitions this node leads: the
-// markers go into its own log, so a transaction cannot span replica
-// groups; the others are answered UNKNOWN_TOPIC_OR_PARTITION.
+// handleAddPartitionsToTxn takes any partition of a user topic, whichever
+// replica group leads it: the markers of this node's partitions go into
+// its own log with the decision, the others' to their leaders
+// (txn_remote.go).
 func (b *Broker) handleAddPartitionsToTxn(ctx context.Context, c *txn.Coordinator, req kmsg.Request) kmsg.Response {
-	return c.AddPartitionsToTxn(ctx, req.(*kmsg.AddPartitionsToTxnRequest), func(topic string, partition int32) bool {
-		t, ok := b.meta.Topic(topic)
-		return ok && !isInternalTopic(topic) && partition >= 0 && partition < t.Partitions && b.leads(topic, partition)
-	})
+	return c.AddPartitionsToTxn(ctx, req.(*kmsg.AddPartitionsToTxnRequest), b.txnPartitionExists)
+}
+
+// txnPartitionExists reports a partition a transaction may write: one of
+// a user topic (the internal topics are the coordinators' own).
+func (b *Broker) txnPartitionExists(topic string, partition int32) bool {
+	t, ok := b.meta.Topic(topic)
+	return ok && !isInternalTopic(topic) && partition >= 0 && partition < t.Partitions
 }
 
 func (b *Broker) handleAddOffsetsToTxn(ctx context.Context, c *txn.Coordinator, req kmsg.Request) kmsg.Response {
@@ -158,9 +167,26 @@ func (b *Broker) handleListTransactions(_ context.Context, c *txn.Coordinator, r
 // txnCoordinatorNode is the broker coordinating a transactional id: the
 // leader of the transaction-state partition holding its records.
 func (b *Broker) txnCoordinatorNode(c *conn, id string) (int16, ClusterBroker) {
+	return b.coordinatorOf(c, txnStateTopic, b.txnStatePartition(id))
+}
+
+// txnCoordinatorID is the node id of the id's coordinator; -1 while its
+// partition has no leader.
+func (b *Broker) txnCoordinatorID(id string) int32 {
+	if b.cfg.Cluster == nil {
+		return b.cfg.NodeID
+	}
+	if node, _, ok := b.cfg.Cluster.PartitionLeader(txnStateTopic, b.txnStatePartition(id)); ok {
+		return node
+	}
+	return -1
+}
+
+// txnStatePartition is the transaction-state partition of an id.
+func (b *Broker) txnStatePartition(id string) int32 {
 	partitions := int32(txn.DefaultPartitions)
 	if t, ok := b.meta.Topic(txnStateTopic); ok {
 		partitions = t.Partitions
 	}
-	return b.coordinatorOf(c, txnStateTopic, txn.PartitionFor(id, partitions))
+	return txn.PartitionFor(id, partitions)
 }

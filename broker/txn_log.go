@@ -22,12 +22,9 @@ const txnStateTopic = "__transaction_state"
 // txnLog is txn.Log over the broker's storage.
 type txnLog struct{ b *Broker }
 
-// Append stores the state record and the markers with one Storage.Append,
-// under the locks a produce takes (appendMu, then each partition's), so
-// that each marker's offset and its effect on the partition's producer
-// state are in order with the partition's produced batches. Markers of a
-// topic deleted since it joined the transaction, or of a partition this
-// node no longer leads, are left out.
+// Append stores the state record and the markers of the partitions this
+// node leads with one append (appendMarkers); the other groups' markers
+// are txnRemote's.
 func (l txnLog) Append(ctx context.Context, partition int32, rec txn.Record, m *txn.Markers) (int64, error) {
 	b := l.b
 	if b.following.Load() {
@@ -39,39 +36,18 @@ func (l txnLog) Append(ctx context.Context, partition int32, rec txn.Record, m *
 		}
 	}
 	now := b.now().UnixMilli()
-	batches := []StorageBatch{{Topic: txnStateTopic, Partition: partition, Count: 1, MaxTimestamp: now,
-		Records: newBatch([]kmsg.Record{{Key: rec.Key, Value: rec.Value}}, now, now)}}
-	var parts []*partitionState
-	b.topicMu.RLock()
+	state := StorageBatch{Topic: txnStateTopic, Partition: partition, Count: 1, MaxTimestamp: now,
+		Records: newBatch([]kmsg.Record{{Key: rec.Key, Value: rec.Value}}, now, now)}
+	var markers []txnMarker
 	if m != nil {
-		marker := controlBatch(m.ProducerID, m.Epoch, m.Commit, now)
 		for _, tp := range m.Partitions {
-			if t, ok := b.meta.Topic(tp.Topic); !ok || tp.Partition >= t.Partitions || !b.leads(tp.Topic, tp.Partition) {
-				continue
-			}
-			batches = append(batches, StorageBatch{Topic: tp.Topic, Partition: tp.Partition, Count: 1, MaxTimestamp: now, Records: marker})
-			parts = append(parts, b.partition(tp.Topic, tp.Partition))
+			markers = append(markers, txnMarker{topic: tp.Topic, partition: tp.Partition, producerID: m.ProducerID, epoch: m.Epoch, commit: m.Commit})
 		}
 	}
-	b.appendMu.Lock()
-	for _, p := range parts {
-		p.mu.Lock()
-	}
-	out, err := b.st.Append(nil, batches)
-	b.noteAppend(err)
-	for i, a := range out[min(1, len(out)):] {
-		parts[i].EndTxn(m.ProducerID, m.Epoch, m.Commit, a.Base)
-		b.producerChanges.Add(1)
-	}
-	for _, p := range parts {
-		p.mu.Unlock()
-	}
-	b.appendMu.Unlock()
-	b.topicMu.RUnlock()
+	end, _, err := b.appendMarkers(&state, markers)
 	if err != nil {
 		return 0, fmt.Errorf("broker: append transaction state: %w", err)
 	}
-	end := out[len(out)-1].End
 	return end, l.wait(ctx, end)
 }
 

@@ -29,6 +29,77 @@ func controlBatch(producerID int64, epoch int16, commit bool, ts int64) []byte {
 	}, []kmsg.Record{{Key: key.AppendTo(nil), Value: value.AppendTo(nil)}})
 }
 
+// txnMarker is one producer's commit or abort marker in one partition.
+type txnMarker struct {
+	topic      string
+	partition  int32
+	producerID int64
+	epoch      int16
+	commit     bool
+}
+
+// appendMarkers appends head (the coordinator's state record; nil for
+// none) and then the control batch of each marker in a partition this
+// node leads, with one Storage.Append, under the locks a produce takes
+// (appendMu, then each partition's), so that each marker's offset and its
+// effect on the partition's producer state are in order with the
+// partition's produced batches. Markers of a topic deleted since it joined
+// the transaction, or of a partition this node does not lead, are left
+// out: stored says which were appended. end is where the append ends, -1
+// when there was nothing to append.
+func (b *Broker) appendMarkers(head *StorageBatch, markers []txnMarker) (end int64, stored []bool, err error) {
+	now := b.now().UnixMilli()
+	var batches []StorageBatch
+	if head != nil {
+		batches = append(batches, *head)
+	}
+	stored = make([]bool, len(markers))
+	var parts []*partitionState // of batches[len(batches)-len(parts):], in order
+	b.topicMu.RLock()
+	defer b.topicMu.RUnlock()
+	for i, m := range markers {
+		if t, ok := b.meta.Topic(m.topic); !ok || m.partition < 0 || m.partition >= t.Partitions || !b.leads(m.topic, m.partition) {
+			continue
+		}
+		stored[i] = true
+		batches = append(batches, StorageBatch{Topic: m.topic, Partition: m.partition, Count: 1, MaxTimestamp: now,
+			Records: controlBatch(m.producerID, m.epoch, m.commit, now)})
+		parts = append(parts, b.partition(m.topic, m.partition))
+	}
+	if len(batches) == 0 {
+		return -1, stored, nil
+	}
+	// One partition may have several producers' markers (WriteTxnMarkers):
+	// its lock is taken once.
+	locked := make(map[*partitionState]bool, len(parts))
+	b.appendMu.Lock()
+	for _, p := range parts {
+		if !locked[p] {
+			locked[p] = true
+			p.mu.Lock()
+		}
+	}
+	out, err := b.st.Append(nil, batches)
+	b.noteAppend(err)
+	applied := out[min(len(batches)-len(parts), len(out)):]
+	for i, j := 0, 0; i < len(markers) && j < len(applied); i++ {
+		if stored[i] {
+			m := markers[i]
+			parts[j].EndTxn(m.producerID, m.epoch, m.commit, applied[j].Base)
+			b.producerChanges.Add(1)
+			j++
+		}
+	}
+	for p := range locked {
+		p.mu.Unlock()
+	}
+	b.appendMu.Unlock()
+	if err != nil {
+		return -1, stored, err
+	}
+	return out[len(out)-1].End, stored, nil
+}
+
 // markerCommits reads a stored control batch's marker: whether it commits,
 // and false for ok when it is no commit or abort marker.
 func markerCommits(batch []byte) (commit, ok bool) {

@@ -5,12 +5,31 @@ import "github.com/unilog/unilog/txn"
 // txnWriter checks a produce request's transactional batches against the
 // producer's transaction (txn.Writer); nil, which refuses them, without a
 // transactional id or a coordinator.
-func (b *Broker) txnWriter(id *string) *txn.Writer {
-	c := b.txns.Load()
-	if id == nil || c == nil {
-		return nil
+//
+// elsewhere reports an id whose coordinator is not this node (another
+// replica group's leader, or none right now): its batches are accepted
+// unchecked, as Kafka did before KIP-890, since the transaction's state is
+// in another process. The producer state still opens the transaction at
+// the first batch, so the last stable offset holds until the
+// coordinator's marker (WriteTxnMarkers) ends it, and the idempotence
+// check still refuses an older epoch than the partition has seen. What
+// KIP-890 closes stays open for such partitions: a batch delayed in the
+// network past its transaction's marker (or one a faulty client writes
+// without adding the partition to its transaction) opens a transaction no
+// marker ends, holding the partition's last stable offset until the
+// producer's next transaction there ends, or for good if none does.
+func (b *Broker) txnWriter(id *string) (w *txn.Writer, elsewhere bool) {
+	if id == nil {
+		return nil, false
 	}
-	return c.Writer(*id)
+	if b.txnCoordinatorID(*id) != b.cfg.NodeID {
+		return nil, true
+	}
+	c := b.txns.Load()
+	if c == nil {
+		return nil, false
+	}
+	return c.Writer(*id), false
 }
 
 // checkTxnBatch answers a transactional batch the producer may not write
@@ -18,7 +37,7 @@ func (b *Broker) txnWriter(id *string) *txn.Writer {
 // no batch is stored after its partition's marker) and reports whether it
 // may.
 func (sc *produceScratch) checkTxnBatch(pb *pendingBatch) bool {
-	if !pb.bi.transactional() {
+	if !pb.bi.transactional() || sc.txnElsewhere {
 		return true
 	}
 	pb.rp.ErrorCode = sc.txn.Check(pb.bi.producerID, pb.bi.producerEpoch, pb.sb.Topic, pb.sb.Partition)

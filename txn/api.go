@@ -41,12 +41,20 @@ func fenced(version, since int16) int16 {
 }
 
 // settle finishes a transaction a failed EndTxn (or a crash) left
-// Prepare: its decision is stored, so it can only be carried out.
+// Prepare: its decision is stored, so it can only be carried out. A
+// request waits for that at most scanPerID (another group's leader may be
+// down) and is answered CONCURRENT_TRANSACTIONS, which clients retry, as
+// Kafka answers while a transaction's markers are pending.
 func (c *Coordinator) settle(ctx context.Context, e *entry) int16 {
-	if s := e.t.State; s != PrepareCommit && s != PrepareAbort {
+	if !e.t.State.decided() {
 		return 0
 	}
-	err := c.redoMarkers(ctx, e)
+	ctx, cancel := context.WithTimeout(ctx, scanPerID)
+	defer cancel()
+	var err error
+	if !e.marked {
+		err = c.redoMarkers(ctx, e)
+	}
 	if err == nil {
 		err = c.complete(ctx, e)
 	}

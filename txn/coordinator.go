@@ -26,6 +26,11 @@ const (
 	// expiryCheck is how often the scan (expire) finishes decided
 	// transactions, aborts timed-out ones and forgets expired ids.
 	expiryCheck = time.Second
+	// scanPerID bounds the scan's work on one id, and a request's wait
+	// for a decided transaction to be carried out (settle); what is left
+	// undone (markers another group's leader has not taken) the next
+	// scan carries on.
+	scanPerID = 5 * time.Second
 )
 
 // Errors a Log or Groups wraps so that the coordinator answers as Kafka's.
@@ -52,13 +57,25 @@ type Markers struct {
 type Log interface {
 	// Append stores rec in the given partition of the transaction-state
 	// topic and, when m is not nil, m's markers in the same append, after
-	// rec, and returns once all of it is durable as the broker's
+	// rec (those of the partitions this node leads: Remote writes the
+	// others), and returns once all of it is durable as the broker's
 	// configuration asks of an acks=-1 produce. It returns the physical
 	// offset where the append ends in the commit log.
 	Append(ctx context.Context, partition int32, rec Record, m *Markers) (end int64, err error)
 	// Replay calls fn with every record of the partition still stored, in
 	// log order.
 	Replay(partition int32, fn func(Record) error) error
+}
+
+// Remote writes the markers of partitions other replica groups lead:
+// the coordinator's log holds only its own group's partitions. The
+// broker sends them to each partition's leader (Kafka's WriteTxnMarkers).
+type Remote interface {
+	// WriteMarkers writes m's markers in the partitions m names that
+	// this node does not lead, and returns once every one of their
+	// leaders acknowledged them as stored as an acks=-1 produce, retrying
+	// until then or until ctx ends. Writing a marker twice is harmless.
+	WriteMarkers(ctx context.Context, m Markers) error
 }
 
 // Groups is the group coordinator, which owns committed offsets.
@@ -80,6 +97,9 @@ type Options struct {
 	Log    Log         // required
 	Groups Groups      // required
 	IDs    ProducerIDs // required
+	// Remote writes the markers of other replica groups' partitions;
+	// nil: the log's are all the coordinator writes.
+	Remote Remote
 	// Partitions of the transaction-state topic; it must not change over
 	// the life of a data directory.
 	Partitions int32
@@ -105,6 +125,10 @@ type entry struct {
 	end atomic.Int64
 	// writes is what Produce may write for the id (verify.go).
 	writes atomic.Pointer[writes]
+	// marked: this process appended the local markers of the decision
+	// in t, so carrying it out again needs only the remote ones; false
+	// after Open, which does not know whether a crash cut them.
+	marked bool
 }
 
 // Coordinator is the transaction coordinator of one broker.
@@ -238,11 +262,14 @@ func (c *Coordinator) persist(ctx context.Context, e *entry, next Txn, m *Marker
 	case err == nil:
 		e.t = next
 		e.end.Store(end)
+		e.marked = m != nil
 	case m != nil:
 		// A failed append may have stored a prefix of it, the decision
 		// first and some markers: the decision stands either way, and
-		// settle (the next request or scan) carries it out.
+		// settle (the next request or scan) carries it out, markers
+		// first.
 		e.t = next
+		e.marked = false
 	}
 	e.publish()
 	return err
@@ -265,14 +292,22 @@ func (c *Coordinator) end(ctx context.Context, e *entry, commit bool, epoch int1
 	return c.complete(ctx, e)
 }
 
-// complete finishes a transaction whose decision and markers are stored:
-// the offsets of a commit go to their groups, then the Complete record.
-// After a crash Open calls it for a transaction still Prepare, writing
-// the markers again first (a marker for a producer with no open
-// transaction in a partition changes nothing there).
+// complete finishes a transaction whose decision and local markers are
+// stored: the markers of other replica groups' partitions are written
+// through their leaders, the offsets of a commit go to their groups, then
+// the Complete record. After a crash the scan calls it for a transaction
+// still Prepare, writing the local markers again first (a marker for a
+// producer with no open transaction in a partition changes nothing
+// there); the remote ones are always written again, for the same reason.
 func (c *Coordinator) complete(ctx context.Context, e *entry) error {
 	t := &e.t
 	commit := t.State == PrepareCommit
+	if c.opts.Remote != nil {
+		m := Markers{ProducerID: t.ProducerID, Epoch: t.Epoch, Commit: commit, Partitions: t.Partitions}
+		if err := c.opts.Remote.WriteMarkers(ctx, m); err != nil {
+			return fmt.Errorf("txn: markers in other replica groups: %w", err)
+		}
+	}
 	if commit {
 		byGroup := make(map[string][]Offset)
 		for _, o := range t.Offsets {
@@ -319,13 +354,17 @@ func (c *Coordinator) expire() {
 	now := c.clock.Now().UnixMilli()
 	for _, e := range c.entries() {
 		e.mu.Lock()
-		c.settle(ctx, e)
+		// Bounded per id: markers waiting for another replica group's
+		// leader, which may be down, must not hold up the others' turn.
+		ectx, ecancel := context.WithTimeout(ctx, scanPerID)
+		c.settle(ectx, e)
 		switch s := e.t.State; {
 		case s == Ongoing && now-e.t.StartMs > int64(e.t.TimeoutMs):
-			c.abortExpired(ctx, e)
+			c.abortExpired(ectx, e)
 		case s != Ongoing && s != Dead && now-e.t.UpdateMs > c.opts.IDExpiration.Milliseconds():
-			c.forget(ctx, e)
+			c.forget(ectx, e)
 		}
+		ecancel()
 		e.mu.Unlock()
 	}
 	c.mu.Lock()

@@ -47,9 +47,10 @@
 // marker for every partition of the transaction (a control batch: commit
 // or abort, producer id and epoch) in ONE append to the unified log: the
 // decision record first, then every partition's marker (Log.Append with
-// Markers). Then the offsets of a commit are committed to their groups,
-// then the CompleteCommit or CompleteAbort record is appended, and only
-// then is EndTxn answered.
+// Markers; partitions of other replica groups are below). Then the
+// offsets of a commit are committed to their groups, then the
+// CompleteCommit or CompleteAbort record is appended, and only then is
+// EndTxn answered.
 //
 // A crash may cut that sequence anywhere. The commit log's recovery keeps
 // a prefix of its records, so:
@@ -63,8 +64,9 @@
 //     the markers, the offsets perhaps committed), the id is Prepare
 //     after Open, and the coordinator's scan (every second, the first a
 //     second after Open; or a request for the id, whichever is first)
-//     carries the decision out again: every marker appended again, the
-//     offsets committed again, then the Complete record. Until then the
+//     carries the decision out again: every marker appended again (but
+//     those this process itself stored), the offsets committed again,
+//     then the Complete record. Until then the
 //     partitions' last stable offset stays before the transaction. A
 //     second marker in a partition where the producer has no open
 //     transaction changes nothing there (package producerstate), and
@@ -77,10 +79,24 @@
 // # Replica groups
 //
 // The coordinator of an id is the broker leading its transaction-state
-// partition, and it writes the markers into its own log: a transaction
-// spans only the partitions its replica group leads (a cluster of several
-// groups answers AddPartitionsToTxn UNKNOWN_TOPIC_OR_PARTITION for the
-// others; Kafka's WriteTxnMarkers between brokers is not implemented).
+// partition. A transaction may span partitions other replica groups lead,
+// which the coordinator's log does not hold: EndTxn appends the decision
+// and the markers of its own group's partitions in one append, as above,
+// then writes the other partitions' markers through their leaders
+// (Options.Remote: the broker sends Kafka's WriteTxnMarkers, retrying
+// with backoff and following leader changes until every leader has
+// stored its markers as an acks=-1 produce), and only then commits the
+// offsets and appends the Complete record. So the decision is atomic in
+// the coordinator's log, and every partition's marker is stored before
+// the transaction is complete; a consumer of another group's partition
+// sees the transaction once its own marker is there, as in Kafka. A
+// crash or a failed send leaves the id Prepare, and the scan (or the
+// next request for the id) carries the decision out again: the local
+// markers once more after Open, the remote ones every time, a second
+// marker being harmless. The other groups' leaders take the producer's
+// batches without asking the coordinator (Kafka before KIP-890; the
+// broker's txn_produce.go says what that leaves open).
+//
 // Within a group the state replicates with the log, and a promoted
 // follower opens a coordinator from it.
 //

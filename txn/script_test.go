@@ -23,7 +23,8 @@ import (
 // TestScripts runs the transaction state-machine scripts in testdata/. A
 // script is a sequence of commands, each followed by the lines it is
 // expected to print, prefixed "> ". Producer ids are handed out from 1000;
-// topics t and u have 4 partitions, others none:
+// topics t, u and r have 4 partitions, others none; r is led by another
+// replica group, so its markers also go through Options.Remote:
 //
 //	init id=T [timeout=60s] [pid=N epoch=E]
 //	add id=T pid=N epoch=E parts=t/0,t/1
@@ -39,13 +40,15 @@ import (
 //	fail-decision           (the next append with markers fails)
 //	restart                 (a new coordinator over the same log; its
 //	                         first scan runs at the next tick)
+//	remote-down, remote-up  (r's leader refuses markers, or takes them)
 //
-// Every append of markers prints a "markers ..." line, and every group
-// commit a "group ..." line. Run with -rewrite to regenerate.
+// Every append of markers prints a "markers ..." line, every group
+// commit a "group ..." line, and every write of r's markers a "remote
+// ..." line. Run with -rewrite to regenerate.
 func TestScripts(t *testing.T) {
 	scripttest.RunAll(t, "testdata/*.txt", func(t *testing.T) func(string) []string {
 		out := new(strings.Builder)
-		r := &scriptRunner{t: t, clock: clocktest.New(), log: &memLog{parts: make(map[int32][]Record), out: out}, ids: &memIDs{next: 1000}, out: out}
+		r := &scriptRunner{t: t, clock: clocktest.New(), log: &memLog{parts: make(map[int32][]Record), out: out}, ids: &memIDs{next: 1000}, out: out, remote: &memRemote{out: out}}
 		r.open()
 		t.Cleanup(func() { r.c.Close() })
 		return r.run
@@ -125,23 +128,49 @@ func (g memGroups) Commit(_ context.Context, group string, offs []Offset) error 
 	return nil
 }
 
+// memRemote is the leader of topic r's partitions in another replica
+// group; while down, it is unreachable until the caller gives up.
+type memRemote struct {
+	out  *strings.Builder
+	down bool
+}
+
+func (m *memRemote) WriteMarkers(_ context.Context, mk Markers) error {
+	var parts []string
+	for _, p := range mk.Partitions {
+		if p.Topic == "r" {
+			parts = append(parts, fmt.Sprintf("%s/%d", p.Topic, p.Partition))
+		}
+	}
+	if len(parts) == 0 {
+		return nil
+	}
+	if m.down {
+		fmt.Fprintf(m.out, "remote down: %s\n", strings.Join(parts, ","))
+		return fmt.Errorf("leader of %s: %w", strings.Join(parts, ","), context.DeadlineExceeded)
+	}
+	fmt.Fprintf(m.out, "remote commit=%v pid=%d epoch=%d %s\n", mk.Commit, mk.ProducerID, mk.Epoch, strings.Join(parts, ","))
+	return nil
+}
+
 type memIDs struct{ next int64 }
 
 func (m *memIDs) Allocate() (int64, error) { m.next++; return m.next - 1, nil }
 
 type scriptRunner struct {
-	t     *testing.T
-	clock *clocktest.Fake
-	log   *memLog
-	ids   *memIDs
-	out   *strings.Builder
-	c     *Coordinator
+	t      *testing.T
+	clock  *clocktest.Fake
+	log    *memLog
+	ids    *memIDs
+	out    *strings.Builder
+	remote *memRemote
+	c      *Coordinator
 }
 
 func (r *scriptRunner) open() {
 	logger := logrus.New()
 	logger.SetOutput(io.Discard)
-	c, err := Open(Options{Log: r.log, Groups: memGroups{r.out}, IDs: r.ids, Partitions: 3, Clock: r.clock, Logger: logger})
+	c, err := Open(Options{Log: r.log, Groups: memGroups{r.out}, IDs: r.ids, Remote: r.remote, Partitions: 3, Clock: r.clock, Logger: logger})
 	if err != nil {
 		r.t.Fatal(err)
 	}
@@ -187,7 +216,9 @@ func (r *scriptRunner) exec(line string) {
 	ctx := context.Background()
 	id := args["id"]
 	pid, epoch := num("pid", -1), int16(num("epoch", -1))
-	exists := func(topic string, p int32) bool { return (topic == "t" || topic == "u") && p >= 0 && p < 4 }
+	exists := func(topic string, p int32) bool {
+		return (topic == "t" || topic == "u" || topic == "r") && p >= 0 && p < 4
+	}
 	switch f[0] {
 	case "init":
 		req := kmsg.NewPtrInitProducerIDRequest()
@@ -295,6 +326,8 @@ func (r *scriptRunner) exec(line string) {
 	case "restart":
 		r.c.Close()
 		r.open()
+	case "remote-down", "remote-up":
+		r.remote.down = f[0] == "remote-down"
 	default:
 		r.t.Fatalf("unknown command %q", line)
 	}

@@ -44,3 +44,7 @@ func ParseState(name string) (State, bool) {
 // open reports a transaction that holds partitions or offsets not yet
 // committed or aborted.
 func (s State) open() bool { return s == Ongoing || s == PrepareCommit || s == PrepareAbort }
+
+// decided reports a transaction whose outcome is stored but not yet
+// carried out.
+func (s State) decided() bool { return s == PrepareCommit || s == PrepareAbort }
