@@ -179,21 +179,21 @@ func fetchBench(b *testing.B, partitions int32) (*Broker, []byte) {
 }
 
 // tcpPair is both ends of a loopback TCP connection.
-func tcpPair(b *testing.B) (server, client net.Conn) {
+func tcpPair(tb testing.TB) (server, client net.Conn) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
-		b.Fatal(err)
+		tb.Fatal(err)
 	}
 	defer ln.Close()
 	client, err = net.Dial("tcp", ln.Addr().String())
 	if err != nil {
-		b.Fatal(err)
+		tb.Fatal(err)
 	}
 	server, err = ln.Accept()
 	if err != nil {
-		b.Fatal(err)
+		tb.Fatal(err)
 	}
-	b.Cleanup(func() { server.Close(); client.Close() })
+	tb.Cleanup(func() { server.Close(); client.Close() })
 	return server, client
 }
 
