@@ -2,13 +2,19 @@ package broker
 
 import (
 	"bytes"
+	"errors"
+	"io"
+	"net"
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/unilog/unilog/internal/fileops"
 )
 
 // heldFetch is a Fetch handled on a connection over loopback TCP whose
@@ -159,3 +165,76 @@ func TestFetchWriteAcrossTruncate(t *testing.T) {
 		t.Fatalf("fetched %x, want %x", got, want)
 	}
 }
+
+// TestFetchFaultFailsCleanly: a log file cut under the broker (something
+// outside it truncating the file) makes its mapping fault. A response
+// holding views of it fails with an error that closes the connection,
+// whether written as a vector (the kernel's EFAULT) or copied (the
+// copy's fault caught by Guard), and the broker lives.
+func TestFetchFaultFailsCleanly(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		vectored bool
+	}{{"vectored", true}, {"copied", false}} {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg := testConfig(t, t.TempDir())
+			b := startBroker(t, cfg)
+			cl := newClient(t, b.Addr())
+			createTopic(t, cl, "f", 1)
+			if rp := rawProduce(t, cl, "f", 0, rawBatch(-1, -1, -1, strings.Repeat("x", 10000))); rp.ErrorCode != 0 {
+				t.Fatalf("produce: error %d", rp.ErrorCode)
+			}
+			files := logFiles(t, cfg.DataDir)
+			st, err := os.Stat(files[0])
+			if err != nil {
+				t.Fatal(err)
+			}
+			// The file gets its size back before the broker closes, whose
+			// flush would find it cut.
+			cut := func() {
+				if err := os.Truncate(files[0], 0); err != nil {
+					t.Fatal(err)
+				}
+			}
+			defer os.Truncate(files[0], st.Size())
+			server, client := tcpPair(t)
+			go io.Copy(io.Discard, client)
+			c := benchConn(b)
+			c.nc = server
+			if !tc.vectored {
+				c.nc = tlsLike{server}
+			}
+			defer c.releaseResponse()
+			if tc.vectored {
+				frame := benchFrame(fetchReq("f", 0, 0, 0))
+				if !b.inflight.take(int64(len(frame))) {
+					t.Fatal("in-flight budget spent")
+				}
+				out, err := c.handle(frame)
+				if err != nil {
+					t.Fatal(err)
+				}
+				cut()
+				if _, err := c.write(out); !errors.Is(err, syscall.EFAULT) {
+					t.Fatalf("write from a cut file: %v, want EFAULT", err)
+				}
+				return
+			}
+			// The copy is made as the response is encoded, right after the
+			// handler: cut in between.
+			api, _ := lookupAPI(int16(kmsg.Fetch))
+			resp, err := c.serveAuthorized(api, fetchReq("f", 0, 0, 0))
+			if err != nil {
+				t.Fatal(err)
+			}
+			cut()
+			if _, err := c.encodeFetch(1, resp.(*kmsg.FetchResponse)); !errors.Is(err, fileops.ErrFault) {
+				t.Fatalf("copy from a cut file: %v, want a fault", err)
+			}
+		})
+	}
+}
+
+// tlsLike is a connection that is not a *net.TCPConn, as a tls.Conn is:
+// the response's records are copied into it.
+type tlsLike struct{ net.Conn }
