@@ -115,6 +115,9 @@ func TestFetchWriteOutlivesRetention(t *testing.T) {
 	produce(10) // about 100 KiB: the first two files
 	want := storedBatches(t, b, "r", 0, 100)
 	first := logFiles(t, cfg.DataDir)
+	if len(first) < 2 {
+		t.Fatalf("the batches fill %d log files, want them to span two", len(first))
+	}
 	held := holdFetch(t, b, fetchReq("r", 0, 0, 0))
 
 	produce(60)
