@@ -83,7 +83,6 @@ func (c *conn) handle(frame []byte) ([]byte, error) {
 	// The frame is dead once handled: its bytes go back to the budget.
 	c.held = int64(len(frame))
 	defer c.releaseFrame(frame)
-	defer c.releaseArenas()
 	if c.auth.raw {
 		return c.handleRawSASL(frame)
 	}
@@ -139,7 +138,9 @@ func (c *conn) handle(frame []byte) ([]byte, error) {
 	c.limitRequest(req)
 	resp, err := c.serveAuthorized(spec, req)
 	var out []byte
-	if err == nil && resp != nil {
+	if fr, ok := resp.(*kmsg.FetchResponse); ok && err == nil && len(c.fetch.views) > 0 {
+		out, err = c.encodeFetch(corr, fr)
+	} else if err == nil && resp != nil {
 		out = c.encode(corr, resp)
 	}
 	c.b.metrics.observe(key, time.Since(start))

@@ -8,9 +8,8 @@ import (
 )
 
 // The memory of the request path comes from pools shared by all
-// connections, not from each connection: a request frame, a response
-// buffer and a fetch's record arena (fetch.go) are taken for one request
-// and given back when it is answered. bytebufferpool sizes what it keeps
+// connections, not from each connection: a request frame and a response
+// buffer are taken for one request and given back when it is answered. bytebufferpool sizes what it keeps
 // by the sizes it has seen and drops buffers far above them, so one 50 MiB
 // fetch does not leave 50 MiB pinned to the connection that made it, while
 // steady traffic reuses its buffers without allocating.
@@ -36,24 +35,28 @@ func recycleFrame(f *bytebufferpool.ByteBuffer, raw bool) {
 	}
 }
 
-// releaseAfterEncode gives a fetch arena back once the response that
-// refers to it is encoded.
-func (c *conn) releaseAfterEncode(arena *bytebufferpool.ByteBuffer) {
-	c.arenas = append(c.arenas, arena)
-}
-
-func (c *conn) releaseArenas() {
-	for i, a := range c.arenas {
-		fetchArenas.Put(a)
-		c.arenas[i] = nil
+// write writes the encoded response: out, or the vector of a Fetch
+// response written from the log (fetch_write.go). It returns the bytes
+// written.
+func (c *conn) write(out []byte) (int64, error) {
+	if len(c.vec) == 0 {
+		n, err := c.nc.Write(out)
+		return int64(n), err
 	}
-	c.arenas = c.arenas[:0]
+	// WriteTo consumes the slice it is called on; c.vec keeps the
+	// backing array for the next response.
+	vec := c.vec
+	return vec.WriteTo(c.nc)
 }
 
-// releaseResponse gives the written response buffer back.
+// releaseResponse gives the written response buffer back and releases
+// the log views a Fetch response was written from.
 func (c *conn) releaseResponse() {
 	if c.out != nil {
 		responseBuffers.Put(c.out)
 		c.out = nil
 	}
+	c.fetch.reset()
+	clear(c.vec)
+	c.vec = c.vec[:0]
 }

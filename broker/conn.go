@@ -41,10 +41,12 @@ type conn struct {
 	busy   bool
 	bodyBy time.Time
 
-	// out is the encoded response being written; arenas are the fetch
-	// arenas its encoding read (buffers.go).
-	out    *bytebufferpool.ByteBuffer
-	arenas []*bytebufferpool.ByteBuffer
+	// out is the encoded response being written (buffers.go); for a
+	// Fetch, fetch holds the views of its records and vec, when set, is
+	// the vector to write instead of out (fetch_write.go).
+	out   *bytebufferpool.ByteBuffer
+	fetch fetchRecords
+	vec   net.Buffers
 
 	// clientID is the client id of the last request header; group
 	// members are described with it.
@@ -150,6 +152,7 @@ func (c *conn) serve() {
 		cancel()
 		c.nc.Close()
 		<-readerDone
+		c.releaseResponse()
 	}()
 	for frame := range frames {
 		if c.closing() {
@@ -167,11 +170,12 @@ func (c *conn) serve() {
 			if c.b.cfg.WriteTimeout > 0 {
 				c.nc.SetWriteDeadline(time.Now().Add(c.b.cfg.WriteTimeout))
 			}
-			if _, err := c.nc.Write(out); err != nil {
+			n, err := c.write(out)
+			if err != nil {
 				c.b.log.WithFields(logrus.Fields{"remote": c.remote, "error": err}).Info("connection closed: write failed")
 				return
 			}
-			c.b.metrics.bytesOut.Add(float64(len(out)))
+			c.b.metrics.bytesOut.Add(float64(n))
 			c.releaseResponse()
 		}
 		c.setBusy(false)

@@ -232,9 +232,11 @@
 // offsets, the client sends only changes and the broker answers only
 // partitions with records or a changed high watermark or log start, so a
 // consumer of 50,000 partitions no longer sends and receives all of them on
-// every round trip. The records of a fetch are copied once, from the mapped
-// log into one pooled arena, and from there into the pooled response
-// buffer (buffers.go).
+// every round trip. The records of a fetch are not copied by the broker:
+// the response is written as a vector of its encoding and the stored
+// batches in the log's mapping, held by views until written
+// (fetch_write.go); over TLS they are copied once into the pooled response
+// buffer.
 //
 // ListOffsets by timestamp uses Queue.OffsetForTime over the batches' max
 // timestamps (CreateTime, Kafka's default message.timestamp.type), as

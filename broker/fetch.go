@@ -9,7 +9,6 @@ import (
 	"github.com/sirupsen/logrus"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
-	"github.com/valyala/bytebufferpool"
 
 	"github.com/unilog/unilog/auth"
 )
@@ -18,11 +17,6 @@ import (
 // deadline can stop it, so that a fetch without a long poll (max wait 0)
 // still answers more than one partition.
 const minFetchRead = 100 * time.Millisecond
-
-// fetchArenas hold the record bytes of fetch responses until they are
-// encoded: one buffer a fetch, however many partitions, sized by the pool
-// from the fetches before it.
-var fetchArenas bytebufferpool.Pool
 
 // Fetch v4 is the first to return v2 batches: older fetchers would need
 // down-conversion and are refused; v13 addresses topics by id only.
@@ -58,8 +52,9 @@ func authorizeFetch(z authz, req kmsg.Request) (kmsg.Response, error) {
 }
 
 // handleFetch serves stored batches as stored: the consume queue locates
-// the batch holding each requested offset, its bytes are copied from the
-// mapped log into the response, and reading continues with the next batch.
+// the batch holding each requested offset, a view of its bytes in the
+// mapped log is kept for the response (fetch_write.go splices them into
+// it as it is written) and reading continues with the next batch.
 // When fewer than min_bytes are available the request waits, up to
 // max_wait_ms, on one dispatcher waiter registered on every partition it
 // reads; the connection closing or a broker Close ends the wait early.
@@ -95,9 +90,7 @@ func (b *Broker) handleFetch(ctx context.Context, c *conn, kreq kmsg.Request) (k
 		parts = c.authorizeSession(parts)
 	}
 
-	arena := fetchArenas.Get()
-	c.releaseAfterEncode(arena)
-	f := fetchState{b: b, req: req, parts: parts, arena: arena, results: make([]kmsg.FetchResponseTopicPartition, len(parts)),
+	f := fetchState{b: b, req: req, parts: parts, recs: c.fetched(), results: make([]kmsg.FetchResponseTopicPartition, len(parts)),
 		readBy: b.now().Add(max(time.Duration(req.MaxWaitMillis)*time.Millisecond, minFetchRead))}
 
 	var w Waiter
@@ -156,20 +149,18 @@ func (b *Broker) handleFetch(ctx context.Context, c *conn, kreq kmsg.Request) (k
 }
 
 // fetchState is one fetch's reads: results[i] answers parts[i], its
-// records a span of arena.
+// records spans[i] of recs.views.
 type fetchState struct {
 	b       *Broker
 	req     *kmsg.FetchRequest
 	parts   []fetchPartition
 	results []kmsg.FetchResponseTopicPartition
 	spans   []span
-	arena   *bytebufferpool.ByteBuffer
+	recs    *fetchRecords
 	readBy  time.Time // past it, a fetch holding records reads no further
 	total   int       // record bytes read
 	reached int       // partitions read before the byte or time budget ran out
 }
-
-type span struct{ from, to int }
 
 // countByTopic adds what the fetch serves to each topic's counter, once
 // per topic: a request lists a topic's partitions together.
@@ -185,7 +176,9 @@ func (f *fetchState) countByTopic() {
 			n = 0
 		}
 		topic = p.topic
-		n += f.spans[i].to - f.spans[i].from
+		for _, v := range f.recs.views[f.spans[i].from:f.spans[i].to] {
+			n += len(v.Bytes)
+		}
 	}
 	if n > 0 {
 		f.b.metrics.topicFetched.WithLabelValues(topic).Add(float64(n))
@@ -204,7 +197,7 @@ func (f *fetchState) read(w Waiter) (total int, failed, unreplicated bool) {
 	if f.req.Version < 3 || maxBytes <= 0 {
 		maxBytes = math.MaxInt32
 	}
-	f.arena.Reset()
+	f.recs.reset()
 	f.spans = f.spans[:0]
 	f.total, f.reached = 0, len(f.parts)
 	var (
@@ -260,13 +253,14 @@ func (f *fetchState) read(w Waiter) (total int, failed, unreplicated bool) {
 			budget = min(int(p.maxBytes), left)
 		}
 		if f.reached == len(f.parts) && (budget > 0 || f.total == 0) {
-			from := len(f.arena.B)
-			if err := f.readBatches(p, h, f.fetchEnd(p, rp, hi), budget, f.total == 0); err != nil {
+			from := len(f.recs.views)
+			n, err := f.readBatches(p, h, f.fetchEnd(p, rp, hi), budget, f.total == 0)
+			if err != nil {
 				rp.ErrorCode = err.Code
 				failed = true
 			}
-			f.spans[i] = span{from, len(f.arena.B)}
-			f.total += len(f.arena.B) - from
+			f.spans[i] = span{from, len(f.recs.views)}
+			f.total += n
 		}
 		switch {
 		case hi < stored:
@@ -279,66 +273,63 @@ func (f *fetchState) read(w Waiter) (total int, failed, unreplicated bool) {
 	return f.total, failed, unreplicated
 }
 
-// readBatches appends whole stored batches, read through h, from the
-// partition's fetch offset up to hi, none ending past it, to the arena while they fit in budget. When first is set
-// (nothing else in the response yet) the first batch is returned even if it
-// alone exceeds the budget, so a consumer never stalls on a batch larger
-// than its limits (KIP-74).
-func (f *fetchState) readBatches(p fetchPartition, h PartitionReader, hi int64, budget int, first bool) *kerr.Error {
-	start := len(f.arena.B)
-	offset := p.fetchOffset
-	for offset < hi {
-		out, _, next, err := h.ReadBatch(offset, f.arena.B)
+// readBatches keeps views of whole stored batches, read through h, from
+// the partition's fetch offset up to hi, none ending past it, while they
+// fit in budget, and returns their size. When first is set (nothing else
+// in the response yet) the first batch is kept even if it alone exceeds
+// the budget, so a consumer never stalls on a batch larger than its
+// limits (KIP-74).
+func (f *fetchState) readBatches(p fetchPartition, h PartitionReader, hi int64, budget int, first bool) (int, *kerr.Error) {
+	size := 0
+	for offset := p.fetchOffset; offset < hi; {
+		v, err := h.ViewBatch(offset)
 		if err != nil {
-			if len(f.arena.B) > start {
+			if size > 0 {
 				break
 			}
 			if errors.Is(err, ErrStorageRange) {
-				return kerr.OffsetOutOfRange
+				return 0, kerr.OffsetOutOfRange
 			}
 			f.b.log.WithFields(logrus.Fields{"api": "Fetch", "topic": p.topic, "partition": p.partition, "offset": offset, "error": err}).Error("read failed")
-			return kerr.KafkaStorageError
+			return 0, kerr.KafkaStorageError
 		}
-		n := len(out) - start
-		if next > hi {
-			// Offsets past hi are not visible: serving them would hand the
-			// consumer a next offset beyond the high watermark, which may
-			// not be stored yet (OFFSET_OUT_OF_RANGE) and may never be if
-			// this leader fails. Kafka's high watermark never splits a
-			// batch; a batch still being indexed or replicated waits.
-			f.arena.B = out[:len(f.arena.B)]
+		n := len(v.Bytes)
+		// Offsets past hi are not visible: serving them would hand the
+		// consumer a next offset beyond the high watermark, which may not
+		// be stored yet (OFFSET_OUT_OF_RANGE) and may never be if this
+		// leader fails. Kafka's high watermark never splits a batch; a
+		// batch still being indexed or replicated waits. A batch over the
+		// budget waits for the next fetch unless it is the first.
+		if v.Next > hi || n > budget && !(first && size == 0) {
+			v.Release()
 			break
 		}
-		if n > budget && !(first && len(f.arena.B) == start) {
-			// Keep the grown capacity, drop the batch that did not fit.
-			f.arena.B = out[:len(f.arena.B)]
-			break
-		}
-		f.arena.B = out
-		offset = next
+		f.recs.views = append(f.recs.views, v)
+		size += n
+		offset = v.Next
 		if n >= budget {
 			break
 		}
+		budget -= n
 	}
-	return nil
+	return size, nil
 }
 
 // response assembles the answer: every partition read, or for an
-// incremental session fetch only those that changed. Record bytes are
-// sliced from the arena only now that it no longer grows.
+// incremental session fetch only those that changed. Its RecordBatches
+// are empty; the views of the batches are listed in recs, partition by
+// partition in the response's order, for the write (fetch_write.go).
 func (f *fetchState) response(s *fetchSession, incremental bool) *kmsg.FetchResponse {
 	resp := f.req.ResponseKind().(*kmsg.FetchResponse)
 	for i, p := range f.parts {
 		rp := &f.results[i]
-		if sp := f.spans[i]; sp.to > sp.from {
-			rp.RecordBatches = f.arena.B[sp.from:sp.to:sp.to]
-		} else {
-			// Empty, not null, records: librdkafka rejects a null.
-			rp.RecordBatches = []byte{}
-		}
-		if incremental && !p.session.changed(rp) {
+		// Empty, not null, records: librdkafka rejects a null.
+		rp.RecordBatches = []byte{}
+		sp := f.spans[i]
+		if incremental && !p.session.changed(rp, sp.to > sp.from) {
 			continue
 		}
+		f.recs.spans = append(f.recs.spans, sp)
 		if n := len(resp.Topics); n == 0 || resp.Topics[n-1].Topic != p.topic {
 			rt := kmsg.NewFetchResponseTopic()
 			rt.Topic = p.topic

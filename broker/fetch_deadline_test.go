@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/unilog/unilog/store"
 )
 
 // tracedStorage records which partitions a fetch reads batches of and
@@ -42,12 +44,12 @@ type tracedPartition struct {
 	partition int32
 }
 
-func (h tracedPartition) ReadBatch(offset int64, dst []byte) ([]byte, int64, int64, error) {
+func (h tracedPartition) ViewBatch(offset int64) (store.BatchView, error) {
 	h.s.mu.Lock()
 	h.s.reads = append(h.s.reads, h.partition)
 	h.s.clock = h.s.clock.Add(time.Hour)
 	h.s.mu.Unlock()
-	return h.PartitionReader.ReadBatch(offset, dst)
+	return h.PartitionReader.ViewBatch(offset)
 }
 
 // take returns the partitions read and bounds looked up since the last take.

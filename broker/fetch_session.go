@@ -94,8 +94,8 @@ func (sp *sessionPartition) fetch() fetchPartition {
 
 // changed reports whether an incremental response must carry the
 // partition.
-func (sp *sessionPartition) changed(rp *kmsg.FetchResponseTopicPartition) bool {
-	return rp.ErrorCode != 0 || len(rp.RecordBatches) > 0 || rp.HighWatermark != sp.highWatermark || rp.LogStartOffset != sp.logStart
+func (sp *sessionPartition) changed(rp *kmsg.FetchResponseTopicPartition, records bool) bool {
+	return rp.ErrorCode != 0 || records || rp.HighWatermark != sp.highWatermark || rp.LogStartOffset != sp.logStart
 }
 
 // fetchPartition is one partition a fetch reads; session is nil for a

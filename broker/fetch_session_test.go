@@ -274,13 +274,7 @@ func TestFetchSessionACLRevoked(t *testing.T) {
 	c := &conn{b: b, ctx: context.Background(), auth: connAuth{user: "alice"}}
 	fetch := func(req *kmsg.FetchRequest) *kmsg.FetchResponse {
 		t.Helper()
-		api, _ := lookupAPI(int16(kmsg.Fetch))
-		resp, err := c.serveAuthorized(api, req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		c.releaseArenas()
-		return resp.(*kmsg.FetchResponse)
+		return handleDecoded(t, c, req).(*kmsg.FetchResponse)
 	}
 	full := fetch(sessionFetch(0, 0, map[int32]int64{0: 0, 1: 0}))
 	if got := answered(t, full); !slices.Equal(got, []string{"0:1", "1:0"}) {

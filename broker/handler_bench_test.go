@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/binary"
 	"fmt"
+	"io"
 	"net"
 	"testing"
 
@@ -95,25 +96,7 @@ func BenchmarkProduceHandler(b *testing.B) {
 func BenchmarkFetchHandler(b *testing.B) {
 	for _, partitions := range []int32{1, 100} {
 		b.Run(fmt.Sprintf("partitions=%d", partitions), func(b *testing.B) {
-			br := startBroker(b, testConfig(b, b.TempDir()))
-			cl := newClient(b, br.Addr())
-			createTopic(b, cl, "bench", partitions)
-			values := make([]string, benchBatchRecords)
-			for i := range values {
-				values[i] = fmt.Sprintf("%0100d", i)
-			}
-			for p := range partitions {
-				for range 10 {
-					if rp := rawProduce(b, cl, "bench", p, rawBatch(-1, -1, -1, values...)); rp.ErrorCode != 0 {
-						b.Fatalf("produce: error %d", rp.ErrorCode)
-					}
-				}
-			}
-			all := make([]int32, partitions)
-			for p := range all {
-				all[p] = int32(p)
-			}
-			frame := benchFrame(fetchReq("bench", 0, 0, all...))
+			br, frame := fetchBench(b, partitions)
 			scratch := make([]byte, len(frame))
 			c := benchConn(br)
 			serveFrame(b, c, frame, scratch)
@@ -125,6 +108,93 @@ func BenchmarkFetchHandler(b *testing.B) {
 			b.ReportMetric(float64(partitions*10*benchBatchRecords), "records/op")
 		})
 	}
+}
+
+// BenchmarkFetchWrite is BenchmarkFetchHandler with the response written
+// to a loopback TCP connection, as conn.serve writes it, that a goroutine
+// reads and discards: the records' way from the log to the socket.
+//
+//	go test -run '^$' -bench 'FetchWrite' -benchmem ./broker/
+func BenchmarkFetchWrite(b *testing.B) {
+	for _, partitions := range []int32{1, 100} {
+		b.Run(fmt.Sprintf("partitions=%d", partitions), func(b *testing.B) {
+			br, frame := fetchBench(b, partitions)
+			scratch := make([]byte, len(frame))
+			server, client := tcpPair(b)
+			go io.Copy(io.Discard, client)
+			c := benchConn(br)
+			c.nc = server
+			var written int64
+			serve := func() {
+				copy(scratch, frame)
+				if !br.inflight.take(int64(len(scratch))) {
+					b.Fatal("in-flight budget spent")
+				}
+				out, err := c.handle(scratch)
+				if err != nil {
+					b.Fatal(err)
+				}
+				n, err := c.write(out)
+				if err != nil {
+					b.Fatal(err)
+				}
+				written = n
+				c.releaseResponse()
+			}
+			serve()
+			b.SetBytes(written)
+			b.ReportAllocs()
+			b.ResetTimer()
+			for range b.N {
+				serve()
+			}
+			b.ReportMetric(float64(partitions*10*benchBatchRecords), "records/op")
+		})
+	}
+}
+
+// fetchBench starts a broker holding 10 batches of benchBatchRecords
+// records in each of partitions partitions and returns it with the frame
+// of a fetch of them all.
+func fetchBench(b *testing.B, partitions int32) (*Broker, []byte) {
+	br := startBroker(b, testConfig(b, b.TempDir()))
+	cl := newClient(b, br.Addr())
+	createTopic(b, cl, "bench", partitions)
+	values := make([]string, benchBatchRecords)
+	for i := range values {
+		values[i] = fmt.Sprintf("%0100d", i)
+	}
+	for p := range partitions {
+		for range 10 {
+			if rp := rawProduce(b, cl, "bench", p, rawBatch(-1, -1, -1, values...)); rp.ErrorCode != 0 {
+				b.Fatalf("produce: error %d", rp.ErrorCode)
+			}
+		}
+	}
+	all := make([]int32, partitions)
+	for p := range all {
+		all[p] = int32(p)
+	}
+	return br, benchFrame(fetchReq("bench", 0, 0, all...))
+}
+
+// tcpPair is both ends of a loopback TCP connection.
+func tcpPair(tb testing.TB) (server, client net.Conn) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	defer ln.Close()
+	client, err = net.Dial("tcp", ln.Addr().String())
+	if err != nil {
+		tb.Fatal(err)
+	}
+	server, err = ln.Accept()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { server.Close(); client.Close() })
+	return server, client
 }
 
 // BenchmarkReadFrame reads request frames from a loopback TCP connection

@@ -24,6 +24,9 @@ type Partition interface {
 	// the batch's first offset and the offset after it; ErrOutOfRange when
 	// offset is not (or no longer) stored.
 	ReadBatch(offset int64, dst []byte) (out []byte, base, next int64, err error)
+	// ViewBatch is ReadBatch without the copy: the stored batch holding
+	// offset, in place. The caller releases it.
+	ViewBatch(offset int64) (BatchView, error)
 	// RecordEnd is the physical end of the record holding offset; false
 	// when the partition does not hold it.
 	RecordEnd(offset int64) (end int64, ok bool)
@@ -101,33 +104,42 @@ func (h *partition) RecordEnd(offset int64) (int64, bool) {
 }
 
 func (h *partition) ReadBatch(offset int64, dst []byte) ([]byte, int64, int64, error) {
+	b, err := h.ViewBatch(offset)
+	if err != nil {
+		return dst, 0, 0, err
+	}
+	defer b.Release()
+	out, err := b.view.AppendBody(dst)
+	if err != nil {
+		return dst, 0, 0, fmt.Errorf("store: %s/%d offset %d: %w", h.topic, h.partition, offset, err)
+	}
+	return out, b.Base, b.Next, nil
+}
+
+func (h *partition) ViewBatch(offset int64) (BatchView, error) {
 	if h.q == nil {
-		return dst, 0, 0, ErrOutOfRange
+		return BatchView{}, ErrOutOfRange
 	}
 	e, err := h.q.Get(offset)
 	if err != nil {
 		// A closed queue is one whose incarnation was deleted since the
 		// handle was made.
 		if errors.Is(err, consumequeue.ErrOutOfRange) || errors.Is(err, consumequeue.ErrClosed) {
-			return dst, 0, 0, ErrOutOfRange
+			return BatchView{}, ErrOutOfRange
 		}
-		return dst, 0, 0, fmt.Errorf("store: %s/%d offset %d: %w", h.topic, h.partition, offset, err)
+		return BatchView{}, fmt.Errorf("store: %s/%d offset %d: %w", h.topic, h.partition, offset, err)
 	}
 	v, err := h.s.log.Read(e.PhysOffset)
 	if err != nil {
 		if errors.Is(err, commitlog.ErrOutOfRange) {
-			return dst, 0, 0, ErrOutOfRange
+			return BatchView{}, ErrOutOfRange
 		}
-		return dst, 0, 0, fmt.Errorf("store: %s/%d offset %d: %w", h.topic, h.partition, offset, err)
+		return BatchView{}, fmt.Errorf("store: %s/%d offset %d: %w", h.topic, h.partition, offset, err)
 	}
-	defer v.Release()
 	r := v.Record()
 	if r.Topic != h.topic || r.TopicID != h.id || r.Partition != h.partition || offset < r.QueueOffset || offset >= r.QueueOffset+int64(r.Count) {
-		return dst, 0, 0, fmt.Errorf("store: %s/%d offset %d: consume queue points at %s (id %s)/%d offsets %d+%d", h.topic, h.partition, offset, r.Topic, r.TopicID, r.Partition, r.QueueOffset, r.Count)
+		v.Release()
+		return BatchView{}, fmt.Errorf("store: %s/%d offset %d: consume queue points at %s (id %s)/%d offsets %d+%d", h.topic, h.partition, offset, r.Topic, r.TopicID, r.Partition, r.QueueOffset, r.Count)
 	}
-	out, err := v.AppendBody(dst)
-	if err != nil {
-		return dst, 0, 0, fmt.Errorf("store: %s/%d offset %d: %w", h.topic, h.partition, offset, err)
-	}
-	return out, r.QueueOffset, r.QueueOffset + int64(r.Count), nil
+	return BatchView{Bytes: r.Body, Base: r.QueueOffset, Next: r.QueueOffset + int64(r.Count), view: v}, nil
 }

@@ -203,6 +203,11 @@ func checkRead(t *testing.T, st broker.Storage, all []stored) {
 			if !bytes.HasPrefix(out, prefix) || !bytes.Equal(out[len(prefix):], want) {
 				t.Fatalf("%s/%d offset %d: read %q, want %q after %q", s.topic, s.partition, off, out, want, prefix)
 			}
+			v, err := st.Partition(s.topic, s.partition).ViewBatch(off)
+			if err != nil || v.Base != base || v.Next != next || !bytes.Equal(v.Bytes, want) {
+				t.Fatalf("%s/%d offset %d: view [%d, %d) %q, %v; want [%d, %d) %q", s.topic, s.partition, off, v.Base, v.Next, v.Bytes, err, base, next, want)
+			}
+			v.Release()
 		}
 	}
 }
@@ -227,6 +232,9 @@ func testReadOutside(t *testing.T, open Opener, _ Options) {
 		out, _, _, err := st.Partition(tc.topic, tc.partition).ReadBatch(tc.offset, []byte("kept"))
 		if !errors.Is(err, broker.ErrStorageRange) || string(out) != "kept" {
 			t.Errorf("%s/%d offset %d: %q, %v; want ErrStorageRange and dst untouched", tc.topic, tc.partition, tc.offset, out, err)
+		}
+		if _, err := st.Partition(tc.topic, tc.partition).ViewBatch(tc.offset); !errors.Is(err, broker.ErrStorageRange) {
+			t.Errorf("%s/%d offset %d: view: %v; want ErrStorageRange", tc.topic, tc.partition, tc.offset, err)
 		}
 	}
 }
