@@ -192,7 +192,11 @@ func Open(opts Options) (*Coordinator, error) {
 		}
 	}
 	c.log.WithFields(logrus.Fields{"records": records, "transactional_ids": len(c.txns)}).Info("transaction coordinator: state loaded")
+	// Under mu as expire's own re-arming is: the scan it starts reads
+	// and replaces the timer.
+	c.mu.Lock()
 	c.timer = c.clock.AfterFunc(expiryCheck, c.expire)
+	c.mu.Unlock()
 	return c, nil
 }
 
