@@ -1,6 +1,6 @@
 package broker
 
-import "github.com/unilog/unilog/commitlog"
+import "github.com/unilog/unilog/store"
 
 // movedEpoch is the partition's MovedEpoch; zero without moves.
 func (b *Broker) movedEpoch(topic string, partition int32) MovedEpoch {
@@ -14,7 +14,7 @@ func (b *Broker) movedEpoch(topic string, partition int32) MovedEpoch {
 // before its move are the source's and ended where the move switched (the
 // target holds the same records to there); the later ones are this
 // group's, found in its epoch file once the base is taken off.
-func (b *Broker) movedEpochEnd(t TopicMeta, partition int32, epochs []commitlog.EpochStart, current, epoch int32, moved MovedEpoch) (int32, int64) {
+func (b *Broker) movedEpochEnd(t TopicMeta, partition int32, epochs []store.EpochStart, current, epoch int32, moved MovedEpoch) (int32, int64) {
 	if epoch >= 0 && epoch < moved.First {
 		_, hi, _ := b.visibleBounds(t, partition)
 		return epoch, min(moved.Since, hi)
