@@ -295,7 +295,7 @@
 // ErrFlushFailed without syncing, one error line is logged and FlushFailed
 // reports it. The dispatcher's checkpoint then stays before the failure and
 // a restart rebuilds the entries after it from the commit log; appends and
-// reads go on meanwhile. These calls go through a small seam (fileOps) that
+// reads go on meanwhile. These calls go through a small seam (FileOps) that
 // tests of this package replace to inject failures or to rebuild the
 // directory from what each call made durable, as a power cut leaves it.
 //
