@@ -27,6 +27,13 @@ type CompareConfig struct {
 	BatchBytes  int
 	MaxInFlight int    // unacknowledged records per producer, every system (KafkaClient.MaxInFlight)
 	Compression string // Kafka producers' batch codec (KafkaClient.Compression)
+	// Transactional lists the producers every configuration runs with, a
+	// dimension of the runs like Flushes: false plain (idempotent under
+	// acks -1), true transactional (KafkaClient.Transactional, committing
+	// every CommitInterval, read back read_committed; JetStream has no
+	// transactions and skips it). nil is {false}.
+	Transactional  []bool
+	CommitInterval time.Duration
 	// Warm writes one record to every partition before each measured run,
 	// unreported, so that the run does not pay for creating per-partition
 	// files and state (consume queues, Kafka-layout segments, JetStream
@@ -63,16 +70,18 @@ const benchTopic = "bench"
 // fields a reader compares), the catch-up read under consume, and the
 // broker's CPU per GB of payload (10^9 bytes) produced and consumed.
 type CompareRun struct {
-	System      string  `json:"system"`
-	Flush       string  `json:"flush"`
-	Partitions  int     `json:"partitions"`
-	MessageSize int     `json:"message_size"`
-	Producers   int     `json:"producers"`
-	Acks        int     `json:"acks"`
-	Load        string  `json:"load"`  // "peak" or "half-peak"
-	Trial       int     `json:"trial"` // 1..Trials; the warm-up run is not kept
-	Warm        bool    `json:"warm,omitempty"`
-	Rate        float64 `json:"rate,omitempty"`
+	System      string `json:"system"`
+	Flush       string `json:"flush"`
+	Partitions  int    `json:"partitions"`
+	MessageSize int    `json:"message_size"`
+	Producers   int    `json:"producers"`
+	Acks        int    `json:"acks"`
+	Load        string `json:"load"`  // "peak" or "half-peak"
+	Trial       int    `json:"trial"` // 1..Trials; the warm-up run is not kept
+	Warm        bool   `json:"warm,omitempty"`
+	// Transactional runs put their records in transactions.
+	Transactional bool    `json:"transactional,omitempty"`
+	Rate          float64 `json:"rate,omitempty"`
 	ProduceResult
 	Consume                 *ConsumeResult `json:"consume,omitempty"`
 	BrokerCPUProduceS       float64        `json:"broker_cpu_produce_s"`
@@ -118,19 +127,30 @@ func (c *CompareConfig) validate() error {
 	if err := l.validate(); err != nil {
 		return err
 	}
-	return c.kafkaClient("-").validate()
+	for _, txn := range c.Transactional {
+		if err := c.kafkaClient("-", txn).validate(); err != nil {
+			return err
+		}
+	}
+	return c.kafkaClient("-", false).validate()
 }
 
 // compareCase is one configuration of a compare.
 type compareCase struct {
 	system, flush string
 	parts         int
+	txn           bool
 }
 
 // compareCases lists every configuration: for each partition count, every
-// system and flush in turn, so that the systems meet the machine in the
-// same state. kfake has no flush and runs once per partition count.
+// system, flush and producer kind in turn, so that the systems meet the
+// machine in the same state. kfake has no flush and runs once per
+// partition count and producer kind.
 func compareCases(cfg *CompareConfig) []compareCase {
+	producerKinds := cfg.Transactional
+	if producerKinds == nil {
+		producerKinds = []bool{false}
+	}
 	var cases []compareCase
 	for _, parts := range cfg.Partitions {
 		for _, sys := range cfg.Systems {
@@ -138,7 +158,11 @@ func compareCases(cfg *CompareConfig) []compareCase {
 				if sys == SystemKfake && i > 0 {
 					break
 				}
-				cases = append(cases, compareCase{sys, flush, parts})
+				for _, txn := range producerKinds {
+					if !txn || sys != SystemJetStream {
+						cases = append(cases, compareCase{sys, flush, parts, txn})
+					}
+				}
 			}
 		}
 	}
@@ -212,6 +236,9 @@ func (r *CompareRun) summary() string {
 	if r.Warm {
 		load += ", warm"
 	}
+	if r.Transactional {
+		load += ", transactional"
+	}
 	s := fmt.Sprintf("%-9s %-5s %6d partitions %-9s: %.0f records/s, %.1f MB/s, p99 %.2f ms", r.System, r.Flush, r.Partitions, load, r.RecordsPerS, r.MBPerS, r.P99Ms)
 	if r.Consume != nil {
 		s += fmt.Sprintf("; read %.0f records/s", r.Consume.RecordsPerS)
@@ -231,7 +258,7 @@ func compareOne(ctx context.Context, cfg *CompareConfig, c compareCase, rate flo
 	load := cfg.Load
 	load.Partitions, load.Rate = parts, rate
 	r = CompareRun{System: sys, Flush: flush, Partitions: parts, MessageSize: load.MessageSize, Producers: load.Producers,
-		Acks: cfg.Acks, Load: LoadPeak, Rate: rate, Warm: cfg.Warm}
+		Acks: cfg.Acks, Load: LoadPeak, Rate: rate, Warm: cfg.Warm, Transactional: c.txn}
 	if rate > 0 {
 		r.Load = LoadHalfPeak
 	}
@@ -276,7 +303,7 @@ func compareOne(ctx context.Context, cfg *CompareConfig, c compareCase, rate flo
 		}
 	}()
 	r.CPUSource = srv.CPUSource()
-	t, err := newTarget(sys, srv.Addr(), cfg)
+	t, err := newTarget(sys, srv.Addr(), cfg, c.txn)
 	if err != nil {
 		fail("connecting", err)
 		return r
@@ -320,7 +347,15 @@ func compareOne(ctx context.Context, cfg *CompareConfig, c compareCase, rate flo
 	}
 	r.BrokerCPUProduceS = (cpu1 - cpu0).Seconds()
 	r.BrokerCPUSPerGB = perGB(r.BrokerCPUProduceS, r.Bytes)
-	cr, err := consume(ctx, t, parts, 0, cfg.Load.Duration, false)
+	// Offsets count the transactions' markers too: read the records.
+	var want int64
+	if c.txn {
+		want = r.Records
+		if cfg.Warm {
+			want += int64(parts)
+		}
+	}
+	cr, err := consume(ctx, t, parts, want, cfg.Load.Duration, false)
 	r.Consume = &cr
 	if err != nil {
 		fail("consuming", err)
@@ -332,8 +367,8 @@ func compareOne(ctx context.Context, cfg *CompareConfig, c compareCase, rate flo
 	}
 	r.BrokerCPUConsumeS = (cpu2 - cpu1).Seconds()
 	r.BrokerCPUSPerGBConsumed = perGB(r.BrokerCPUConsumeS, cr.Bytes)
-	if cr.Records < cr.Stored {
-		fail("consuming", fmt.Errorf("read %d of %d records within %v", cr.Records, cr.Stored, cfg.Load.Duration))
+	if want := cmp.Or(want, cr.Stored); cr.Records < want {
+		fail("consuming", fmt.Errorf("read %d of %d records within %v", cr.Records, want, cfg.Load.Duration))
 	}
 	return r
 }
@@ -346,13 +381,14 @@ func perGB(seconds float64, bytes int64) float64 {
 	return seconds / (float64(bytes) / 1e9)
 }
 
-func newTarget(sys, addr string, cfg *CompareConfig) (target, error) {
+func newTarget(sys, addr string, cfg *CompareConfig, txn bool) (target, error) {
 	if sys == SystemJetStream {
 		return newJetStreamTarget(addr, benchTopic, cfg.MaxInFlight)
 	}
-	return newKafkaTarget(cfg.kafkaClient(addr))
+	return newKafkaTarget(cfg.kafkaClient(addr, txn))
 }
 
-func (c *CompareConfig) kafkaClient(addr string) KafkaClient {
-	return KafkaClient{Brokers: []string{addr}, Topic: benchTopic, Acks: c.Acks, Linger: c.Linger, BatchBytes: c.BatchBytes, MaxInFlight: c.MaxInFlight, Compression: c.Compression}
+func (c *CompareConfig) kafkaClient(addr string, txn bool) KafkaClient {
+	return KafkaClient{Brokers: []string{addr}, Topic: benchTopic, Acks: c.Acks, Linger: c.Linger, BatchBytes: c.BatchBytes, MaxInFlight: c.MaxInFlight, Compression: c.Compression,
+		Transactional: txn, CommitInterval: c.CommitInterval}
 }

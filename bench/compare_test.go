@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"testing"
+	"time"
 
 	"github.com/unilog/unilog/bench/kafkalayout"
 	"github.com/unilog/unilog/broker"
@@ -36,6 +37,36 @@ func TestCompareHalfPeakInProcess(t *testing.T) {
 	}
 }
 
+// TestCompareTransactional runs unilog with plain and transactional
+// producers, interleaved: both runs produce and read back every record,
+// the transactional one past its markers with read_committed.
+func TestCompareTransactional(t *testing.T) {
+	runs, err := Compare(context.Background(), CompareConfig{
+		Systems: []string{SystemUnilog}, Flushes: []string{"async"}, Partitions: []int{2},
+		Load: Load{MessageSize: 32, Records: 400, Producers: 2}, Acks: -1, Transactional: []bool{false, true},
+		CommitInterval: time.Millisecond, Trials: 2, Dir: t.TempDir(), FileSize: 8 << 20,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(runs) != 4 {
+		t.Fatalf("%d runs, want 4", len(runs))
+	}
+	kinds := map[bool]int{}
+	for _, r := range runs {
+		kinds[r.Transactional]++
+		if r.Error != "" || r.Records != 400 || r.Consume == nil || r.Consume.Records != 400 {
+			t.Errorf("transactional %v run: %+v", r.Transactional, r)
+		}
+	}
+	if kinds[false] != 2 || kinds[true] != 2 {
+		t.Errorf("runs by kind %v, want 2 of each", kinds)
+	}
+	if rows := AggregateCompare(runs); len(rows) != 2 || rows[0].Transactional || !rows[1].Transactional {
+		t.Errorf("rows %+v, want one plain and one transactional", rows)
+	}
+}
+
 // TestCompareRejects checks the configuration errors Compare reports
 // before starting anything.
 func TestCompareRejects(t *testing.T) {
@@ -51,6 +82,7 @@ func TestCompareRejects(t *testing.T) {
 		{"stamp does not fit", func(c *CompareConfig) { c.Load.MessageSize = 4 }},
 		{"no bound", func(c *CompareConfig) { c.Load.Records = 0 }},
 		{"acks 2", func(c *CompareConfig) { c.Acks = 2 }},
+		{"transactional acks 1", func(c *CompareConfig) { c.Acks, c.Transactional = 1, []bool{true} }},
 		{"no dir", func(c *CompareConfig) { c.Dir = "" }},
 	} {
 		cfg := ok

@@ -13,7 +13,9 @@ type CompareRow struct {
 	Flush      string `json:"flush"`
 	Partitions int    `json:"partitions"`
 	Load       string `json:"load"`
-	Trials     int    `json:"trials"`
+	// Transactional rows put their records in transactions.
+	Transactional bool `json:"transactional,omitempty"`
+	Trials        int  `json:"trials"`
 
 	RecordsPerS             Spread `json:"records_per_s"`
 	MBPerS                  Spread `json:"mb_per_s"`
@@ -38,16 +40,18 @@ type compareKey struct {
 	system, flush string
 	partitions    int
 	load          string
+	transactional bool
 }
 
-// AggregateCompare groups runs by system, flush, partition count and load,
+// AggregateCompare groups runs by system, flush, partition count, load and
+// producer kind,
 // in the order each group first appears (trial 1 runs the configurations
 // in their planned order, each peak run before its half-peak rerun).
 func AggregateCompare(runs []CompareRun) []CompareRow {
 	var order []compareKey
 	by := map[compareKey][]CompareRun{}
 	for _, r := range runs {
-		k := compareKey{r.System, r.Flush, r.Partitions, r.Load}
+		k := compareKey{r.System, r.Flush, r.Partitions, r.Load, r.Transactional}
 		if _, ok := by[k]; !ok {
 			order = append(order, k)
 		}
@@ -63,7 +67,7 @@ func AggregateCompare(runs []CompareRun) []CompareRow {
 func compareRowOf(rs []CompareRun) CompareRow {
 	pick := func(f func(*CompareRun) float64) Spread { return spreadBy(rs, f) }
 	row := CompareRow{
-		System: rs[0].System, Flush: rs[0].Flush, Partitions: rs[0].Partitions, Load: rs[0].Load, Trials: len(rs),
+		System: rs[0].System, Flush: rs[0].Flush, Partitions: rs[0].Partitions, Load: rs[0].Load, Transactional: rs[0].Transactional, Trials: len(rs),
 		RecordsPerS:             pick(func(r *CompareRun) float64 { return r.RecordsPerS }),
 		MBPerS:                  pick(func(r *CompareRun) float64 { return r.MBPerS }),
 		P50Ms:                   pick(func(r *CompareRun) float64 { return r.P50Ms }),
@@ -108,7 +112,11 @@ func compareCells(r *CompareRow) []string {
 	if r.Error != "" {
 		failed = r.Error
 	}
-	return []string{r.System, r.Flush, commas(int64(r.Partitions)), r.Load, fmt.Sprint(r.Trials),
+	load := r.Load
+	if r.Transactional {
+		load += ", transactional"
+	}
+	return []string{r.System, r.Flush, commas(int64(r.Partitions)), load, fmt.Sprint(r.Trials),
 		r.RecordsPerS.format(0), r.MBPerS.format(1), r.P50Ms.format(2), r.P99Ms.format(2), r.P999Ms.format(2),
 		read, r.BrokerCPUSPerGB.format(1), r.BrokerCPUSPerGBConsumed.format(1), r.Errors.format(0), failed}
 }

@@ -6,15 +6,31 @@ import (
 )
 
 // TestCompareOrder checks the order of a compare's runs: kfake once per
-// partition count, and over as many trials as configurations each
-// configuration runs first exactly once.
+// partition count and producer kind, JetStream never transactional, and
+// over as many trials as configurations each configuration runs first
+// exactly once.
 func TestCompareOrder(t *testing.T) {
-	cfg := CompareConfig{Systems: []string{SystemUnilog, SystemKfake}, Flushes: []string{"async", "sync"}, Partitions: []int{1, 100}}
-	cases := compareCases(&cfg)
-	want := "[{unilog async 1} {unilog sync 1} {kfake async 1} {unilog async 100} {unilog sync 100} {kfake async 100}]"
-	if got := fmt.Sprint(cases); got != want {
-		t.Fatalf("cases %s, want %s", got, want)
+	for _, tc := range []struct {
+		cfg  CompareConfig
+		want string
+	}{
+		{CompareConfig{Systems: []string{SystemUnilog, SystemKfake}, Flushes: []string{"async", "sync"}, Partitions: []int{1, 100}},
+			"[{unilog async 1 false} {unilog sync 1 false} {kfake async 1 false} {unilog async 100 false} {unilog sync 100 false} {kfake async 100 false}]"},
+		{CompareConfig{Systems: []string{SystemUnilog, SystemJetStream}, Flushes: []string{"async"}, Partitions: []int{1, 10000}, Transactional: []bool{false, true}},
+			"[{unilog async 1 false} {unilog async 1 true} {jetstream async 1 false} {unilog async 10000 false} {unilog async 10000 true} {jetstream async 10000 false}]"},
+	} {
+		cases := compareCases(&tc.cfg)
+		if got := fmt.Sprint(cases); got != tc.want {
+			t.Fatalf("cases %s, want %s", got, tc.want)
+		}
+		checkInterleave(t, cases)
 	}
+}
+
+// checkInterleave: over as many trials as cases, each case runs first
+// exactly once.
+func checkInterleave(t *testing.T, cases []compareCase) {
+	t.Helper()
 	first := map[compareCase]int{}
 	for i, order := range interleave(cases, len(cases)) {
 		if len(order) != len(cases) {

@@ -5,6 +5,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
+	"sync/atomic"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
@@ -28,6 +30,12 @@ type KafkaClient struct {
 	// Compression is the producer's batch codec: "" or none, gzip,
 	// snappy, lz4, zstd (the broker decompresses to validate each batch).
 	Compression string
+	// Transactional gives every producer its own transactional id and
+	// puts its records in transactions committed every CommitInterval
+	// (0: DefaultCommitInterval), see txnSender; the read-back is then
+	// read_committed. It needs Acks -1.
+	Transactional  bool
+	CommitInterval time.Duration
 }
 
 // codecs are the batch compressions a KafkaClient may produce with.
@@ -49,8 +57,10 @@ func (c KafkaClient) validate() error {
 		return errors.New("bench: no topic")
 	case c.Acks != 0 && c.Acks != 1 && c.Acks != -1:
 		return fmt.Errorf("bench: acks %d: want 0, 1 or -1", c.Acks)
-	case c.Linger < 0 || c.BatchBytes < 0 || c.MaxInFlight < 0:
-		return errors.New("bench: negative linger, batch bytes or records in flight")
+	case c.Linger < 0 || c.BatchBytes < 0 || c.MaxInFlight < 0 || c.CommitInterval < 0:
+		return errors.New("bench: negative linger, batch bytes, records in flight or commit interval")
+	case c.Transactional && c.Acks != -1:
+		return fmt.Errorf("bench: transactions need acks -1, not %d", c.Acks)
 	}
 	if _, ok := codecs[c.Compression]; !ok {
 		return fmt.Errorf("bench: compression %q: want none, gzip, snappy, lz4 or zstd", c.Compression)
@@ -61,6 +71,7 @@ func (c KafkaClient) validate() error {
 type kafkaTarget struct {
 	cfg   KafkaClient
 	admin *kadm.Client
+	txns  atomic.Int64 // transactional ids given to senders
 }
 
 func newKafkaTarget(cfg KafkaClient) (*kafkaTarget, error) {
@@ -112,9 +123,16 @@ func (k *kafkaTarget) NewSender() (sender, error) {
 	if k.cfg.BatchBytes > 0 {
 		opts = append(opts, kgo.ProducerBatchMaxBytes(int32(k.cfg.BatchBytes)))
 	}
+	if k.cfg.Transactional {
+		id := fmt.Sprintf("bench-%d-%d", os.Getpid(), k.txns.Add(1))
+		opts = append(opts, kgo.TransactionalID(id))
+	}
 	cl, err := kgo.NewClient(opts...)
 	if err != nil {
 		return nil, fmt.Errorf("bench: kafka producer: %w", err)
+	}
+	if k.cfg.Transactional {
+		return &txnSender{cl: cl, interval: cmp.Or(k.cfg.CommitInterval, DefaultCommitInterval)}, nil
 	}
 	return kafkaSender{cl}, nil
 }
@@ -160,11 +178,16 @@ func (k *kafkaTarget) NewReceiver(ctx context.Context, partitions int) (receiver
 	if partitions > 0 && len(from) != partitions {
 		return nil, 0, fmt.Errorf("bench: topic %s has %d partitions, not %d", k.cfg.Topic, len(from), partitions)
 	}
-	cl, err := kgo.NewClient(
+	opts := []kgo.Opt{
 		kgo.SeedBrokers(k.cfg.Brokers...),
 		kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{k.cfg.Topic: from}),
-		kgo.FetchMaxBytes(64<<20),
-	)
+		kgo.FetchMaxBytes(64 << 20),
+	}
+	if k.cfg.Transactional {
+		// stored then counts the markers too: the caller counts records.
+		opts = append(opts, kgo.FetchIsolationLevel(kgo.ReadCommitted()))
+	}
+	cl, err := kgo.NewClient(opts...)
 	if err != nil {
 		return nil, 0, fmt.Errorf("bench: kafka consumer: %w", err)
 	}

@@ -147,8 +147,8 @@
 // nothing of the batch stays, and appends resume once there is space.
 //
 // The calls that decide durability (fallocate, fdatasync,
-// directory fsync, rename) go through a small seam (fileOps) that tests of
-// this package replace to inject failures or to record what each call made
+// directory fsync, rename) go through a small seam (Options.FS) that tests
+// replace, here or through store.Options.FS, to inject failures or to record what each call made
 // durable and rebuild the directory as a power cut would leave it: all of
 // them, including the flushed mark, the leader-epoch file, recovery's cut
 // and retention's deletes (TestPowerCutSteps fails when one is skipped).

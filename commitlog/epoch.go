@@ -41,7 +41,7 @@ type EpochStart struct {
 type Epochs struct {
 	mu      sync.Mutex
 	path    string
-	ops     fileOps
+	ops     FileOps
 	entries []EpochStart
 }
 
@@ -49,7 +49,7 @@ type Epochs struct {
 // is none. A damaged file is an error wrapping ErrCorrupt.
 func OpenEpochs(dir string) (*Epochs, error) { return openEpochs(dir, fileops.OS{}) }
 
-func openEpochs(dir string, ops fileOps) (*Epochs, error) {
+func openEpochs(dir string, ops FileOps) (*Epochs, error) {
 	e := &Epochs{path: filepath.Join(dir, EpochFileName), ops: ops}
 	b, err := os.ReadFile(e.path)
 	if errors.Is(err, os.ErrNotExist) {

@@ -25,7 +25,7 @@ func faultyLog(t *testing.T, fileSize int64) (*Log, Options, *fileopstest.Faults
 	opts.Logger = logger
 	opts.FlushMode = FlushSync
 	opts.FlushInterval = time.Hour
-	opts.fs = faults
+	opts.FS = faults
 	return openLog(t, opts), opts, faults, hook
 }
 
@@ -55,7 +55,7 @@ func fitInFile(size int64) int {
 // recovers it and reads every acknowledged record back.
 func reopenAndCheck(t *testing.T, opts Options, pos []Position, msgs []Message) {
 	t.Helper()
-	opts.fs = nil
+	opts.FS = nil
 	opts.Logger = quietLogger()
 	l := openLog(t, opts)
 	defer l.Close()
@@ -162,7 +162,7 @@ func TestRecoverSyncFailure(t *testing.T) {
 	}
 	faults := fileopstest.NewFaults(fileops.OS{})
 	faults.Fail(fileopstest.Fdatasync, syscall.EIO)
-	opts.fs = faults
+	opts.FS = faults
 	l, err := Open(opts)
 	if err != nil {
 		t.Fatal(err)

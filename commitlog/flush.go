@@ -120,7 +120,7 @@ func (l *Log) flush() error {
 			if err == nil && !s.durable.Load() {
 				// fdatasync commits the file's size and allocation; the
 				// name needs the directory.
-				if err = l.opts.fs.SyncDir(l.opts.Dir); err == nil {
+				if err = l.opts.FS.SyncDir(l.opts.Dir); err == nil {
 					s.durable.Store(true)
 				} else {
 					err = fmt.Errorf("commitlog: sync dir %s: %w", l.opts.Dir, err)

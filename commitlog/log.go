@@ -170,7 +170,7 @@ func (l *Log) openFiles() ([]*segment, error) {
 		return nil, err
 	}
 	for k, base := range bases {
-		s, repaired, err := openSegment(l.opts.fs, filepath.Join(dir, segmentName(base)), base, k == len(bases)-1, &l.mapped)
+		s, repaired, err := openSegment(l.opts.FS, filepath.Join(dir, segmentName(base)), base, k == len(bases)-1, &l.mapped)
 		if err != nil {
 			return fail(err)
 		}

@@ -87,10 +87,10 @@ func (l *Log) openMark(end int64) error {
 		return fmt.Errorf("commitlog: open flushed mark: %w", err)
 	}
 	if _, err = f.WriteAt(encodeMark(make([]byte, markSize), end), 0); err == nil {
-		err = l.opts.fs.Fdatasync(f)
+		err = l.opts.FS.Fdatasync(f)
 	}
 	if err == nil && errors.Is(statErr, fs.ErrNotExist) {
-		err = l.opts.fs.SyncDir(l.opts.Dir)
+		err = l.opts.FS.SyncDir(l.opts.Dir)
 	}
 	if err != nil {
 		f.Close()
@@ -139,7 +139,7 @@ func (l *Log) lowerMark(off int64) error {
 	}
 	_, err := l.markF.WriteAt(encodeMark(l.markBuf[:], off), 0)
 	if err == nil {
-		err = l.opts.fs.Fdatasync(l.markF)
+		err = l.opts.FS.Fdatasync(l.markF)
 	}
 	if err != nil {
 		return fmt.Errorf("commitlog: lower the flushed mark to %d: %w", off, err)

@@ -32,7 +32,7 @@ func pathEnds(suffix string) func(string) bool {
 type powerCutStep struct {
 	name    string
 	prepare func(t *testing.T, dir string)
-	run     func(t *testing.T, dir string, ops fileOps) (check func(img string) error)
+	run     func(t *testing.T, dir string, ops FileOps) (check func(img string) error)
 	needs   []needed
 }
 
@@ -46,7 +46,7 @@ func TestPowerCutSteps(t *testing.T) {
 	for _, st := range []powerCutStep{
 		{
 			name: "leader epochs",
-			run: func(t *testing.T, dir string, ops fileOps) func(string) error {
+			run: func(t *testing.T, dir string, ops FileOps) func(string) error {
 				e, err := openEpochs(dir, ops)
 				if err != nil {
 					t.Fatal(err)
@@ -96,10 +96,10 @@ func TestPowerCutSteps(t *testing.T) {
 				}
 				flipByte(t, dir, fileSize, pos[5].PhysOffset+20, 0xff)
 			},
-			run: func(t *testing.T, dir string, ops fileOps) func(string) error {
+			run: func(t *testing.T, dir string, ops FileOps) func(string) error {
 				opts := testOptions(t, dir, fileSize)
 				opts.RecoverTruncate = true
-				opts.fs = ops
+				opts.FS = ops
 				before := logFiles(t, dir)
 				l := openLog(t, opts)
 				end := l.WriteOffset()
@@ -146,10 +146,10 @@ func TestPowerCutSteps(t *testing.T) {
 					t.Fatal(err)
 				}
 			},
-			run: func(t *testing.T, dir string, ops fileOps) func(string) error {
+			run: func(t *testing.T, dir string, ops FileOps) func(string) error {
 				opts := testOptions(t, dir, fileSize)
 				opts.RetentionBytes = 1
-				opts.fs = ops
+				opts.FS = ops
 				l := openLog(t, opts)
 				before := logFiles(t, dir)
 				if n := l.retain(time.Now()); n == 0 {

@@ -36,7 +36,7 @@ func TestPowerCut(t *testing.T) {
 			rec := fileopstest.NewRecorder(fileops.OS{}, src)
 			opts := testOptions(t, src, fileSize)
 			opts.FlushMode = FlushSync
-			opts.fs = rec
+			opts.FS = rec
 			l := openLog(t, opts)
 			defer l.Close()
 

@@ -35,7 +35,7 @@ func (l *Log) preallocate() {
 // create makes the file at base and hands it to the writer.
 func (l *Log) create(base int64) {
 	start := time.Now()
-	s, err := createSegment(l.opts.fs, l.opts.Dir, base, l.opts.FileSize, &l.mapped)
+	s, err := createSegment(l.opts.FS, l.opts.Dir, base, l.opts.FileSize, &l.mapped)
 	if err != nil {
 		l.log.WithError(err).WithField("base", base).Warn("preallocating next file failed; the writer will retry")
 		l.preRes <- preallocResult{err: err}
@@ -84,7 +84,7 @@ func (l *Log) reserve(n int) error {
 				continue
 			}
 		}
-		s, err := createSegment(l.opts.fs, l.opts.Dir, l.nextBase(), l.opts.FileSize, &l.mapped)
+		s, err := createSegment(l.opts.FS, l.opts.Dir, l.nextBase(), l.opts.FileSize, &l.mapped)
 		if err != nil {
 			return err
 		}

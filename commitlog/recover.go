@@ -58,7 +58,7 @@ func (l *Log) Recover(from int64, fn func(r *Record) error) (int64, error) {
 			return 0, fmt.Errorf("commitlog: recover %s: no file left, but the log was flushed to %d: %w", l.opts.Dir, mark, ErrDamaged)
 		}
 		base := max(from, 0)
-		s, err := createSegment(l.opts.fs, l.opts.Dir, base, l.opts.FileSize, &l.mapped)
+		s, err := createSegment(l.opts.FS, l.opts.Dir, base, l.opts.FileSize, &l.mapped)
 		if err != nil {
 			return 0, fmt.Errorf("commitlog: recover: %w", err)
 		}
@@ -126,7 +126,7 @@ func (l *Log) Recover(from int64, fn func(r *Record) error) (int64, error) {
 	segs = append([]*segment(nil), segs...)
 	l.setChain(segs)
 	if len(removed) > 0 {
-		if err := l.opts.fs.SyncDir(l.opts.Dir); err != nil {
+		if err := l.opts.FS.SyncDir(l.opts.Dir); err != nil {
 			return end, fmt.Errorf("commitlog: recover: %w", err)
 		}
 	}
@@ -141,7 +141,7 @@ func (l *Log) Recover(from int64, fn func(r *Record) error) (int64, error) {
 			return end, fmt.Errorf("commitlog: recover: clear %s after the end %d: %w", s.path, end, err)
 		}
 	} else {
-		s, err := createSegment(l.opts.fs, l.opts.Dir, end, l.opts.FileSize, &l.mapped)
+		s, err := createSegment(l.opts.FS, l.opts.Dir, end, l.opts.FileSize, &l.mapped)
 		if err != nil {
 			return end, fmt.Errorf("commitlog: recover: %w", err)
 		}
@@ -149,7 +149,7 @@ func (l *Log) Recover(from int64, fn func(r *Record) error) (int64, error) {
 		l.setChain(segs)
 	}
 	for k := min(i, len(segs)-1); k < len(segs); k++ {
-		if err := l.opts.fs.Fdatasync(segs[k].f); err != nil {
+		if err := l.opts.FS.Fdatasync(segs[k].f); err != nil {
 			return end, fmt.Errorf("commitlog: recover: sync %s: %w", segs[k].path, err)
 		}
 	}

@@ -134,7 +134,7 @@ func (l *Log) retain(now time.Time) int {
 		}
 		s.release()
 	}
-	if err := l.opts.fs.SyncDir(l.opts.Dir); err != nil {
+	if err := l.opts.FS.SyncDir(l.opts.Dir); err != nil {
 		l.log.WithError(err).Warn("retention: syncing directory failed")
 	}
 	l.log.WithFields(logrus.Fields{"files": n, "min_offset": newMin}).Info("retention deleted oldest files")

@@ -25,7 +25,7 @@ type segment struct {
 	size int64
 	path string
 	f    *os.File
-	ops  fileOps
+	ops  FileOps
 	// ro maps the file read-only (MAP_SHARED: the page cache the writer's
 	// pwrites fill) for everything handed to readers (View, Cursor), so a
 	// stray store through a reader's slice faults instead of silently
@@ -61,7 +61,7 @@ func allocError(path string, err error) error {
 // gigabytes of other dirty data, which would make the preallocator late.
 // The first flush covering the file makes its allocation and name durable
 // before FlushedOffset moves into it.
-func createSegment(ops fileOps, dir string, base, size int64, mapped *atomic.Int64) (*segment, error) {
+func createSegment(ops FileOps, dir string, base, size int64, mapped *atomic.Int64) (*segment, error) {
 	final := filepath.Join(dir, segmentName(base))
 	tmp := final + tmpSuffix
 	f, err := os.OpenFile(tmp, os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o644)
@@ -105,7 +105,7 @@ func mapFile(f *os.File, path string) (mmap.MMap, error) {
 // number of pages long (cut by something outside the log: files are
 // created complete) is extended with zeros to the next page boundary, so
 // recovery stops cleanly at the cut; repair says so.
-func openSegment(ops fileOps, path string, base int64, last bool, mapped *atomic.Int64) (s *segment, repaired int64, err error) {
+func openSegment(ops FileOps, path string, base int64, last bool, mapped *atomic.Int64) (s *segment, repaired int64, err error) {
 	f, err := os.OpenFile(path, os.O_RDWR, 0)
 	if err != nil {
 		return nil, 0, fmt.Errorf("commitlog: open %s: %w", path, err)

@@ -85,11 +85,11 @@ func (l *Log) Truncate(to int64) error {
 	if err != nil {
 		return l.fail(fmt.Errorf("commitlog: truncate to %d: %w", to, err), l.flushed.Load(), w)
 	}
-	if err := l.opts.fs.Fdatasync(s.f); err != nil {
+	if err := l.opts.FS.Fdatasync(s.f); err != nil {
 		return fmt.Errorf("commitlog: truncate to %d: sync %s: %w", to, s.path, err)
 	}
 	if len(removed) > 0 {
-		if err := l.opts.fs.SyncDir(l.opts.Dir); err != nil {
+		if err := l.opts.FS.SyncDir(l.opts.Dir); err != nil {
 			return fmt.Errorf("commitlog: truncate to %d: %w", to, err)
 		}
 	}
@@ -183,13 +183,13 @@ func (l *Log) Restart(at int64) error {
 	for _, s := range old {
 		s.release()
 	}
-	s, err := createSegment(l.opts.fs, l.opts.Dir, at, l.opts.FileSize, &l.mapped)
+	s, err := createSegment(l.opts.FS, l.opts.Dir, at, l.opts.FileSize, &l.mapped)
 	if err != nil {
 		return fmt.Errorf("commitlog: restart at %d: %w", at, err)
 	}
 	// The removals must not come back after a crash beside the new file;
 	// the new file's allocation is made durable by the first flush.
-	if err := l.opts.fs.SyncDir(l.opts.Dir); err != nil {
+	if err := l.opts.FS.SyncDir(l.opts.Dir); err != nil {
 		return fmt.Errorf("commitlog: restart at %d: %w", at, err)
 	}
 	l.setChain([]*segment{s})

@@ -295,8 +295,8 @@
 // ErrFlushFailed without syncing, one error line is logged and FlushFailed
 // reports it. The dispatcher's checkpoint then stays before the failure and
 // a restart rebuilds the entries after it from the commit log; appends and
-// reads go on meanwhile. These calls go through a small seam (fileOps) that
-// tests of this package replace to inject failures or to rebuild the
+// reads go on meanwhile. These calls go through a small seam (Options.FS) that
+// tests replace, here or through store.Options.FS, to inject failures or to rebuild the
 // directory from what each call made durable, as a power cut leaves it.
 //
 // Get and Append access mappings under fileops.Guard: a fault (a media

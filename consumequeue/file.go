@@ -26,7 +26,7 @@ type file struct {
 	base int64
 	epf  int
 	lru  *lru
-	ops  fileOps
+	ops  FileOps
 
 	mu sync.RWMutex
 	// full maps the file's full size (header+epf slots) whatever its
@@ -176,7 +176,7 @@ func (f *file) resizeLocked(size int64) error {
 // fallocate the new bytes are written as zeros instead: a sparse ftruncate
 // would leave a hole, and a store into a mapped hole on a full disk is a
 // SIGBUS that kills the process, where a failed write is an error here.
-func allocate(ops fileOps, fd *os.File, size int64) error {
+func allocate(ops FileOps, fd *os.File, size int64) error {
 	err := ops.Fallocate(fd, size)
 	if errors.Is(err, unix.EOPNOTSUPP) || errors.Is(err, unix.ENOSYS) {
 		err = writeZeros(fd, size)

@@ -2,10 +2,11 @@ package consumequeue
 
 import "os"
 
-// fileOps is every file-system call of the store that decides what
-// survives a crash or a full disk. Options.fs is fileops.OS unless a test
-// of this package injects failures or records durability (fileopstest).
-type fileOps interface {
+// FileOps is every file-system call of the store that decides what
+// survives a crash or a full disk. Options.FS is fileops.OS unless a test
+// injects failures or records durability (fileopstest), directly or
+// through store.Options.FS.
+type FileOps interface {
 	Fallocate(f *os.File, size int64) error
 	Msync(path string, b []byte, off int64) error
 	Fdatasync(f *os.File) error

@@ -18,7 +18,7 @@ func faultyStore(t *testing.T, dir string, epf, maxMapped int) (*Store, Options,
 	t.Helper()
 	logger, hook := logtest.NewNullLogger()
 	faults := fileopstest.NewFaults(fileops.OS{})
-	opts := Options{Dir: dir, EntriesPerFile: epf, MaxMapped: maxMapped, SmallEntries: -1, Logger: logger, fs: faults}
+	opts := Options{Dir: dir, EntriesPerFile: epf, MaxMapped: maxMapped, SmallEntries: -1, Logger: logger, FS: faults}
 	s, err := Open(opts)
 	if err != nil {
 		t.Fatal(err)
@@ -102,7 +102,7 @@ func TestFlushFailureIsSticky(t *testing.T) {
 				t.Fatalf("%d error lines, want 1", errs)
 			}
 
-			opts.fs, opts.Logger = nil, quietLogger()
+			opts.FS, opts.Logger = nil, quietLogger()
 			s2, err := Open(opts)
 			if err != nil {
 				t.Fatal(err)
@@ -148,7 +148,7 @@ func TestFallocateFailure(t *testing.T) {
 			if err := s.Close(); err != nil {
 				t.Fatal(err)
 			}
-			opts.fs = nil
+			opts.FS = nil
 			s2, err := Open(opts)
 			if err != nil {
 				t.Fatal(err)
@@ -197,7 +197,7 @@ func TestNoFallocate(t *testing.T) {
 		t.Fatal(err)
 	}
 	restore()
-	opts.fs = nil
+	opts.FS = nil
 	s2, err := Open(opts)
 	if err != nil {
 		t.Fatal(err)

@@ -121,7 +121,7 @@ func openJournal(s *Store) (*journal, *replayed, error) {
 		// record can follow them, and make the cut durable first.
 		s.log.WithError(r.stopped).WithFields(logrus.Fields{"file": j.path, "offset": r.end, "size": len(b)}).Warn("cutting the torn tail of the consume-queue journal")
 		if err := j.f.Truncate(r.end); err == nil {
-			err = s.opts.fs.Fdatasync(j.f)
+			err = s.opts.FS.Fdatasync(j.f)
 		}
 		if err != nil {
 			_ = j.f.Close()
@@ -165,16 +165,16 @@ func (j *journal) create(path string, data []byte) error {
 	}
 	_, err = f.Write(data)
 	if err == nil {
-		err = j.s.opts.fs.Fdatasync(f)
+		err = j.s.opts.FS.Fdatasync(f)
 	}
 	if cerr := f.Close(); err == nil {
 		err = cerr
 	}
 	if err == nil {
-		err = j.s.opts.fs.SyncDir(j.dir)
+		err = j.s.opts.FS.SyncDir(j.dir)
 	}
 	if err == nil {
-		err = j.s.opts.fs.SyncDir(j.s.opts.Dir)
+		err = j.s.opts.FS.SyncDir(j.s.opts.Dir)
 	}
 	if err != nil {
 		return fmt.Errorf("consumequeue: create %s: %w", path, err)
@@ -323,7 +323,7 @@ func (j *journal) commit(promos []uint32) error {
 	if err := j.writeBuffered(); err != nil {
 		return err
 	}
-	if err := j.s.opts.fs.Fdatasync(j.f); err != nil {
+	if err := j.s.opts.FS.Fdatasync(j.f); err != nil {
 		return fmt.Errorf("consumequeue: fdatasync %s: %w", j.path, err)
 	}
 	var mark [12]byte
@@ -375,11 +375,11 @@ func (j *journal) compactLocked() error {
 		_ = os.Remove(tmp)
 		return err
 	}
-	if err := j.s.opts.fs.Rename(tmp, path); err != nil {
+	if err := j.s.opts.FS.Rename(tmp, path); err != nil {
 		_ = os.Remove(tmp)
 		return fmt.Errorf("consumequeue: rename %s: %w", tmp, err)
 	}
-	if err := j.s.opts.fs.SyncDir(j.dir); err != nil {
+	if err := j.s.opts.FS.SyncDir(j.dir); err != nil {
 		return fmt.Errorf("consumequeue: fsync %s: %w", j.dir, err)
 	}
 	f, err := os.OpenFile(path, os.O_RDWR, 0)

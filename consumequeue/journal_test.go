@@ -347,7 +347,7 @@ func TestJournalCompaction(t *testing.T) {
 
 	// A failed rename fails the Flush (sticky) and leaves the old journal.
 	faults := fileopstest.NewFaults(fileops.OS{})
-	opts.fs = faults
+	opts.FS = faults
 	s = mustOpen(t, opts)
 	for p := range int32(40) {
 		appendRange(t, mustQueue(t, s, "churn2", p), 0, 10)
@@ -358,7 +358,7 @@ func TestJournalCompaction(t *testing.T) {
 		t.Fatalf("Flush with a failing rename: %v", err)
 	}
 	_ = s.Close()
-	opts.fs = nil
+	opts.FS = nil
 	s = mustOpen(t, opts)
 	checkRange(t, mustQueue(t, s, "live", 0), 0, 7)
 }
@@ -370,7 +370,7 @@ func TestJournalSyncFailureIsSticky(t *testing.T) {
 	dir := t.TempDir()
 	faults := fileopstest.NewFaults(fileops.OS{})
 	opts := smallOptions(dir)
-	opts.fs = faults
+	opts.FS = faults
 	s := mustOpen(t, opts)
 	q := mustQueue(t, s, "t", 0)
 	appendRange(t, q, 0, 3)
@@ -394,7 +394,7 @@ func TestJournalSyncFailureIsSticky(t *testing.T) {
 	if n := faults.Calls(fileopstest.Fdatasync); n != calls {
 		t.Fatalf("%d fdatasyncs after the failure", n-calls)
 	}
-	opts.fs = nil
+	opts.FS = nil
 	s = mustOpen(t, opts)
 	q = mustQueue(t, s, "t", 0)
 	if q.MaxOffset() < 3 {

@@ -59,9 +59,9 @@ type Options struct {
 	// compactAt is the journal size a compaction needs (default
 	// defaultCompactAt); tests lower it.
 	compactAt int64
-	// fs makes the calls that decide durability; tests of this package
-	// set it to inject failures (default fileops.OS).
-	fs fileOps
+	// FS makes the calls that decide durability (default fileops.OS);
+	// tests set it to inject failures or record what a power cut keeps.
+	FS FileOps
 }
 
 func (o Options) withDefaults() (Options, error) {
@@ -95,8 +95,8 @@ func (o Options) withDefaults() (Options, error) {
 	if o.Logger == nil {
 		o.Logger = logrus.StandardLogger()
 	}
-	if o.fs == nil {
-		o.fs = fileops.OS{}
+	if o.FS == nil {
+		o.FS = fileops.OS{}
 	}
 	return o, nil
 }

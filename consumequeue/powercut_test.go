@@ -30,7 +30,7 @@ func TestPowerCut(t *testing.T) {
 			const epf, rounds, flushEvery = 300, 700, 97
 			src := t.TempDir()
 			rec := fileopstest.NewRecorder(fileops.OS{}, src)
-			s, err := Open(Options{Dir: src, EntriesPerFile: epf, MaxMapped: tc.maxMapped, Logger: quietLogger(), fs: rec})
+			s, err := Open(Options{Dir: src, EntriesPerFile: epf, MaxMapped: tc.maxMapped, Logger: quietLogger(), FS: rec})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -103,7 +103,7 @@ func TestPowerCutJournal(t *testing.T) {
 	const queues, rounds, flushEvery = 30, 400, 37
 	src := t.TempDir()
 	rec := fileopstest.NewRecorder(fileops.OS{}, src)
-	opts := Options{Dir: src, EntriesPerFile: 16, MaxMapped: 8, SmallEntries: 24, Logger: quietLogger(), fs: rec, compactAt: 8 << 10}
+	opts := Options{Dir: src, EntriesPerFile: 16, MaxMapped: 8, SmallEntries: 24, Logger: quietLogger(), FS: rec, compactAt: 8 << 10}
 	s := mustOpen(t, opts)
 	qs := make([]*Queue, queues)
 	for i := range qs {

@@ -32,7 +32,7 @@ func TestPromotionCrash(t *testing.T) {
 			src := t.TempDir()
 			faults := fileopstest.NewFaults(fileops.OS{})
 			rec := fileopstest.NewRecorder(faults, src)
-			opts := Options{Dir: src, EntriesPerFile: 4, SmallEntries: 6, PromoteSpread: -1, Logger: quietLogger(), fs: rec}
+			opts := Options{Dir: src, EntriesPerFile: 4, SmallEntries: 6, PromoteSpread: -1, Logger: quietLogger(), FS: rec}
 			s := mustOpen(t, opts)
 			q := mustQueue(t, s, "t", 0)
 			reached, release := make(chan struct{}), make(chan struct{})

@@ -270,7 +270,7 @@ func (q *Queue) createFile(base, start int64) (*file, error) {
 	var hdr [HeaderSize]byte
 	encodeHeader(hdr[:], header{Base: base, Start: start, EntriesPerFile: int(q.epf)})
 	size := sizeFor(-1, int(q.epf))
-	err = allocate(q.s.opts.fs, fd, size)
+	err = allocate(q.s.opts.FS, fd, size)
 	if err == nil {
 		_, err = fd.WriteAt(hdr[:], 0)
 	}
@@ -299,7 +299,7 @@ func (q *Queue) createFile(base, start int64) (*file, error) {
 }
 
 func (q *Queue) newFile(base int64) *file {
-	return &file{path: filepath.Join(q.dir, fileName(base)), base: base, epf: int(q.epf), lru: q.s.lru, ops: q.s.opts.fs}
+	return &file{path: filepath.Join(q.dir, fileName(base)), base: base, epf: int(q.epf), lru: q.s.lru, ops: q.s.opts.FS}
 }
 
 // removeFiles unmaps and deletes files already unlinked from q.files.

@@ -323,7 +323,7 @@ func (s *Store) flushFiles() error {
 		for _, f := range dirty {
 			f.dirty.Store(false)
 		}
-		if err := s.opts.fs.Syncfs(s.opts.Dir); err != nil {
+		if err := s.opts.FS.Syncfs(s.opts.Dir); err != nil {
 			return fmt.Errorf("consumequeue: syncfs %s: %w", s.opts.Dir, err)
 		}
 		return nil
@@ -335,7 +335,7 @@ func (s *Store) flushFiles() error {
 		}
 	}
 	for dir := range dirs {
-		if err := s.opts.fs.SyncDir(dir); err != nil && !errors.Is(err, os.ErrNotExist) {
+		if err := s.opts.FS.SyncDir(dir); err != nil && !errors.Is(err, os.ErrNotExist) {
 			errs = append(errs, fmt.Errorf("consumequeue: fsync %s: %w", dir, err))
 		}
 	}

@@ -95,7 +95,7 @@ func (s *Store) checkpoint() error {
 		return fmt.Errorf("store: flush consume queues: %w", err)
 	}
 	cp := Checkpoint{CommitLogFlushed: s.log.FlushedOffset(), Dispatched: dispatched, Time: time.Now().UTC()}
-	if err := writeCheckpoint(s.opts.fs, s.opts.Dir, cp); err != nil {
+	if err := writeCheckpoint(s.opts.FS, s.opts.Dir, cp); err != nil {
 		return err
 	}
 	s.cpMu.Lock()

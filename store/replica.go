@@ -122,7 +122,7 @@ func (s *Store) cut(from int64, cutLog func() error) error {
 		Dispatched:       min(s.d.Dispatched(), from),
 		Time:             time.Now().UTC(),
 	}
-	if err := writeCheckpoint(s.opts.fs, s.opts.Dir, cp); err != nil {
+	if err := writeCheckpoint(s.opts.FS, s.opts.Dir, cp); err != nil {
 		return err
 	}
 	s.cpMu.Lock()

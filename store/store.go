@@ -48,7 +48,11 @@ type Options struct {
 	RetentionFloor func() int64
 	Logger         logrus.FieldLogger
 
-	fs fileops.Replacer // fileops.OS unless a test injects one
+	// FS makes every call that decides durability in the directory: the
+	// commit log's and the consume queues' (unless their own Options set
+	// one) and the checkpoint's. Default fileops.OS; a power-cut test sets
+	// a fileopstest.Recorder.
+	FS fileops.Ops
 }
 
 // Lag is how far the consume queues are behind the commit log.
@@ -100,8 +104,14 @@ func Open(opts Options) (*Store, error) {
 	if opts.Logger == nil {
 		opts.Logger = logrus.StandardLogger()
 	}
-	if opts.fs == nil {
-		opts.fs = fileops.OS{}
+	if opts.FS == nil {
+		opts.FS = fileops.OS{}
+	}
+	if opts.CommitLog.FS == nil {
+		opts.CommitLog.FS = opts.FS
+	}
+	if opts.ConsumeQueue.FS == nil {
+		opts.ConsumeQueue.FS = opts.FS
 	}
 	opts.CommitLog.Dir = filepath.Join(opts.Dir, "commitlog")
 	opts.ConsumeQueue.Dir = filepath.Join(opts.Dir, "consumequeue")
@@ -114,7 +124,7 @@ func Open(opts Options) (*Store, error) {
 	if err := os.MkdirAll(opts.Dir, 0o755); err != nil {
 		return nil, fmt.Errorf("store: open %s: %w", opts.Dir, err)
 	}
-	abort, crashed, err := lockAbort(opts.fs, opts.Dir)
+	abort, crashed, err := lockAbort(opts.FS, opts.Dir)
 	if err != nil {
 		return nil, err
 	}

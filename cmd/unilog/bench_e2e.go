@@ -5,6 +5,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -168,6 +169,8 @@ func benchCompareCommand() *cli.Command {
 			&cli.IntFlag{Name: "trials", Value: 3, Usage: "runs of every configuration, interleaved; the table shows the median and min–max, --json every trial"},
 			&cli.BoolFlag{Name: "warm-up", Value: true, Usage: "run the first configuration once before the trials and report nothing of it (--warm-up=false to see the first-run bias)"},
 			&cli.BoolFlag{Name: "warm", Usage: "write one record to every partition before each measured run, so that it does not pay for creating per-partition files"},
+			&cli.StringFlag{Name: "transactional", Value: "false", Usage: "producer kinds, comma separated, each run in turn like --flush: false (plain), true (a transactional id per producer, a transaction committed every --commit-interval, read back read_committed; needs --acks -1; not jetstream)"},
+			&cli.DurationFlag{Name: "commit-interval", Value: bench.DefaultCommitInterval, Usage: "how often a transactional producer commits (Kafka Streams' commit.interval.ms under exactly-once)"},
 			&cli.StringFlag{Name: "dir", Value: "bench-data", Usage: "directory for the systems' data (each run's is deleted after it)"},
 			&cli.StringFlag{Name: "file-size", Value: "1GiB", Usage: "unilog commit-log file size"},
 			&cli.BoolFlag{Name: "in-process", Usage: "run the systems in this process instead of child processes"},
@@ -198,9 +201,18 @@ func runBenchCompare(c *cli.Context) error {
 	if err != nil {
 		return fmt.Errorf("bench compare: --file-size: %w", err)
 	}
+	var txns []bool
+	for _, s := range splitList(c.String("transactional")) {
+		txn, err := strconv.ParseBool(s)
+		if err != nil {
+			return fmt.Errorf("bench compare: --transactional: %w", err)
+		}
+		txns = append(txns, txn)
+	}
 	cfg := bench.CompareConfig{
 		Systems: splitList(c.String("systems")), Flushes: splitList(c.String("flush")), Partitions: parts,
 		Load: load, Acks: kc.Acks, Linger: kc.Linger, BatchBytes: kc.BatchBytes, MaxInFlight: kc.MaxInFlight, Compression: kc.Compression,
+		Transactional: txns, CommitInterval: c.Duration("commit-interval"),
 		Warm: c.Bool("warm"), HalfPeak: c.Bool("half-peak"), Trials: c.Int("trials"), WarmUp: c.Bool("warm-up"),
 		Dir: c.String("dir"), FileSize: fileSize, StopWait: c.Duration("stop-wait"),
 	}

@@ -46,6 +46,18 @@ import (
 	"golang.org/x/sys/unix"
 )
 
+// Ops is every call of the seam. OS makes them; each storage package
+// declares the smaller interface of the calls it makes, and store.Options
+// takes an Ops to hand to all of them.
+type Ops interface {
+	Fallocate(f *os.File, size int64) error
+	Msync(path string, b []byte, off int64) error
+	Fdatasync(f *os.File) error
+	SyncDir(dir string) error
+	Syncfs(dir string) error
+	Rename(oldpath, newpath string) error
+}
+
 // OS makes the real system calls.
 type OS struct{}
 

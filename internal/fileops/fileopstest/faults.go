@@ -8,19 +8,14 @@ import (
 	"errors"
 	"os"
 	"sync"
+
+	"github.com/unilog/unilog/internal/fileops"
 )
 
-// Ops is every call of fileops.OS; the doubles wrap one (usually
-// fileops.OS{}) and offer the same methods, so they fit the smaller
-// interface each storage package declares.
-type Ops interface {
-	Fallocate(f *os.File, size int64) error
-	Msync(path string, b []byte, off int64) error
-	Fdatasync(f *os.File) error
-	SyncDir(dir string) error
-	Syncfs(dir string) error
-	Rename(oldpath, newpath string) error
-}
+// Ops is fileops.Ops: the doubles wrap one (usually fileops.OS{}) and
+// offer the same methods, so they fit the smaller interface each storage
+// package declares.
+type Ops = fileops.Ops
 
 // Op names a call of Ops.
 type Op string

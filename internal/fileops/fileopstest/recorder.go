@@ -20,6 +20,11 @@ import (
 //     creations, renames and removals not followed by one are not durable.
 //   - Syncfs: every file and directory under Root.
 //
+// Calls may overlap: each takes what it makes durable when it is made (a
+// snapshot, numbered), and a call returning after a later one takes back
+// nothing the later one recorded: each byte, size and listing keeps its
+// newest snapshot.
+//
 // Fallocate, Rename, writes and truncation make nothing durable. Image then
 // rebuilds Root as a power cut at that moment may leave it: the entries of
 // the last durable listing of each directory, each file at its last durable
@@ -33,14 +38,25 @@ type Recorder struct {
 
 	mu     sync.Mutex
 	frozen bool
+	snaps  uint32 // snapshots numbered so far
 	files  map[uint64]*durableFile
-	dirs   map[uint64][]dirEntry
+	dirs   map[uint64]dirListing
 }
 
+// durableFile is what the syncs of one file made durable, each byte and
+// the size with the number of the snapshot it comes from (0: none; 32
+// bits, as a test takes far fewer snapshots and a byte's number costs
+// memory).
 type durableFile struct {
-	size int64
-	data []byte // durable bytes where known is set
-	know []bool
+	size    int64
+	sizeVer uint32
+	data    []byte
+	ver     []uint32
+}
+
+type dirListing struct {
+	ver  uint32
+	ents []dirEntry
 }
 
 type dirEntry struct {
@@ -51,7 +67,7 @@ type dirEntry struct {
 
 // NewRecorder wraps inner, recording what becomes durable under root.
 func NewRecorder(inner Ops, root string) *Recorder {
-	return &Recorder{Inner: inner, Root: root, files: make(map[uint64]*durableFile), dirs: make(map[uint64][]dirEntry)}
+	return &Recorder{Inner: inner, Root: root, files: make(map[uint64]*durableFile), dirs: make(map[uint64]dirListing)}
 }
 
 // Freeze stops recording: it is the moment of the cut. Calls still reach
@@ -73,9 +89,17 @@ func (r *Recorder) Frozen() bool {
 
 func inode(fi os.FileInfo) uint64 { return fi.Sys().(*syscall.Stat_t).Ino }
 
-// record stores bytes [off, off+len(b)) of the file ino of size size as
-// durable; b nil stores only the size.
-func (r *Recorder) record(ino uint64, size int64, b []byte, off int64) {
+// snapshot numbers a snapshot about to be taken.
+func (r *Recorder) snapshot() uint32 {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.snaps++
+	return r.snaps
+}
+
+// record stores bytes [off, off+len(b)) of the file ino of size size, as
+// snapshot ver took them, as durable where no later snapshot did.
+func (r *Recorder) record(ver uint32, ino uint64, size int64, b []byte, off int64) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.frozen {
@@ -86,14 +110,25 @@ func (r *Recorder) record(ino uint64, size int64, b []byte, off int64) {
 		f = &durableFile{}
 		r.files[ino] = f
 	}
-	f.size = size
+	if ver > f.sizeVer {
+		f.size, f.sizeVer = size, ver
+	}
 	if end := off + int64(len(b)); end > int64(len(f.data)) {
 		f.data = append(f.data, make([]byte, end-int64(len(f.data)))...)
-		f.know = append(f.know, make([]bool, end-int64(len(f.know)))...)
+		f.ver = append(f.ver, make([]uint32, end-int64(len(f.ver)))...)
 	}
-	copy(f.data[off:], b)
-	for i := range b {
-		f.know[off+int64(i)] = true
+	for i, c := range b {
+		if k := off + int64(i); ver > f.ver[k] {
+			f.data[k], f.ver[k] = c, ver
+		}
+	}
+}
+
+// recordDir stores a directory's listing, as snapshot ver took it, where
+// no later snapshot did. r.mu is held.
+func (r *Recorder) recordDir(ver uint32, ino uint64, ents []dirEntry) {
+	if !r.frozen && ver > r.dirs[ino].ver {
+		r.dirs[ino] = dirListing{ver, ents}
 	}
 }
 
@@ -105,6 +140,7 @@ func (r *Recorder) Rename(oldpath, newpath string) error { return r.Inner.Rename
 
 // Msync implements Ops.
 func (r *Recorder) Msync(path string, b []byte, off int64) error {
+	ver := r.snapshot()
 	snap := append([]byte(nil), b...)
 	if err := r.Inner.Msync(path, b, off); err != nil {
 		return err
@@ -113,12 +149,13 @@ func (r *Recorder) Msync(path string, b []byte, off int64) error {
 	if err != nil {
 		return fmt.Errorf("recorder: msync %s: %w", path, err)
 	}
-	r.record(inode(fi), fi.Size(), snap, off)
+	r.record(ver, inode(fi), fi.Size(), snap, off)
 	return nil
 }
 
 // Fdatasync implements Ops.
 func (r *Recorder) Fdatasync(fd *os.File) error {
+	ver := r.snapshot()
 	fi, err := fd.Stat()
 	if err != nil {
 		return err
@@ -130,12 +167,13 @@ func (r *Recorder) Fdatasync(fd *os.File) error {
 	if err := r.Inner.Fdatasync(fd); err != nil {
 		return err
 	}
-	r.record(inode(fi), fi.Size(), snap, 0)
+	r.record(ver, inode(fi), fi.Size(), snap, 0)
 	return nil
 }
 
 // SyncDir implements Ops.
 func (r *Recorder) SyncDir(dir string) error {
+	ver := r.snapshot()
 	ino, ents, err := listDir(dir)
 	if err != nil {
 		return err
@@ -144,9 +182,7 @@ func (r *Recorder) SyncDir(dir string) error {
 		return err
 	}
 	r.mu.Lock()
-	if !r.frozen {
-		r.dirs[ino] = ents
-	}
+	r.recordDir(ver, ino, ents)
 	r.mu.Unlock()
 	return nil
 }
@@ -157,6 +193,7 @@ func (r *Recorder) Syncfs(dir string) error {
 		ino  uint64
 		data []byte
 	}
+	ver := r.snapshot()
 	var files []fileSnap
 	dirs := make(map[uint64][]dirEntry)
 	err := filepath.WalkDir(r.Root, func(path string, d fs.DirEntry, err error) error {
@@ -186,13 +223,11 @@ func (r *Recorder) Syncfs(dir string) error {
 		return err
 	}
 	for _, f := range files {
-		r.record(f.ino, int64(len(f.data)), f.data, 0)
+		r.record(ver, f.ino, int64(len(f.data)), f.data, 0)
 	}
 	r.mu.Lock()
-	if !r.frozen {
-		for ino, ents := range dirs {
-			r.dirs[ino] = ents
-		}
+	for ino, ents := range dirs {
+		r.recordDir(ver, ino, ents)
 	}
 	r.mu.Unlock()
 	return nil
@@ -235,7 +270,7 @@ func (r *Recorder) Image(dst string, garbage bool, seed uint64) error {
 }
 
 func (r *Recorder) image(dirIno uint64, dst string, garbage bool, rng *rand.Rand) error {
-	for _, e := range r.dirs[dirIno] {
+	for _, e := range r.dirs[dirIno].ents {
 		path := filepath.Join(dst, e.name)
 		if e.dir {
 			if err := os.Mkdir(path, 0o755); err != nil {
@@ -251,7 +286,7 @@ func (r *Recorder) image(dirIno uint64, dst string, garbage bool, rng *rand.Rand
 			b = make([]byte, f.size)
 			for i := range b {
 				switch {
-				case i < len(f.know) && f.know[i]:
+				case i < len(f.ver) && f.ver[i] > 0:
 					b[i] = f.data[i]
 				case garbage:
 					b[i] = byte(rng.Uint32())

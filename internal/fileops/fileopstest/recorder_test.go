@@ -88,3 +88,56 @@ func TestRecorderImage(t *testing.T) {
 		}
 	}
 }
+
+// blockingOps holds Fdatasync calls until release is closed, after
+// telling entered.
+type blockingOps struct {
+	fileops.OS
+	entered chan struct{}
+	release chan struct{}
+}
+
+func (b blockingOps) Fdatasync(f *os.File) error {
+	b.entered <- struct{}{}
+	<-b.release
+	return b.OS.Fdatasync(f)
+}
+
+// TestRecorderOverlappingSyncs: a sync that snapshotted the file before a
+// later one and returns after it must not take back what the later one
+// made durable; the image holds the newest snapshot of every byte, size and
+// directory.
+func TestRecorderOverlappingSyncs(t *testing.T) {
+	root := t.TempDir()
+	inner := blockingOps{entered: make(chan struct{}), release: make(chan struct{})}
+	r := NewRecorder(inner, root)
+	path := filepath.Join(root, "f")
+	f, err := os.Create(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if _, err := f.Write([]byte("old")); err != nil {
+		t.Fatal(err)
+	}
+	slow := make(chan error)
+	go func() { slow <- r.Fdatasync(f) }() // snapshots "old", then waits in the kernel
+	<-inner.entered
+	if _, err := f.WriteAt([]byte("newer"), 0); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.Syncfs(root); err != nil { // snapshots "newer" and returns first
+		t.Fatal(err)
+	}
+	close(inner.release)
+	if err := <-slow; err != nil {
+		t.Fatal(err)
+	}
+	img := t.TempDir()
+	if err := r.Image(img, false, 1); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := os.ReadFile(filepath.Join(img, "f")); err != nil || string(got) != "newer" {
+		t.Fatalf("image holds %q (%v), want the newer sync's %q", got, err, "newer")
+	}
+}
