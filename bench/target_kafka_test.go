@@ -38,8 +38,7 @@ func TestKafkaClientValidate(t *testing.T) {
 
 // TestTransactionalProduce produces through transactional senders that
 // commit every millisecond and reads the whole topic back read_committed,
-// to the end of the log: every record once, and a marker per transaction
-// and partition between them.
+// to the end of the log: every record once, and markers between them.
 func TestTransactionalProduce(t *testing.T) {
 	srv, err := StartServer(ServerConfig{System: SystemUnilog, Flush: "async", Dir: t.TempDir(), FileSize: 8 << 20})
 	if err != nil {
@@ -68,8 +67,11 @@ func TestTransactionalProduce(t *testing.T) {
 	}
 	var offsets int64
 	ends.Each(func(o kadm.ListedOffset) { offsets += o.Offset })
-	if markers := offsets - records; markers < 2*parts {
-		t.Errorf("%d offsets for %d records: %d markers, want at least one per producer and partition", offsets, records, markers)
+	// The producers claim records from one counter, so one of them may
+	// send to only some partitions (or none): every partition holds
+	// records, so a transaction ended in each.
+	if markers := offsets - records; markers < parts {
+		t.Errorf("%d offsets for %d records: %d markers, want at least one per partition", offsets, records, markers)
 	}
 	// A record after the transactions in every partition: read_committed
 	// reaches it only past all of them.
