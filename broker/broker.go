@@ -99,11 +99,14 @@ func open(cfg Config, opts store.Options, wrap func(Storage) Storage) (*Broker, 
 	if cfg.DataDir == "" {
 		return nil, errors.New("broker: Config.DataDir is required")
 	}
+	if cfg.FS == nil && opts.FS != nil {
+		cfg.FS = opts.FS
+	}
 	if cfg.Metadata == nil {
 		if err := os.MkdirAll(cfg.DataDir, 0o755); err != nil {
 			return nil, fmt.Errorf("broker: create data dir %s: %w", cfg.DataDir, err)
 		}
-		meta, err := OpenFileMetadata(cfg.DataDir)
+		meta, err := openFileMetadata(cfg.DataDir, cfg.FS)
 		if err != nil {
 			return nil, err
 		}
@@ -171,7 +174,7 @@ func newBroker(cfg Config, wrap func(Storage) Storage) (_ *Broker, meta Metadata
 		return nil, meta, fmt.Errorf("broker: create data dir %s: %w", cfg.DataDir, err)
 	}
 	if meta == nil {
-		if meta, err = OpenFileMetadata(cfg.DataDir); err != nil {
+		if meta, err = openFileMetadata(cfg.DataDir, cfg.FS); err != nil {
 			return nil, nil, err
 		}
 	}

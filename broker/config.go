@@ -1,6 +1,7 @@
 package broker
 
 import (
+	"github.com/unilog/unilog/internal/fileops"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -94,6 +95,11 @@ type Config struct {
 	Metrics prometheus.Collector
 	// Logger receives structured logs; nil uses logrus' standard logger.
 	Logger logrus.FieldLogger
+	// FS is the durability seam of the broker's own files in DataDir (the
+	// topic metadata, the offsets and producer-state snapshots): nil is
+	// fileops.OS; Open gives it the store's when the store has one, so a
+	// power-cut test sees every file of the data directory.
+	FS fileops.Replacer
 	// Storage is the data the broker serves, normally the *store.Store of
 	// DataDir opened over Metadata (Open does both); required by Start.
 	// The broker closes it.
@@ -114,6 +120,9 @@ const (
 )
 
 func (c Config) withDefaults() Config {
+	if c.FS == nil {
+		c.FS = fileops.OS{}
+	}
 	if c.Listen == "" {
 		c.Listen = defaultListen
 	}

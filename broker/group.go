@@ -130,7 +130,7 @@ func (b *Broker) snapshotGroups(ctx context.Context, c *group.Coordinator) {
 	}
 	snap, err := c.Snapshot(ctx)
 	if err == nil {
-		err = fileops.ReplaceFile(fileops.OS{}, filepath.Join(b.cfg.DataDir, offsetsSnapshotName), snap, 0o644)
+		err = fileops.ReplaceFile(b.cfg.FS, filepath.Join(b.cfg.DataDir, offsetsSnapshotName), snap, 0o644)
 	}
 	if err != nil {
 		b.log.WithError(err).Warn("offsets snapshot not written")

@@ -33,6 +33,7 @@ type metaDoc struct {
 // rare (topic admin, one write per producer id block), so simplicity wins.
 type fileMetadata struct {
 	path string
+	fs   fileops.Replacer
 
 	mu     sync.RWMutex
 	doc    metaDoc
@@ -41,8 +42,15 @@ type fileMetadata struct {
 }
 
 // OpenFileMetadata opens (or creates) the metadata file <dir>/metadata.
-func OpenFileMetadata(dir string) (MetadataStore, error) {
-	m := &fileMetadata{path: filepath.Join(dir, MetadataFileName), topics: make(map[string]TopicMeta)}
+func OpenFileMetadata(dir string) (MetadataStore, error) { return openFileMetadata(dir, nil) }
+
+// openFileMetadata is OpenFileMetadata writing through fs (nil:
+// fileops.OS).
+func openFileMetadata(dir string, fs fileops.Replacer) (MetadataStore, error) {
+	if fs == nil {
+		fs = fileops.OS{}
+	}
+	m := &fileMetadata{path: filepath.Join(dir, MetadataFileName), fs: fs, topics: make(map[string]TopicMeta)}
 	b, err := os.ReadFile(m.path)
 	switch {
 	case errors.Is(err, os.ErrNotExist):
@@ -103,7 +111,7 @@ func (m *fileMetadata) commit(next metaDoc, topics map[string]TopicMeta) error {
 	if err != nil {
 		return fmt.Errorf("broker: encode metadata: %w", err)
 	}
-	if err := fileops.ReplaceFile(fileops.OS{}, m.path, b, 0o644); err != nil {
+	if err := fileops.ReplaceFile(m.fs, m.path, b, 0o644); err != nil {
 		return fmt.Errorf("broker: write metadata: %w", err)
 	}
 	m.doc = next

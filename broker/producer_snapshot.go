@@ -38,7 +38,7 @@ func (b *Broker) snapshotProducers() error {
 	if !following {
 		s = b.copyLeaderProducers()
 	}
-	return fileops.ReplaceFile(fileops.OS{}, filepath.Join(b.cfg.DataDir, producerstate.FileName), s.Encode(), 0o644)
+	return fileops.ReplaceFile(b.cfg.FS, filepath.Join(b.cfg.DataDir, producerstate.FileName), s.Encode(), 0o644)
 }
 
 // copyProducers copies the state of parts as a snapshot at logOffset.

@@ -148,10 +148,10 @@ type pcTxn struct {
 // endTxnCut), and just before durability calls spread over the workload.
 //
 // The broker's own small files (topic metadata, producer-id reservations,
-// snapshots) are written through fileops.OS, which the recorder does not
-// see: the test makes the whole directory durable (Syncfs) once the
-// topics exist and each producer has its id, before arming the cut, and
-// the reopened broker allocates no producer id.
+// snapshots) go through the same recorder (Open hands the store's FS to
+// the broker). The warm-up (the topic, each producer's id and a first
+// transaction) is made durable whole (Syncfs) before the cut is armed, so
+// that every cut falls in the workload.
 func TestTxnPowerCut(t *testing.T) {
 	for _, mode := range []struct {
 		name  string
@@ -291,9 +291,7 @@ func pcTransact(ctx context.Context, t *testing.T, pr *kgo.Client, p, n int, cut
 // transaction of outcomes.
 func checkTxnPowerCut(t *testing.T, addr string, flush commitlog.FlushMode, outcomes [][]pcTxn) {
 	ctx := testCtx(t)
-	// Not idempotent: the reopened broker must allocate no producer id
-	// (see TestTxnPowerCut).
-	end := newClient(t, addr, kgo.DisableIdempotentWrite())
+	end := newClient(t, addr)
 	for p := range int32(pcPartitions) {
 		if err := end.ProduceSync(ctx, &kgo.Record{Topic: pcTopic, Partition: p, Value: []byte("end")}).FirstErr(); err != nil {
 			t.Fatalf("produce after reopening: %v", err)
