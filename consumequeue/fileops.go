@@ -1,16 +1,11 @@
 package consumequeue
 
-import "os"
+import "github.com/unilog/unilog/internal/fileops"
 
 // FileOps is every file-system call of the store that decides what
-// survives a crash or a full disk. Options.FS is fileops.OS unless a test
-// injects failures or records durability (fileopstest), directly or
-// through store.Options.FS.
-type FileOps interface {
-	Fallocate(f *os.File, size int64) error
-	Msync(path string, b []byte, off int64) error
-	Fdatasync(f *os.File) error
-	SyncDir(dir string) error
-	Syncfs(dir string) error
-	Rename(oldpath, newpath string) error
-}
+// survives a crash or a full disk: the queues make all the seam's calls
+// (fallocate and msync for their mapped files, fdatasync, rename and the
+// directory syncs of the journal and of promotion). Options.FS is
+// fileops.OS unless a test injects failures or records durability
+// (fileopstest), directly or through store.Options.FS.
+type FileOps = fileops.Ops
