@@ -55,12 +55,27 @@ func (s *sliceSource) Discard(n int) (int, error) {
 
 var bufioPool = sync.Pool{New: func() any { return bufio.NewReaderSize(nil, 32<<10) }}
 
-// checkRecords verifies that rb's records, decompressed to at most limit
-// bytes, are rb.NumRecords well-framed records.
+// streamInflation bounds how far a gzip, lz4 or zstd batch may decompress:
+// to this many times max.message.bytes. Kafka's max.message.bytes is the
+// size of the batch as sent, compressed, and clients make batches that
+// decompress well past it (franz-go's TestConsumeMaxDecompressBatchBytes
+// sends 3 MiB of records as 3 KiB of zstd). Those codecs are read as a
+// stream holding only their bounded state (decompress.Memory), so the
+// bound is on the CPU a batch may cost, not memory. A snappy block is
+// decoded whole, so snappy keeps max.message.bytes itself, the memory
+// decompressionReserve reserves.
+const streamInflation = 64
+
+// checkRecords verifies that rb's records are rb.NumRecords well-framed
+// records, decompressing at most limit bytes of a snappy batch and
+// streamInflation times limit of the other codecs.
 func checkRecords(rb *kmsg.RecordBatch, limit int64) *batchError {
 	codec := decompress.Codec(rb.Attributes & attrCompressionMask)
 	if codec == decompress.None {
 		return walkRecords(&sliceSource{b: rb.Records}, rb.NumRecords, codec)
+	}
+	if codec != decompress.Snappy {
+		limit *= streamInflation
 	}
 	r, err := decompress.NewReader(codec, rb.Records, limit)
 	if err != nil {
@@ -109,7 +124,7 @@ func walkRecords(src recordSource, want int32, codec decompress.Codec) *batchErr
 // limit it is MESSAGE_TOO_LARGE, otherwise the batch is corrupt.
 func recordsError(err error, codec decompress.Codec, format string, args ...any) *batchError {
 	if errors.Is(err, decompress.ErrTooLarge) {
-		return badBatch(kerr.MessageTooLarge, "record batch (%s) decompresses to more than max.message.bytes", codec)
+		return badBatch(kerr.MessageTooLarge, "record batch (%s) decompresses to more than its limit (max.message.bytes, %dx for a streamed codec)", codec, streamInflation)
 	}
 	return badBatch(kerr.CorruptMessage, format, args...)
 }

@@ -300,3 +300,36 @@ func TestDecompressionBombs(t *testing.T) {
 		t.Fatalf("heap in use grew by %d MiB, over %d MiB", grew>>20, limit>>20)
 	}
 }
+
+// TestCompressedBatchBeyondMaxMessageBytes: max.message.bytes is the size
+// of a batch as sent, so a gzip, lz4 or zstd batch under it whose records
+// decompress well past it is taken, as Kafka takes it (franz-go's
+// TestConsumeMaxDecompressBatchBytes produces one); one past
+// streamInflation times the limit is MESSAGE_TOO_LARGE. Snappy, decoded a
+// block at a time, keeps the limit itself.
+func TestCompressedBatchBeyondMaxMessageBytes(t *testing.T) {
+	const limit = 64 << 10
+	big := string(make([]byte, 3*limit))
+	for _, c := range testCodecs {
+		t.Run(c.name, func(t *testing.T) {
+			batch := compressedBatch(t, c.codec, 1, big)
+			if len(batch) > limit && c.name != "snappy" {
+				t.Fatalf("%d bytes compressed, want a batch under the limit", len(batch))
+			}
+			_, berr := validateBatch(batch, limit)
+			switch {
+			case c.name == "snappy" && (berr == nil || berr.err != kerr.MessageTooLarge):
+				t.Fatalf("snappy: %v, want MESSAGE_TOO_LARGE", berr)
+			case c.name != "snappy" && berr != nil:
+				t.Fatalf("%s: %v, want the batch taken", c.name, berr)
+			}
+			if c.name == "snappy" {
+				return
+			}
+			huge := string(make([]byte, streamInflation*limit+1))
+			if _, berr := validateBatch(compressedBatch(t, c.codec, 1, huge), limit); berr == nil || berr.err != kerr.MessageTooLarge {
+				t.Fatalf("%s past %dx the limit: %v, want MESSAGE_TOO_LARGE", c.name, streamInflation, berr)
+			}
+		})
+	}
+}
