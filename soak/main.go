@@ -30,6 +30,7 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 )
 
@@ -321,7 +322,19 @@ func readAll(addr, topic string) (map[value]int, error) {
 	if err != nil {
 		return nil, err
 	}
-	ends, err := kadm.NewClient(cl).ListEndOffsets(ctx, topic)
+	// A broker just restarted after a SIGKILL answers LEADER_NOT_AVAILABLE
+	// until it holds its lease again: retry what Kafka calls retriable.
+	var ends kadm.ListedOffsets
+	for {
+		ends, err = kadm.NewClient(cl).ListEndOffsets(ctx, topic)
+		if err == nil {
+			err = ends.Error()
+		}
+		if err == nil || !kerr.IsRetriable(err) || ctx.Err() != nil {
+			break
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
 	cl.Close()
 	if err != nil {
 		return nil, fmt.Errorf("list end offsets: %w", err)
