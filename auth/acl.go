@@ -39,9 +39,16 @@ const (
 	// and a transactional Produce on matching transactional ids; the
 	// topics and groups they name need their own permissions too.
 	Transaction
+	// Cluster is Kafka's CLUSTER_ACTION on the cluster, what brokers do
+	// to each other: writing transaction markers (WriteTxnMarkers) and
+	// fetching any topic's records to move a partition. Rules name the
+	// pattern "*". The nodes' own login (InterBrokerUser) holds it
+	// without a rule; one is needed for principals that are node
+	// certificates, on listeners with mutual TLS and no SASL.
+	Cluster
 )
 
-var opNames = map[string]Operation{"produce": Produce, "consume": Consume, "group": Group, "admin": Admin, "transaction": Transaction}
+var opNames = map[string]Operation{"produce": Produce, "consume": Consume, "group": Group, "admin": Admin, "transaction": Transaction, "cluster": Cluster}
 
 func (o Operation) String() string {
 	for n, op := range opNames {

@@ -59,8 +59,12 @@
 // InitProducerId), consume (Fetch, ListOffsets, and committing or fetching
 // a group's offsets of the topic), group (consumer group APIs, on group
 // names), transaction (the transaction APIs and a transactional Produce,
-// on transactional ids: Kafka's TRANSACTIONAL_ID resource) or admin
-// (CreateTopics, DeleteTopics, CreatePartitions). Patterns are path.Match
+// on transactional ids: Kafka's TRANSACTIONAL_ID resource), admin
+// (CreateTopics, DeleteTopics, CreatePartitions) or cluster (Kafka's
+// CLUSTER_ACTION, what nodes do to each other: WriteTxnMarkers, and a
+// Fetch of any topic; pattern "*"). The nodes log in to each other as
+// InterBrokerUser, which holds cluster without a rule; on listeners with
+// mutual TLS and no SASL the nodes' certificate names need the rule. Patterns are path.Match
 // globs over topic, group or transactional id names: "orders" is exact,
 // "orders-*" a prefix, "*" everything. Any topic operation also lets the
 // principal see the topic in Metadata and DescribeConfigs. "#" starts a

@@ -170,6 +170,9 @@ func newBroker(cfg Config, wrap func(Storage) Storage) (_ *Broker, meta Metadata
 	if err := cfg.validateLimits(); err != nil {
 		return nil, meta, err
 	}
+	if err := cfg.Security.admitInterBroker(); err != nil {
+		return nil, meta, err
+	}
 	if err := os.MkdirAll(cfg.DataDir, 0o755); err != nil {
 		return nil, meta, fmt.Errorf("broker: create data dir %s: %w", cfg.DataDir, err)
 	}

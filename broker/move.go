@@ -42,9 +42,11 @@ import (
 // the commit log's retention. The partition's leader epoch grows across
 // the switch (MovedEpoch), as Kafka clients expect of a new leader.
 //
-// Limits: the copier's Kafka client presents no credentials, so a source
-// whose listener requires SASL or a client certificate cannot be copied
-// from. The fence is the source leader's view of the metadata: a source
+// The copier reaches the source as the nodes reach each other's
+// listeners (interbroker.go): with TLS and the inter-broker login where
+// the listeners ask for them.
+//
+// Limits: the fence is the source leader's view of the metadata: a source
 // leader elected during the switch whose watch still lagged behind the
 // Fenced step (by more than the failover took) would take produce that
 // the move does not copy.

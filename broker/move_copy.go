@@ -5,8 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"net"
-	"strconv"
 	"time"
 
 	"github.com/sirupsen/logrus"
@@ -158,24 +156,19 @@ func (c *moveCopier) fetch(ctx context.Context, node int32, next int64, wait tim
 	return p.HighWatermark, c.appendBatches(p.RecordBatches, next)
 }
 
-// client is a Kafka client of the source leader's address.
+// client is a Kafka client of the source leader's listener.
 func (c *moveCopier) client(node int32) (*kgo.Client, error) {
-	addr := ""
-	for _, cb := range c.b.cfg.Cluster.Brokers() {
-		if cb.NodeID == node {
-			addr = net.JoinHostPort(cb.Host, strconv.Itoa(int(cb.Port)))
-		}
-	}
-	if addr == "" {
-		return nil, fmt.Errorf("source leader node %d not live", node)
+	addr, err := c.b.peerAddr(node)
+	if err != nil {
+		return nil, fmt.Errorf("source leader: %w", err)
 	}
 	if c.cl != nil && c.clAddr == addr {
 		return c.cl, nil
 	}
 	c.close()
-	cl, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.ClientID("unilog-partition-move"), kgo.WithLogger(nil))
+	cl, err := c.b.dialPeer(addr, "unilog-partition-move")
 	if err != nil {
-		return nil, fmt.Errorf("client of node %d at %s: %w", node, addr, err)
+		return nil, fmt.Errorf("source leader node %d: %w", node, err)
 	}
 	c.cl, c.clAddr = cl, addr
 	return cl, nil

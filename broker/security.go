@@ -33,6 +33,12 @@ type Security struct {
 	// ACL, when set, authorizes every topic and group access of a
 	// principal; anything it does not allow is denied.
 	ACL Authorizer
+	// InterBroker is how this node reaches the other nodes' listeners
+	// (interbroker.go).
+	InterBroker InterBroker
+
+	// interBroker: the inter-broker user is among Credentials.
+	interBroker bool
 }
 
 // Authorizer decides one access; *auth.ACL is the file-backed one.

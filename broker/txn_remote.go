@@ -4,8 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
-	"strconv"
 	"sync"
 	"time"
 
@@ -151,14 +149,9 @@ type txnPeer struct {
 
 // client is a client of node's listener as the cluster lists it now.
 func (p *txnPeers) client(b *Broker, node int32) (*kgo.Client, error) {
-	addr := ""
-	for _, cb := range b.cfg.Cluster.Brokers() {
-		if cb.NodeID == node {
-			addr = net.JoinHostPort(cb.Host, strconv.Itoa(int(cb.Port)))
-		}
-	}
-	if addr == "" {
-		return nil, fmt.Errorf("node %d not live", node)
+	addr, err := b.peerAddr(node)
+	if err != nil {
+		return nil, err
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -168,9 +161,9 @@ func (p *txnPeers) client(b *Broker, node int32) (*kgo.Client, error) {
 		}
 		c.cl.Close()
 	}
-	cl, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.ClientID("unilog-txn-markers"), kgo.WithLogger(nil))
+	cl, err := b.dialPeer(addr, "unilog-txn-markers")
 	if err != nil {
-		return nil, fmt.Errorf("client of node %d at %s: %w", node, addr, err)
+		return nil, fmt.Errorf("node %d: %w", node, err)
 	}
 	if p.clients == nil {
 		p.clients = make(map[int32]*txnPeer)

@@ -5,6 +5,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/unilog/unilog/auth"
 )
 
 // WriteTxnMarkers is how the transaction coordinator of another replica
@@ -16,12 +18,10 @@ import (
 // harmless. A partition is acknowledged once its marker is stored as an
 // acks=-1 produce would be.
 //
-// Kafka asks CLUSTER_ACTION on the cluster, which only brokers hold. The
-// ACL model here has no cluster resource: cluster admin (admin on "*")
-// stands for it, and the coordinator's client speaks plain TCP without
-// credentials, so under an ACL the anonymous principal needs that rule,
-// and a TLS listener, or one requiring SASL, refuses the peers' markers
-// (as it refuses the partition-move copier's fetches).
+// Kafka asks CLUSTER_ACTION on the cluster, which only brokers hold:
+// here the nodes' inter-broker login, or a principal the ACL grants
+// cluster (interbroker.go). Cluster admin does not stand for it: a user
+// who may create topics may not end other producers' transactions.
 func init() {
 	register(kmsg.WriteTxnMarkers, 0, 1, (*Broker).handleWriteTxnMarkers, authorizeWriteTxnMarkers)
 }
@@ -99,11 +99,12 @@ func writeTxnMarkersAnswer(req *kmsg.WriteTxnMarkersRequest, code int16) *kmsg.W
 	return resp
 }
 
-// authorizeWriteTxnMarkers: cluster admin, Kafka's CLUSTER_ACTION here,
-// or every partition is answered CLUSTER_AUTHORIZATION_FAILED.
+// authorizeWriteTxnMarkers: Kafka's CLUSTER_ACTION, or every partition is
+// answered CLUSTER_AUTHORIZATION_FAILED.
 func authorizeWriteTxnMarkers(z authz, req kmsg.Request) (kmsg.Response, error) {
-	if z.b.clusterAdmin(z.p) {
+	if z.b.clusterAction(z.p) {
 		return z.run()
 	}
+	z.b.secMetrics.denials.WithLabelValues(auth.Cluster.String()).Inc()
 	return writeTxnMarkersAnswer(req.(*kmsg.WriteTxnMarkersRequest), kerr.ClusterAuthorizationFailed.Code), nil
 }

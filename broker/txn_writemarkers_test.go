@@ -6,29 +6,38 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/unilog/unilog/auth"
 )
 
 // TestWriteTxnMarkersAuthorized: WriteTxnMarkers, which another group's
-// coordinator sends, needs cluster admin (Kafka's CLUSTER_ACTION);
-// without it every partition is CLUSTER_AUTHORIZATION_FAILED. Allowed,
-// a marker for a producer with no open transaction is stored harmlessly,
-// and an unknown partition is UNKNOWN_TOPIC_OR_PARTITION.
+// coordinator sends, needs Kafka's CLUSTER_ACTION: the nodes' own login
+// (auth.InterBrokerUser with the password they share) or an ACL grant of
+// cluster; admin on everything is not enough, and neither is the
+// inter-broker user's name with another password. Without it every
+// partition is CLUSTER_AUTHORIZATION_FAILED. Allowed, a marker for a
+// producer with no open transaction is stored harmlessly, and an unknown
+// partition is UNKNOWN_TOPIC_OR_PARTITION.
 func TestWriteTxnMarkersAuthorized(t *testing.T) {
-	b := saslACLBroker(t, txnACL, nil)
-	alice, bob := userClient(t, b, "alice"), userClient(t, b, "bob")
+	b := saslACLBroker(t, txnACL+"bob cluster *\n", func(c *Config) { c.Security.InterBroker.Password = "shared-by-the-nodes" })
+	alice := userClient(t, b, "alice")
 	createTopic(t, alice, "orders", 1)
 	req := kmsg.NewPtrWriteTxnMarkersRequest()
 	m := kmsg.NewWriteTxnMarkersRequestMarker()
 	m.ProducerID, m.ProducerEpoch, m.Committed = 77, 0, true
 	m.Topics = []kmsg.WriteTxnMarkersRequestMarkerTopic{{Topic: "orders", Partitions: []int32{0, 5}}}
 	req.Markers = append(req.Markers, m)
+	denied := []int16{kerr.ClusterAuthorizationFailed.Code, kerr.ClusterAuthorizationFailed.Code}
+	allowed := []int16{0, kerr.UnknownTopicOrPartition.Code}
 	for _, tc := range []struct {
 		who  string
 		cl   *kgo.Client
 		want []int16
 	}{
-		{"bob", bob, []int16{kerr.ClusterAuthorizationFailed.Code, kerr.ClusterAuthorizationFailed.Code}},
-		{"alice", alice, []int16{0, kerr.UnknownTopicOrPartition.Code}},
+		{"alice (admin *)", alice, denied},
+		{"carol (no grant)", userClient(t, b, "carol"), denied},
+		{"bob (cluster *)", userClient(t, b, "bob"), allowed},
+		{"the inter-broker user", newClient(t, b.Addr(), kgo.SASL(scramMech(auth.ScramSHA256, auth.InterBrokerUser, "shared-by-the-nodes"))), allowed},
 	} {
 		// To the broker itself: the client would split the request by
 		// partition leader, and refuse the unknown partition.
@@ -42,5 +51,9 @@ func TestWriteTxnMarkersAuthorized(t *testing.T) {
 				t.Errorf("%s: orders/%d answered %v, want %v", tc.who, ps[i].Partition, kerr.ErrorForCode(ps[i].ErrorCode), kerr.ErrorForCode(want))
 			}
 		}
+	}
+	wrong := newClient(t, b.Addr(), kgo.SASL(scramMech(auth.ScramSHA512, auth.InterBrokerUser, "guessed")))
+	if _, err := req.RequestWith(testCtx(t), wrong.Broker(int(b.cfg.NodeID))); err == nil {
+		t.Error("the inter-broker user logged in with a wrong password")
 	}
 }

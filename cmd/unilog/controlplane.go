@@ -88,6 +88,9 @@ func startControlPlane(c *cli.Context, cfg *broker.Config, durable bool) (*contr
 		return nil, fmt.Errorf("--cluster-secret-file: %w", err)
 	}
 	rc.key = secret.ReplicationKey()
+	if err := setInterBroker(c, cfg, secret); err != nil {
+		return nil, err
+	}
 	cp := &controlPlane{url: external, log: cfg.Logger}
 	if cp.repl, err = replication.NewRole(rc.role(*cfg, c.String("replica-group"), durable)); err != nil {
 		return nil, fmt.Errorf("--replication-listen: %w", err)

@@ -35,6 +35,13 @@ type groupNode struct {
 // test's cleanup the rest).
 func startGroupNodes(t *testing.T, groups ...string) ([]*groupNode, string, string) {
 	t.Helper()
+	return startGroupNodesWith(t, nil, groups...)
+}
+
+// startGroupNodesWith is startGroupNodes with extra broker flags on every
+// node; their own flags come first, so extra may not repeat them.
+func startGroupNodesWith(t *testing.T, extra []string, groups ...string) ([]*groupNode, string, string) {
+	t.Helper()
 	secret := filepath.Join(t.TempDir(), "cluster.secret")
 	natsURL := ""
 	var nodes []*groupNode
@@ -45,6 +52,7 @@ func startGroupNodes(t *testing.T, groups ...string) ([]*groupNode, string, stri
 		if natsURL != "" {
 			args = append(args, "--nats", natsURL)
 		}
+		args = append(args, extra...)
 		ctx, cancel := context.WithCancel(context.Background())
 		out, done := startBrokerCommand(ctx, t, args...)
 		if natsURL == "" {

@@ -12,8 +12,6 @@ import (
 	"github.com/sirupsen/logrus"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/sasl"
-	"github.com/twmb/franz-go/pkg/sasl/plain"
-	"github.com/twmb/franz-go/pkg/sasl/scram"
 	"github.com/urfave/cli/v2"
 
 	"github.com/unilog/unilog/auth"
@@ -33,6 +31,7 @@ func brokerSecurityFlags() []cli.Flag {
 		&cli.StringFlag{Name: "admin-client-ca", Usage: "with --admin-tls: every admin endpoint but /healthz needs a client certificate signed by this PEM CA `FILE`", EnvVars: env("ADMIN_CLIENT_CA")},
 		&cli.StringFlag{Name: "users", Usage: "turn SASL on with the users of this `FILE` (see `unilog user`); reread when it changes", EnvVars: env("USERS")},
 		&cli.StringFlag{Name: "sasl-mechanisms", Value: strings.Join(auth.Mechanisms, ","), Usage: "SASL mechanisms offered with --users", EnvVars: env("SASL_MECHANISMS")},
+		&cli.StringFlag{Name: "inter-broker-tls-ca", Usage: "in a cluster with --tls-cert: verify the other nodes' Kafka listeners (partition moves, transaction markers) against this PEM CA `FILE` (default: --replication-tls-ca, else the system's roots)", EnvVars: env("INTER_BROKER_TLS_CA")},
 		&cli.StringFlag{Name: "acl", Usage: "authorize topics and groups per principal with this ACL `FILE` (format: go doc ./auth)", EnvVars: env("ACL")},
 		&cli.DurationFlag{Name: "idle-timeout", Value: 10 * time.Minute, Usage: "close connections that send no request for this long (connections.max.idle.ms)", EnvVars: env("IDLE_TIMEOUT")},
 		&cli.StringFlag{Name: "max-inflight-bytes", Value: "512MiB", Usage: "request bytes all connections together may hold, `SIZE` (at least --max-request-bytes)", EnvVars: env("MAX_INFLIGHT_BYTES")},
@@ -179,13 +178,9 @@ func saslMechanism(name, user, password string) (sasl.Mechanism, error) {
 	if user == "" || password == "" {
 		return nil, fmt.Errorf("--sasl-mechanism %s needs --sasl-user and --sasl-password", name)
 	}
-	switch strings.ToUpper(name) {
-	case auth.Plain:
-		return plain.Auth{User: user, Pass: password}.AsMechanism(), nil
-	case auth.ScramSHA256:
-		return scram.Auth{User: user, Pass: password}.AsSha256Mechanism(), nil
-	case auth.ScramSHA512:
-		return scram.Auth{User: user, Pass: password}.AsSha512Mechanism(), nil
+	mech, err := broker.SASLClient(strings.ToUpper(name), user, password)
+	if err != nil {
+		return nil, fmt.Errorf("--sasl-mechanism %q: want PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512", name)
 	}
-	return nil, fmt.Errorf("--sasl-mechanism %q: want PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512", name)
+	return mech, nil
 }

@@ -70,6 +70,10 @@ func runUserAdd(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
+	if name == auth.InterBrokerUser {
+		// The broker would shadow it with the nodes' own login.
+		return fmt.Errorf("user %s is the nodes' login to each other, derived from the cluster secret: choose another name", name)
+	}
 	password := c.String("password")
 	if !c.IsSet("password") {
 		if password, err = readPassword(c.App.Reader, c.App.ErrWriter); err != nil {

@@ -42,6 +42,7 @@ const (
 	labelNATSClient  = "unilog nats client nkey v1"
 	labelNATSRoute   = "unilog nats route password v1"
 	labelReplication = "unilog replication v1"
+	labelInterBroker = "unilog inter-broker sasl password v1"
 )
 
 // LoadSecret reads the cluster secret at path, creating it (64 random hex
@@ -133,6 +134,12 @@ func (s *Secret) derive(label string) []byte {
 // ReplicationKey is the key both ends of a replication stream prove they
 // hold (replication.LeaderConfig.Key, FollowerConfig.Key).
 func (s *Secret) ReplicationKey() []byte { return s.derive(labelReplication) }
+
+// InterBrokerPassword is the password of the SASL user the nodes log in
+// to each other's Kafka listeners as (auth.InterBrokerUser): every node
+// of the cluster derives the same one, so nobody configures or rotates
+// it apart from the secret.
+func (s *Secret) InterBrokerPassword() string { return hex.EncodeToString(s.derive(labelInterBroker)) }
 
 // natsUser is the nkey every node connects to the embedded NATS with,
 // and its public key. An nkey, not a password: the server only ever sees

@@ -1,0 +1,230 @@
+package main
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+	"github.com/twmb/franz-go/pkg/sasl/scram"
+
+	"github.com/unilog/unilog/auth"
+	"github.com/unilog/unilog/internal/poll"
+	"github.com/unilog/unilog/internal/tlsconf/tlstest"
+)
+
+// secureCluster is two single-node replica groups whose Kafka listeners
+// need TLS and a SCRAM login and apply an ACL.
+type secureCluster struct {
+	nodes           []*groupNode
+	natsURL, secret string
+	ca              *x509.CertPool
+}
+
+// startSecureCluster starts g1 (node 1) and g2 (node 2) with TLS, SASL and
+// an ACL granting alice everything users can be granted and bob only
+// consume on "other". --replication-tls-ca gives the CA the nodes verify
+// each other's listeners with.
+func startSecureCluster(t *testing.T) *secureCluster {
+	t.Helper()
+	dir := t.TempDir()
+	ca := tlstest.NewCA(t, "interbroker")
+	cert, key := ca.Issue("node")
+	users := filepath.Join(dir, "users")
+	mustRun(t, "alice-pw\n", "user", "add", "--users", users, "alice")
+	mustRun(t, "bob-pw\n", "user", "add", "--users", users, "bob")
+	acl := filepath.Join(dir, "acl")
+	writeFile(t, acl, "unilog-acl 1\nalice admin *\nalice produce *\nalice consume *\nalice group *\nalice transaction *\nbob consume other\n")
+	nodes, natsURL, secret := startGroupNodesWith(t, []string{"--tls-cert", cert, "--tls-key", key,
+		"--users", users, "--acl", acl, "--replication-tls-ca", ca.File}, "g1", "g2")
+	pem, err := os.ReadFile(ca.File)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pool := x509.NewCertPool()
+	pool.AppendCertsFromPEM(pem)
+	return &secureCluster{nodes: nodes, natsURL: natsURL, secret: secret, ca: pool}
+}
+
+// client is a client of both nodes logged in as user.
+func (c *secureCluster) client(t *testing.T, user, password string, opts ...kgo.Opt) *kgo.Client {
+	t.Helper()
+	cl, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(c.nodes[0].addr, c.nodes[1].addr),
+		kgo.DialTLSConfig(&tls.Config{RootCAs: c.ca, MinVersion: tls.VersionTLS12}),
+		kgo.SASL(scram.Auth{User: user, Pass: password}.AsSha512Mechanism()),
+		kgo.RecordPartitioner(kgo.ManualPartitioner()), kgo.MetadataMinAge(50 * time.Millisecond),
+		kgo.RetryBackoffFn(func(int) time.Duration { return 20 * time.Millisecond })}, opts...)...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(cl.Close)
+	return cl
+}
+
+// TestInterBrokerCalls: on a cluster whose listeners need TLS and SASL
+// and apply an ACL, a partition moves from g1 to g2 under an acks=all
+// producer, losing and duplicating nothing, and a transaction spanning
+// both groups commits (its markers reach the other group as
+// WriteTxnMarkers). The nodes reach each other's listeners with the
+// inter-broker credentials; a user holding every grant the ACL gives
+// users still may not write markers, and bob may not read what the
+// copier reads.
+func TestInterBrokerCalls(t *testing.T) {
+	c := startSecureCluster(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	alice := c.client(t, "alice", "alice-pw")
+	adm := kadm.NewClient(alice)
+	poll.True(t, "both brokers listed", func() bool {
+		m, err := adm.BrokerMetadata(ctx)
+		return err == nil && len(m.Brokers) == 2
+	})
+	if _, err := adm.CreateTopic(ctx, 2, -1, nil, "moving"); err != nil {
+		t.Fatal(err)
+	}
+	poll.True(t, "moving/0 led by node 1", func() bool { return leaderOf(ctx, adm, "moving", 0) == 1 })
+
+	var (
+		mu       sync.Mutex
+		acked    = map[string]int64{}
+		prodErrs []error
+	)
+	count := func() int {
+		mu.Lock()
+		defer mu.Unlock()
+		return len(acked)
+	}
+	stop, produced := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(produced)
+		for i := 0; ; i++ {
+			select {
+			case <-stop:
+				alice.Flush(ctx)
+				return
+			default:
+			}
+			alice.Produce(ctx, &kgo.Record{Topic: "moving", Partition: 0, Value: fmt.Appendf(nil, "%08d", i)}, func(r *kgo.Record, err error) {
+				mu.Lock()
+				defer mu.Unlock()
+				if err != nil {
+					prodErrs = append(prodErrs, err)
+					return
+				}
+				acked[string(r.Value)] = r.Offset
+			})
+			if i%100 == 99 {
+				time.Sleep(time.Millisecond) // a steady stream, not a flood
+			}
+		}
+	}()
+	poll.True(t, "500 records acknowledged by g1", func() bool { return count() >= 500 })
+	mustRun(t, "", "topic", "move", "--nats", c.natsURL, "--cluster-secret-file", c.secret,
+		"--topic", "moving", "--partition", "0", "--to-group", "g2", "--wait=false")
+	poll.True(t, "moving/0 led by g2's node 2", func() bool { return leaderOf(ctx, adm, "moving", 0) == 2 })
+	atMove := count()
+	poll.True(t, "500 more records acknowledged by g2", func() bool { return count() >= atMove+500 })
+	close(stop)
+	<-produced
+	mu.Lock()
+	if len(prodErrs) > 0 {
+		t.Fatalf("%d produce errors, first %v", len(prodErrs), prodErrs[0])
+	}
+	mu.Unlock()
+	var all []readRecord
+	rd := c.client(t, "alice", "alice-pw", kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{"moving": {0: kgo.NewOffset().AtStart()}}))
+	for len(all) < len(acked) && ctx.Err() == nil {
+		rd.PollFetches(ctx).EachRecord(func(r *kgo.Record) { all = append(all, readRecord{string(r.Value), r.Offset}) })
+	}
+	checkReadOnce(t, "read-back after the move", all, acked)
+	t.Logf("%d records acknowledged, %d of them before the move switched; all read back once", len(acked), atMove)
+
+	// One transaction over both groups' partitions commits, one aborts.
+	if _, err := adm.CreateTopic(ctx, 2, -1, nil, "span"); err != nil {
+		t.Fatal(err)
+	}
+	poll.True(t, "span's partitions led by both groups", func() bool {
+		return leaderOf(ctx, adm, "span", 0) != leaderOf(ctx, adm, "span", 1) &&
+			leaderOf(ctx, adm, "span", 0) > 0 && leaderOf(ctx, adm, "span", 1) > 0
+	})
+	txp := c.client(t, "alice", "alice-pw", kgo.TransactionalID("span-txn"))
+	for i, commit := range []bool{true, false, true} {
+		if err := txp.BeginTransaction(); err != nil {
+			t.Fatal(err)
+		}
+		for p := range int32(2) {
+			if err := txp.ProduceSync(ctx, &kgo.Record{Topic: "span", Partition: p, Value: fmt.Appendf(nil, "txn%d-p%d", i, p)}).FirstErr(); err != nil {
+				t.Fatalf("transaction %d, partition %d: %v", i, p, err)
+			}
+		}
+		if err := txp.EndTransaction(ctx, kgo.TransactionEndTry(commit)); err != nil {
+			t.Fatalf("end transaction %d: %v", i, err)
+		}
+	}
+	want := map[string]bool{"txn0-p0": true, "txn0-p1": true, "txn2-p0": true, "txn2-p1": true}
+	rc := c.client(t, "alice", "alice-pw", kgo.ConsumeTopics("span"), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
+		kgo.FetchIsolationLevel(kgo.ReadCommitted()))
+	seen := map[string]int{}
+	for n := 0; n < len(want) && ctx.Err() == nil; {
+		rc.PollFetches(ctx).EachRecord(func(r *kgo.Record) { seen[string(r.Value)]++; n++ })
+	}
+	for v, n := range seen {
+		if !want[v] || n != 1 {
+			t.Errorf("read_committed read %q %d times; committed: %v", v, n, want[v])
+		}
+	}
+	if len(seen) != len(want) {
+		t.Errorf("read_committed read %v, want %v", seen, want)
+	}
+
+	// What the inter-broker calls may do, users may not: alice holds
+	// admin on everything, yet writing markers is the cluster's.
+	markers := kmsg.NewPtrWriteTxnMarkersRequest()
+	m := kmsg.NewWriteTxnMarkersRequestMarker()
+	m.ProducerID, m.ProducerEpoch, m.Committed = 77, 0, true
+	m.Topics = []kmsg.WriteTxnMarkersRequestMarkerTopic{{Topic: "moving", Partitions: []int32{0}}}
+	markers.Markers = append(markers.Markers, m)
+	resp, err := markers.RequestWith(ctx, alice.Broker(2))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if code := resp.Markers[0].Topics[0].Partitions[0].ErrorCode; code != kerr.ClusterAuthorizationFailed.Code {
+		t.Errorf("alice's WriteTxnMarkers answered %v, want CLUSTER_AUTHORIZATION_FAILED", kerr.ErrorForCode(code))
+	}
+	bob := c.client(t, "bob", "bob-pw")
+	fetch := kmsg.NewPtrFetchRequest()
+	fetch.ReplicaID, fetch.MaxBytes = -1, 1<<20
+	ft := kmsg.NewFetchRequestTopic()
+	ft.Topic = "moving"
+	fp := kmsg.NewFetchRequestTopicPartition()
+	fp.PartitionMaxBytes, fp.CurrentLeaderEpoch, fp.LogStartOffset = 1<<20, -1, -1
+	ft.Partitions = append(ft.Partitions, fp)
+	fetch.Topics = append(fetch.Topics, ft)
+	fresp, err := fetch.RequestWith(ctx, bob.Broker(2))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if code := fresp.Topics[0].Partitions[0].ErrorCode; code != kerr.TopicAuthorizationFailed.Code {
+		t.Errorf("bob's fetch of moving/0 answered %v, want TOPIC_AUTHORIZATION_FAILED", kerr.ErrorForCode(code))
+	}
+}
+
+// TestUserAddRefusesInterBrokerUser: the nodes' own login cannot be added
+// to a users file (a broker would shadow it anyway).
+func TestUserAddRefusesInterBrokerUser(t *testing.T) {
+	users := filepath.Join(t.TempDir(), "users")
+	r := runCLI(t, "pw-pw-pw\n", "user", "add", "--users", users, auth.InterBrokerUser)
+	if r.err == nil || !strings.Contains(r.err.Error(), "derived from the cluster secret") {
+		t.Fatalf("user add %s: %v", auth.InterBrokerUser, r.err)
+	}
+}
