@@ -27,6 +27,13 @@ import (
 //     replicated in its group, and finishes the move: the partition's
 //     group changes in one compare-and-set and clients follow Metadata.
 //
+// The target rebuilds the partition's producer and transaction state
+// from the batches it copies, as recovery does from the log
+// (partitionState.applyStored): a transaction open at the move stays
+// open on the target, with its last stable offset, and its marker lands
+// there; the source takes no marker once fenced (takesMarkers), so none
+// is left behind the copy's End.
+//
 // Copying pulls through the source's own Fetch path: only records below
 // its high watermark (on every in-sync replica of the source group) are
 // copied, each stored batch is sent whole and unchanged, and nothing new
@@ -223,6 +230,16 @@ func (b *Broker) stopProducing(ctx context.Context, mv PartitionMove) error {
 		b.log.WithFields(logrus.Fields{"topic": mv.Topic, "partition": mv.Partition, "to": mv.To, "end": next}).Info("partition move: produce stopped here, handing over")
 	}
 	return err
+}
+
+// takesMarkers reports whether this node writes the partition's
+// transaction markers: it leads the partition and no move stopped its
+// writes. A marker the source took after the move's End would be left
+// behind, with its transaction open for ever on the target; refused,
+// the coordinator sends it again until the move is done and then to the
+// target. Asked under topicMu, as produce asks produceFenced.
+func (b *Broker) takesMarkers(topic string, partition int32) bool {
+	return b.leads(topic, partition) && !b.produceFenced(topic, partition)
 }
 
 // produceFenced reports whether a move stopped produce to the partition.

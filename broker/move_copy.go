@@ -2,8 +2,10 @@ package broker
 
 import (
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
+	"hash/crc32"
 	"math"
 	"time"
 
@@ -205,9 +207,9 @@ func (c *moveCopier) appendBatches(raw []byte, next int64) error {
 			}
 			next = rb.FirstOffset
 		}
-		bi, berr := validateBatch(batch, math.MaxInt32)
-		if berr != nil {
-			return fmt.Errorf("batch at %d: %w", rb.FirstOffset, berr)
+		bi, err := validateCopied(batch)
+		if err != nil {
+			return fmt.Errorf("batch at %d: %w", rb.FirstOffset, err)
 		}
 		if err := c.appendBatch(batch, bi, next); err != nil {
 			return err
@@ -215,6 +217,28 @@ func (c *moveCopier) appendBatches(raw []byte, next int64) error {
 		next += int64(bi.numRecords)
 	}
 	return nil
+}
+
+// validateCopied checks a batch fetched from the source as a produced one
+// is checked, but for a transaction marker: no client may produce one, and
+// the source's log holds one wherever a transaction in the partition
+// ended. A marker's checksum and its record are checked instead.
+func validateCopied(batch []byte) (batchInfo, error) {
+	bi, ok := storedBatchProducer(batch)
+	if !ok || !bi.control() {
+		bi, berr := validateBatch(batch, math.MaxInt32)
+		if berr != nil {
+			return bi, berr
+		}
+		return bi, nil
+	}
+	if crc := crc32.Checksum(batch[batchAttributes:], castagnoli); crc != binary.BigEndian.Uint32(batch[batchCRCAt:]) {
+		return bi, fmt.Errorf("transaction marker CRC %08x, computed %08x", binary.BigEndian.Uint32(batch[batchCRCAt:]), crc)
+	}
+	if _, marker := markerCommits(batch); !marker {
+		return bi, errors.New("control batch without a commit or abort marker")
+	}
+	return bi, nil
 }
 
 // appendBatch stores one batch under the locks a produce takes.
@@ -236,7 +260,7 @@ func (c *moveCopier) appendBatch(batch []byte, bi batchInfo, base int64) error {
 		return fmt.Errorf("copy %s/%d at %d: %w", c.topic, c.partition, base, err)
 	}
 	if bi.producerID >= 0 {
-		p.Record(bi.producerBatch(), out[0].Base, out[0].End)
+		p.applyStored(bi, batch, out[0].Base, out[0].End)
 		b.producerChanges.Add(1)
 	}
 	b.moves.copied.Add(int64(len(batch)))

@@ -188,18 +188,29 @@ func (b *Broker) replayProducers(parts map[topicPartition]*partitionState, from 
 			parts[tp] = p
 		}
 		batches++
-		if bi.control() {
-			if commit, ok := markerCommits(batch); ok {
-				p.EndTxn(bi.producerID, bi.producerEpoch, commit, base)
-			}
-			return
-		}
-		p.Replay(bi.producerBatch(), base, recEnd)
-		if bi.transactional() {
-			p.BeginTxn(bi.producerID, base)
-		}
+		p.applyStored(bi, batch, base, recEnd)
 	})
 	return batches, end, err
+}
+
+// applyStored brings the producer state up to a producer's batch stored
+// at [base, end): a transaction marker ends its producer's transaction
+// there, any other batch is the producer's next and a transactional one
+// opens its transaction. Recovery replays the log so, and a partition
+// move's target the records it copies, as Kafka's new replica rebuilds
+// its producer state from the log it fetched: a transaction open at the
+// move stays open on the target, aborted ones stay in its index.
+func (p *partitionState) applyStored(bi batchInfo, batch []byte, base, end int64) {
+	if bi.control() {
+		if commit, ok := markerCommits(batch); ok {
+			p.EndTxn(bi.producerID, bi.producerEpoch, commit, base)
+		}
+		return
+	}
+	p.Replay(bi.producerBatch(), base, end)
+	if bi.transactional() {
+		p.BeginTxn(bi.producerID, base)
+	}
 }
 
 // liveIncarnation reports whether id is the incarnation of topic in metadata.

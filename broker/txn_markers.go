@@ -45,7 +45,8 @@ type txnMarker struct {
 // effect on the partition's producer state are in order with the
 // partition's produced batches. Markers of a topic deleted since it joined
 // the transaction, or of a partition this node does not lead, are left
-// out: stored says which were appended. end is where the append ends, -1
+// out, as are those of a partition a move is switching away (takesMarkers):
+// stored says which were appended. end is where the append ends, -1
 // when there was nothing to append.
 func (b *Broker) appendMarkers(head *StorageBatch, markers []txnMarker) (end int64, stored []bool, err error) {
 	now := b.now().UnixMilli()
@@ -58,7 +59,7 @@ func (b *Broker) appendMarkers(head *StorageBatch, markers []txnMarker) (end int
 	b.topicMu.RLock()
 	defer b.topicMu.RUnlock()
 	for i, m := range markers {
-		if t, ok := b.meta.Topic(m.topic); !ok || m.partition < 0 || m.partition >= t.Partitions || !b.leads(m.topic, m.partition) {
+		if t, ok := b.meta.Topic(m.topic); !ok || m.partition < 0 || m.partition >= t.Partitions || !b.takesMarkers(m.topic, m.partition) {
 			continue
 		}
 		stored[i] = true

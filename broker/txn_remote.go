@@ -36,7 +36,7 @@ func (r txnRemote) WriteMarkers(ctx context.Context, m txn.Markers) error {
 	b := r.b
 	pending := make(map[txn.TopicPartition]bool)
 	for _, tp := range m.Partitions {
-		if !b.leads(tp.Topic, tp.Partition) {
+		if !b.takesMarkers(tp.Topic, tp.Partition) {
 			pending[tp] = true
 		}
 	}

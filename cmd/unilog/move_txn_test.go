@@ -1,0 +1,148 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/unilog/unilog/internal/poll"
+)
+
+// TestPartitionMoveDuringTransaction moves a partition while a
+// transaction in it is open, as Kafka's reassignment allows: the target
+// rebuilds the partition's transaction state from the records it copies
+// (the aborted transaction before it, the open one), so its last stable
+// offset stays at the open transaction's first record, and the marker
+// written after the move lands on the target. Once with a commit, once
+// with an abort: a read_committed consumer reads exactly the committed
+// records once, and the last stable offset reaches the high watermark.
+func TestPartitionMoveDuringTransaction(t *testing.T) {
+	nodes, natsURL, secret := startGroupNodes(t, "g1", "g2")
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	_, adm := clusterClient(ctx, t, nodes)
+	seeds := []string{nodes[0].addr, nodes[1].addr}
+	for _, commit := range []bool{true, false} {
+		topic := fmt.Sprintf("txmove-%t", commit)
+		createTopic(t, nodes[0].addr, topic, 1)
+		poll.True(t, topic+"/0 led by node 1", func() bool { return leaderOf(ctx, adm, topic, 0) == 1 })
+		txp, err := kgo.NewClient(kgo.SeedBrokers(seeds...), kgo.TransactionalID(topic), kgo.DefaultProduceTopic(topic),
+			kgo.RecordPartitioner(kgo.ManualPartitioner()), kgo.MetadataMinAge(50*time.Millisecond),
+			kgo.RetryBackoffFn(func(int) time.Duration { return 20 * time.Millisecond }))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer txp.Close()
+		want := map[string]bool{}
+		txn := func(prefix string, from, to int) {
+			t.Helper()
+			for i := from; i < to; i++ {
+				v := fmt.Sprintf("%s%d", prefix, i)
+				if err := txp.ProduceSync(ctx, &kgo.Record{Partition: 0, Value: []byte(v)}).FirstErr(); err != nil {
+					t.Fatalf("produce %s: %v", v, err)
+				}
+			}
+		}
+		end := func(commit bool) {
+			t.Helper()
+			if err := txp.EndTransaction(ctx, kgo.TransactionEndTry(commit)); err != nil {
+				t.Fatalf("end transaction (commit %t): %v", commit, err)
+			}
+		}
+		begin := func() {
+			t.Helper()
+			if err := txp.BeginTransaction(); err != nil {
+				t.Fatal(err)
+			}
+		}
+		begin()
+		txn("aborted-", 0, 5)
+		end(false)
+		begin()
+		txn("committed-", 0, 5)
+		end(true)
+		for i := range 5 {
+			want[fmt.Sprintf("committed-%d", i)] = true
+		}
+		begin()
+		txn("open-", 0, 5)
+		lso := stableOffset(ctx, t, adm, topic)
+		if hw := endOffset(ctx, t, adm, topic); lso >= hw {
+			t.Fatalf("%s: last stable offset %d with a transaction open, high watermark %d", topic, lso, hw)
+		}
+
+		mustRun(t, "", "topic", "move", "--nats", natsURL, "--cluster-secret-file", secret,
+			"--topic", topic, "--partition", "0", "--to-group", "g2", "--timeout", "60s")
+		poll.True(t, topic+"/0 led by node 2", func() bool { return leaderOf(ctx, adm, topic, 0) == 2 })
+		if got := stableOffset(ctx, t, adm, topic); got != lso {
+			t.Errorf("%s: last stable offset %d on the target, %d on the source before the move", topic, got, lso)
+		}
+		txn("open-", 5, 10)
+		end(commit)
+		if commit {
+			for i := range 10 {
+				want[fmt.Sprintf("open-%d", i)] = true
+			}
+		}
+		poll.True(t, topic+": last stable offset at the high watermark", func() bool {
+			return stableOffset(ctx, t, adm, topic) == endOffset(ctx, t, adm, topic)
+		})
+
+		rc, err := kgo.NewClient(kgo.SeedBrokers(seeds...), kgo.ConsumeTopics(topic),
+			kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.FetchIsolationLevel(kgo.ReadCommitted()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		seen := map[string]int{}
+		// Reading to the high watermark passes every record stored.
+		hw := endOffset(ctx, t, adm, topic)
+		for last := int64(-1); last < hw-2 && ctx.Err() == nil; {
+			rc.PollFetches(ctx).EachRecord(func(r *kgo.Record) { seen[string(r.Value)]++; last = r.Offset })
+			if len(seen) == len(want) {
+				break
+			}
+		}
+		rc.Close()
+		for v, n := range seen {
+			if !want[v] || n != 1 {
+				t.Errorf("%s: read_committed read %q %d times; committed %t", topic, v, n, want[v])
+			}
+		}
+		if len(seen) != len(want) {
+			t.Errorf("%s: read_committed read %d distinct records, want %d", topic, len(seen), len(want))
+		}
+	}
+}
+
+// stableOffset is the partition's last stable offset (ListOffsets at
+// read_committed).
+func stableOffset(ctx context.Context, t *testing.T, adm *kadm.Client, topic string) int64 {
+	t.Helper()
+	o, err := adm.ListCommittedOffsets(ctx, topic)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lo, _ := o.Lookup(topic, 0)
+	if lo.Err != nil {
+		t.Fatalf("%s: last stable offset: %v", topic, lo.Err)
+	}
+	return lo.Offset
+}
+
+// endOffset is the partition's high watermark.
+func endOffset(ctx context.Context, t *testing.T, adm *kadm.Client, topic string) int64 {
+	t.Helper()
+	o, err := adm.ListEndOffsets(ctx, topic)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lo, _ := o.Lookup(topic, 0)
+	if lo.Err != nil {
+		t.Fatalf("%s: high watermark: %v", topic, lo.Err)
+	}
+	return lo.Offset
+}
