@@ -43,7 +43,11 @@ import (
 // holds other partitions.) A leader change on either side only restarts
 // the step: the new target leader copies on from its own log's next
 // offset (replicated from the old one), a new source leader fences
-// itself. Offsets do not change, so committed offsets stay valid, and the
+// itself, and the copier fetches from whoever leads the source. The
+// switch happens only on the word of the source leader that leads it
+// then: End carries the epoch of the leader that published it
+// (SourceEpoch), and a target finding another epoch clears End, so the
+// new leader stops produce and publishes its own (move_copy.go, finish). Offsets do not change, so committed offsets stay valid, and the
 // consumer groups' coordinators, which own __consumer_offsets partitions
 // that never move, do not change either. The source's records are left to
 // the commit log's retention. The partition's leader epoch grows across
@@ -53,10 +57,13 @@ import (
 // listeners (interbroker.go): with TLS and the inter-broker login where
 // the listeners ask for them.
 //
-// Limits: the fence is the source leader's view of the metadata: a source
+// Limits: the fence is the source leader's view of the metadata. A source
 // leader elected during the switch whose watch still lagged behind the
-// Fenced step (by more than the failover took) would take produce that
-// the move does not copy.
+// Fenced step takes produce until it catches up; the epoch check above
+// keeps the switch waiting for it, but the target reads the source's
+// epoch and then switches in a second step, so a failover landing between
+// the two (milliseconds, against a lease of seconds) could still let such
+// records behind.
 
 // Moves is what the broker needs from the control plane to move
 // partitions between replica groups (package ha/controlplane behind it,
@@ -207,6 +214,9 @@ func (b *Broker) runMoveStep(mv PartitionMove, step func(context.Context, Partit
 // published once indexed and replicated, so the target can fetch all of
 // it.
 func (b *Broker) stopProducing(ctx context.Context, mv PartitionMove) error {
+	if err := b.atMovePoint(MoveStopping, mv); err != nil {
+		return err
+	}
 	b.topicMu.Lock()
 	end := b.st.WriteOffset()
 	b.topicMu.Unlock()
@@ -217,7 +227,12 @@ func (b *Broker) stopProducing(ctx context.Context, mv PartitionMove) error {
 		return errors.New("source's last appends not replicated")
 	}
 	_, next := b.st.Bounds(mv.Topic, mv.Partition)
-	epoch, _ := b.leaderEpoch(mv.Topic, mv.Partition)
+	epoch, ok := b.leaderEpoch(mv.Topic, mv.Partition)
+	if !ok {
+		// Deposed meanwhile: the new leader publishes the end, from a
+		// log that may hold more.
+		return errors.New("no longer leads the partition")
+	}
 	set := false
 	err := b.cfg.Moves.UpdateMove(mv.Topic, mv.Partition, func(cur *PartitionMove) error {
 		set = cur.Fenced && cur.End < 0 // else no longer this node's step

@@ -86,7 +86,11 @@ func (c *moveCopier) close() {
 func (c *moveCopier) step(ctx context.Context, mv PartitionMove) (done bool, err error) {
 	next := c.st.NextOffset(c.topic, c.partition)
 	if mv.End >= 0 && next >= mv.End {
-		return true, c.finish(ctx)
+		err := c.finish(ctx, mv)
+		if errors.Is(err, errSourceChanged) {
+			return false, nil // copies on to the end the new leader publishes
+		}
+		return true, err
 	}
 	node, _, ok := c.b.cfg.Cluster.PartitionLeader(c.topic, c.partition)
 	if !ok {
@@ -101,6 +105,9 @@ func (c *moveCopier) step(ctx context.Context, mv PartitionMove) (done bool, err
 		return false, err
 	}
 	next = c.st.NextOffset(c.topic, c.partition)
+	if err := c.b.atMovePoint(MoveCopied, mv); err != nil {
+		return false, err
+	}
 	if time.Since(c.reported) >= moveProgressInterval || (!mv.Fenced && next >= hw) {
 		c.reported = time.Now()
 		err = c.b.cfg.Moves.UpdateMove(c.topic, c.partition, func(cur *PartitionMove) error {
@@ -267,17 +274,47 @@ func (c *moveCopier) appendBatch(batch []byte, bi batchInfo, base int64) error {
 	return nil
 }
 
+// errSourceChanged: the source group's leader changed since it published
+// the move's End; the move asks the new one for it.
+var errSourceChanged = errors.New("source leader changed since it stopped taking produce")
+
 // finish waits for the copy to be durable, indexed and replicated here as
-// an acks=all produce would, then hands the partition over.
-func (c *moveCopier) finish(ctx context.Context) error {
+// an acks=-1 produce would, then hands the partition over.
+//
+// Only if the leader that published End still leads the source (its
+// epoch, SourceEpoch, is the partition's): a leader elected since then
+// may have taken produce before its view of the control plane showed the
+// move fenced, past End, and switching would lose those records. The
+// move's End is cleared instead, so the new leader stops produce and
+// publishes its own, at least as far (it holds everything the old one
+// replicated) and copied before the switch. A source without a leader
+// cannot say, so the switch waits for one.
+func (c *moveCopier) finish(ctx context.Context, mv PartitionMove) error {
 	if code := c.b.waitProduced(ctx, -1, c.b.st.WriteOffset()); code != 0 {
 		return fmt.Errorf("copy not replicated: %w", kerr.ErrorForCode(code))
 	}
+	if err := c.b.atMovePoint(MoveSwitching, mv); err != nil {
+		return err
+	}
 	// The epoch clients last saw from the source: the target's first is
-	// above it (and above the one the source recorded at End).
+	// above it.
 	_, sourceEpoch, ok := c.b.cfg.Cluster.PartitionLeader(c.topic, c.partition)
 	if !ok {
-		sourceEpoch = -1
+		return errors.New("source group has no leader to confirm where the partition ends")
+	}
+	if sourceEpoch != mv.SourceEpoch {
+		err := c.b.cfg.Moves.UpdateMove(c.topic, c.partition, func(cur *PartitionMove) error {
+			if cur.End == mv.End && cur.SourceEpoch == mv.SourceEpoch {
+				cur.End = -1
+			}
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+		c.b.log.WithFields(logrus.Fields{"topic": c.topic, "partition": c.partition, "end": mv.End, "epoch": mv.SourceEpoch, "source_epoch": sourceEpoch}).
+			Info("partition move: the source's leader changed since it stopped; the new one confirms the end")
+		return errSourceChanged
 	}
 	if err := c.b.cfg.Moves.FinishMove(c.topic, c.partition, sourceEpoch, c.b.cfg.Cluster.Status().Epoch); err != nil {
 		return err
