@@ -3,12 +3,14 @@ package main
 import (
 	"context"
 	"fmt"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/unilog/unilog/broker"
 	"github.com/unilog/unilog/internal/poll"
 )
 
@@ -145,4 +147,114 @@ func endOffset(ctx context.Context, t *testing.T, adm *kadm.Client, topic string
 		t.Fatalf("%s: high watermark: %v", topic, lo.Err)
 	}
 	return lo.Offset
+}
+
+// TestTxnMarkerWhileMoveSwitches ends a transaction while its partition's
+// move is switching: the source has stopped taking produce and published
+// where the partition ends, and the target is about to take it over. The
+// source must not take the marker then (the copy ends before it, so the
+// transaction would stay open on the target for ever, its records never
+// readable at read_committed): the coordinator sends it again and it lands
+// on the target after the switch. Node 1 starts the cluster, so its group
+// holds the transaction state and coordinates: the partition moves from
+// it (its own append leaves the marker out) and, in the second run, to it
+// (its WriteTxnMarkers to the source is refused).
+func TestTxnMarkerWhileMoveSwitches(t *testing.T) {
+	for _, groups := range [][]string{{"g1", "g2"}, {"g2", "g1"}} {
+		t.Run("node 1 in "+groups[0], func(t *testing.T) { txnMarkerWhileMoveSwitches(t, groups) })
+	}
+}
+
+func txnMarkerWhileMoveSwitches(t *testing.T, groups []string) {
+	nodes, natsURL, secret := startGroupNodes(t, groups...)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	_, adm := clusterClient(ctx, t, nodes)
+	seeds := []string{nodes[0].addr, nodes[1].addr}
+	source := int32(1) // the node of g1, where the partition starts
+	if groups[0] != "g1" {
+		source = 2
+	}
+	const topic, id = "marker", "marker-txn"
+	createTopic(t, nodes[0].addr, topic, 2)
+	part := int32(-1)
+	poll.True(t, "a partition led by g1", func() bool {
+		for p := range int32(2) {
+			if leaderOf(ctx, adm, topic, p) == source {
+				part = p
+				return true
+			}
+		}
+		return false
+	})
+	txp, err := kgo.NewClient(kgo.SeedBrokers(seeds...), kgo.TransactionalID(id), kgo.DefaultProduceTopic(topic),
+		kgo.RecordPartitioner(kgo.ManualPartitioner()), kgo.MetadataMinAge(50*time.Millisecond),
+		kgo.RetryBackoffFn(func(int) time.Duration { return 20 * time.Millisecond }))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer txp.Close()
+	if err := txp.BeginTransaction(); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 5 {
+		if err := txp.ProduceSync(ctx, &kgo.Record{Partition: part, Value: fmt.Appendf(nil, "r%d", i)}).FirstErr(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	coordinator := adm.FindTxnCoordinators(ctx, id)[id]
+	t.Logf("%s is coordinated by node %d (%v); the partition moves from node %d", id, coordinator.NodeID, coordinator.Err, source)
+
+	ended := make(chan error, 1)
+	var endErr error
+	var once sync.Once
+	broker.SetMoveHook(func(node int32, at broker.MovePoint, mv broker.PartitionMove) error {
+		if at != broker.MoveSwitching || mv.Topic != topic {
+			return nil
+		}
+		once.Do(func() {
+			commit := make(chan error, 1)
+			go func() { commit <- txp.EndTransaction(ctx, kgo.TransactionEndTry(kgo.TryCommit)) }()
+			// The commit cannot complete before the switch, its marker
+			// refused by the fenced source; it did before the fix. Up
+			// to 2 s for it to reach the coordinator and its markers
+			// the source, then the switch.
+			select {
+			case endErr = <-commit:
+				close(ended)
+			case <-time.After(2 * time.Second):
+				go func() { endErr = <-commit; close(ended) }()
+			}
+		})
+		return nil
+	})
+	t.Cleanup(func() { broker.SetMoveHook(nil) })
+	mustRun(t, "", "topic", "move", "--nats", natsURL, "--cluster-secret-file", secret,
+		"--topic", topic, "--partition", fmt.Sprint(part), "--to-group", "g2", "--timeout", "60s")
+	select {
+	case <-ended:
+		if endErr != nil {
+			t.Fatalf("commit: %v", endErr)
+		}
+	case <-ctx.Done():
+		t.Fatal("the commit never returned")
+	}
+	rc, err := kgo.NewClient(kgo.SeedBrokers(seeds...), kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{topic: {part: kgo.NewOffset().AtStart()}}),
+		kgo.FetchIsolationLevel(kgo.ReadCommitted()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rc.Close()
+	seen := map[string]int{}
+	poll.True(t, "the committed records readable at read_committed on the target", func() bool {
+		fctx, fcancel := context.WithTimeout(ctx, 200*time.Millisecond)
+		defer fcancel()
+		rc.PollFetches(fctx).EachRecord(func(r *kgo.Record) { seen[string(r.Value)]++ })
+		return len(seen) == 5
+	})
+	for v, n := range seen {
+		if n != 1 {
+			t.Errorf("read %q %d times", v, n)
+		}
+	}
 }
