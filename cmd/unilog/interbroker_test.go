@@ -228,3 +228,73 @@ func TestUserAddRefusesInterBrokerUser(t *testing.T) {
 		t.Fatalf("user add %s: %v", auth.InterBrokerUser, r.err)
 	}
 }
+
+// TestInterBrokerMutualTLS: on listeners with mutual TLS and no SASL the
+// nodes present their own certificates to each other, so their common
+// name is the principal the ACL must grant cluster: with that rule a
+// partition moves; a user certificate granted everything else may not
+// write transaction markers.
+func TestInterBrokerMutualTLS(t *testing.T) {
+	dir := t.TempDir()
+	ca := tlstest.NewCA(t, "mtls")
+	cert, key := ca.Issue("node")
+	aliceCert, aliceKey := ca.Issue("alice")
+	acl := filepath.Join(dir, "acl")
+	writeFile(t, acl, "unilog-acl 1\nnode cluster *\nalice admin *\nalice produce *\nalice consume *\n")
+	nodes, natsURL, secret := startGroupNodesWith(t, []string{"--tls-cert", cert, "--tls-key", key,
+		"--tls-client-ca", ca.File, "--acl", acl, "--inter-broker-tls-ca", ca.File}, "g1", "g2")
+	pem, err := os.ReadFile(ca.File)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pool := x509.NewCertPool()
+	pool.AppendCertsFromPEM(pem)
+	pair, err := tls.LoadX509KeyPair(aliceCert, aliceKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	aliceTLS := kgo.DialTLSConfig(&tls.Config{RootCAs: pool, Certificates: []tls.Certificate{pair}, MinVersion: tls.VersionTLS12})
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	alice := plainClient(t, nodes[0].addr, kgo.SeedBrokers(nodes[0].addr, nodes[1].addr), aliceTLS,
+		kgo.RecordPartitioner(kgo.ManualPartitioner()), kgo.MetadataMinAge(50*time.Millisecond))
+	adm := kadm.NewClient(alice)
+	poll.True(t, "both brokers listed", func() bool {
+		m, err := adm.BrokerMetadata(ctx)
+		return err == nil && len(m.Brokers) == 2
+	})
+	if _, err := adm.CreateTopic(ctx, 1, -1, nil, "mtls"); err != nil {
+		t.Fatal(err)
+	}
+	poll.True(t, "mtls/0 led by node 1", func() bool { return leaderOf(ctx, adm, "mtls", 0) == 1 })
+	acked := map[string]int64{}
+	for i := range 100 {
+		r := &kgo.Record{Topic: "mtls", Partition: 0, Value: fmt.Appendf(nil, "%03d", i)}
+		if err := alice.ProduceSync(ctx, r).FirstErr(); err != nil {
+			t.Fatal(err)
+		}
+		acked[string(r.Value)] = r.Offset
+	}
+	mustRun(t, "", "topic", "move", "--nats", natsURL, "--cluster-secret-file", secret,
+		"--topic", "mtls", "--partition", "0", "--to-group", "g2", "--timeout", "30s")
+	poll.True(t, "mtls/0 led by node 2", func() bool { return leaderOf(ctx, adm, "mtls", 0) == 2 })
+	var all []readRecord
+	rd := plainClient(t, nodes[1].addr, aliceTLS, kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{"mtls": {0: kgo.NewOffset().AtStart()}}))
+	for len(all) < len(acked) && ctx.Err() == nil {
+		rd.PollFetches(ctx).EachRecord(func(r *kgo.Record) { all = append(all, readRecord{string(r.Value), r.Offset}) })
+	}
+	checkReadOnce(t, "read-back from the target", all, acked)
+
+	markers := kmsg.NewPtrWriteTxnMarkersRequest()
+	m := kmsg.NewWriteTxnMarkersRequestMarker()
+	m.ProducerID, m.ProducerEpoch, m.Committed = 77, 0, true
+	m.Topics = []kmsg.WriteTxnMarkersRequestMarkerTopic{{Topic: "mtls", Partitions: []int32{0}}}
+	markers.Markers = append(markers.Markers, m)
+	resp, err := markers.RequestWith(ctx, alice.Broker(2))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if code := resp.Markers[0].Topics[0].Partitions[0].ErrorCode; code != kerr.ClusterAuthorizationFailed.Code {
+		t.Errorf("alice's WriteTxnMarkers answered %v, want CLUSTER_AUTHORIZATION_FAILED", kerr.ErrorForCode(code))
+	}
+}
