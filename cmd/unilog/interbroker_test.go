@@ -5,10 +5,8 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"fmt"
-	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -47,13 +45,7 @@ func startSecureCluster(t *testing.T) *secureCluster {
 	writeFile(t, acl, "unilog-acl 1\nalice admin *\nalice produce *\nalice consume *\nalice group *\nalice transaction *\nbob consume other\n")
 	nodes, natsURL, secret := startGroupNodesWith(t, []string{"--tls-cert", cert, "--tls-key", key,
 		"--users", users, "--acl", acl, "--replication-tls-ca", ca.File}, "g1", "g2")
-	pem, err := os.ReadFile(ca.File)
-	if err != nil {
-		t.Fatal(err)
-	}
-	pool := x509.NewCertPool()
-	pool.AppendCertsFromPEM(pem)
-	return &secureCluster{nodes: nodes, natsURL: natsURL, secret: secret, ca: pool}
+	return &secureCluster{nodes: nodes, natsURL: natsURL, secret: secret, ca: ca.Pool()}
 }
 
 // client is a client of both nodes logged in as user.
@@ -85,62 +77,16 @@ func TestInterBrokerCalls(t *testing.T) {
 	defer cancel()
 	alice := c.client(t, "alice", "alice-pw")
 	adm := kadm.NewClient(alice)
-	poll.True(t, "both brokers listed", func() bool {
-		m, err := adm.BrokerMetadata(ctx)
-		return err == nil && len(m.Brokers) == 2
-	})
-	if _, err := adm.CreateTopic(ctx, 2, -1, nil, "moving"); err != nil {
-		t.Fatal(err)
-	}
-	poll.True(t, "moving/0 led by node 1", func() bool { return leaderOf(ctx, adm, "moving", 0) == 1 })
+	createTopicLedBy(ctx, t, adm, "moving", 2, 1)
 
-	var (
-		mu       sync.Mutex
-		acked    = map[string]int64{}
-		prodErrs []error
-	)
-	count := func() int {
-		mu.Lock()
-		defer mu.Unlock()
-		return len(acked)
-	}
-	stop, produced := make(chan struct{}), make(chan struct{})
-	go func() {
-		defer close(produced)
-		for i := 0; ; i++ {
-			select {
-			case <-stop:
-				alice.Flush(ctx)
-				return
-			default:
-			}
-			alice.Produce(ctx, &kgo.Record{Topic: "moving", Partition: 0, Value: fmt.Appendf(nil, "%08d", i)}, func(r *kgo.Record, err error) {
-				mu.Lock()
-				defer mu.Unlock()
-				if err != nil {
-					prodErrs = append(prodErrs, err)
-					return
-				}
-				acked[string(r.Value)] = r.Offset
-			})
-			if i%100 == 99 {
-				time.Sleep(time.Millisecond) // a steady stream, not a flood
-			}
-		}
-	}()
-	poll.True(t, "500 records acknowledged by g1", func() bool { return count() >= 500 })
+	producer := startNumberedProducer(ctx, alice, "moving", 0)
+	poll.True(t, "500 records acknowledged by g1", func() bool { return producer.count() >= 500 })
 	mustRun(t, "", "topic", "move", "--nats", c.natsURL, "--cluster-secret-file", c.secret,
 		"--topic", "moving", "--partition", "0", "--to-group", "g2", "--wait=false")
 	poll.True(t, "moving/0 led by g2's node 2", func() bool { return leaderOf(ctx, adm, "moving", 0) == 2 })
-	atMove := count()
-	poll.True(t, "500 more records acknowledged by g2", func() bool { return count() >= atMove+500 })
-	close(stop)
-	<-produced
-	mu.Lock()
-	if len(prodErrs) > 0 {
-		t.Fatalf("%d produce errors, first %v", len(prodErrs), prodErrs[0])
-	}
-	mu.Unlock()
+	atMove := producer.count()
+	poll.True(t, "500 more records acknowledged by g2", func() bool { return producer.count() >= atMove+500 })
+	acked := producer.finish(t)
 	var all []readRecord
 	rd := c.client(t, "alice", "alice-pw", kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{"moving": {0: kgo.NewOffset().AtStart()}}))
 	for len(all) < len(acked) && ctx.Err() == nil {
@@ -189,16 +135,7 @@ func TestInterBrokerCalls(t *testing.T) {
 
 	// What the inter-broker calls may do, users may not: alice holds
 	// admin on everything, yet writing markers is the cluster's.
-	markers := kmsg.NewPtrWriteTxnMarkersRequest()
-	m := kmsg.NewWriteTxnMarkersRequestMarker()
-	m.ProducerID, m.ProducerEpoch, m.Committed = 77, 0, true
-	m.Topics = []kmsg.WriteTxnMarkersRequestMarkerTopic{{Topic: "moving", Partitions: []int32{0}}}
-	markers.Markers = append(markers.Markers, m)
-	resp, err := markers.RequestWith(ctx, alice.Broker(2))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if code := resp.Markers[0].Topics[0].Partitions[0].ErrorCode; code != kerr.ClusterAuthorizationFailed.Code {
+	if code := writeMarker(ctx, t, alice, 2, "moving"); code != kerr.ClusterAuthorizationFailed.Code {
 		t.Errorf("alice's WriteTxnMarkers answered %v, want CLUSTER_AUTHORIZATION_FAILED", kerr.ErrorForCode(code))
 	}
 	bob := c.client(t, "bob", "bob-pw")
@@ -243,12 +180,7 @@ func TestInterBrokerMutualTLS(t *testing.T) {
 	writeFile(t, acl, "unilog-acl 1\nnode cluster *\nalice admin *\nalice produce *\nalice consume *\n")
 	nodes, natsURL, secret := startGroupNodesWith(t, []string{"--tls-cert", cert, "--tls-key", key,
 		"--tls-client-ca", ca.File, "--acl", acl, "--inter-broker-tls-ca", ca.File}, "g1", "g2")
-	pem, err := os.ReadFile(ca.File)
-	if err != nil {
-		t.Fatal(err)
-	}
-	pool := x509.NewCertPool()
-	pool.AppendCertsFromPEM(pem)
+	pool := ca.Pool()
 	pair, err := tls.LoadX509KeyPair(aliceCert, aliceKey)
 	if err != nil {
 		t.Fatal(err)
@@ -259,14 +191,7 @@ func TestInterBrokerMutualTLS(t *testing.T) {
 	alice := plainClient(t, nodes[0].addr, kgo.SeedBrokers(nodes[0].addr, nodes[1].addr), aliceTLS,
 		kgo.RecordPartitioner(kgo.ManualPartitioner()), kgo.MetadataMinAge(50*time.Millisecond))
 	adm := kadm.NewClient(alice)
-	poll.True(t, "both brokers listed", func() bool {
-		m, err := adm.BrokerMetadata(ctx)
-		return err == nil && len(m.Brokers) == 2
-	})
-	if _, err := adm.CreateTopic(ctx, 1, -1, nil, "mtls"); err != nil {
-		t.Fatal(err)
-	}
-	poll.True(t, "mtls/0 led by node 1", func() bool { return leaderOf(ctx, adm, "mtls", 0) == 1 })
+	createTopicLedBy(ctx, t, adm, "mtls", 1, 1)
 	acked := map[string]int64{}
 	for i := range 100 {
 		r := &kgo.Record{Topic: "mtls", Partition: 0, Value: fmt.Appendf(nil, "%03d", i)}
@@ -285,16 +210,38 @@ func TestInterBrokerMutualTLS(t *testing.T) {
 	}
 	checkReadOnce(t, "read-back from the target", all, acked)
 
-	markers := kmsg.NewPtrWriteTxnMarkersRequest()
+	if code := writeMarker(ctx, t, alice, 2, "mtls"); code != kerr.ClusterAuthorizationFailed.Code {
+		t.Errorf("alice's WriteTxnMarkers answered %v, want CLUSTER_AUTHORIZATION_FAILED", kerr.ErrorForCode(code))
+	}
+}
+
+// writeMarker sends node a commit marker for producer 77 in topic's
+// partition 0, as another group's coordinator would, and returns its
+// answer's error code.
+func writeMarker(ctx context.Context, t *testing.T, cl *kgo.Client, node int32, topic string) int16 {
+	t.Helper()
+	req := kmsg.NewPtrWriteTxnMarkersRequest()
 	m := kmsg.NewWriteTxnMarkersRequestMarker()
 	m.ProducerID, m.ProducerEpoch, m.Committed = 77, 0, true
-	m.Topics = []kmsg.WriteTxnMarkersRequestMarkerTopic{{Topic: "mtls", Partitions: []int32{0}}}
-	markers.Markers = append(markers.Markers, m)
-	resp, err := markers.RequestWith(ctx, alice.Broker(2))
+	m.Topics = []kmsg.WriteTxnMarkersRequestMarkerTopic{{Topic: topic, Partitions: []int32{0}}}
+	req.Markers = append(req.Markers, m)
+	resp, err := req.RequestWith(ctx, cl.Broker(int(node)))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if code := resp.Markers[0].Topics[0].Partitions[0].ErrorCode; code != kerr.ClusterAuthorizationFailed.Code {
-		t.Errorf("alice's WriteTxnMarkers answered %v, want CLUSTER_AUTHORIZATION_FAILED", kerr.ErrorForCode(code))
+	return resp.Markers[0].Topics[0].Partitions[0].ErrorCode
+}
+
+// createTopicLedBy creates topic through adm once both brokers are
+// listed, and waits for node to lead its partition 0.
+func createTopicLedBy(ctx context.Context, t *testing.T, adm *kadm.Client, topic string, partitions, node int32) {
+	t.Helper()
+	poll.True(t, "both brokers listed", func() bool {
+		m, err := adm.BrokerMetadata(ctx)
+		return err == nil && len(m.Brokers) == 2
+	})
+	if _, err := adm.CreateTopic(ctx, partitions, -1, nil, topic); err != nil {
+		t.Fatal(err)
 	}
+	poll.True(t, fmt.Sprintf("%s/0 led by node %d", topic, node), func() bool { return leaderOf(ctx, adm, topic, 0) == node })
 }

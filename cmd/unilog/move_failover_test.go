@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -100,38 +99,8 @@ func moveWithSourceFailover(t *testing.T, at broker.MovePoint, on int32) {
 		t.Fatal(err)
 	}
 	defer prod.Close()
-	var (
-		mu       sync.Mutex
-		acked    = map[string]int64{}
-		prodErrs []error
-	)
-	count := func() int {
-		mu.Lock()
-		defer mu.Unlock()
-		return len(acked)
-	}
-	stop, produced := make(chan struct{}), make(chan struct{})
-	go func() {
-		defer close(produced)
-		for i := 0; ; i++ {
-			select {
-			case <-stop:
-				prod.Flush(ctx)
-				return
-			default:
-			}
-			prod.Produce(ctx, &kgo.Record{Topic: "fo", Partition: part, Value: fmt.Appendf(nil, "%08d", i)}, func(r *kgo.Record, err error) {
-				mu.Lock()
-				defer mu.Unlock()
-				if err != nil {
-					prodErrs = append(prodErrs, err)
-					return
-				}
-				acked[string(r.Value)] = r.Offset
-			})
-		}
-	}()
-	poll.True(t, "1000 records acknowledged by g1", func() bool { return count() >= 1000 })
+	producer := startNumberedProducer(ctx, prod, "fo", part)
+	poll.True(t, "1000 records acknowledged by g1", func() bool { return producer.count() >= 1000 })
 	mustRun(t, "", "topic", "move", "--nats", natsURL, "--cluster-secret-file", secret,
 		"--topic", "fo", "--partition", fmt.Sprint(part), "--to-group", "g2", "--wait=false")
 	select {
@@ -140,15 +109,9 @@ func moveWithSourceFailover(t *testing.T, at broker.MovePoint, on int32) {
 		t.Fatal("the move never reached the point where node 2 stops")
 	}
 	poll.True(t, "the partition led by g2's node 1", func() bool { return leaderOf(ctx, adm, "fo", part) == 1 })
-	atMove := count()
-	poll.True(t, "500 more records acknowledged by g2", func() bool { return count() >= atMove+500 })
-	close(stop)
-	<-produced
-	mu.Lock()
-	if len(prodErrs) > 0 {
-		t.Fatalf("%d produce errors, first %v", len(prodErrs), prodErrs[0])
-	}
-	mu.Unlock()
+	atMove := producer.count()
+	poll.True(t, "500 more records acknowledged by g2", func() bool { return producer.count() >= atMove+500 })
+	acked := producer.finish(t)
 	if at == broker.MoveSwitching && !confirmedBy3.Load() {
 		t.Error("the partition switched on the deposed leader's end: node 3, leading the source, never confirmed it")
 	}

@@ -32,13 +32,7 @@ func TestPartitionMoveDuringTransaction(t *testing.T) {
 		topic := fmt.Sprintf("txmove-%t", commit)
 		createTopic(t, nodes[0].addr, topic, 1)
 		poll.True(t, topic+"/0 led by node 1", func() bool { return leaderOf(ctx, adm, topic, 0) == 1 })
-		txp, err := kgo.NewClient(kgo.SeedBrokers(seeds...), kgo.TransactionalID(topic), kgo.DefaultProduceTopic(topic),
-			kgo.RecordPartitioner(kgo.ManualPartitioner()), kgo.MetadataMinAge(50*time.Millisecond),
-			kgo.RetryBackoffFn(func(int) time.Duration { return 20 * time.Millisecond }))
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer txp.Close()
+		txp := txnClient(t, seeds, topic, topic)
 		want := map[string]bool{}
 		txn := func(prefix string, from, to int) {
 			t.Helper()
@@ -120,31 +114,44 @@ func TestPartitionMoveDuringTransaction(t *testing.T) {
 	}
 }
 
+// txnClient is a transactional producer of id to topic, partitioning by
+// hand and retrying quickly through a move's switch.
+func txnClient(t *testing.T, seeds []string, id, topic string) *kgo.Client {
+	t.Helper()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(seeds...), kgo.TransactionalID(id), kgo.DefaultProduceTopic(topic),
+		kgo.RecordPartitioner(kgo.ManualPartitioner()), kgo.MetadataMinAge(50*time.Millisecond),
+		kgo.RetryBackoffFn(func(int) time.Duration { return 20 * time.Millisecond }))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(cl.Close)
+	return cl
+}
+
 // stableOffset is the partition's last stable offset (ListOffsets at
 // read_committed).
 func stableOffset(ctx context.Context, t *testing.T, adm *kadm.Client, topic string) int64 {
 	t.Helper()
 	o, err := adm.ListCommittedOffsets(ctx, topic)
-	if err != nil {
-		t.Fatal(err)
-	}
-	lo, _ := o.Lookup(topic, 0)
-	if lo.Err != nil {
-		t.Fatalf("%s: last stable offset: %v", topic, lo.Err)
-	}
-	return lo.Offset
+	return partitionZeroOffset(t, topic, "last stable offset", o, err)
 }
 
 // endOffset is the partition's high watermark.
 func endOffset(ctx context.Context, t *testing.T, adm *kadm.Client, topic string) int64 {
 	t.Helper()
 	o, err := adm.ListEndOffsets(ctx, topic)
+	return partitionZeroOffset(t, topic, "high watermark", o, err)
+}
+
+// partitionZeroOffset is partition 0's offset in a ListOffsets answer.
+func partitionZeroOffset(t *testing.T, topic, what string, o kadm.ListedOffsets, err error) int64 {
+	t.Helper()
 	if err != nil {
 		t.Fatal(err)
 	}
 	lo, _ := o.Lookup(topic, 0)
 	if lo.Err != nil {
-		t.Fatalf("%s: high watermark: %v", topic, lo.Err)
+		t.Fatalf("%s: %s: %v", topic, what, lo.Err)
 	}
 	return lo.Offset
 }
@@ -187,13 +194,7 @@ func txnMarkerWhileMoveSwitches(t *testing.T, groups []string) {
 		}
 		return false
 	})
-	txp, err := kgo.NewClient(kgo.SeedBrokers(seeds...), kgo.TransactionalID(id), kgo.DefaultProduceTopic(topic),
-		kgo.RecordPartitioner(kgo.ManualPartitioner()), kgo.MetadataMinAge(50*time.Millisecond),
-		kgo.RetryBackoffFn(func(int) time.Duration { return 20 * time.Millisecond }))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer txp.Close()
+	txp := txnClient(t, seeds, id, topic)
 	if err := txp.BeginTransaction(); err != nil {
 		t.Fatal(err)
 	}

@@ -161,39 +161,8 @@ func TestPartitionMoveUnderLoad(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer prod.Close()
-	var (
-		mu       sync.Mutex
-		acked    = map[string]int64{} // value -> offset
-		prodErrs []error
-	)
-	ackedCount := func() int {
-		mu.Lock()
-		defer mu.Unlock()
-		return len(acked)
-	}
-	stopProducing := make(chan struct{})
-	produced := make(chan struct{})
-	go func() {
-		defer close(produced)
-		for i := 0; ; i++ {
-			select {
-			case <-stopProducing:
-				prod.Flush(ctx)
-				return
-			default:
-			}
-			r := &kgo.Record{Topic: "moving", Partition: 0, Value: fmt.Appendf(nil, "%08d", i)}
-			prod.Produce(ctx, r, func(r *kgo.Record, err error) {
-				mu.Lock()
-				defer mu.Unlock()
-				if err != nil {
-					prodErrs = append(prodErrs, err)
-					return
-				}
-				acked[string(r.Value)] = r.Offset
-			})
-		}
-	}()
+	producer := startNumberedProducer(ctx, prod, "moving", 0)
+	ackedCount := producer.count
 
 	// The first group member consumes and commits after every poll until
 	// told to stop; what it read is checked with the second's.
@@ -257,15 +226,8 @@ func TestPartitionMoveUnderLoad(t *testing.T) {
 		t.Fatalf("committed offset of partition 0 after the move: %+v %v", c0, ok)
 	}
 	poll.True(t, "1000 more records acknowledged by g2", func() bool { return ackedCount() >= atMove+1000 })
-	close(stopProducing)
-	<-produced
-
-	mu.Lock()
-	if len(prodErrs) > 0 {
-		t.Fatalf("%d produce errors, first %v", len(prodErrs), prodErrs[0])
-	}
+	acked := producer.finish(t)
 	total := len(acked)
-	mu.Unlock()
 	// The committed offset is where the group stands after the move: a
 	// new member resumes there.
 	again, err := adm.FetchOffsets(ctx, "movers")

@@ -54,6 +54,13 @@ func NewCA(t testing.TB, name string) *CA {
 	return ca
 }
 
+// Pool is a certificate pool trusting the CA, for clients in tests.
+func (ca *CA) Pool() *x509.CertPool {
+	pool := x509.NewCertPool()
+	pool.AddCert(ca.cert)
+	return pool
+}
+
 // Issue signs a leaf for cn, valid for server and client use on 127.0.0.1
 // and localhost, and returns its certificate and key files.
 func (ca *CA) Issue(cn string) (certFile, keyFile string) {
