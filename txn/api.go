@@ -305,15 +305,18 @@ func (c *Coordinator) endTxn(ctx context.Context, e *entry, req *kmsg.EndTxnRequ
 	return kerr.InvalidTxnState.Code
 }
 
-// Describe returns a copy of the id's state; false if the id is unknown.
+// Describe returns a copy of the id's state as last stored, without
+// waiting for a request that is changing it; false if the id is unknown.
 func (c *Coordinator) Describe(id string) (Txn, bool) {
 	e := c.lookup(id, false)
 	if e == nil {
 		return Txn{}, false
 	}
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	return e.t.clone(), e.t.State != Dead
+	t := e.view.Load()
+	if t == nil {
+		return Txn{}, false
+	}
+	return t.clone(), t.State != Dead
 }
 
 // DescribeTransactions answers each id's state.
@@ -362,11 +365,9 @@ func (c *Coordinator) ListTransactions(req *kmsg.ListTransactionsRequest) *kmsg.
 	}
 	now := c.clock.Now().UnixMilli()
 	for _, e := range c.entries() {
-		e.mu.Lock()
-		t := e.t
-		e.mu.Unlock()
+		t := e.view.Load()
 		switch {
-		case t.State == Dead:
+		case t == nil, t.State == Dead:
 		case len(req.StateFilters) > 0 && !states[t.State]:
 		case len(req.ProducerIDFilters) > 0 && !slices.Contains(req.ProducerIDFilters, t.ProducerID):
 		case req.DurationFilterMillis >= 0 && req.Version >= 1 && (t.State != Ongoing || now-t.StartMs < req.DurationFilterMillis):

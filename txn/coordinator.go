@@ -125,6 +125,10 @@ type entry struct {
 	end atomic.Int64
 	// writes is what Produce may write for the id (verify.go).
 	writes atomic.Pointer[writes]
+	// view is t as last published, for DescribeTransactions and
+	// ListTransactions: they answer while an EndTxn holds mu waiting for
+	// another group's leader to take its markers (nil: no state yet).
+	view atomic.Pointer[Txn]
 	// marked: this process appended the local markers of the decision
 	// in t, so carrying it out again needs only the remote ones; false
 	// after Open, which does not know whether a crash cut them.
@@ -450,6 +454,7 @@ func (c *Coordinator) forget(ctx context.Context, e *entry) {
 	e.t = Txn{ID: id, ProducerID: -1, Epoch: -1, PrevEpoch: -1, State: Dead}
 	e.end.Store(-1)
 	e.writes.Store(nil)
+	e.view.Store(nil)
 	c.mu.Lock()
 	if c.txns[id] == e {
 		delete(c.txns, id)

@@ -16,7 +16,8 @@ type writes struct {
 	offsets []Offset
 }
 
-// publish makes the entry's state what Produce checks against.
+// publish makes the entry's state what Produce checks against and what
+// DescribeTransactions and ListTransactions show.
 func (e *entry) publish() {
 	w := &writes{producerID: e.t.ProducerID, epoch: e.t.Epoch, state: e.t.State, ongoing: e.t.State == Ongoing}
 	if e.t.State.open() {
@@ -29,6 +30,8 @@ func (e *entry) publish() {
 		}
 	}
 	e.writes.Store(w)
+	view := e.t.clone()
+	e.view.Store(&view)
 }
 
 // closeWrites stops Produce from accepting the transaction's batches
