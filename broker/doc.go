@@ -368,7 +368,11 @@
 // plane's store; a topic deleted through another node reaches this one as
 // DropTopic, which drops its local queues as a local delete would. With
 // Config.Moves a partition moves to another replica group, its records
-// copied at the same offsets (move.go has the steps).
+// copied at the same offsets with its producers' and transactions' state
+// (move.go has the steps). A node reaches the others' listeners for
+// moves and markers as a client would, with TLS and the nodes' own login
+// where they ask for them, which holds Kafka's CLUSTER_ACTION
+// (interbroker.go).
 //
 // # Replication
 //
