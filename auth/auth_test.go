@@ -275,6 +275,7 @@ alice consume orders
 *     consume public-*
 ops   admin   *
 app   group   app-?
+node-1 cluster *
 `))
 	if err != nil {
 		t.Fatal(err)
@@ -296,6 +297,8 @@ app   group   app-?
 		{"alice", Admin, "orders", false},
 		{"app", Group, "app-1", true},
 		{"app", Group, "app-12", false},
+		{"node-1", Cluster, "*", true},
+		{"ops", Cluster, "*", false},
 	} {
 		if got := a.Allow(tc.principal, tc.op, tc.name); got != tc.want {
 			t.Errorf("%s %v %s: %v, want %v", tc.principal, tc.op, tc.name, got, tc.want)
