@@ -2,6 +2,7 @@ package controlplane
 
 import (
 	"bytes"
+	"encoding/hex"
 	"errors"
 	"os"
 	"path/filepath"
@@ -153,4 +154,32 @@ func refusedRoute(hook *test.Hook) bool {
 		}
 	}
 	return false
+}
+
+// TestDerivedKeysDiffer: each use of the secret gets a key of its own
+// (none reveals another), the same on every node holding the secret and
+// different under another secret.
+func TestDerivedKeysDiffer(t *testing.T) {
+	a := NewSecret([]byte(strings.Repeat("a", minSecretLen)))
+	b := NewSecret([]byte(strings.Repeat("b", minSecretLen)))
+	again := NewSecret([]byte(strings.Repeat("a", minSecretLen)))
+	route, routePassword := a.routeUser()
+	keys := map[string]string{
+		"replication":    hex.EncodeToString(a.ReplicationKey()),
+		"inter-broker":   a.InterBrokerPassword(),
+		"route " + route: routePassword,
+	}
+	seen := map[string]string{}
+	for use, key := range keys {
+		if other, ok := seen[key]; ok {
+			t.Errorf("%s and %s share a key", use, other)
+		}
+		seen[key] = use
+	}
+	if a.InterBrokerPassword() != again.InterBrokerPassword() {
+		t.Error("one secret gave two inter-broker passwords")
+	}
+	if a.InterBrokerPassword() == b.InterBrokerPassword() {
+		t.Error("two secrets gave one inter-broker password")
+	}
 }
