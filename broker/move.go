@@ -47,7 +47,8 @@ import (
 // switch happens only on the word of the source leader that leads it
 // then: End carries the epoch of the leader that published it
 // (SourceEpoch), and a target finding another epoch clears End, so the
-// new leader stops produce and publishes its own (move_copy.go, finish). Offsets do not change, so committed offsets stay valid, and the
+// new leader stops produce and publishes its own (move_copy.go, finish).
+// Offsets do not change, so committed offsets stay valid, and the
 // consumer groups' coordinators, which own __consumer_offsets partitions
 // that never move, do not change either. The source's records are left to
 // the commit log's retention. The partition's leader epoch grows across
@@ -62,8 +63,8 @@ import (
 // Fenced step takes produce until it catches up; the epoch check above
 // keeps the switch waiting for it, but the target reads the source's
 // epoch and then switches in a second step, so a failover landing between
-// the two (milliseconds, against a lease of seconds) could still let such
-// records behind.
+// the two (milliseconds, against a lease of seconds) could still leave
+// such records behind.
 
 // Moves is what the broker needs from the control plane to move
 // partitions between replica groups (package ha/controlplane behind it,
