@@ -23,22 +23,44 @@ import (
 // with an abort: a read_committed consumer reads exactly the committed
 // records once, and the last stable offset reaches the high watermark.
 func TestPartitionMoveDuringTransaction(t *testing.T) {
-	nodes, natsURL, secret := startGroupNodes(t, "g1", "g2")
+	// Node 1 starts the cluster, so its group coordinates the
+	// transactions: the partition moves away from the coordinator's
+	// group, and in the second layout to it.
+	for _, groups := range [][]string{{"g1", "g2"}, {"g2", "g1"}} {
+		t.Run("node 1 in "+groups[0], func(t *testing.T) { moveDuringTransaction(t, groups) })
+	}
+}
+
+func moveDuringTransaction(t *testing.T, groups []string) {
+	nodes, natsURL, secret := startGroupNodes(t, groups...)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	_, adm := clusterClient(ctx, t, nodes)
+	cl, adm := clusterClient(ctx, t, nodes)
 	seeds := []string{nodes[0].addr, nodes[1].addr}
+	source, target := int32(1), int32(2) // the nodes of g1 and g2
+	if groups[0] != "g1" {
+		source, target = 2, 1
+	}
 	for _, commit := range []bool{true, false} {
 		topic := fmt.Sprintf("txmove-%t", commit)
-		createTopic(t, nodes[0].addr, topic, 1)
-		poll.True(t, topic+"/0 led by node 1", func() bool { return leaderOf(ctx, adm, topic, 0) == 1 })
+		createTopic(t, nodes[0].addr, topic, 2)
+		part := int32(-1)
+		poll.True(t, topic+": a partition led by g1", func() bool {
+			for p := range int32(2) {
+				if leaderOf(ctx, adm, topic, p) == source {
+					part = p
+					return true
+				}
+			}
+			return false
+		})
 		txp := txnClient(t, seeds, topic, topic)
 		want := map[string]bool{}
 		txn := func(prefix string, from, to int) {
 			t.Helper()
 			for i := from; i < to; i++ {
 				v := fmt.Sprintf("%s%d", prefix, i)
-				if err := txp.ProduceSync(ctx, &kgo.Record{Partition: 0, Value: []byte(v)}).FirstErr(); err != nil {
+				if err := txp.ProduceSync(ctx, &kgo.Record{Partition: part, Value: []byte(v)}).FirstErr(); err != nil {
 					t.Fatalf("produce %s: %v", v, err)
 				}
 			}
@@ -66,15 +88,15 @@ func TestPartitionMoveDuringTransaction(t *testing.T) {
 		}
 		begin()
 		txn("open-", 0, 5)
-		lso := stableOffset(ctx, t, adm, topic)
-		if hw := endOffset(ctx, t, adm, topic); lso >= hw {
+		lso := stableOffset(ctx, t, adm, topic, part)
+		if hw := endOffset(ctx, t, adm, topic, part); lso >= hw {
 			t.Fatalf("%s: last stable offset %d with a transaction open, high watermark %d", topic, lso, hw)
 		}
 
 		mustRun(t, "", "topic", "move", "--nats", natsURL, "--cluster-secret-file", secret,
-			"--topic", topic, "--partition", "0", "--to-group", "g2", "--timeout", "60s")
-		poll.True(t, topic+"/0 led by node 2", func() bool { return leaderOf(ctx, adm, topic, 0) == 2 })
-		if got := stableOffset(ctx, t, adm, topic); got != lso {
+			"--topic", topic, "--partition", fmt.Sprint(part), "--to-group", "g2", "--timeout", "60s")
+		poll.True(t, fmt.Sprintf("%s/%d led by g2", topic, part), func() bool { return leaderOf(ctx, adm, topic, part) == target })
+		if got := stableOffset(ctx, t, adm, topic, part); got != lso {
 			t.Errorf("%s: last stable offset %d on the target, %d on the source before the move", topic, got, lso)
 		}
 		txn("open-", 5, 10)
@@ -85,24 +107,25 @@ func TestPartitionMoveDuringTransaction(t *testing.T) {
 			}
 		}
 		poll.True(t, topic+": last stable offset at the high watermark", func() bool {
-			return stableOffset(ctx, t, adm, topic) == endOffset(ctx, t, adm, topic)
+			return stableOffset(ctx, t, adm, topic, part) == endOffset(ctx, t, adm, topic, part)
 		})
+		// A plain record after it all: read_committed reaches it only
+		// past every record before, aborted ones dropped.
+		if err := cl.ProduceSync(ctx, &kgo.Record{Topic: topic, Partition: part, Value: []byte("last")}).FirstErr(); err != nil {
+			t.Fatal(err)
+		}
 
-		rc, err := kgo.NewClient(kgo.SeedBrokers(seeds...), kgo.ConsumeTopics(topic),
-			kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.FetchIsolationLevel(kgo.ReadCommitted()))
+		rc, err := kgo.NewClient(kgo.SeedBrokers(seeds...), kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{topic: {part: kgo.NewOffset().AtStart()}}),
+			kgo.FetchIsolationLevel(kgo.ReadCommitted()))
 		if err != nil {
 			t.Fatal(err)
 		}
 		seen := map[string]int{}
-		// Reading to the high watermark passes every record stored.
-		hw := endOffset(ctx, t, adm, topic)
-		for last := int64(-1); last < hw-2 && ctx.Err() == nil; {
-			rc.PollFetches(ctx).EachRecord(func(r *kgo.Record) { seen[string(r.Value)]++; last = r.Offset })
-			if len(seen) == len(want) {
-				break
-			}
+		for seen["last"] == 0 && ctx.Err() == nil {
+			rc.PollFetches(ctx).EachRecord(func(r *kgo.Record) { seen[string(r.Value)]++ })
 		}
 		rc.Close()
+		delete(seen, "last")
 		for v, n := range seen {
 			if !want[v] || n != 1 {
 				t.Errorf("%s: read_committed read %q %d times; committed %t", topic, v, n, want[v])
@@ -130,28 +153,28 @@ func txnClient(t *testing.T, seeds []string, id, topic string) *kgo.Client {
 
 // stableOffset is the partition's last stable offset (ListOffsets at
 // read_committed).
-func stableOffset(ctx context.Context, t *testing.T, adm *kadm.Client, topic string) int64 {
+func stableOffset(ctx context.Context, t *testing.T, adm *kadm.Client, topic string, partition int32) int64 {
 	t.Helper()
 	o, err := adm.ListCommittedOffsets(ctx, topic)
-	return partitionZeroOffset(t, topic, "last stable offset", o, err)
+	return partitionOffset(t, topic, partition, "last stable offset", o, err)
 }
 
 // endOffset is the partition's high watermark.
-func endOffset(ctx context.Context, t *testing.T, adm *kadm.Client, topic string) int64 {
+func endOffset(ctx context.Context, t *testing.T, adm *kadm.Client, topic string, partition int32) int64 {
 	t.Helper()
 	o, err := adm.ListEndOffsets(ctx, topic)
-	return partitionZeroOffset(t, topic, "high watermark", o, err)
+	return partitionOffset(t, topic, partition, "high watermark", o, err)
 }
 
-// partitionZeroOffset is partition 0's offset in a ListOffsets answer.
-func partitionZeroOffset(t *testing.T, topic, what string, o kadm.ListedOffsets, err error) int64 {
+// partitionOffset is the partition's offset in a ListOffsets answer.
+func partitionOffset(t *testing.T, topic string, partition int32, what string, o kadm.ListedOffsets, err error) int64 {
 	t.Helper()
 	if err != nil {
 		t.Fatal(err)
 	}
-	lo, _ := o.Lookup(topic, 0)
+	lo, _ := o.Lookup(topic, partition)
 	if lo.Err != nil {
-		t.Fatalf("%s: %s: %v", topic, what, lo.Err)
+		t.Fatalf("%s/%d: %s: %v", topic, partition, what, lo.Err)
 	}
 	return lo.Offset
 }
