@@ -48,16 +48,7 @@ func moveWithSourceFailover(t *testing.T, at broker.MovePoint, on int32) {
 	defer cancel()
 	_, adm := clusterClient(ctx, t, nodes)
 	createTopic(t, nodes[0].addr, "fo", 2)
-	part := int32(-1)
-	poll.True(t, "a partition led by g1's node 2", func() bool {
-		for p := range int32(2) {
-			if leaderOf(ctx, adm, "fo", p) == 2 {
-				part = p
-				return true
-			}
-		}
-		return false
-	})
+	part := partitionLedBy(ctx, t, adm, "fo", 2, 2)
 	// The target's own view of who leads the partition.
 	targetAdm := kadm.NewClient(plainClient(t, nodes[0].addr))
 

@@ -44,16 +44,7 @@ func moveDuringTransaction(t *testing.T, groups []string) {
 	for _, commit := range []bool{true, false} {
 		topic := fmt.Sprintf("txmove-%t", commit)
 		createTopic(t, nodes[0].addr, topic, 2)
-		part := int32(-1)
-		poll.True(t, topic+": a partition led by g1", func() bool {
-			for p := range int32(2) {
-				if leaderOf(ctx, adm, topic, p) == source {
-					part = p
-					return true
-				}
-			}
-			return false
-		})
+		part := partitionLedBy(ctx, t, adm, topic, 2, source)
 		txp := txnClient(t, seeds, topic, topic)
 		want := map[string]bool{}
 		txn := func(prefix string, from, to int) {
@@ -137,6 +128,23 @@ func moveDuringTransaction(t *testing.T, groups []string) {
 	}
 }
 
+// partitionLedBy is a partition of topic's first partitions that node
+// leads, once Metadata names one.
+func partitionLedBy(ctx context.Context, t *testing.T, adm *kadm.Client, topic string, partitions, node int32) int32 {
+	t.Helper()
+	part := int32(-1)
+	poll.True(t, fmt.Sprintf("a partition of %s led by node %d", topic, node), func() bool {
+		for p := range partitions {
+			if leaderOf(ctx, adm, topic, p) == node {
+				part = p
+				return true
+			}
+		}
+		return false
+	})
+	return part
+}
+
 // txnClient is a transactional producer of id to topic, partitioning by
 // hand and retrying quickly through a move's switch.
 func txnClient(t *testing.T, seeds []string, id, topic string) *kgo.Client {
@@ -207,16 +215,7 @@ func txnMarkerWhileMoveSwitches(t *testing.T, groups []string) {
 	}
 	const topic, id = "marker", "marker-txn"
 	createTopic(t, nodes[0].addr, topic, 2)
-	part := int32(-1)
-	poll.True(t, "a partition led by g1", func() bool {
-		for p := range int32(2) {
-			if leaderOf(ctx, adm, topic, p) == source {
-				part = p
-				return true
-			}
-		}
-		return false
-	})
+	part := partitionLedBy(ctx, t, adm, topic, 2, source)
 	txp := txnClient(t, seeds, id, topic)
 	if err := txp.BeginTransaction(); err != nil {
 		t.Fatal(err)
