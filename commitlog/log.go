@@ -46,6 +46,11 @@ type Log struct {
 	wbuf  []byte
 	wends []int
 	wundo []queueUndo
+	group []*appendReq // the batches being written, kept for its array
+
+	// qmu guards queue: the appends waiting for wmu (group.go).
+	qmu   sync.Mutex
+	queue []*appendReq
 
 	preReq chan int64
 	preRes chan preallocResult
