@@ -86,6 +86,13 @@
 // Body[0:8] of the stored copy before computing the CRC: a Kafka record
 // batch carries its base offset there and only the log knows it.
 //
+// A caller that has checked the CRC32C of a suffix of the body (a Kafka
+// batch's own CRC covers it from byte 21 on) may hand it over
+// (Message.BodyCRCFrom, BodyCRC): the record's CRC is then derived from it
+// by CRC combination (framed.Combine) when the suffix is long enough to
+// make that cheaper, so the log does not read those bytes again. The
+// stored CRC is the same either way.
+//
 // # Topic incarnations
 //
 // A topic deleted and created again under the same name is a new
@@ -119,7 +126,11 @@
 // PhysOffset and its QueueOffset (a per topic/TopicID/partition counter
 // advanced by Count), encodes it into the writer's buffer and writes the
 // buffer to the file. So a batch is all or nothing.
-// WriteOffset is published once per batch with an atomic store; readers
+// Calls that arrive while another writes are queued and written together by
+// the next writer, in arrival order, each still all or nothing (group
+// commit, group.go); if such a group fails, its batches are written one by
+// one so that a batch fails alone.
+// WriteOffset is published once per write with an atomic store; readers
 // never look past it, so they need no lock and never block the writer.
 // Appended returns a channel closed when WriteOffset next grows; the writer
 // pays one atomic load per batch when nobody is waiting.
