@@ -73,29 +73,28 @@ func (s *recordSource) discard(n int) error {
 
 var bufioPool = sync.Pool{New: func() any { return bufio.NewReaderSize(nil, 32<<10) }}
 
-// streamInflation bounds how far a gzip, lz4 or zstd batch may decompress:
-// to this many times max.message.bytes. Kafka's max.message.bytes is the
+// streamInflation bounds how far a compressed batch may decompress: to
+// this many times max.message.bytes. Kafka's max.message.bytes is the
 // size of the batch as sent, compressed, and clients make batches that
 // decompress well past it (franz-go's TestConsumeMaxDecompressBatchBytes
-// sends 3 MiB of records as 3 KiB of zstd). Those codecs are read as a
-// stream holding only their bounded state (decompress.Memory), so the
-// bound is on the CPU a batch may cost, not memory. A snappy block is
-// decoded whole, so snappy keeps max.message.bytes itself, the memory
-// decompressionReserve reserves.
+// sends 3 MiB of records as 3 KiB of zstd). Every codec is read as a
+// stream holding only its bounded state, so the bound is on the CPU a
+// batch may cost, not memory. The memory is decompress.Memory of
+// max.message.bytes, what decompressionReserve reserves: a snappy block is
+// decoded whole, so a raw snappy batch (franz-go's, librdkafka's: one
+// block) decompresses to at most that, 8 MiB more than max.message.bytes,
+// while xerial framing (the Java client's 32 KiB blocks) gets the 64x.
 const streamInflation = 64
 
 // checkRecords verifies that rb's records are rb.NumRecords well-framed
-// records, decompressing at most limit bytes of a snappy batch and
-// streamInflation times limit of the other codecs.
+// records, decompressing at most streamInflation times limit bytes and
+// holding at most decompress.Memory(limit).
 func checkRecords(rb *kmsg.RecordBatch, limit int64) *batchError {
 	codec := decompress.Codec(rb.Attributes & attrCompressionMask)
 	if codec == decompress.None {
 		return walkRecords(&recordSource{b: rb.Records}, rb.NumRecords, codec)
 	}
-	if codec != decompress.Snappy {
-		limit *= streamInflation
-	}
-	r, err := decompress.NewReader(codec, rb.Records, limit)
+	r, err := decompress.NewReader(codec, rb.Records, limit*streamInflation, decompress.Memory(limit))
 	if err != nil {
 		return badBatch(kerr.CorruptMessage, "record batch: %v", err)
 	}
@@ -142,7 +141,7 @@ func walkRecords(src *recordSource, want int32, codec decompress.Codec) *batchEr
 // limit it is MESSAGE_TOO_LARGE, otherwise the batch is corrupt.
 func recordsError(err error, codec decompress.Codec, format string, args ...any) *batchError {
 	if errors.Is(err, decompress.ErrTooLarge) {
-		return badBatch(kerr.MessageTooLarge, "record batch (%s) decompresses to more than its limit (max.message.bytes, %dx for a streamed codec)", codec, streamInflation)
+		return badBatch(kerr.MessageTooLarge, "record batch (%s) decompresses to more than its limit (%dx max.message.bytes, a snappy block %d MiB more than max.message.bytes)", codec, streamInflation, decompress.Memory(0)>>20)
 	}
 	return badBatch(kerr.CorruptMessage, format, args...)
 }
