@@ -117,15 +117,17 @@ type queueUndo struct {
 // blocks, or RLIMIT_FSIZE) then fails the batch alone; any other failure,
 // or one to clear, stops the log as a failed flush does.
 func (l *Log) encodeBatch(group []*appendReq, now int64) error {
-	buf, ends, undo := l.wbuf[:0], l.wends[:0], l.wundo[:0]
+	buf, ends, undo, exts := l.wbuf[:0], l.wends[:0], l.wundo[:0], l.wexts[:0]
 	defer func() {
 		if cap(buf) <= maxKeptWriteBuf {
 			l.wbuf = buf
 		}
 		clear(undo) // the counters of deleted topics must not stay reachable
-		l.wends, l.wundo = ends, undo[:0]
+		clear(exts) // nor the callers' bodies
+		l.wends, l.wundo, l.wexts = ends, undo[:0], exts[:0]
 	}()
 	file, pos := l.cur, l.wpos
+	external := 0 // bytes of exts: ends count them, buf does not
 	for _, r := range group {
 		r.kept = len(r.dst)
 		for i := range r.ms {
@@ -133,7 +135,7 @@ func (l *Log) encodeBatch(group []*appendReq, now int64) error {
 			n := int64(EncodedSize(m))
 			if pos+n > file.size {
 				buf = appendBlank(buf, file.size-pos)
-				ends = append(ends, len(buf))
+				ends = append(ends, len(buf)+external)
 				file, pos = l.ready[len(ends)-1], 0
 			}
 			next := l.queueNext(m.Topic, m.TopicID, m.Partition)
@@ -145,13 +147,21 @@ func (l *Log) encodeBatch(group []*appendReq, now int64) error {
 			}
 			*next = q + int64(count)
 			phys := file.base + pos
-			buf = Encode(slices.Grow(buf, int(n)), m, phys, q, now)
+			if ext := externalBody(m); ext > 0 {
+				head := int(n) - ext
+				buf = slices.Grow(buf, head)[:len(buf)+head]
+				encodeInto(buf[len(buf)-head:], int(n), m, phys, q, now)
+				exts = append(exts, extBody{at: len(buf), b: m.Body[len(m.Body)-ext:]})
+				external += ext
+			} else {
+				buf = Encode(slices.Grow(buf, int(n)), m, phys, q, now)
+			}
 			pos += n
 			r.dst = append(r.dst, Position{PhysOffset: phys, Size: int32(n), QueueOffset: q, Count: count, StoreTimestamp: now})
 		}
 	}
-	ends = append(ends, len(buf))
-	if err := l.writeParts(buf, ends); err != nil {
+	ends = append(ends, len(buf)+external)
+	if err := l.writeParts(buf, exts, ends); err != nil {
 		for k := len(undo) - 1; k >= 0; k-- {
 			*undo[k].next = undo[k].was
 		}
@@ -167,15 +177,27 @@ func (l *Log) encodeBatch(group []*appendReq, now int64) error {
 	return nil
 }
 
-// writeParts writes buf[ends[k-1]:ends[k]] to the k-th file of the
-// batch (see partFile). On failure it clears what it wrote and returns the
-// error, which is sticky (see fail) unless the disk is full and the
-// clearing worked. wmu held.
-func (l *Log) writeParts(buf []byte, ends []int) error {
+// writeParts writes bytes [ends[k-1], ends[k]) of the batch (buf with
+// the bodies exts inserted) to the k-th file of the batch (see partFile).
+// On failure it clears what it wrote and returns the error, which is
+// sticky (see fail) unless the disk is full and the clearing worked. wmu
+// held.
+func (l *Log) writeParts(buf []byte, exts []extBody, ends []int) error {
 	from := 0
+	v := vector{buf: buf, exts: exts, iov: l.wiov[:0]}
+	defer func() {
+		clear(v.iov)
+		l.wiov = v.iov[:0]
+	}()
 	for k, end := range ends {
 		s, at := l.partFile(k)
-		n, err := s.writeAt(buf[from:end], at)
+		var n int64
+		var err error
+		if len(exts) == 0 {
+			n, err = s.writeAt(buf[from:end], at)
+		} else {
+			n, err = s.writevAt(v.next(end-from), at)
+		}
 		if err == nil {
 			from = end
 			continue

@@ -46,6 +46,8 @@ type Log struct {
 	wbuf  []byte
 	wends []int
 	wundo []queueUndo
+	wexts []extBody    // bodies written from the callers' memory (writev.go)
+	wiov  [][]byte     // the system call's vector
 	group []*appendReq // the batches being written, kept for its array
 
 	// qmu guards queue: the appends waiting for wmu (group.go).
