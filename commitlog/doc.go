@@ -166,7 +166,7 @@
 //
 // # Readers and retention
 //
-// Read(phys) decodes and CRC-checks the record at phys and returns a View
+// Read(phys) decodes the record at phys and returns a View
 // holding a reference on the file. Each mapped file is reference counted:
 // the log holds one reference, every View one more. Retention deletes whole
 // oldest files, by age (newest record older than RetentionAge; the file's
@@ -196,6 +196,16 @@
 // CRC check for records at or after the offset Recover started from (those
 // were verified by Recover or encoded by this process); before it, it
 // checks CRCs as Read does.
+//
+// Read checks a record's CRC only before where Recover started, as Cursor
+// does: a record from there on was CRC-checked by Recover or encoded by this
+// process, and a torn tail, the damage a crash leaves, is cut by Recover
+// before anything reads it. What Read no longer catches there is a page
+// that the disk returns changed after the page cache dropped it; Kafka's
+// broker does not check on fetch either, the clients that check batch CRCs
+// (the Java client and franz-go by default) and unilog inspect --verify
+// do. Checking was a third of the broker's CPU reading back 1,000
+// partitions (docs/BENCHMARKS.md).
 //
 // # Recovery
 //
