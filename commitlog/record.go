@@ -110,7 +110,8 @@ type Message struct {
 	// Body[BodyCRCFrom:], as the caller has checked (a Kafka batch's own
 	// CRC covers it from byte 21 on): the record's CRC is then derived from
 	// it (framed.Combine) instead of reading those bytes once more. A wrong
-	// BodyCRC stores a record every reader refuses as corrupt. With
+	// BodyCRC stores a record with a wrong CRC, which a recovery that scans
+	// it takes for damage (ErrDamaged before the flushed mark). With
 	// FlagStampOffset it must be at least 8, past the stamped bytes.
 	BodyCRCFrom int32
 	BodyCRC     uint32
