@@ -21,7 +21,9 @@
 // that covers a page whole copies into it without zeroing it first, so a
 // batch of records costs one system call and one copy from the writer's
 // buffer; AppendBatch encodes a batch into that buffer and writes it with
-// one pwrite per file it enters. The price is the system call: appends of
+// one pwrite per file it enters (a pwritev when bodies of 4 KiB or more
+// are written from the caller's memory instead of being copied into the
+// buffer first, writev.go). The price is the system call: appends of
 // one small record each cost more CPU than stores into a pre-faulted
 // mapping did (docs/BENCHMARKS.md, "The commit log's write path").
 //
