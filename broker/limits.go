@@ -35,8 +35,9 @@ import (
 //   - A produce request with compressed batches (or a legacy message set)
 //     also reserves, before it decompresses anything, what decompressing
 //     one batch can hold (decompressionReserve): batches are decompressed
-//     one at a time, as streams that stop at max.message.bytes, so a
-//     decompression bomb costs at most that much. The reservation waits
+//     one at a time, as streams that stop at 64x max.message.bytes
+//     holding at most decompress.Memory(max.message.bytes), so a
+//     decompression bomb costs at most that much memory. The reservation waits
 //     no longer than the request's timeout (REQUEST_TIMED_OUT), since the
 //     request's own frame is reserved meanwhile, and is released before
 //     the request waits for its appends.

@@ -291,7 +291,7 @@ func (b *Broker) prepareBatch(sc *produceScratch, meta TopicMeta, p *kmsg.Produc
 		p:     b.partition(topic, p.Partition),
 		bi:    bi,
 		start: meta.LogStarts[p.Partition],
-		sb:    StorageBatch{Topic: topic, Partition: p.Partition, Count: bi.numRecords, MaxTimestamp: bi.maxTimestamp, Records: records},
+		sb:    StorageBatch{Topic: topic, Partition: p.Partition, Count: bi.numRecords, MaxTimestamp: bi.maxTimestamp, Records: records, CRCChecked: true},
 	})
 }
 

@@ -25,59 +25,76 @@ import (
 // key and value lengths and the header count.
 const minRecordLength = 6
 
-// recordSource is what the walk needs of the records' bytes.
-type recordSource interface {
-	io.ByteReader
-	Discard(n int) (int, error)
+// recordSource is the records' bytes as the walk reads them: in place for
+// an uncompressed batch, through br for a decompressed one. A concrete type,
+// not an io.ByteReader, so that a batch's source stays on the stack.
+type recordSource struct {
+	b  []byte
+	br *bufio.Reader
 }
 
-// sliceSource walks the records of an uncompressed batch in place.
-type sliceSource struct{ b []byte }
+// errVarintOverflow is binary.ReadVarint's overflow, for the bytes in place.
+var errVarintOverflow = errors.New("varint overflows a 64-bit integer")
 
-func (s *sliceSource) ReadByte() (byte, error) {
+// varint reads a record length as binary.ReadVarint does: io.EOF before
+// the first byte, io.ErrUnexpectedEOF inside one.
+func (s *recordSource) varint() (int64, error) {
+	if s.br != nil {
+		return binary.ReadVarint(s.br)
+	}
 	if len(s.b) == 0 {
 		return 0, io.EOF
 	}
-	c := s.b[0]
-	s.b = s.b[1:]
-	return c, nil
-}
-
-func (s *sliceSource) Discard(n int) (int, error) {
-	if n > len(s.b) {
-		n = len(s.b)
+	v, n := binary.Varint(s.b)
+	switch {
+	case n == 0:
 		s.b = nil
-		return n, io.ErrUnexpectedEOF
+		return 0, io.ErrUnexpectedEOF
+	case n < 0:
+		return 0, errVarintOverflow
 	}
 	s.b = s.b[n:]
-	return n, nil
+	return v, nil
+}
+
+// discard skips n bytes, io.ErrUnexpectedEOF if fewer are left.
+func (s *recordSource) discard(n int) error {
+	if s.br != nil {
+		_, err := s.br.Discard(n)
+		return err
+	}
+	if n > len(s.b) {
+		s.b = nil
+		return io.ErrUnexpectedEOF
+	}
+	s.b = s.b[n:]
+	return nil
 }
 
 var bufioPool = sync.Pool{New: func() any { return bufio.NewReaderSize(nil, 32<<10) }}
 
-// streamInflation bounds how far a gzip, lz4 or zstd batch may decompress:
-// to this many times max.message.bytes. Kafka's max.message.bytes is the
+// streamInflation bounds how far a compressed batch may decompress: to
+// this many times max.message.bytes. Kafka's max.message.bytes is the
 // size of the batch as sent, compressed, and clients make batches that
 // decompress well past it (franz-go's TestConsumeMaxDecompressBatchBytes
-// sends 3 MiB of records as 3 KiB of zstd). Those codecs are read as a
-// stream holding only their bounded state (decompress.Memory), so the
-// bound is on the CPU a batch may cost, not memory. A snappy block is
-// decoded whole, so snappy keeps max.message.bytes itself, the memory
-// decompressionReserve reserves.
+// sends 3 MiB of records as 3 KiB of zstd). Every codec is read as a
+// stream holding only its bounded state, so the bound is on the CPU a
+// batch may cost, not memory. The memory is decompress.Memory of
+// max.message.bytes, what decompressionReserve reserves: a snappy block is
+// decoded whole, so a raw snappy batch (franz-go's, librdkafka's: one
+// block) decompresses to at most that, 8 MiB more than max.message.bytes,
+// while xerial framing (the Java client's 32 KiB blocks) gets the 64x.
 const streamInflation = 64
 
 // checkRecords verifies that rb's records are rb.NumRecords well-framed
-// records, decompressing at most limit bytes of a snappy batch and
-// streamInflation times limit of the other codecs.
+// records, decompressing at most streamInflation times limit bytes and
+// holding at most decompress.Memory(limit).
 func checkRecords(rb *kmsg.RecordBatch, limit int64) *batchError {
 	codec := decompress.Codec(rb.Attributes & attrCompressionMask)
 	if codec == decompress.None {
-		return walkRecords(&sliceSource{b: rb.Records}, rb.NumRecords, codec)
+		return walkRecords(&recordSource{b: rb.Records}, rb.NumRecords, codec)
 	}
-	if codec != decompress.Snappy {
-		limit *= streamInflation
-	}
-	r, err := decompress.NewReader(codec, rb.Records, limit)
+	r, err := decompress.NewReader(codec, rb.Records, limit*streamInflation, decompress.Memory(limit))
 	if err != nil {
 		return badBatch(kerr.CorruptMessage, "record batch: %v", err)
 	}
@@ -88,15 +105,15 @@ func checkRecords(rb *kmsg.RecordBatch, limit int64) *batchError {
 		br.Reset(nil)
 		bufioPool.Put(br)
 	}()
-	return walkRecords(br, rb.NumRecords, codec)
+	return walkRecords(&recordSource{br: br}, rb.NumRecords, codec)
 }
 
 // walkRecords reads the length of each record and skips its body, checking
 // that exactly want records end exactly at the end of src.
-func walkRecords(src recordSource, want int32, codec decompress.Codec) *batchError {
+func walkRecords(src *recordSource, want int32, codec decompress.Codec) *batchError {
 	var n int32
 	for {
-		length, err := binary.ReadVarint(src)
+		length, err := src.varint()
 		if err == io.EOF {
 			break
 		}
@@ -109,7 +126,7 @@ func walkRecords(src recordSource, want int32, codec decompress.Codec) *batchErr
 		if length < minRecordLength || length > 1<<31-1 {
 			return badBatch(kerr.CorruptMessage, "record %d of the batch has length %d", n, length)
 		}
-		if _, err := src.Discard(int(length)); err != nil {
+		if err := src.discard(int(length)); err != nil {
 			return recordsError(err, codec, "record %d of %d bytes: %v", n, length, err)
 		}
 		n++
@@ -124,7 +141,7 @@ func walkRecords(src recordSource, want int32, codec decompress.Codec) *batchErr
 // limit it is MESSAGE_TOO_LARGE, otherwise the batch is corrupt.
 func recordsError(err error, codec decompress.Codec, format string, args ...any) *batchError {
 	if errors.Is(err, decompress.ErrTooLarge) {
-		return badBatch(kerr.MessageTooLarge, "record batch (%s) decompresses to more than its limit (max.message.bytes, %dx for a streamed codec)", codec, streamInflation)
+		return badBatch(kerr.MessageTooLarge, "record batch (%s) decompresses to more than its limit (%dx max.message.bytes, a snappy block %d MiB more than max.message.bytes)", codec, streamInflation, decompress.Memory(0)>>20)
 	}
 	return badBatch(kerr.CorruptMessage, format, args...)
 }

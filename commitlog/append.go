@@ -29,7 +29,9 @@ func (l *Log) AppendBatch(ms []Message) ([]Position, error) {
 }
 
 // AppendBatchTo is AppendBatch appending the positions to dst, so a caller
-// reusing dst appends without allocating.
+// reusing dst appends without allocating. Calls that arrive while another
+// is writing are written together by the next writer (see group.go); each
+// stays all or nothing and its records stay contiguous.
 func (l *Log) AppendBatchTo(dst []Position, ms []Message) ([]Position, error) {
 	var batch int64
 	for i := range ms {
@@ -45,41 +47,53 @@ func (l *Log) AppendBatchTo(dst []Position, ms []Message) ([]Position, error) {
 	if len(ms) == 0 {
 		return dst, nil
 	}
+	return l.appendQueued(dst, ms, batch)
+}
 
-	l.wmu.Lock()
+// writeGroup writes the batches of group as one, or each alone if that
+// fails, so that a batch fails alone as it did before coalescing; wmu
+// held. It reports whether anything was written.
+func (l *Log) writeGroup(group []*appendReq) bool {
+	if err := l.writeBatches(group); err == nil || len(group) == 1 {
+		group[0].err = err
+		return err == nil
+	}
+	wrote := false
+	for i, r := range group {
+		r.err = l.writeBatches(group[i : i+1])
+		wrote = wrote || r.err == nil
+	}
+	return wrote
+}
+
+// writeBatches writes group all or nothing, appending each batch's
+// positions to its dst; wmu held.
+func (l *Log) writeBatches(group []*appendReq) error {
 	if l.closed.Load() {
-		l.wmu.Unlock()
-		return dst, ErrClosed
+		return ErrClosed
 	}
 	if !l.recovered {
-		l.wmu.Unlock()
-		return dst, ErrNotRecovered
+		return ErrNotRecovered
 	}
 	if err := l.failure(); err != nil {
-		l.wmu.Unlock()
-		return dst, fmt.Errorf("commitlog: append: %w", err)
+		return fmt.Errorf("commitlog: append: %w", err)
 	}
-	if l.wpos+batch > l.cur.size {
-		if err := l.reserve(l.rollsNeeded(ms)); err != nil {
-			l.wmu.Unlock()
-			return dst, fmt.Errorf("commitlog: append: %w", err)
+	var size int64
+	for _, r := range group {
+		size += r.size
+	}
+	if l.wpos+size > l.cur.size {
+		if err := l.reserve(l.rollsNeeded(group)); err != nil {
+			return fmt.Errorf("commitlog: append: %w", err)
 		}
 	}
-	now := time.Now().UnixMilli()
-	n0, at := len(dst), l.cur.base+l.wpos
-	dst, err := l.encodeBatch(dst, ms, now)
-	if err != nil {
-		l.wmu.Unlock()
-		return dst[:n0], fmt.Errorf("commitlog: append at %d: %w", at, err)
+	at := l.cur.base + l.wpos
+	if err := l.encodeBatch(group, time.Now().UnixMilli()); err != nil {
+		return fmt.Errorf("commitlog: append at %d: %w", at, err)
 	}
 	l.writeOff.Store(l.cur.base + l.wpos)
-	l.wmu.Unlock()
-
-	l.notifyAppended()
-	if l.opts.FlushMode == FlushSync {
-		l.kickFlush()
-	}
-	return dst, nil
+	l.stats.writes.Add(1)
+	return nil
 }
 
 // maxKeptWriteBuf bounds the encoding buffer the writer keeps between
@@ -92,8 +106,8 @@ type queueUndo struct {
 	was  int64
 }
 
-// encodeBatch assigns each message its offsets and encodes the batch into
-// l.wbuf, then writes it with one pwrite per file it enters (the
+// encodeBatch assigns each message of the group its offsets and encodes
+// the group into l.wbuf, then writes it with one pwrite per file it enters (the
 // end-of-file marker of a file it leaves goes with that file's write), and
 // only then rolls into the files reserve made and moves the write
 // position; wmu held. If a write fails nothing of the batch stays: the
@@ -102,61 +116,88 @@ type queueUndo struct {
 // (ErrDiskFull: a file system that needs space to write into allocated
 // blocks, or RLIMIT_FSIZE) then fails the batch alone; any other failure,
 // or one to clear, stops the log as a failed flush does.
-func (l *Log) encodeBatch(dst []Position, ms []Message, now int64) ([]Position, error) {
-	buf, ends, undo := l.wbuf[:0], l.wends[:0], l.wundo[:0]
+func (l *Log) encodeBatch(group []*appendReq, now int64) error {
+	buf, ends, undo, exts := l.wbuf[:0], l.wends[:0], l.wundo[:0], l.wexts[:0]
 	defer func() {
 		if cap(buf) <= maxKeptWriteBuf {
 			l.wbuf = buf
 		}
 		clear(undo) // the counters of deleted topics must not stay reachable
-		l.wends, l.wundo = ends, undo[:0]
+		clear(exts) // nor the callers' bodies
+		l.wends, l.wundo, l.wexts = ends, undo[:0], exts[:0]
 	}()
-	n0 := len(dst)
 	file, pos := l.cur, l.wpos
-	for i := range ms {
-		m := &ms[i]
-		n := int64(EncodedSize(m))
-		if pos+n > file.size {
-			buf = appendBlank(buf, file.size-pos)
-			ends = append(ends, len(buf))
-			file, pos = l.ready[len(ends)-1], 0
+	external := 0 // bytes of exts: ends count them, buf does not
+	for _, r := range group {
+		r.kept = len(r.dst)
+		for i := range r.ms {
+			m := &r.ms[i]
+			n := int64(EncodedSize(m))
+			if pos+n > file.size {
+				buf = appendBlank(buf, file.size-pos)
+				ends = append(ends, len(buf)+external)
+				file, pos = l.ready[len(ends)-1], 0
+			}
+			next := l.queueNext(m.Topic, m.TopicID, m.Partition)
+			undo = append(undo, queueUndo{next, *next})
+			q := *next
+			count := m.Count
+			if count == 0 {
+				count = 1
+			}
+			*next = q + int64(count)
+			phys := file.base + pos
+			if ext := externalBody(m); ext > 0 {
+				head := int(n) - ext
+				buf = slices.Grow(buf, head)[:len(buf)+head]
+				encodeInto(buf[len(buf)-head:], int(n), m, phys, q, now)
+				exts = append(exts, extBody{at: len(buf), b: m.Body[len(m.Body)-ext:]})
+				external += ext
+			} else {
+				buf = Encode(slices.Grow(buf, int(n)), m, phys, q, now)
+			}
+			pos += n
+			r.dst = append(r.dst, Position{PhysOffset: phys, Size: int32(n), QueueOffset: q, Count: count, StoreTimestamp: now})
 		}
-		next := l.queueNext(m.Topic, m.TopicID, m.Partition)
-		undo = append(undo, queueUndo{next, *next})
-		q := *next
-		count := m.Count
-		if count == 0 {
-			count = 1
-		}
-		*next = q + int64(count)
-		phys := file.base + pos
-		buf = Encode(slices.Grow(buf, int(n)), m, phys, q, now)
-		pos += n
-		dst = append(dst, Position{PhysOffset: phys, Size: int32(n), QueueOffset: q, Count: count, StoreTimestamp: now})
 	}
-	ends = append(ends, len(buf))
-	if err := l.writeParts(buf, ends); err != nil {
+	ends = append(ends, len(buf)+external)
+	if err := l.writeParts(buf, exts, ends); err != nil {
 		for k := len(undo) - 1; k >= 0; k-- {
 			*undo[k].next = undo[k].was
 		}
-		return dst[:n0], err
+		for _, r := range group {
+			r.dst = r.dst[:r.kept]
+		}
+		return err
 	}
 	for range len(ends) - 1 {
 		l.roll(now)
 	}
 	l.wpos = pos
-	return dst, nil
+	return nil
 }
 
-// writeParts writes buf[ends[k-1]:ends[k]] to the k-th file of the
-// batch (see partFile). On failure it clears what it wrote and returns the
-// error, which is sticky (see fail) unless the disk is full and the
-// clearing worked. wmu held.
-func (l *Log) writeParts(buf []byte, ends []int) error {
+// writeParts writes bytes [ends[k-1], ends[k]) of the batch (buf with
+// the bodies exts inserted) to the k-th file of the batch (see partFile).
+// On failure it clears what it wrote and returns the error, which is
+// sticky (see fail) unless the disk is full and the clearing worked. wmu
+// held.
+func (l *Log) writeParts(buf []byte, exts []extBody, ends []int) error {
 	from := 0
+	v := vector{buf: buf, exts: exts, iov: l.wiov[:0]}
+	defer func() {
+		clear(v.iov)
+		l.wiov = v.iov[:0]
+	}()
 	for k, end := range ends {
 		s, at := l.partFile(k)
-		n, err := s.writeAt(buf[from:end], at)
+		var n int64
+		var err error
+		if len(exts) == 0 {
+			n, err = s.writeAt(buf[from:end], at)
+		} else {
+			n, err = s.writevAt(v.next(end-from), at)
+		}
 		if err == nil {
 			from = end
 			continue
@@ -199,21 +240,24 @@ func appendBlank(buf []byte, rem int64) []byte {
 	return append(buf, b[:]...)
 }
 
-// rollsNeeded simulates the placement of ms to count the files it enters.
-func (l *Log) rollsNeeded(ms []Message) int {
+// rollsNeeded simulates the placement of the group to count the files it
+// enters.
+func (l *Log) rollsNeeded(group []*appendReq) int {
 	rolls, pos, size := 0, l.wpos, l.cur.size
-	for i := range ms {
-		n := int64(EncodedSize(&ms[i]))
-		if pos+n > size {
-			rolls++
-			pos = 0
-			if rolls <= len(l.ready) {
-				size = l.ready[rolls-1].size
-			} else {
-				size = l.opts.FileSize
+	for _, r := range group {
+		for i := range r.ms {
+			n := int64(EncodedSize(&r.ms[i]))
+			if pos+n > size {
+				rolls++
+				pos = 0
+				if rolls <= len(l.ready) {
+					size = l.ready[rolls-1].size
+				} else {
+					size = l.opts.FileSize
+				}
 			}
+			pos += n
 		}
-		pos += n
 	}
 	return rolls
 }

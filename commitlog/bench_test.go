@@ -122,6 +122,7 @@ func benchAppendSync(b *testing.B, body, batch int) {
 	s := l.Stats()
 	b.ReportMetric(float64(b.N)/time.Since(start).Seconds(), "records/s")
 	b.ReportMetric(float64(s.DurableWaits)/float64(max(s.Flushes, 1)), "waiters/flush")
+	b.ReportMetric(float64(b.N/batch)/float64(max(s.Writes, 1)), "batches/write")
 }
 
 // processCPU is the user+system CPU time of the whole process so far: the
@@ -176,6 +177,38 @@ func BenchmarkRecover(b *testing.B) {
 				l.Close()
 			}
 			b.ReportMetric(float64(records), "records")
+		})
+	}
+}
+
+// BenchmarkAppendParallel has 8 goroutines per CPU append one record per
+// call without waiting for durability, as the broker's connections do at
+// one partition: the case group commit (appendGroup) coalesces.
+func BenchmarkAppendParallel(b *testing.B) {
+	for _, body := range []int{1 << 10, 16 << 10} {
+		b.Run(fmt.Sprintf("body=%d", body), func(b *testing.B) {
+			l := benchLog(b, FlushAsync)
+			size := int64(EncodedSize(&benchMessages(1, body)[0]))
+			b.SetBytes(size)
+			b.SetParallelism(8)
+			b.ReportAllocs()
+			b.ResetTimer()
+			start, cpu0 := time.Now(), processCPU(b)
+			b.RunParallel(func(pb *testing.PB) {
+				ms := benchMessages(1, body)
+				pos := make([]Position, 0, 1)
+				for pb.Next() {
+					var err error
+					if pos, err = l.AppendBatchTo(pos[:0], ms); err != nil {
+						b.Error(err)
+						return
+					}
+				}
+			})
+			b.StopTimer()
+			reportCPU(b, cpu0, int64(b.N)*size)
+			b.ReportMetric(float64(b.N)/time.Since(start).Seconds(), "records/s")
+			b.ReportMetric(float64(b.N)/float64(max(l.Stats().Writes, 1)), "batches/write")
 		})
 	}
 }

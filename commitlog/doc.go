@@ -21,7 +21,9 @@
 // that covers a page whole copies into it without zeroing it first, so a
 // batch of records costs one system call and one copy from the writer's
 // buffer; AppendBatch encodes a batch into that buffer and writes it with
-// one pwrite per file it enters. The price is the system call: appends of
+// one pwrite per file it enters (a pwritev when bodies of 4 KiB or more
+// are written from the caller's memory instead of being copied into the
+// buffer first, writev.go). The price is the system call: appends of
 // one small record each cost more CPU than stores into a pre-faulted
 // mapping did (docs/BENCHMARKS.md, "The commit log's write path").
 //
@@ -86,6 +88,13 @@
 // Body[0:8] of the stored copy before computing the CRC: a Kafka record
 // batch carries its base offset there and only the log knows it.
 //
+// A caller that has checked the CRC32C of a suffix of the body (a Kafka
+// batch's own CRC covers it from byte 21 on) may hand it over
+// (Message.BodyCRCFrom, BodyCRC): the record's CRC is then derived from it
+// by CRC combination (framed.Combine) when the suffix is long enough to
+// make that cheaper, so the log does not read those bytes again. The
+// stored CRC is the same either way.
+//
 // # Topic incarnations
 //
 // A topic deleted and created again under the same name is a new
@@ -119,7 +128,11 @@
 // PhysOffset and its QueueOffset (a per topic/TopicID/partition counter
 // advanced by Count), encodes it into the writer's buffer and writes the
 // buffer to the file. So a batch is all or nothing.
-// WriteOffset is published once per batch with an atomic store; readers
+// Calls that arrive while another writes are queued and written together by
+// the next writer, in arrival order, each still all or nothing (group
+// commit, group.go); if such a group fails, its batches are written one by
+// one so that a batch fails alone.
+// WriteOffset is published once per write with an atomic store; readers
 // never look past it, so they need no lock and never block the writer.
 // Appended returns a channel closed when WriteOffset next grows; the writer
 // pays one atomic load per batch when nobody is waiting.
@@ -155,7 +168,7 @@
 //
 // # Readers and retention
 //
-// Read(phys) decodes and CRC-checks the record at phys and returns a View
+// Read(phys) decodes the record at phys and returns a View
 // holding a reference on the file. Each mapped file is reference counted:
 // the log holds one reference, every View one more. Retention deletes whole
 // oldest files, by age (newest record older than RetentionAge; the file's
@@ -185,6 +198,16 @@
 // CRC check for records at or after the offset Recover started from (those
 // were verified by Recover or encoded by this process); before it, it
 // checks CRCs as Read does.
+//
+// Read checks a record's CRC only before where Recover started, as Cursor
+// does: a record from there on was CRC-checked by Recover or encoded by this
+// process, and a torn tail, the damage a crash leaves, is cut by Recover
+// before anything reads it. What Read no longer catches there is a page
+// that the disk returns changed after the page cache dropped it; Kafka's
+// broker does not check on fetch either, the clients that check batch CRCs
+// (the Java client and franz-go by default) and unilog inspect --verify
+// do. Checking was a third of the broker's CPU reading back 1,000
+// partitions (docs/BENCHMARKS.md).
 //
 // # Recovery
 //

@@ -22,6 +22,7 @@ type counters struct {
 	waits      atomic.Int64
 	rolls      atomic.Int64
 	syncAllocs atomic.Int64
+	writes     atomic.Int64
 
 	preallocWaits     atomic.Int64
 	preallocWaitNanos atomic.Int64
@@ -35,6 +36,9 @@ type Stats struct {
 	DurableWaits int64
 	// Rolls counts moves of the writer to a new file.
 	Rolls int64
+	// Writes counts the writer's writes of appended batches: fewer than the
+	// appends when concurrent ones were written together (group commit).
+	Writes int64
 	// SyncAllocs counts files the writer had to allocate itself because
 	// the preallocator had not made one (or had failed).
 	SyncAllocs int64
@@ -53,6 +57,7 @@ func (l *Log) Stats() Stats {
 		Flushes:       l.stats.flushes.Load(),
 		DurableWaits:  l.stats.waits.Load(),
 		Rolls:         l.stats.rolls.Load(),
+		Writes:        l.stats.writes.Load(),
 		SyncAllocs:    l.stats.syncAllocs.Load(),
 		PreallocWaits: l.stats.preallocWaits.Load(),
 		PreallocWait:  time.Duration(l.stats.preallocWaitNanos.Load()),

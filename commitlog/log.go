@@ -46,6 +46,13 @@ type Log struct {
 	wbuf  []byte
 	wends []int
 	wundo []queueUndo
+	wexts []extBody    // bodies written from the callers' memory (writev.go)
+	wiov  [][]byte     // the system call's vector
+	group []*appendReq // the batches being written, kept for its array
+
+	// qmu guards queue: the appends waiting for wmu (group.go).
+	qmu   sync.Mutex
+	queue []*appendReq
 
 	preReq chan int64
 	preRes chan preallocResult

@@ -49,7 +49,9 @@ func (v *View) Release() {
 	}
 }
 
-// Read returns the record at phys, verifying its CRC. If phys is at an
+// Read returns the record at phys, verifying its CRC if it lies before
+// where Recover started (from there on every record was CRC-checked by
+// Recover or encoded by this process, as Cursor trusts). If phys is at an
 // end-of-file marker or in the zero tail of a file, the record returned is
 // the first one of the next file (so a reader advancing by View.Next never
 // needs to know about file boundaries); Record().PhysOffset says where it
@@ -74,7 +76,8 @@ func (l *Log) Read(phys int64) (*View, error) {
 		v := &View{seg: s}
 		var blank bool
 		var err error
-		if ferr := guard(func() { blank, err = s.decodeAt(phys, w, &v.rec, l.intern, true) }); ferr != nil {
+		verify := phys < l.trustedFrom.Load()
+		if ferr := guard(func() { blank, err = s.decodeAt(phys, w, &v.rec, l.intern, verify) }); ferr != nil {
 			err = ferr
 		}
 		if blank {

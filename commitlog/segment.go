@@ -188,15 +188,21 @@ func (s *segment) writeAt(b []byte, pos int64) (int64, error) {
 		if errors.Is(err, unix.EINTR) {
 			continue
 		}
-		if errors.Is(err, unix.ENOSPC) || errors.Is(err, unix.EDQUOT) || errors.Is(err, unix.EFBIG) {
-			return written, fmt.Errorf("commitlog: write %s at %d: %w: %w", s.path, pos+written, ErrDiskFull, err)
-		}
 		if err != nil {
-			return written, fmt.Errorf("commitlog: write %s at %d: %w: %w", s.path, pos+written, ErrIO, err)
+			return written, s.writeError(pos+written, err)
 		}
 		b, written = b[n:], written+int64(n)
 	}
 	return written, nil
+}
+
+// writeError wraps a failed write at pos: ErrDiskFull when the file system
+// is out of space (or the file over RLIMIT_FSIZE), ErrIO otherwise.
+func (s *segment) writeError(pos int64, err error) error {
+	if errors.Is(err, unix.ENOSPC) || errors.Is(err, unix.EDQUOT) || errors.Is(err, unix.EFBIG) {
+		return fmt.Errorf("commitlog: write %s at %d: %w: %w", s.path, pos, ErrDiskFull, err)
+	}
+	return fmt.Errorf("commitlog: write %s at %d: %w: %w", s.path, pos, ErrIO, err)
 }
 
 // clear writes zeros over n bytes at pos: what a failed write left.

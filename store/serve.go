@@ -1,6 +1,7 @@
 package store
 
 import (
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"math"
@@ -37,7 +38,19 @@ type Batch struct {
 	Count        int32 // records in the batch, the offsets it takes
 	MaxTimestamp int64
 	Records      []byte
+	// CRCChecked: the batch's CRC (bytes 17..21 of a Kafka v2 batch) is
+	// known to match the bytes it covers, from 21 on (the caller verified
+	// or sealed it since the last change), so the commit log derives its
+	// record's CRC from it instead of reading the records once more
+	// (commitlog.Message.BodyCRC).
+	CRCChecked bool
 }
+
+// Where a Kafka v2 batch keeps its CRC32C and where what it covers starts.
+const (
+	batchCRCAt   = 17
+	batchCRCFrom = 21
+)
 
 // Appended is where Append stored a batch: its base offset, the physical
 // end of its record (what WaitDurable and WaitDispatched take), and the
@@ -122,6 +135,10 @@ func (s *Store) Append(dst []Appended, batches []Batch) ([]Appended, error) {
 			ProducerTimestamp: b.MaxTimestamp,
 			Body:              b.Records,
 		})
+		if b.CRCChecked && len(b.Records) >= batchCRCFrom {
+			m := &sc.msgs[len(sc.msgs)-1]
+			m.BodyCRCFrom, m.BodyCRC = batchCRCFrom, binary.BigEndian.Uint32(b.Records[batchCRCAt:])
+		}
 	}
 	var err error
 	sc.pos, err = s.log.AppendBatchTo(sc.pos, sc.msgs)

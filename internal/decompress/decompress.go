@@ -6,14 +6,19 @@
 // codec is asked to produce its whole output at once: a Reader hands out
 // the decompressed bytes as they are decoded and fails with ErrTooLarge as
 // soon as more than its limit would come out, having decoded at most the
-// limit. What a Reader holds is the codec's state: gzip's 32 KiB window,
-// an lz4 frame's block (at most 4 MiB), a zstd window (at most MaxWindow),
-// a snappy block (checked against the limit before it is decoded). The
-// codecs' readers are pooled, so a batch costs no decoder allocation.
+// limit. What a Reader holds is the codec's state, bounded apart from the
+// limit: gzip's 32 KiB window, an lz4 frame's block (at most 4 MiB), a
+// zstd window (at most MaxWindow), a snappy block (decoded whole: its
+// decoded length is checked against the memory the caller allows before it
+// is decoded). So the limit bounds the CPU a payload may cost and memory
+// what it may hold. The codecs' readers are pooled, so a batch costs no
+// decoder allocation.
 //
 // Snappy comes in two framings: Kafka's Java clients write xerial's
-// (a magic header, then length-prefixed raw snappy blocks), others a single
-// raw snappy block; both are read. Lz4 is the frame format, as Kafka writes
+// (a magic header, then length-prefixed raw snappy blocks, 32 KiB each),
+// others (franz-go, librdkafka) a single raw snappy block; both are read.
+// A raw block's copies may reach back to its first byte, so it cannot be
+// decoded in less memory than its decoded length. Lz4 is the frame format, as Kafka writes
 // it for magic 1 and 2.
 package decompress
 
@@ -68,10 +73,12 @@ const MaxWindow = 8 << 20
 // zstd window of at most MaxWindow.
 const stateBound = MaxWindow
 
-// Memory is the most a Reader with the given limit holds while it is open:
-// its codec's state, or a snappy block of up to limit bytes. Callers that
-// account for memory reserve it before decompressing.
-func Memory(limit int64) int64 { return stateBound + limit }
+// Memory is the memory to allow a Reader (NewReader's memory) that
+// must decode a snappy block of up to block bytes: at least the other
+// codecs' state, so a snappy block of up to stateBound + block bytes is
+// read in what any codec may hold. Callers that account for memory
+// reserve it before decompressing.
+func Memory(block int64) int64 { return stateBound + block }
 
 var (
 	// ErrTooLarge is returned once the output would exceed the limit.
@@ -117,8 +124,9 @@ func newZstd() any {
 }
 
 // NewReader returns a Reader of src decompressed with codec that yields at
-// most limit bytes. src must stay unchanged until Close.
-func NewReader(codec Codec, src []byte, limit int64) (*Reader, error) {
+// most limit bytes and holds at most memory (a snappy block that would
+// decode to more is ErrTooLarge). src must stay unchanged until Close.
+func NewReader(codec Codec, src []byte, limit, memory int64) (*Reader, error) {
 	r := readerPool.Get().(*Reader)
 	r.codec, r.left = codec, limit
 	r.src.Reset(src)
@@ -141,7 +149,7 @@ func NewReader(codec Codec, src []byte, limit int64) (*Reader, error) {
 		r.dec = r.zs
 	case Snappy:
 		r.snap = snappyPool.Get().(*snappyReader)
-		err = r.snap.reset(src, limit)
+		err = r.snap.reset(src, limit, memory)
 		r.dec = r.snap
 	default:
 		err = fmt.Errorf("%w %d", ErrCodec, codec)
@@ -201,7 +209,7 @@ func (r *Reader) Close() {
 		zstdPool.Put(r.zs)
 	}
 	if r.snap != nil {
-		r.snap.reset(nil, 0)
+		r.snap.reset(nil, 0, 0)
 		snappyPool.Put(r.snap)
 	}
 	r.src.Reset(nil)
@@ -212,7 +220,7 @@ func (r *Reader) Close() {
 // Append decompresses all of src onto dst, refusing with ErrTooLarge an
 // output over limit bytes; it holds at most limit bytes of output.
 func Append(dst, src []byte, codec Codec, limit int64) ([]byte, error) {
-	r, err := NewReader(codec, src, limit)
+	r, err := NewReader(codec, src, limit, limit)
 	if err != nil {
 		return dst, err
 	}
@@ -230,17 +238,18 @@ const xerialHeaderSize = 16
 
 // snappyReader decodes xerial framing block by block, or a raw snappy
 // block whole; every block's decoded length is checked against what the
-// limit leaves before it is decoded.
+// limit leaves and against the memory allowed before it is decoded.
 type snappyReader struct {
 	src    []byte // blocks not yet decoded
 	xerial bool
 	left   int64  // limit left for blocks not yet decoded
+	memory int64  // the largest block to decode
 	block  []byte // decoded bytes not yet read
 	buf    []byte
 }
 
-func (s *snappyReader) reset(src []byte, limit int64) error {
-	s.src, s.left, s.block = src, limit, nil
+func (s *snappyReader) reset(src []byte, limit, memory int64) error {
+	s.src, s.left, s.memory, s.block = src, limit, memory, nil
 	s.xerial = len(src) >= xerialHeaderSize && bytes.HasPrefix(src, xerialMagic)
 	if s.xerial {
 		s.src = src[xerialHeaderSize:]
@@ -284,7 +293,7 @@ func (s *snappyReader) next() error {
 	if err != nil {
 		return err
 	}
-	if int64(n) > s.left {
+	if int64(n) > s.left || int64(n) > s.memory {
 		return ErrTooLarge
 	}
 	s.left -= int64(n)

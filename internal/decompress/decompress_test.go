@@ -115,7 +115,7 @@ func TestCorruptInput(t *testing.T) {
 			}
 		})
 	}
-	if _, err := NewReader(7, nil, 1); !errors.Is(err, ErrCodec) {
+	if _, err := NewReader(7, nil, 1, 1); !errors.Is(err, ErrCodec) {
 		t.Fatalf("codec 7: err = %v, want ErrCodec", err)
 	}
 }
@@ -128,7 +128,7 @@ func TestBombReadsAtMostTheLimit(t *testing.T) {
 	for _, v := range variants {
 		src := compress(t, v.codec, v.xerial, plain)
 		t.Run(v.String(), func(t *testing.T) {
-			r, err := NewReader(v.codec, src, limit)
+			r, err := NewReader(v.codec, src, limit, Memory(limit))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -141,5 +141,40 @@ func TestBombReadsAtMostTheLimit(t *testing.T) {
 				t.Fatalf("read %d bytes, past the limit %d", n, limit)
 			}
 		})
+	}
+}
+
+// TestSnappyBlockMemory: a snappy payload may decompress to its limit
+// however far past the memory allowed, a block at a time, as long as no
+// block decodes to more than that memory: xerial framing's 32 KiB blocks
+// pass, a raw block of the same bytes is ErrTooLarge before it is decoded.
+func TestSnappyBlockMemory(t *testing.T) {
+	plain := bytes.Repeat([]byte("unilog snappy "), 40<<10) // 560 KiB
+	const memory = 64 << 10
+	for _, tc := range []struct {
+		xerial bool
+		limit  int64
+		err    error
+	}{
+		{true, 1 << 20, nil},
+		{false, 1 << 20, ErrTooLarge},
+		{true, 256 << 10, ErrTooLarge},
+	} {
+		src := compress(t, Snappy, tc.xerial, plain)
+		r, err := NewReader(Snappy, src, tc.limit, memory)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out bytes.Buffer
+		_, err = out.ReadFrom(r)
+		r.Close()
+		switch {
+		case !errors.Is(err, tc.err) || tc.err == nil && err != nil:
+			t.Errorf("xerial %v, limit %d: %v, want %v", tc.xerial, tc.limit, err, tc.err)
+		case err == nil && !bytes.Equal(out.Bytes(), plain):
+			t.Errorf("xerial %v: %d bytes decoded, not the %d compressed", tc.xerial, out.Len(), len(plain))
+		case tc.err != nil && !tc.xerial && out.Len() != 0:
+			t.Errorf("the raw block too large for the memory decoded %d bytes", out.Len())
+		}
 	}
 }
