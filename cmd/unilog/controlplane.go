@@ -99,9 +99,11 @@ func startControlPlane(c *cli.Context, cfg *broker.Config, durable bool) (*contr
 		conn.Secret = secret
 	}
 	replicas := c.Int("nats-replicas")
+	var natsServer string
 	if cp.url == "" {
+		natsServer = fmt.Sprintf("unilog-%d", cfg.NodeID)
 		cp.srv, err = controlplane.StartServer(controlplane.ServerConfig{
-			Name:          fmt.Sprintf("unilog-%d", cfg.NodeID),
+			Name:          natsServer,
 			Dir:           filepath.Join(cfg.DataDir, "nats"),
 			Listen:        c.String("nats-listen"),
 			ClusterListen: c.String("nats-cluster-listen"),
@@ -131,6 +133,9 @@ func startControlPlane(c *cli.Context, cfg *broker.Config, durable bool) (*contr
 		Eligible:        cp.repl.Eligible,
 		// The epochs acted on and reserved outlive the buckets' word.
 		Epochs: controlplane.NewEpochFile(filepath.Join(cfg.DataDir, controlplane.EpochFileName)),
+		// Its crash then elects the buckets' streams while its lease
+		// lapses, and a follower's stalls nothing.
+		NATSServer: natsServer,
 		// Renew twice or more before stepping down, with a third of the
 		// lease as the safety margin (see the controlplane package doc).
 		LeaseDuration: c.Duration("lease-duration"),
