@@ -46,12 +46,6 @@ var natsMaxElectionTimeout time.Duration
 //go:linkname natsHBInterval github.com/nats-io/nats-server/v2/server.hbInterval
 var natsHBInterval time.Duration
 
-//go:linkname natsLostQuorumInterval github.com/nats-io/nats-server/v2/server.lostQuorumInterval
-var natsLostQuorumInterval time.Duration
-
-//go:linkname natsLostQuorumCheck github.com/nats-io/nats-server/v2/server.lostQuorumCheck
-var natsLostQuorumCheck time.Duration
-
 //go:linkname natsRandElectionTimeout github.com/nats-io/nats-server/v2/server.randElectionTimeout
 func natsRandElectionTimeout() time.Duration
 
@@ -63,11 +57,13 @@ type raftTimer struct {
 	def, set time.Duration
 }
 
-// embeddedRaftTimers keeps nats-server's ratios: an election timeout of
-// several heartbeats (5 to 10 here, 4 to 9 there) so one late heartbeat
-// does not start an election, and a leader that has heard from no quorum
-// for longer than any election takes stepping down (its clients then ask
-// the side that elected).
+// embeddedRaftTimers keeps nats-server's ratio: an election timeout of
+// several heartbeats (5 to 10 here, 4 to 9 there), so one late heartbeat
+// does not start an election. The lost-quorum timers (a leader that has
+// heard from no quorum for 10 s steps down) stay as they are: the side
+// of a partition that holds a quorum elects on the election timeout
+// alone (with 2 s here, a stream leader once stepped down for lost
+// quorum while a restarted peer caught up, and writes stalled 10 s).
 var embeddedRaftTimers = []raftTimer{
 	// A follower starts an election 500 ms to 1 s after the last word
 	// from its leader: a dead stream leader is replaced in about a
@@ -75,8 +71,6 @@ var embeddedRaftTimers = []raftTimer{
 	{name: "minElectionTimeout", v: &natsMinElectionTimeout, def: 4 * time.Second, set: 500 * time.Millisecond},
 	{name: "maxElectionTimeout", v: &natsMaxElectionTimeout, def: 9 * time.Second, set: time.Second},
 	{name: "hbInterval", v: &natsHBInterval, def: time.Second, set: 100 * time.Millisecond},
-	{name: "lostQuorumInterval", v: &natsLostQuorumInterval, def: 10 * time.Second, set: 2 * time.Second},
-	{name: "lostQuorumCheck", v: &natsLostQuorumCheck, def: 10 * time.Second, set: time.Second},
 }
 
 var (

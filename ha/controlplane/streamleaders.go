@@ -38,11 +38,16 @@ import (
 // only: Raft keeps every acknowledged write through a transfer, and the
 // lease's compare-and-set and epochs do not depend on who leads a stream.
 
-// streamLeaderTries bounds the tries after a take: the streams may still
-// be electing after the crash that made this node leader.
+// A new leader waits streamLeaderSettle before it moves the streams: its
+// clients are finding it then (Metadata, InitProducerID, the first
+// produce, the followers' in-sync publications), and a stream changing
+// leader under them makes them retry. streamLeaderTries bounds the tries
+// after it: the streams may still be electing after the crash that made
+// this node leader.
 const (
-	streamLeaderTries = 40
-	streamLeaderRetry = 250 * time.Millisecond
+	streamLeaderSettle = time.Second
+	streamLeaderTries  = 40
+	streamLeaderRetry  = 250 * time.Millisecond
 )
 
 // pullStreamLeaders moves the buckets' stream leaders to self, this
@@ -50,12 +55,14 @@ const (
 func (n *Node) pullStreamLeaders(ctx context.Context, self string, epoch uint64) {
 	buckets := []jetstream.KeyValue{n.buckets.Members, n.buckets.Leases, n.buckets.Metadata}
 	for try := 0; try < streamLeaderTries && len(buckets) > 0; try++ {
-		if try > 0 {
-			select {
-			case <-ctx.Done():
-				return
-			case <-time.After(streamLeaderRetry):
-			}
+		wait := streamLeaderRetry
+		if try == 0 {
+			wait = streamLeaderSettle
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(wait):
 		}
 		if !n.elector.Leading(epoch) {
 			return
