@@ -38,16 +38,13 @@ import (
 // only: Raft keeps every acknowledged write through a transfer, and the
 // lease's compare-and-set and epochs do not depend on who leads a stream.
 
-// A new leader waits streamLeaderSettle before it moves the streams: its
-// clients are finding it then (Metadata, InitProducerID, the first
-// produce, the followers' in-sync publications), and a stream changing
-// leader under them makes them retry. streamLeaderTries bounds the tries
-// after it: the streams may still be electing after the crash that made
-// this node leader.
+// streamLeaderTries bounds the tries after a take: the streams may still
+// be electing after the crash that made this node leader, and a stream
+// moves only while this node's server answers its leader promptly (see
+// moveStreamLeader).
 const (
-	streamLeaderSettle = time.Second
-	streamLeaderTries  = 40
-	streamLeaderRetry  = 250 * time.Millisecond
+	streamLeaderTries = 40
+	streamLeaderRetry = 250 * time.Millisecond
 )
 
 // pullStreamLeaders moves the buckets' stream leaders to self, this
@@ -55,14 +52,12 @@ const (
 func (n *Node) pullStreamLeaders(ctx context.Context, self string, epoch uint64) {
 	buckets := []jetstream.KeyValue{n.buckets.Members, n.buckets.Leases, n.buckets.Metadata}
 	for try := 0; try < streamLeaderTries && len(buckets) > 0; try++ {
-		wait := streamLeaderRetry
-		if try == 0 {
-			wait = streamLeaderSettle
-		}
-		select {
-		case <-ctx.Done():
-			return
-		case <-time.After(wait):
+		if try > 0 {
+			select {
+			case <-ctx.Done():
+				return
+			case <-time.After(streamLeaderRetry):
+			}
 		}
 		if !n.elector.Leading(epoch) {
 			return
@@ -104,11 +99,23 @@ func moveStreamLeader(ctx context.Context, nc *nats.Conn, kv jetstream.KeyValue,
 	}
 	info := st.(*jetstream.KeyValueBucketStatus).StreamInfo()
 	c := info.Cluster
-	if c == nil || c.Leader == to {
+	if info.Config.Replicas <= 1 {
 		return "", nil
 	}
-	if !slices.ContainsFunc(c.Replicas, func(p *jetstream.PeerInfo) bool { return p.Name == to && p.Current }) {
-		return c.Leader, fmt.Errorf("ha: stream %s: server %s is not a current replica (leader %q)", info.Config.Name, to, c.Leader)
+	if c == nil || c.Leader == "" {
+		return "", fmt.Errorf("ha: stream %s has no leader", info.Config.Name)
+	}
+	if c.Leader == to {
+		return "", nil
+	}
+	// The leader hands over only to a peer it heard from within three
+	// heartbeats; to any other it just steps down, and the stream stalls
+	// for an election, the very stall this move is for. Two heartbeats
+	// leave room for the time the request takes.
+	if !slices.ContainsFunc(c.Replicas, func(p *jetstream.PeerInfo) bool {
+		return p.Name == to && p.Current && p.Active < 2*natsHBInterval
+	}) {
+		return c.Leader, fmt.Errorf("ha: stream %s: server %s is not a replica its leader %s heard from just now", info.Config.Name, to, c.Leader)
 	}
 	req, err := json.Marshal(server.JSApiLeaderStepdownRequest{Placement: &server.Placement{Preferred: to}})
 	if err != nil {
