@@ -29,8 +29,8 @@ import (
 //     and the leader's crash elects the streams' new leaders while its
 //     lease lapses, which every failover waits for anyway.
 //
-// So a node that takes its group's lease asks each bucket's stream to
-// hand its Raft leadership to its own server (JetStream's stream leader
+// So a node that takes its group's lease asks the streams of the members
+// and leases buckets to hand their Raft leadership to its own server (JetStream's stream leader
 // step-down with a preferred placement: the old leader transfers it, no
 // election timeout is waited). Only once per leadership: with several
 // replica groups, the leader that took its lease last holds the streams,
@@ -38,26 +38,36 @@ import (
 // only: Raft keeps every acknowledged write through a transfer, and the
 // lease's compare-and-set and epochs do not depend on who leads a stream.
 
-// streamLeaderTries bounds the tries after a take: the streams may still
-// be electing after the crash that made this node leader, and a stream
-// moves only while this node's server answers its leader promptly (see
-// moveStreamLeader).
+// A new leader waits streamLeaderSettle before it moves the streams: its
+// clients are finding it then (Metadata, InitProducerID, the first
+// produce), and a stream changing leader under them made them retry
+// (leader SIGKILLs of 3 to 4.3 s in scripts/failover-example.sh, against
+// at most 2.1 s with the wait). streamLeaderTries bounds the tries after
+// it: the streams may still be electing after the crash that made this
+// node leader, and a stream moves only while its leader hears from this
+// node's server promptly (see moveStreamLeader).
 const (
-	streamLeaderTries = 40
-	streamLeaderRetry = 250 * time.Millisecond
+	streamLeaderSettle = time.Second
+	streamLeaderTries  = 40
+	streamLeaderRetry  = 250 * time.Millisecond
 )
 
 // pullStreamLeaders moves the buckets' stream leaders to self, this
 // node's embedded NATS server, while this node leads under epoch.
 func (n *Node) pullStreamLeaders(ctx context.Context, self string, epoch uint64) {
-	buckets := []jetstream.KeyValue{n.buckets.Members, n.buckets.Leases, n.buckets.Metadata}
+	// Not the metadata bucket: it is written when a topic changes or a
+	// producer id is handed out, not on a follower's crash, and every
+	// move is a moment without a leader for the clients using it.
+	buckets := []jetstream.KeyValue{n.buckets.Members, n.buckets.Leases}
 	for try := 0; try < streamLeaderTries && len(buckets) > 0; try++ {
-		if try > 0 {
-			select {
-			case <-ctx.Done():
-				return
-			case <-time.After(streamLeaderRetry):
-			}
+		wait := streamLeaderRetry
+		if try == 0 {
+			wait = streamLeaderSettle
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(wait):
 		}
 		if !n.elector.Leading(epoch) {
 			return
