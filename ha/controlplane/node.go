@@ -319,10 +319,18 @@ func (n *Node) PartitionLeader(topic string, partition int32) (Member, uint64, b
 	gl, ok := n.leaders.Leader(group)
 	if group == n.cfg.ReplicaGroup {
 		// On every produce: no heartbeat record (log end offset) built.
-		if s := n.elector.State(); s.Role == RoleLeader && n.elector.Leading(s.Epoch) {
+		s := n.elector.State()
+		if s.Role == RoleLeader && n.elector.Leading(s.Epoch) {
 			return Member{NodeID: n.cfg.NodeID, Advertise: *n.advertise.Load(), ReplicaGroup: group, Role: s.Role.String(), Epoch: s.Epoch}, s.Epoch, true
 		}
-		if ok && gl.NodeID == n.cfg.NodeID {
+		// The elector reads the lease every retry period; the watch
+		// behind n.leaders goes quiet for 10 to 20 s when the NATS server
+		// holding its consumer dies (the client notices the missing
+		// heartbeats that late), which a leader's crash may do.
+		if newer := !ok || s.Epoch > gl.Epoch || (s.Epoch == gl.Epoch && s.Leader < 0); newer && s.Epoch > 0 {
+			gl, ok = GroupLeader{Group: group, NodeID: s.Leader, Epoch: s.Epoch}, s.Leader >= 0
+		}
+		if !ok || gl.NodeID == n.cfg.NodeID {
 			return Member{}, 0, false
 		}
 	}
