@@ -28,8 +28,11 @@ import (
 // timers are that server's business). Raft's safety does not depend on
 // timers, only its liveness does: too short, and a loaded machine that
 // delays a heartbeat gets an election it did not need (a stream's writes
-// pause for the vote, nothing is lost). The values were chosen by
-// measurement on a shared 2-core machine (docs/BENCHMARKS.md).
+// pause for the vote, nothing is lost). On a 2-core machine at load
+// average 15 to 23 these values caused no election nobody needed, and
+// brought a dead server's streams back in about a second
+// (docs/BENCHMARKS.md), so they are no flag: set before any server
+// starts, they could not change per server anyway.
 //
 // A renamed function fails the link ("relocation target not defined");
 // a renamed variable would not (this package would silently define its
@@ -63,7 +66,8 @@ type raftTimer struct {
 // heard from no quorum for 10 s steps down) stay as they are: the side
 // of a partition that holds a quorum elects on the election timeout
 // alone (with 2 s here, a stream leader once stepped down for lost
-// quorum while a restarted peer caught up, and writes stalled 10 s).
+// quorum while a restarted peer caught up, and the next follower kill
+// stalled writes 10 s).
 var embeddedRaftTimers = []raftTimer{
 	// A follower starts an election 500 ms to 1 s after the last word
 	// from its leader: a dead stream leader is replaced in about a
