@@ -125,7 +125,13 @@
 // before it elects; an embedded routed server runs on faster Raft timers
 // (raftimers.go: an election 0.5 to 1 s after the last heartbeat), so a
 // broker's crash, which takes its server along, costs about a second of
-// such a stall. A leader whose renewals stall longer than its renew
+// such a stall; and a node that takes its group's lease moves the members'
+// and leases' streams to its own server (streamleaders.go), so that only
+// its own crash, whose lease lapses meanwhile anyway, stalls them. A
+// follower's Metadata answer for its own group comes from its elector's
+// reads when they are newer than its leases watch, which stays quiet for
+// 10 to 20 s when the server holding its consumer died. A leader whose
+// renewals stall longer than its renew
 // deadline steps down and, still holding the newest lease, takes it back
 // with the next epoch once the bucket answers: safe, at the cost of a
 // pause in writes. An external NATS keeps its own timers: there a
