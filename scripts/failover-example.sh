@@ -56,11 +56,22 @@ start() {
 status() { unilog cluster status --nats nats://127.0.0.1:4232 --cluster-secret-file ./cluster.secret 2>/dev/null; }
 
 # group: "LEADER EPOCH IN-SYNC..." of group main, from the GROUP table.
-group() { status | awk '$1=="main"{$1=""; print}'; }
+# A status call can fail while node 1's NATS server restarts: it is tried
+# for up to 5 s, or a round would end the script with no word (set -e).
+group() {
+	local g
+	for _ in $(seq 1 50); do
+		g=$(status | awk '$1=="main"{$1=""; print}')
+		if [ -n "$g" ]; then echo "$g"; return; fi
+		sleep 0.1
+	done
+	echo "unilog cluster status named no leader of group main for 5 s" >&2
+}
 
 # wait_in_sync: until a leader lists both followers in sync.
 wait_in_sync() {
-	for _ in $(seq 1 600); do
+	local until=$((SECONDS + 60))
+	while [ $SECONDS -lt $until ]; do
 		if [ "$(group | wc -w)" = 4 ]; then return; fi
 		sleep 0.1
 	done

@@ -39,7 +39,7 @@ func controlPlaneFlags() []cli.Flag {
 		&cli.StringFlag{Name: "nats-listen", Value: defaultNATSListen, Usage: "embedded NATS client listener `HOST:PORT`", EnvVars: env("NATS_LISTEN")},
 		&cli.StringFlag{Name: "nats-cluster-listen", Usage: "embedded NATS route listener `HOST:PORT` (needed with --nats-routes)", EnvVars: env("NATS_CLUSTER_LISTEN")},
 		&cli.StringFlag{Name: "nats-routes", Usage: "route the embedded NATS to `URLS` nats-route://host:port,... (the same list on every node, itself included)", EnvVars: env("NATS_ROUTES")},
-		&cli.DurationFlag{Name: "lease-duration", Value: controlplane.DefaultLeaseDuration, Usage: "how long an unrenewed leader lease stands; the leader steps down 2/3 of the way in. Longer rides out a NATS server's loss (its streams re-elect in seconds), shorter fails over sooner", EnvVars: env("LEASE_DURATION")},
+		&cli.DurationFlag{Name: "lease-duration", Value: controlplane.DefaultLeaseDuration, Usage: "how long an unrenewed leader lease stands; the leader steps down 2/3 of the way in. Longer rides out the loss of a NATS server that led a bucket (embedded ones re-elect in about 1 s, nats-server itself in 4-9 s), shorter fails over sooner", EnvVars: env("LEASE_DURATION")},
 		&cli.IntFlag{Name: "nats-replicas", Usage: "replicas of the control plane's buckets (0: 3 when the NATS cluster has 3 or more servers, else 1)", EnvVars: env("NATS_REPLICAS")},
 	}, replicationFlags()...)
 }
@@ -102,9 +102,11 @@ func startControlPlane(c *cli.Context, cfg *broker.Config, durable bool) (*contr
 		conn.Secret = secret
 	}
 	replicas := c.Int("nats-replicas")
+	var natsServer string
 	if cp.url == "" {
+		natsServer = fmt.Sprintf("unilog-%d", cfg.NodeID)
 		cp.srv, err = controlplane.StartServer(controlplane.ServerConfig{
-			Name:          fmt.Sprintf("unilog-%d", cfg.NodeID),
+			Name:          natsServer,
 			Dir:           filepath.Join(cfg.DataDir, "nats"),
 			Listen:        c.String("nats-listen"),
 			ClusterListen: c.String("nats-cluster-listen"),
@@ -134,6 +136,9 @@ func startControlPlane(c *cli.Context, cfg *broker.Config, durable bool) (*contr
 		Eligible:        cp.repl.Eligible,
 		// The epochs acted on and reserved outlive the buckets' word.
 		Epochs: controlplane.NewEpochFile(filepath.Join(cfg.DataDir, controlplane.EpochFileName)),
+		// Its crash then elects the buckets' streams while its lease
+		// lapses, and a follower's stalls nothing.
+		NATSServer: natsServer,
 		// Renew twice or more before stepping down, with a third of the
 		// lease as the safety margin (see the controlplane package doc).
 		LeaseDuration: c.Duration("lease-duration"),

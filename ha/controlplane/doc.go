@@ -121,15 +121,22 @@
 //
 // The buckets stay writable through the loss of one of three NATS servers,
 // but each bucket whose stream leader was on it stalls while its
-// replicas elect a new one (NATS's Raft waits 4 to 9 s, not configurable,
-// before it elects). A leader whose renewals stall longer than its renew
+// replicas elect a new one. nats-server waits 4 to 9 s (compiled in)
+// before it elects; an embedded routed server runs on faster Raft timers
+// (raftimers.go: an election 0.5 to 1 s after the last heartbeat), so a
+// broker's crash, which takes its server along, costs about a second of
+// such a stall; and a node that takes its group's lease moves the members'
+// and leases' streams to its own server (streamleaders.go), so that only
+// its own crash, whose lease lapses meanwhile anyway, stalls them. A
+// follower's Metadata answer for its own group comes from its elector's
+// reads when they are newer than its leases watch, which stays quiet for
+// 10 to 20 s when the server holding its consumer died. A leader whose
+// renewals stall longer than its renew
 // deadline steps down and, still holding the newest lease, takes it back
 // with the next epoch once the bucket answers: safe, at the cost of a
-// pause in writes. A lease longer than the election rides such stalls
-// out, at the cost of every failover taking that long; the default 1.5s
-// lease chooses fast failover (under 2 s from a leader's crash to the
-// next acknowledged write), and a stall of a bucket's stream pauses
-// writes for the election.
+// pause in writes. An external NATS keeps its own timers: there a
+// stream's election stalls a lease for seconds, so it belongs outside the
+// brokers' failure domain.
 //
 // # Metadata
 //

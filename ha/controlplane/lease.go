@@ -577,26 +577,33 @@ func (e *Elector) take(ctx context.Context, sent time.Time, rev uint64, cur leas
 	}
 }
 
+// updateOwnTries bounds updateOwn's read-backs: each needs a revision
+// newer than the write it lost to, and a lagging replica may answer one
+// with an older one.
+const updateOwnTries = 5
+
 // updateOwn writes val over our lease of epoch, compare-and-set on rev.
 // A write the server applied but whose answer was lost (a renewal timed
-// out or cancelled by Close) leaves rev behind the key's revision while
-// the lease is still ours; then the key is read back and, if it still
-// holds our unreleased epoch, written at its revision. A lease another
-// node holds is ErrKeyRevisionMismatch.
+// out or cancelled by Close), or a renewal still in flight when Release
+// writes, leaves rev behind the key's revision while the lease is still
+// ours; then the key is read back and, while it still holds our
+// unreleased epoch, written at its revision, again if that read came
+// from a replica that had not seen the newer one. A lease another node
+// holds is ErrKeyRevisionMismatch.
 func (e *Elector) updateOwn(ctx context.Context, val []byte, rev, epoch uint64) (uint64, error) {
 	newRev, err := e.kv.Update(ctx, e.key, val, rev)
-	if !errors.Is(err, jetstream.ErrKeyRevisionMismatch) {
-		return newRev, err
+	for try := 0; try < updateOwnTries && errors.Is(err, jetstream.ErrKeyRevisionMismatch); try++ {
+		entry, gerr := e.kv.Get(ctx, e.key)
+		if gerr != nil {
+			return 0, err
+		}
+		var cur leaseValue
+		if derr := decodeValue(entry.Value(), &cur); derr != nil || cur.Holder != e.cfg.NodeID || cur.Epoch != epoch || cur.Released {
+			return 0, err
+		}
+		newRev, err = e.kv.Update(ctx, e.key, val, entry.Revision())
 	}
-	entry, gerr := e.kv.Get(ctx, e.key)
-	if gerr != nil {
-		return 0, err
-	}
-	var cur leaseValue
-	if derr := decodeValue(entry.Value(), &cur); derr != nil || cur.Holder != e.cfg.NodeID || cur.Epoch != epoch || cur.Released {
-		return 0, err
-	}
-	return e.kv.Update(ctx, e.key, val, entry.Revision())
+	return newRev, err
 }
 
 // Resign releases the lease (see Release) and stops this node from ever

@@ -333,40 +333,58 @@ func (m *Metadata) UpdateTopic(name string, update func(*Topic) error) error {
 	}
 }
 
+// reserveTryTimeout bounds one try of a producer id reservation. A write
+// whose stream leader dies (with its broker, when NATS is embedded) is
+// never answered: bounded only by opTimeout, it held every idempotent
+// producer starting then for 10 s, where the stream had a new leader
+// within about a second.
+const reserveTryTimeout = time.Second
+
 // ReserveProducerIDs reserves n producer ids with a compare-and-set on
-// the counter, so two nodes never hand out the same id.
+// the counter, so two nodes never hand out the same id. A try that times
+// out is retried from a fresh read until opTimeout: if its write was
+// applied after all, the ids it reserved are skipped, never handed out.
 func (m *Metadata) ReserveProducerIDs(n int64) (int64, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), opTimeout)
 	defer cancel()
 	for {
-		e, err := m.kv.Get(ctx, producerIDsKey)
-		var cur producerIDsValue
-		switch {
-		case errors.Is(err, jetstream.ErrKeyNotFound):
-		case err != nil:
-			return 0, fmt.Errorf("ha: reserve producer ids: %w", err)
-		default:
-			if err := decodeValue(e.Value(), &cur); err != nil {
-				return 0, fmt.Errorf("ha: reserve producer ids: %w", err)
-			}
-		}
-		val, err := encodeValue(producerIDsValue{Next: cur.Next + n})
-		if err != nil {
-			return 0, err
-		}
-		if e == nil {
-			_, err = m.kv.Create(ctx, producerIDsKey, val)
-		} else {
-			_, err = m.kv.Update(ctx, producerIDsKey, val, e.Revision())
-		}
-		if errors.Is(err, jetstream.ErrKeyExists) || errors.Is(err, jetstream.ErrKeyRevisionMismatch) {
+		first, err := m.reserveProducerIDs(ctx, n)
+		if errors.Is(err, jetstream.ErrKeyExists) || errors.Is(err, jetstream.ErrKeyRevisionMismatch) ||
+			(errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil) {
 			continue
 		}
 		if err != nil {
 			return 0, fmt.Errorf("ha: reserve producer ids: %w", err)
 		}
-		return cur.Next, nil
+		return first, nil
 	}
+}
+
+// reserveProducerIDs is one try of ReserveProducerIDs.
+func (m *Metadata) reserveProducerIDs(ctx context.Context, n int64) (int64, error) {
+	ctx, cancel := context.WithTimeout(ctx, reserveTryTimeout)
+	defer cancel()
+	e, err := m.kv.Get(ctx, producerIDsKey)
+	var cur producerIDsValue
+	switch {
+	case errors.Is(err, jetstream.ErrKeyNotFound):
+	case err != nil:
+		return 0, err
+	default:
+		if err := decodeValue(e.Value(), &cur); err != nil {
+			return 0, err
+		}
+	}
+	val, err := encodeValue(producerIDsValue{Next: cur.Next + n})
+	if err != nil {
+		return 0, err
+	}
+	if e == nil {
+		_, err = m.kv.Create(ctx, producerIDsKey, val)
+	} else {
+		_, err = m.kv.Update(ctx, producerIDsKey, val, e.Revision())
+	}
+	return cur.Next, err
 }
 
 // Close stops the watch.

@@ -4,8 +4,11 @@ import (
 	"context"
 	"errors"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/unilog/unilog/internal/poll"
 )
@@ -217,5 +220,48 @@ func TestMetadataOwnChangesAreLocal(t *testing.T) {
 		if ev.Remote {
 			t.Errorf("event %d (%+v) reported as another node's", i, ev)
 		}
+	}
+}
+
+// lostUpdateKV loses its first Update, as a write sent to a stream
+// leader that dies before it answers is lost: the caller hears nothing
+// until its context ends.
+type lostUpdateKV struct {
+	jetstream.KeyValue
+	lost atomic.Bool
+}
+
+func (kv *lostUpdateKV) Update(ctx context.Context, key string, value []byte, last uint64) (uint64, error) {
+	if !kv.lost.Swap(true) {
+		<-ctx.Done()
+		return 0, ctx.Err()
+	}
+	return kv.KeyValue.Update(ctx, key, value, last)
+}
+
+// TestReserveProducerIDsRetriesALostWrite: one lost write costs a try,
+// not the whole operation's 10 s; the next try reserves the next range.
+func TestReserveProducerIDsRetriesALostWrite(t *testing.T) {
+	srv := startServer(t)
+	ctx := context.Background()
+	b, err := OpenBuckets(ctx, dial(t, srv.ClientURL()), 1, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kv := &lostUpdateKV{KeyValue: b.Metadata}
+	m, err := OpenMetadata(ctx, kv, nil, quietLogger())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { m.Close() })
+	if first, err := m.ReserveProducerIDs(10); err != nil || first != 0 {
+		t.Fatalf("first reservation: %d, %v", first, err)
+	}
+	first, err := m.ReserveProducerIDs(10)
+	if err != nil || first != 10 {
+		t.Fatalf("reservation after a lost write: %d, %v; want 10", first, err)
+	}
+	if !kv.lost.Load() {
+		t.Fatal("no write was lost")
 	}
 }

@@ -45,8 +45,12 @@ type Config struct {
 	Eligible func() bool
 	// Epochs is the elector's Epochs (see LeaseConfig).
 	Epochs EpochStore
-	Clock  clock.Clock
-	Logger logrus.FieldLogger
+	// NATSServer is the name of the routed NATS server this node embeds,
+	// "" when it joins an external NATS: a node that takes its group's
+	// lease moves the buckets' stream leaders there (streamleaders.go).
+	NATSServer string
+	Clock      clock.Clock
+	Logger     logrus.FieldLogger
 }
 
 // Node is one broker's membership in the control plane: its heartbeat,
@@ -69,6 +73,7 @@ type Node struct {
 	// a follower the leader already stopped waiting for.
 	writeMu sync.Mutex
 
+	runCtx    context.Context
 	cancel    context.CancelFunc
 	wg        sync.WaitGroup
 	closeOnce sync.Once
@@ -108,11 +113,10 @@ func Start(cfg Config) (*Node, error) {
 		n.nc.Close()
 		return nil, err
 	}
-	runCtx, stop := context.WithCancel(context.Background())
-	n.cancel = stop
+	n.runCtx, n.cancel = context.WithCancel(context.Background())
 	n.wg.Add(2)
-	go func() { defer n.wg.Done(); n.elector.Run(runCtx) }()
-	go func() { defer n.wg.Done(); n.heartbeatLoop(runCtx) }()
+	go func() { defer n.wg.Done(); n.elector.Run(n.runCtx) }()
+	go func() { defer n.wg.Done(); n.heartbeatLoop(n.runCtx) }()
 	n.log.WithFields(logrus.Fields{"nats": n.nc.ConnectedUrlRedacted(), "replica_group": cfg.ReplicaGroup, "advertise": cfg.Advertise}).Info("control plane joined")
 	return n, nil
 }
@@ -167,6 +171,12 @@ func (n *Node) roleChanged(s LeaseState) {
 	select {
 	case n.roleKick <- struct{}{}:
 	default:
+	}
+	// A take happens in the elector's Run, which Close waits for, so the
+	// wait group is above zero here.
+	if s.Role == RoleLeader && n.cfg.NATSServer != "" {
+		n.wg.Add(1)
+		go func() { defer n.wg.Done(); n.pullStreamLeaders(n.runCtx, n.cfg.NATSServer, s.Epoch) }()
 	}
 }
 
@@ -309,10 +319,18 @@ func (n *Node) PartitionLeader(topic string, partition int32) (Member, uint64, b
 	gl, ok := n.leaders.Leader(group)
 	if group == n.cfg.ReplicaGroup {
 		// On every produce: no heartbeat record (log end offset) built.
-		if s := n.elector.State(); s.Role == RoleLeader && n.elector.Leading(s.Epoch) {
+		s := n.elector.State()
+		if s.Role == RoleLeader && n.elector.Leading(s.Epoch) {
 			return Member{NodeID: n.cfg.NodeID, Advertise: *n.advertise.Load(), ReplicaGroup: group, Role: s.Role.String(), Epoch: s.Epoch}, s.Epoch, true
 		}
-		if ok && gl.NodeID == n.cfg.NodeID {
+		// The elector reads the lease every retry period; the watch
+		// behind n.leaders goes quiet for 10 to 20 s when the NATS server
+		// holding its consumer dies (the client notices the missing
+		// heartbeats that late), which a leader's crash may do.
+		if newer := !ok || s.Epoch > gl.Epoch || (s.Epoch == gl.Epoch && s.Leader < 0); newer && s.Epoch > 0 {
+			gl, ok = GroupLeader{Group: group, NodeID: s.Leader, Epoch: s.Epoch}, s.Leader >= 0
+		}
+		if !ok || gl.NodeID == n.cfg.NodeID {
 			return Member{}, 0, false
 		}
 	}

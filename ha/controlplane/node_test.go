@@ -10,13 +10,22 @@ import (
 
 func startTestNode(t *testing.T, url string, id int32, group, advertise string) *Node {
 	t.Helper()
-	n, err := Start(Config{
+	return startTestNodeConfig(t, testNodeConfig(url, id, group, advertise))
+}
+
+func testNodeConfig(url string, id int32, group, advertise string) Config {
+	return Config{
 		Conn: ConnConfig{URLs: url}, Replicas: 1,
 		NodeID: id, ReplicaGroup: group, Advertise: advertise,
 		LeaseDuration: 3 * time.Second, RenewDeadline: 2 * time.Second, RetryPeriod: 100 * time.Millisecond,
 		HeartbeatInterval: 100 * time.Millisecond, MemberDeadline: 3 * time.Second,
 		Logger: quietLogger(),
-	})
+	}
+}
+
+func startTestNodeConfig(t *testing.T, cfg Config) *Node {
+	t.Helper()
+	n, err := Start(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -104,4 +113,33 @@ func TestNodeCutOffFromNATSStopsLeading(t *testing.T) {
 	if m, _, ok := n.PartitionLeader("t", 0); ok {
 		t.Fatalf("cut off, still names %+v leader", m)
 	}
+}
+
+// TestPartitionLeaderOfOwnGroupOutrunsAStalledWatch: a follower whose
+// leases watch went quiet (its consumer on a NATS server that died) still
+// names the leader its elector read, not the deposed one.
+func TestPartitionLeaderOfOwnGroupOutrunsAStalledWatch(t *testing.T) {
+	srv := startServer(t)
+	a := startTestNode(t, srv.ClientURL(), 1, "g", "127.0.0.1:9001")
+	poll.True(t, "node 1 to lead", func() bool { return a.Elector().State().Role == RoleLeader })
+	b := startTestNode(t, srv.ClientURL(), 2, "g", "127.0.0.1:9002")
+	// Node 3 never contends: it must name another node.
+	cfg := testNodeConfig(srv.ClientURL(), 3, "g", "127.0.0.1:9003")
+	cfg.Eligible = func() bool { return false }
+	c := startTestNodeConfig(t, cfg)
+	if err := a.Metadata().CreateTopic(Topic{Name: "t", Partitions: 1}); err != nil {
+		t.Fatal(err)
+	}
+	poll.True(t, "node 3 to see node 1 lead the topic", func() bool {
+		m, _, ok := c.PartitionLeader("t", 0)
+		return ok && m.NodeID == 1
+	})
+
+	c.leaders.Stop()
+	a.Close()
+	poll.True(t, "node 2 to lead", func() bool { return b.Elector().State().Role == RoleLeader })
+	poll.True(t, "node 3 to name node 2 at epoch 2 with its watch stopped at epoch 1", func() bool {
+		m, epoch, ok := c.PartitionLeader("t", 0)
+		return ok && m.NodeID == 2 && epoch == 2
+	})
 }

@@ -89,6 +89,11 @@ func StartServer(cfg ServerConfig) (*Server, error) {
 		if cfg.ClusterListen == "" || len(cfg.Routes) == 0 {
 			return nil, errors.New("ha: a routed nats server needs both a cluster listen address and routes")
 		}
+		// A standalone server has no Raft peers to elect among: only a
+		// routed one needs the faster timers (raftimers.go).
+		if err := applyRaftTimers(); err != nil {
+			return nil, err
+		}
 		opts.Cluster.Name = cfg.ClusterName
 		if opts.Cluster.Name == "" {
 			opts.Cluster.Name = "unilog"
@@ -192,8 +197,8 @@ func (s *Server) ClusterAddr() string {
 // hands the leadership of every Raft group it leads (the buckets' streams,
 // JetStream's meta group) to its peers, as nats-server's lame duck mode
 // does: a leader that just vanishes is replaced only after its peers'
-// election timeout (4 to 9 s), during which the streams it led take no
-// writes, lease renewals included.
+// election timeout (0.5 to 1 s embedded, raftimers.go), during which the
+// streams it led take no writes, lease renewals included.
 func (s *Server) Shutdown() {
 	if s.ns.ClusterAddr() != nil {
 		s.ns.LameDuckShutdown()
