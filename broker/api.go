@@ -88,6 +88,11 @@ func (c *conn) handle(frame []byte) ([]byte, error) {
 	}
 	r := kbin.Reader{Src: frame}
 	key := r.Int16()
+	c.stages.end()
+	if key == int16(kmsg.Produce) {
+		c.stages.begin(c.b.metrics.produceStages, c.readAt)
+		c.stages.mark(stageQueue)
+	}
 	version := r.Int16()
 	corr := r.Int32()
 	if id := r.NullableString(); id != nil {
@@ -124,6 +129,7 @@ func (c *conn) handle(frame []byte) ([]byte, error) {
 	if err := req.ReadFrom(r.Src); err != nil {
 		return nil, reqErr(key, version, "decode body: %v", err)
 	}
+	c.stages.mark(stageDecode)
 	if !known || version < spec.minVersion || version > spec.maxVersion {
 		resp, err := unsupportedResponse(req)
 		if err != nil {
@@ -142,6 +148,7 @@ func (c *conn) handle(frame []byte) ([]byte, error) {
 		out, err = c.encodeFetch(corr, fr)
 	} else if err == nil && resp != nil {
 		out = c.encode(corr, resp)
+		c.stages.mark(stageEncode)
 	}
 	c.b.metrics.observe(key, time.Since(start))
 	if err != nil {

@@ -60,6 +60,11 @@ type conn struct {
 	// ctx is cancelled when the client disconnects or the connection ends;
 	// every wait of the connection's requests selects on it.
 	ctx context.Context
+
+	// readAt is when the request being handled was read, and stages
+	// times it if it is a produce (produce_stages.go).
+	readAt time.Time
+	stages stageClock
 }
 
 func newConn(b *Broker, nc net.Conn) *conn {
@@ -142,7 +147,7 @@ func (c *conn) serve() {
 	defer c.b.unregister(c)
 	ctx, cancel := context.WithCancel(context.Background())
 	c.ctx = ctx
-	frames := make(chan *bytebufferpool.ByteBuffer)
+	frames := make(chan queuedFrame)
 	readerDone := make(chan struct{})
 	go func() {
 		defer close(readerDone)
@@ -154,14 +159,15 @@ func (c *conn) serve() {
 		<-readerDone
 		c.releaseResponse()
 	}()
-	for frame := range frames {
+	for f := range frames {
 		if c.closing() {
 			return
 		}
 		c.setBusy(true)
 		raw := c.auth.raw
-		out, err := c.handle(frame.B)
-		recycleFrame(frame, raw)
+		c.readAt = f.at
+		out, err := c.handle(f.buf.B)
+		recycleFrame(f.buf, raw)
 		if err != nil {
 			c.logDrop(err)
 			return
@@ -175,6 +181,7 @@ func (c *conn) serve() {
 				c.b.log.WithFields(logrus.Fields{"remote": c.remote, "error": err}).Info("connection closed: write failed")
 				return
 			}
+			c.stages.mark(stageWrite)
 			c.b.metrics.bytesOut.Add(float64(n))
 			c.releaseResponse()
 		}
@@ -186,7 +193,7 @@ func (c *conn) serve() {
 // that fails for any reason but the broker closing means the client is gone
 // or misbehaved: the in-flight request's waits are cancelled. On a broker
 // Close the in-flight request is left to finish and answer.
-func (c *conn) readLoop(ctx context.Context, cancel context.CancelFunc, frames chan<- *bytebufferpool.ByteBuffer) {
+func (c *conn) readLoop(ctx context.Context, cancel context.CancelFunc, frames chan<- queuedFrame) {
 	defer close(frames)
 	for c.armRead() {
 		frame, err := c.readFrame()
@@ -198,12 +205,19 @@ func (c *conn) readLoop(ctx context.Context, cancel context.CancelFunc, frames c
 			return
 		}
 		select {
-		case frames <- frame:
+		case frames <- queuedFrame{buf: frame, at: time.Now()}:
 		case <-ctx.Done():
 			c.releaseFrame(frame.B)
 			return
 		}
 	}
+}
+
+// queuedFrame is a request as the reader hands it to serve, with when it
+// was read: the start of a produce's queue stage.
+type queuedFrame struct {
+	buf *bytebufferpool.ByteBuffer
+	at  time.Time
 }
 
 // errFrame is a framing violation; the connection is closed.
