@@ -141,6 +141,11 @@ func (c *conn) handle(frame []byte) ([]byte, error) {
 	// thousands of partitions is part of the broker's work, and leaves out
 	// the socket write, whose time is the client's reading.
 	start := time.Now()
+	if key != int16(kmsg.Produce) {
+		// A deferred produce is answered before anything else is served.
+		c.finishDeferred()
+	}
+	c.corr, c.reqStart, c.justDeferred = corr, start, false
 	c.limitRequest(req)
 	resp, err := c.serveAuthorized(spec, req)
 	var out []byte
@@ -150,7 +155,9 @@ func (c *conn) handle(frame []byte) ([]byte, error) {
 		out = c.encode(corr, resp)
 		c.stages.mark(stageEncode)
 	}
-	c.b.metrics.observe(key, time.Since(start))
+	if !c.justDeferred {
+		c.b.metrics.observe(key, time.Since(start))
+	}
 	if err != nil {
 		return nil, reqErr(key, version, "%v", err)
 	}
@@ -161,6 +168,7 @@ func (c *conn) handle(frame []byte) ([]byte, error) {
 // tagged fields when the response is flexible (never for ApiVersions, whose
 // header stays v0 so any client can read it), then the kmsg body.
 func (c *conn) encode(corr int32, resp kmsg.Response) []byte {
+	c.finishDeferred() // its answer leaves first
 	c.out = responseBuffers.Get()
 	buf := append(c.out.B[:0], 0, 0, 0, 0, 0, 0, 0, 0)
 	if resp.IsFlexible() && resp.Key() != int16(kmsg.ApiVersions) {

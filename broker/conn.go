@@ -65,6 +65,18 @@ type conn struct {
 	// times it if it is a produce (produce_stages.go).
 	readAt time.Time
 	stages stageClock
+
+	// The produce whose answer waits while the next request is appended
+	// (produce_pipeline.go): pipelined is set while serve runs; corr and
+	// reqStart are the handled request's, justDeferred says handle
+	// deferred it, writeErr is a failed write of a deferred answer.
+	pipelined    bool
+	deferred     deferredProduce
+	hasDeferred  bool
+	justDeferred bool
+	corr         int32
+	reqStart     time.Time
+	writeErr     error
 }
 
 func newConn(b *Broker, nc net.Conn) *conn {
@@ -159,8 +171,11 @@ func (c *conn) serve() {
 		<-readerDone
 		c.releaseResponse()
 	}()
-	for f := range frames {
-		if c.closing() {
+	c.pipelined = true
+	for {
+		f, ok := c.nextFrame(frames)
+		if !ok || c.closing() {
+			c.finishDeferred()
 			return
 		}
 		c.setBusy(true)
@@ -169,21 +184,21 @@ func (c *conn) serve() {
 		out, err := c.handle(f.buf.B)
 		recycleFrame(f.buf, raw)
 		if err != nil {
+			c.finishDeferred()
 			c.logDrop(err)
 			return
 		}
 		if out != nil {
-			if c.b.cfg.WriteTimeout > 0 {
-				c.nc.SetWriteDeadline(time.Now().Add(c.b.cfg.WriteTimeout))
-			}
-			n, err := c.write(out)
-			if err != nil {
-				c.b.log.WithFields(logrus.Fields{"remote": c.remote, "error": err}).Info("connection closed: write failed")
+			if err := c.writeResponse(out); err != nil {
+				c.logWriteFailed(err)
 				return
 			}
 			c.stages.mark(stageWrite)
-			c.b.metrics.bytesOut.Add(float64(n))
 			c.releaseResponse()
+		}
+		if c.writeErr != nil {
+			c.logWriteFailed(c.writeErr)
+			return
 		}
 		c.setBusy(false)
 	}

@@ -79,7 +79,8 @@ func (b *Broker) handleProduce(ctx context.Context, c *conn, kreq kmsg.Request) 
 	if req.TimeoutMillis > 0 {
 		timeout = time.Duration(req.TimeoutMillis) * time.Millisecond
 	}
-	ctx, cancel := context.WithTimeout(ctx, timeout)
+	deadline := time.Now().Add(timeout)
+	ctx, cancel := context.WithDeadline(ctx, deadline)
 	defer cancel()
 
 	var uncreated map[string]bool
@@ -180,13 +181,13 @@ func (b *Broker) handleProduce(ctx context.Context, c *conn, kreq kmsg.Request) 
 		return nil, nil
 	}
 	if end >= 0 {
+		if c.deferProduce(resp, req.Acks, end, deadline) {
+			// Answered once the connection's next produce, if already
+			// read, is appended too (produce_pipeline.go).
+			return nil, nil
+		}
 		if code := b.waitProducedTimed(ctx, req.Acks, end, &c.stages); code != 0 {
-			for _, pb := range sc.pending {
-				if pb.rp.ErrorCode == 0 {
-					pb.rp.ErrorCode = code
-					pb.rp.BaseOffset = -1
-				}
-			}
+			failAppended(resp, code)
 		}
 	}
 	return resp, nil
