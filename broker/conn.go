@@ -71,8 +71,7 @@ type conn struct {
 	// reqStart are the handled request's, justDeferred says handle
 	// deferred it, writeErr is a failed write of a deferred answer.
 	pipelined    bool
-	deferred     deferredProduce
-	hasDeferred  bool
+	deferred     *deferredProduce
 	justDeferred bool
 	corr         int32
 	reqStart     time.Time

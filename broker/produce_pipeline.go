@@ -35,6 +35,28 @@ type deferredProduce struct {
 	corr     int32
 	start    time.Time // for unilog_request_duration_seconds
 	stages   stageClock
+	// done is closed with code set once a wait started by waitAsync
+	// ends; nil while nobody waits.
+	done chan struct{}
+	code int16
+}
+
+// wait waits for the produce's appends as its acks ask and returns the
+// Kafka error code.
+func (d *deferredProduce) wait(c *conn) int16 {
+	ctx, cancel := context.WithDeadline(c.ctx, d.deadline)
+	defer cancel()
+	return c.b.waitProducedTimed(ctx, d.acks, d.end, &d.stages)
+}
+
+// waitAsync starts the wait on a goroutine of its own, so that serve can
+// take the next request meanwhile.
+func (d *deferredProduce) waitAsync(c *conn) {
+	d.done = make(chan struct{})
+	go func() {
+		d.code = d.wait(c)
+		close(d.done)
+	}()
 }
 
 // deferProduce leaves the answer of an appended produce to the connection
@@ -45,24 +67,29 @@ func (c *conn) deferProduce(resp *kmsg.ProduceResponse, acks int16, end int64, d
 		return false
 	}
 	c.finishDeferred()
-	c.deferred = deferredProduce{resp: resp, acks: acks, end: end, deadline: deadline, corr: c.corr, start: c.reqStart, stages: c.stages}
-	c.hasDeferred, c.justDeferred = true, true
+	c.deferred = &deferredProduce{resp: resp, acks: acks, end: end, deadline: deadline, corr: c.corr, start: c.reqStart, stages: c.stages}
+	c.justDeferred = true
 	return true
 }
 
 // finishDeferred waits for the deferred produce, if any, and writes its
 // answer. A write error is kept for serve, which closes the connection.
 func (c *conn) finishDeferred() {
-	if !c.hasDeferred {
+	d := c.deferred
+	if d == nil {
 		return
 	}
-	d := c.deferred
-	c.hasDeferred, c.deferred = false, deferredProduce{}
-	ctx, cancel := context.WithDeadline(c.ctx, d.deadline)
-	if code := c.b.waitProducedTimed(ctx, d.acks, d.end, &d.stages); code != 0 {
+	c.deferred = nil
+	var code int16
+	if d.done != nil {
+		<-d.done
+		code = d.code
+	} else {
+		code = d.wait(c)
+	}
+	if code != 0 {
 		failAppended(d.resp, code)
 	}
-	cancel()
 	out := c.encode(d.corr, d.resp)
 	d.stages.mark(stageEncode)
 	c.b.metrics.observe(int16(kmsg.Produce), time.Since(d.start))
@@ -89,18 +116,30 @@ func failAppended(resp *kmsg.ProduceResponse, code int16) {
 }
 
 // nextFrame is the next request to handle. A deferred produce is answered
-// first unless that request is a produce already read.
+// first unless that request is a produce: one already read, or one that
+// arrives while the deferred one waits.
 func (c *conn) nextFrame(frames <-chan queuedFrame) (queuedFrame, bool) {
-	if c.hasDeferred {
+	if d := c.deferred; d != nil {
+		var f queuedFrame
+		var ok, got bool
 		select {
-		case f, ok := <-frames:
+		case f, ok = <-frames:
+			got = true
+		default:
+			d.waitAsync(c)
+			select {
+			case f, ok = <-frames:
+				got = true
+			case <-d.done:
+			}
+		}
+		if got {
 			if !ok || c.auth.raw || !isProduceFrame(f.buf.B) {
 				c.finishDeferred()
 			}
 			return f, ok
-		default:
-			c.finishDeferred()
 		}
+		c.finishDeferred()
 	}
 	f, ok := <-frames
 	return f, ok
