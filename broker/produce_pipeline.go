@@ -126,7 +126,11 @@ func (c *conn) nextFrame(frames <-chan queuedFrame) (queuedFrame, bool) {
 		case f, ok = <-frames:
 			got = true
 		default:
-			d.waitAsync(c)
+			if d.done == nil {
+				// Started once: an acks=0 produce handled meanwhile
+				// leaves the same one deferred.
+				d.waitAsync(c)
+			}
 			select {
 			case f, ok = <-frames:
 				got = true
