@@ -3,9 +3,15 @@ package broker
 import (
 	"net/http"
 	"net/http/pprof"
+	"runtime"
 
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 )
+
+// mutexProfileFraction samples one contended lock release in 100 for
+// /debug/pprof/mutex: enough to rank a broker's lock waits, too few to
+// cost anything measurable.
+const mutexProfileFraction = 100
 
 // The admin port (Config.Admin) serves HTTP on its own listener, never on
 // the Kafka one:
@@ -20,7 +26,9 @@ import (
 //     followers with their ends and lag (NodeStatus).
 //   - /debug/pprof/ (only with Config.AdminPprof) is Go's net/http/pprof:
 //     the command line, goroutine stacks, heap and CPU profiles and
-//     execution traces, which is why it is off by default.
+//     execution traces, which is why it is off by default. It also turns
+//     on the mutex profile (mutexProfileFraction), which names the locks
+//     a produce waits on.
 //   - what HandleAdmin mounts: the broker command's console under /ui.
 //
 // With Security.AdminTLS holding ClientCAs, every endpoint but /healthz
@@ -34,6 +42,11 @@ func (b *Broker) adminHandler() http.Handler {
 	mux.Handle("/metrics", promhttp.HandlerFor(b.metrics.reg, promhttp.HandlerOpts{}))
 	mux.HandleFunc("GET /status", b.serveStatus)
 	if b.cfg.AdminPprof {
+		// Process-wide, like the profiles themselves; never turned off
+		// again, since another broker of the process may rely on it.
+		if runtime.SetMutexProfileFraction(-1) == 0 {
+			runtime.SetMutexProfileFraction(mutexProfileFraction)
+		}
 		// On the admin mux, not http.DefaultServeMux, so nothing else in
 		// the process exposes them by accident.
 		mux.HandleFunc("/debug/pprof/", pprof.Index)

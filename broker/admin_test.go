@@ -4,6 +4,7 @@ import (
 	"crypto/tls"
 	"io"
 	"net/http"
+	"runtime"
 	"strings"
 	"testing"
 
@@ -42,6 +43,7 @@ func TestAdminPprof(t *testing.T) {
 			{"/debug/pprof/", "goroutine"},
 			{"/debug/pprof/goroutine?debug=1", "goroutine profile:"},
 			{"/debug/pprof/cmdline", ""},
+			{"/debug/pprof/mutex?debug=1", "--- mutex:"},
 		} {
 			code, body := adminGet(t, http.DefaultClient, base+tc.path)
 			switch {
@@ -50,6 +52,9 @@ func TestAdminPprof(t *testing.T) {
 			case on && (code != http.StatusOK || !strings.Contains(body, tc.want)):
 				t.Fatalf("with AdminPprof: GET %s: status %d, body %.200q does not hold %q", tc.path, code, body, tc.want)
 			}
+		}
+		if on && runtime.SetMutexProfileFraction(-1) == 0 {
+			t.Error("with AdminPprof the mutex profile is off")
 		}
 	}
 }

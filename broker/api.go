@@ -88,6 +88,11 @@ func (c *conn) handle(frame []byte) ([]byte, error) {
 	}
 	r := kbin.Reader{Src: frame}
 	key := r.Int16()
+	c.stages.end()
+	if key == int16(kmsg.Produce) {
+		c.stages.begin(c.b.metrics.produceStages, c.readAt)
+		c.stages.mark(stageQueue)
+	}
 	version := r.Int16()
 	corr := r.Int32()
 	if id := r.NullableString(); id != nil {
@@ -124,6 +129,7 @@ func (c *conn) handle(frame []byte) ([]byte, error) {
 	if err := req.ReadFrom(r.Src); err != nil {
 		return nil, reqErr(key, version, "decode body: %v", err)
 	}
+	c.stages.mark(stageDecode)
 	if !known || version < spec.minVersion || version > spec.maxVersion {
 		resp, err := unsupportedResponse(req)
 		if err != nil {
@@ -135,6 +141,11 @@ func (c *conn) handle(frame []byte) ([]byte, error) {
 	// thousands of partitions is part of the broker's work, and leaves out
 	// the socket write, whose time is the client's reading.
 	start := time.Now()
+	if key != int16(kmsg.Produce) {
+		// A deferred produce is answered before anything else is served.
+		c.finishDeferred()
+	}
+	c.corr, c.reqStart, c.justDeferred = corr, start, false
 	c.limitRequest(req)
 	resp, err := c.serveAuthorized(spec, req)
 	var out []byte
@@ -142,8 +153,11 @@ func (c *conn) handle(frame []byte) ([]byte, error) {
 		out, err = c.encodeFetch(corr, fr)
 	} else if err == nil && resp != nil {
 		out = c.encode(corr, resp)
+		c.stages.mark(stageEncode)
 	}
-	c.b.metrics.observe(key, time.Since(start))
+	if !c.justDeferred {
+		c.b.metrics.observe(key, time.Since(start))
+	}
 	if err != nil {
 		return nil, reqErr(key, version, "%v", err)
 	}
@@ -154,6 +168,7 @@ func (c *conn) handle(frame []byte) ([]byte, error) {
 // tagged fields when the response is flexible (never for ApiVersions, whose
 // header stays v0 so any client can read it), then the kmsg body.
 func (c *conn) encode(corr int32, resp kmsg.Response) []byte {
+	c.finishDeferred() // its answer leaves first
 	c.out = responseBuffers.Get()
 	buf := append(c.out.B[:0], 0, 0, 0, 0, 0, 0, 0, 0)
 	if resp.IsFlexible() && resp.Key() != int16(kmsg.ApiVersions) {

@@ -60,6 +60,22 @@ type conn struct {
 	// ctx is cancelled when the client disconnects or the connection ends;
 	// every wait of the connection's requests selects on it.
 	ctx context.Context
+
+	// readAt is when the request being handled was read, and stages
+	// times it if it is a produce (produce_stages.go).
+	readAt time.Time
+	stages stageClock
+
+	// The produce whose answer waits while the next request is appended
+	// (produce_pipeline.go): pipelined is set while serve runs; corr and
+	// reqStart are the handled request's, justDeferred says handle
+	// deferred it, writeErr is a failed write of a deferred answer.
+	pipelined    bool
+	deferred     *deferredProduce
+	justDeferred bool
+	corr         int32
+	reqStart     time.Time
+	writeErr     error
 }
 
 func newConn(b *Broker, nc net.Conn) *conn {
@@ -142,7 +158,7 @@ func (c *conn) serve() {
 	defer c.b.unregister(c)
 	ctx, cancel := context.WithCancel(context.Background())
 	c.ctx = ctx
-	frames := make(chan *bytebufferpool.ByteBuffer)
+	frames := make(chan queuedFrame)
 	readerDone := make(chan struct{})
 	go func() {
 		defer close(readerDone)
@@ -154,29 +170,34 @@ func (c *conn) serve() {
 		<-readerDone
 		c.releaseResponse()
 	}()
-	for frame := range frames {
-		if c.closing() {
+	c.pipelined = true
+	for {
+		f, ok := c.nextFrame(frames)
+		if !ok || c.closing() {
+			c.finishDeferred()
 			return
 		}
 		c.setBusy(true)
 		raw := c.auth.raw
-		out, err := c.handle(frame.B)
-		recycleFrame(frame, raw)
+		c.readAt = f.at
+		out, err := c.handle(f.buf.B)
+		recycleFrame(f.buf, raw)
 		if err != nil {
+			c.finishDeferred()
 			c.logDrop(err)
 			return
 		}
 		if out != nil {
-			if c.b.cfg.WriteTimeout > 0 {
-				c.nc.SetWriteDeadline(time.Now().Add(c.b.cfg.WriteTimeout))
-			}
-			n, err := c.write(out)
-			if err != nil {
-				c.b.log.WithFields(logrus.Fields{"remote": c.remote, "error": err}).Info("connection closed: write failed")
+			if err := c.writeResponse(out); err != nil {
+				c.logWriteFailed(err)
 				return
 			}
-			c.b.metrics.bytesOut.Add(float64(n))
+			c.stages.mark(stageWrite)
 			c.releaseResponse()
+		}
+		if c.writeErr != nil {
+			c.logWriteFailed(c.writeErr)
+			return
 		}
 		c.setBusy(false)
 	}
@@ -186,7 +207,7 @@ func (c *conn) serve() {
 // that fails for any reason but the broker closing means the client is gone
 // or misbehaved: the in-flight request's waits are cancelled. On a broker
 // Close the in-flight request is left to finish and answer.
-func (c *conn) readLoop(ctx context.Context, cancel context.CancelFunc, frames chan<- *bytebufferpool.ByteBuffer) {
+func (c *conn) readLoop(ctx context.Context, cancel context.CancelFunc, frames chan<- queuedFrame) {
 	defer close(frames)
 	for c.armRead() {
 		frame, err := c.readFrame()
@@ -198,12 +219,19 @@ func (c *conn) readLoop(ctx context.Context, cancel context.CancelFunc, frames c
 			return
 		}
 		select {
-		case frames <- frame:
+		case frames <- queuedFrame{buf: frame, at: time.Now()}:
 		case <-ctx.Done():
 			c.releaseFrame(frame.B)
 			return
 		}
 	}
+}
+
+// queuedFrame is a request as the reader hands it to serve, with when it
+// was read: the start of a produce's queue stage.
+type queuedFrame struct {
+	buf *bytebufferpool.ByteBuffer
+	at  time.Time
 }
 
 // errFrame is a framing violation; the connection is closed.

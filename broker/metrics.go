@@ -23,6 +23,8 @@ type metrics struct {
 	// topicFetched is fetchedBytes by topic: Kafka's per-topic BytesOut,
 	// which the console's topics page turns into a rate.
 	topicFetched *prometheus.CounterVec
+	// produceStages times each stage of a produce (produce_stages.go).
+	produceStages *produceStages
 }
 
 func newMetrics(b *Broker) *metrics {
@@ -56,10 +58,11 @@ func newMetrics(b *Broker) *metrics {
 		topicFetched: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Namespace: "unilog", Name: "topic_fetched_bytes_total", Help: "Record batch bytes served, by topic (consumers and followers of partition moves; not the replication stream).",
 		}, []string{"topic"}),
+		produceStages: newProduceStages(),
 	}
 	m.reg.MustRegister(m.requests, m.latency, m.connections, m.bytesIn, m.bytesOut,
-		m.producedBytes, m.producedRecords, m.fetchedBytes, m.topicFetched, newGroupCollector(b), newTxnCollector(b),
-		collectors.NewGoCollector(),
+		m.producedBytes, m.producedRecords, m.fetchedBytes, m.topicFetched, m.produceStages.vec, newGroupCollector(b), newTxnCollector(b),
+		newGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 			Namespace: "unilog", Name: "commitlog_bytes", Help: "Bytes held by the commit log (write offset minus retained start).",

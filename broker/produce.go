@@ -79,7 +79,8 @@ func (b *Broker) handleProduce(ctx context.Context, c *conn, kreq kmsg.Request) 
 	if req.TimeoutMillis > 0 {
 		timeout = time.Duration(req.TimeoutMillis) * time.Millisecond
 	}
-	ctx, cancel := context.WithTimeout(ctx, timeout)
+	deadline := time.Now().Add(timeout)
+	ctx, cancel := context.WithDeadline(ctx, deadline)
 	defer cancel()
 
 	var uncreated map[string]bool
@@ -154,8 +155,10 @@ func (b *Broker) handleProduce(ctx context.Context, c *conn, kreq kmsg.Request) 
 			sc.refuse(code)
 		}
 	}
+	c.stages.mark(stageValidate)
 	end, nbytes := b.appendProduced(sc)
 	b.topicMu.RUnlock()
+	c.stages.mark(stageAppend)
 	if reserved > 0 {
 		b.inflight.release(reserved)
 	}
@@ -178,13 +181,13 @@ func (b *Broker) handleProduce(ctx context.Context, c *conn, kreq kmsg.Request) 
 		return nil, nil
 	}
 	if end >= 0 {
-		if code := b.waitProduced(ctx, req.Acks, end); code != 0 {
-			for _, pb := range sc.pending {
-				if pb.rp.ErrorCode == 0 {
-					pb.rp.ErrorCode = code
-					pb.rp.BaseOffset = -1
-				}
-			}
+		if c.deferProduce(resp, req.Acks, end, deadline) {
+			// Answered once the connection's next produce, if already
+			// read, is appended too (produce_pipeline.go).
+			return nil, nil
+		}
+		if code := b.waitProducedTimed(ctx, req.Acks, end, &c.stages); code != 0 {
+			failAppended(resp, code)
 		}
 	}
 	return resp, nil
@@ -194,16 +197,25 @@ func (b *Broker) handleProduce(ctx context.Context, c *conn, kreq kmsg.Request) 
 // acks=-1, durable with sync flushing and replicated with sync
 // replication; it returns a Kafka error code.
 func (b *Broker) waitProduced(ctx context.Context, acks int16, end int64) int16 {
+	return b.waitProducedTimed(ctx, acks, end, nil)
+}
+
+// waitProducedTimed is waitProduced marking each wait's stage on clk.
+func (b *Broker) waitProducedTimed(ctx context.Context, acks int16, end int64, clk *stageClock) int16 {
 	if acks == -1 && b.st.SyncFlush() {
 		if err := b.st.WaitDurable(ctx, end); err != nil {
 			return b.waitError("flush", err)
 		}
+		clk.mark(stageDurable)
 	}
 	if err := b.st.WaitDispatched(ctx, end); err != nil {
 		return b.waitError("dispatch", err)
 	}
-	if acks == -1 {
-		return b.waitReplicated(ctx, end)
+	clk.mark(stageDispatch)
+	if acks == -1 && b.cfg.Replication != nil && b.cfg.SyncReplication {
+		code := b.waitReplicated(ctx, end)
+		clk.mark(stageReplicate)
+		return code
 	}
 	return 0
 }

@@ -1,6 +1,7 @@
 package broker
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -36,7 +37,15 @@ func (b *Broker) snapshotProducers() error {
 		return err
 	}
 	if !following {
-		s = b.copyLeaderProducers()
+		var copiedThrough int64
+		s, copiedThrough = b.copyLeaderProducers()
+		// What the copy holds past its offset must not be lost in a crash
+		// that keeps the snapshot (see copyLeaderProducers).
+		ctx, cancel := context.WithTimeout(context.Background(), producerSnapshotInterval)
+		defer cancel()
+		if err := b.st.WaitDurable(ctx, copiedThrough); err != nil {
+			return fmt.Errorf("broker: producer-state snapshot: flush the log through %d: %w", copiedThrough, err)
+		}
 	}
 	return fileops.ReplaceFile(b.cfg.FS, filepath.Join(b.cfg.DataDir, producerstate.FileName), s.Encode(), 0o644)
 }
@@ -51,16 +60,55 @@ func (b *Broker) copyProducers(logOffset int64, parts map[topicPartition]*partit
 	return b.copyParts(logOffset, parts)
 }
 
-// copyLeaderProducers copies a leader's live state as of the log's end,
-// exactly: topicMu shared, then appendMu (the order a produce takes
+// copyLeaderProducers copies a leader's live state as of logOffset, the
+// log's end when it starts, without stopping appends: every partition is
+// copied under its own lock only, so a snapshot of a million partitions
+// does not hold up every produce while it is copied. The copy may then
+// hold batches appended after logOffset, which Through takes back at load
+// and the replay adds again. A transaction opened or aborted after
+// logOffset cannot be taken back that way (its marker replayed against
+// the newer opening would file a wrong aborted range), so a copy holding
+// one is taken again exactly (copyLeaderProducersExact). It also returns
+// the log's end after the copy: the caller makes the log durable through
+// it before writing the snapshot, so that no crash loses a record whose
+// effect the snapshot holds.
+func (b *Broker) copyLeaderProducers() (s producerstate.Snapshot, copiedThrough int64) {
+	logOffset := b.st.WriteOffset()
+	// Every partition appended to below logOffset is in parts: its state
+	// is made before its first append.
+	b.partsMu.Lock()
+	parts := maps.Clone(b.parts)
+	b.partsMu.Unlock()
+	s = b.copyProducers(logOffset, parts)
+	if txnChangedPast(s, logOffset) {
+		s = b.copyLeaderProducersExact()
+	}
+	return s, b.st.WriteOffset()
+}
+
+// txnChangedPast reports whether s holds a transaction opened or aborted
+// at or after logOffset.
+func txnChangedPast(s producerstate.Snapshot, logOffset int64) bool {
+	for _, p := range s.Parts {
+		for _, first := range p.State.Open {
+			if first >= logOffset {
+				return true
+			}
+		}
+		for _, a := range p.State.Aborted {
+			if a.LastOffset >= logOffset {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// copyLeaderProducersExact copies a leader's live state as of the log's
+// end exactly: topicMu shared, then appendMu (the order a produce takes
 // them), so that no append changes producer state between reading the
-// end and copying. Through takes back the batches copied past a
-// snapshot's offset by their ends, but not a transaction's opening or
-// end: a marker copied past the offset, and lost with the log's unflushed
-// tail in a crash, would leave the transaction closed in the snapshot
-// while the log holds it open. Appends wait for the copy (every
-// producerSnapshotInterval while the state changes).
-func (b *Broker) copyLeaderProducers() producerstate.Snapshot {
+// end and copying. Appends wait for the copy.
+func (b *Broker) copyLeaderProducersExact() producerstate.Snapshot {
 	b.topicMu.RLock()
 	defer b.topicMu.RUnlock()
 	b.appendMu.Lock()

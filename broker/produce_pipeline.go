@@ -1,0 +1,171 @@
+package broker
+
+import (
+	"context"
+	"encoding/binary"
+	"time"
+
+	"github.com/sirupsen/logrus"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// A connection answers its requests in order, and used to serve each
+// whole before handling the next: an acks=-1 produce waited for its flush
+// (or its indexing) before the next produce on the connection was even
+// appended, so a client pipelining produces (franz-go sends up to 5 per
+// broker) paid their waits one after the other. Under --flush sync a
+// produce's queue stage was as long as its durable wait.
+//
+// Now a produce that has been appended leaves its wait to the connection
+// (deferredProduce). If the next request has already been read and is a
+// produce, it is validated and appended first, so that both share the
+// next flush and dispatch pass, and only then is the earlier one waited
+// for and answered. Responses still leave in request order: a deferred
+// produce is answered before any other response is encoded, before a
+// request that is not a produce is handled, as soon as no request is
+// waiting, and before the connection closes.
+
+// deferredProduce is an appended produce whose answer waits; at most one
+// per connection.
+type deferredProduce struct {
+	resp     *kmsg.ProduceResponse
+	acks     int16
+	end      int64     // the physical end to wait for
+	deadline time.Time // the request's timeout
+	corr     int32
+	start    time.Time // for unilog_request_duration_seconds
+	stages   stageClock
+	// done is closed with code set once a wait started by waitAsync
+	// ends; nil while nobody waits.
+	done chan struct{}
+	code int16
+}
+
+// wait waits for the produce's appends as its acks ask and returns the
+// Kafka error code.
+func (d *deferredProduce) wait(c *conn) int16 {
+	ctx, cancel := context.WithDeadline(c.ctx, d.deadline)
+	defer cancel()
+	return c.b.waitProducedTimed(ctx, d.acks, d.end, &d.stages)
+}
+
+// waitAsync starts the wait on a goroutine of its own, so that serve can
+// take the next request meanwhile.
+func (d *deferredProduce) waitAsync(c *conn) {
+	d.done = make(chan struct{})
+	go func() {
+		d.code = d.wait(c)
+		close(d.done)
+	}()
+}
+
+// deferProduce leaves the answer of an appended produce to the connection
+// after answering the one deferred before; false on a connection that
+// does not pipeline (one handled outside serve).
+func (c *conn) deferProduce(resp *kmsg.ProduceResponse, acks int16, end int64, deadline time.Time) bool {
+	if !c.pipelined {
+		return false
+	}
+	c.finishDeferred()
+	c.deferred = &deferredProduce{resp: resp, acks: acks, end: end, deadline: deadline, corr: c.corr, start: c.reqStart, stages: c.stages}
+	c.justDeferred = true
+	return true
+}
+
+// finishDeferred waits for the deferred produce, if any, and writes its
+// answer. A write error is kept for serve, which closes the connection.
+func (c *conn) finishDeferred() {
+	d := c.deferred
+	if d == nil {
+		return
+	}
+	c.deferred = nil
+	var code int16
+	if d.done != nil {
+		<-d.done
+		code = d.code
+	} else {
+		code = d.wait(c)
+	}
+	if code != 0 {
+		failAppended(d.resp, code)
+	}
+	out := c.encode(d.corr, d.resp)
+	d.stages.mark(stageEncode)
+	c.b.metrics.observe(int16(kmsg.Produce), time.Since(d.start))
+	if err := c.writeResponse(out); err != nil {
+		if c.writeErr == nil {
+			c.writeErr = err
+		}
+		return
+	}
+	d.stages.mark(stageWrite)
+	c.releaseResponse()
+}
+
+// failAppended answers code for every partition of resp that was
+// appended (the only ones still without an error) after its wait failed.
+func failAppended(resp *kmsg.ProduceResponse, code int16) {
+	for i := range resp.Topics {
+		for j := range resp.Topics[i].Partitions {
+			if rp := &resp.Topics[i].Partitions[j]; rp.ErrorCode == 0 {
+				rp.ErrorCode, rp.BaseOffset = code, -1
+			}
+		}
+	}
+}
+
+// nextFrame is the next request to handle. A deferred produce is answered
+// first unless that request is a produce: one already read, or one that
+// arrives while the deferred one waits.
+func (c *conn) nextFrame(frames <-chan queuedFrame) (queuedFrame, bool) {
+	if d := c.deferred; d != nil {
+		var f queuedFrame
+		var ok, got bool
+		select {
+		case f, ok = <-frames:
+			got = true
+		default:
+			if d.done == nil {
+				// Started once: an acks=0 produce handled meanwhile
+				// leaves the same one deferred.
+				d.waitAsync(c)
+			}
+			select {
+			case f, ok = <-frames:
+				got = true
+			case <-d.done:
+			}
+		}
+		if got {
+			if !ok || c.auth.raw || !isProduceFrame(f.buf.B) {
+				c.finishDeferred()
+			}
+			return f, ok
+		}
+		c.finishDeferred()
+	}
+	f, ok := <-frames
+	return f, ok
+}
+
+func isProduceFrame(frame []byte) bool {
+	return len(frame) >= 2 && int16(binary.BigEndian.Uint16(frame)) == int16(kmsg.Produce)
+}
+
+// writeResponse writes an encoded response under the write timeout.
+func (c *conn) writeResponse(out []byte) error {
+	if c.b.cfg.WriteTimeout > 0 {
+		c.nc.SetWriteDeadline(time.Now().Add(c.b.cfg.WriteTimeout))
+	}
+	n, err := c.write(out)
+	if err != nil {
+		return err
+	}
+	c.b.metrics.bytesOut.Add(float64(n))
+	return nil
+}
+
+func (c *conn) logWriteFailed(err error) {
+	c.b.log.WithFields(logrus.Fields{"remote": c.remote, "error": err}).Info("connection closed: write failed")
+}
