@@ -150,8 +150,9 @@ type replayed struct {
 func replay(b []byte) *replayed {
 	r := &replayed{queues: make(map[uint32]*smallQueue), end: JournalHeaderSize}
 	byID := make(map[ID]uint32)
+	topics := make(map[string]string)
 	for pos := int64(JournalHeaderSize); pos < int64(len(b)); {
-		rec, n, err := decodeRecord(b[pos:])
+		rec, n, err := decodeRecord(b[pos:], topics)
 		if err == nil {
 			err = r.apply(rec, byID)
 		}

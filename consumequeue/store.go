@@ -71,6 +71,7 @@ func Open(opts Options) (*Store, error) {
 		return nil, err
 	}
 	s.journal = j
+	s.queues = make(map[ID]*Queue, len(r.queues))
 	for _, sq := range r.queues {
 		q := s.addSmall(sq)
 		lo, hi := sq.bounds()
@@ -124,9 +125,7 @@ func (s *Store) addSmall(sq *smallQueue) *Queue {
 }
 
 func (s *Store) newQueue(id ID) *Queue {
-	q := &Queue{s: s, id: id, dir: s.queueDir(id), epf: int64(s.opts.EntriesPerFile)}
-	q.setFiles(nil)
-	return q
+	return &Queue{s: s, id: id, epf: int64(s.opts.EntriesPerFile)}
 }
 
 // validTopic keeps a topic name usable as one directory name.
