@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"sort"
 	"sync"
+
+	"github.com/unilog/unilog/internal/intern"
 )
 
 // smallQueue is the in-memory state of a queue that lives in the journal:
@@ -150,7 +152,7 @@ type replayed struct {
 func replay(b []byte) *replayed {
 	r := &replayed{queues: make(map[uint32]*smallQueue), end: JournalHeaderSize}
 	byID := make(map[ID]uint32)
-	topics := make(map[string]string)
+	topics := intern.New()
 	for pos := int64(JournalHeaderSize); pos < int64(len(b)); {
 		rec, n, err := decodeRecord(b[pos:], topics)
 		if err == nil {

@@ -9,6 +9,7 @@ import (
 
 	"github.com/unilog/unilog/commitlog"
 	"github.com/unilog/unilog/internal/framed"
+	"github.com/unilog/unilog/internal/intern"
 )
 
 // FileName is the snapshot file in a data directory.
@@ -87,9 +88,10 @@ func Decode(b []byte) (Snapshot, error) {
 	r.U16() // reserved
 	s := Snapshot{Version: v, LogOffset: int64(r.U64())}
 	nparts := r.U32()
+	topics := intern.New()
 	for i := uint32(0); i < nparts && r.Err() == nil; i++ {
 		var p PartitionSnapshot
-		p.Topic = string(r.Bytes(int(r.U16())))
+		p.Topic = topics.Get(r.Bytes(int(r.U16())))
 		if v >= 2 {
 			copy(p.ID[:], r.Bytes(commitlog.TopicIDSize))
 		}
