@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"net"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -26,6 +27,14 @@ func benchServingCommand() *cli.Command {
 		Action: func(c *cli.Context) error {
 			start := time.Now()
 			topic, partition := c.String("topic"), int32(c.Int("partition"))
+			ctx, cancel := context.WithTimeout(c.Context, c.Duration("timeout"))
+			defer cancel()
+			// The client backs off between failed dials, by up to seconds
+			// once a start has taken a while: dial until the listener
+			// accepts, so that its backoff is not counted as the broker's.
+			if err := awaitListener(ctx, c.String("brokers")); err != nil {
+				return err
+			}
 			cl, err := newKafkaClient(c, kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{
 				topic: {partition: kgo.NewOffset().AtStart()},
 			}))
@@ -33,8 +42,6 @@ func benchServingCommand() *cli.Command {
 				return err
 			}
 			defer cl.Close()
-			ctx, cancel := context.WithTimeout(c.Context, c.Duration("timeout"))
-			defer cancel()
 			for {
 				fs := cl.PollRecords(ctx, 1)
 				if fs.NumRecords() > 0 {
@@ -51,5 +58,25 @@ func benchServingCommand() *cli.Command {
 				}
 			}
 		},
+	}
+}
+
+// awaitListener dials the first of brokers every 20 ms until it accepts.
+func awaitListener(ctx context.Context, brokers string) error {
+	seeds, err := splitBrokerList(brokers)
+	if err != nil {
+		return err
+	}
+	var d net.Dialer
+	for {
+		conn, err := d.DialContext(ctx, "tcp", seeds[0])
+		if err == nil {
+			return conn.Close()
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("%s not accepting connections: %w", seeds[0], err)
+		case <-time.After(20 * time.Millisecond):
+		}
 	}
 }
