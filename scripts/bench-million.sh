@@ -20,6 +20,9 @@
 set -euo pipefail
 
 BIN=${BIN:-bin/unilog}
+# PROBE is the unilog whose `bench serving` times restarts, so that a build
+# older than that command can be measured (BIN=old PROBE=bin/unilog).
+PROBE=${PROBE:-$BIN}
 TOPICS=${TOPICS:-10}
 PARTITIONS=${PARTITIONS:-100000}
 RECORDS=${RECORDS:-200000}
@@ -58,7 +61,7 @@ start_broker() {
 # retries until the broker answers; `unilog consume` would list the offsets
 # of all 100,000 partitions of the topic first).
 serving() {
-	"$BIN" bench serving --brokers "$LISTEN" --topic m0 --partition 0 --timeout 10m >/dev/null ||
+	"$PROBE" bench serving --brokers "$LISTEN" --topic m0 --partition 0 --timeout 10m >/dev/null ||
 		{ echo "bench-million: broker not serving, see $DIR/broker.log" >&2; exit 1; }
 }
 
