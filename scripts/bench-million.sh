@@ -39,7 +39,9 @@ LISTEN=127.0.0.1:$((BASE + 1))
 ADMIN=127.0.0.1:$((BASE + 2))
 pid=
 
+producers=()
 cleanup() {
+	for job in "${producers[@]}"; do kill "$job" 2>/dev/null || true; done
 	if [ -n "$pid" ]; then kill -TERM "$pid" 2>/dev/null || true; wait "$pid" 2>/dev/null || true; fi
 	if [ -z "$KEEP" ]; then rm -rf "$DIR"; else echo "kept $DIR" >&2; fi
 }
