@@ -5,7 +5,7 @@ LISTEN   ?= 127.0.0.1:9092
 ADMIN    ?= 127.0.0.1:9644
 GOFILES   = $(shell git ls-files '*.go' 2>/dev/null || find . -name '*.go' -not -path './vendor/*')
 
-.PHONY: all build run test test-deps vendor-uplot bench-console lint fuzz bench bench-report soak soak-ha compat compat-deps clean
+.PHONY: all build run test test-deps vendor-uplot bench-console lint fuzz bench bench-report bench-million soak soak-ha compat compat-deps clean
 
 all: build
 
@@ -187,6 +187,15 @@ bench-report: build
 		--acks -1 --dir $(BENCH_DIR) $(BENCH_WIDE_FLAGS) --section "End to end at high partition counts" \
 		--plot $(dir $(BENCH_MARKDOWN))bench-e2e-wide.svg --markdown $(BENCH_MARKDOWN); \
 	echo "bench-report: done in $$(( ($$(date +%s) - t0) / 60 )) min" >&2
+
+## bench-million: the 1,000,000-partition row of docs/BENCHMARKS.md ("A
+## million partitions on one node"): one broker, 10 topics of 100,000
+## partitions, 200,000 keyed records produced into each, the broker's RSS, and
+## its restart to serving after a clean stop and after kill -9
+## (scripts/bench-million.sh; its TOPICS, PARTITIONS, RECORDS, PARALLEL and
+## TRIALS are passed through). A few minutes a trial; not part of `make test`.
+bench-million: build
+	BIN=./$(BIN) scripts/bench-million.sh
 
 ## soak: SOAK_DURATION of acks=all produce, consume and idle long polls with
 ## random client disconnects and a broker SIGKILL + restart every minute

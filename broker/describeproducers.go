@@ -72,10 +72,11 @@ func (b *Broker) activeProducers(topic string, partition int32) []kmsg.DescribeP
 	ps.mu.Lock()
 	defer ps.mu.Unlock()
 	out := make([]kmsg.DescribeProducersResponseTopicPartitionActiveProducer, 0, len(ps.Producers))
-	for id, seq := range ps.Producers {
+	for _, seq := range ps.Producers {
 		if len(seq.Batches) == 0 {
 			continue
 		}
+		id := seq.ID
 		ap := kmsg.NewDescribeProducersResponseTopicPartitionActiveProducer()
 		ap.ProducerID = id
 		ap.ProducerEpoch = int32(seq.Epoch)

@@ -68,7 +68,7 @@ func TestIdempotenceAcrossRestart(t *testing.T) {
 			// A batch with sequence 1 the log lost in a crash: trusting it
 			// would swallow the producer's real next batch as a duplicate.
 			for _, p := range s.Parts {
-				if ps := p.State.Producers[pid]; ps != nil {
+				if ps := p.State.Producer(pid); ps != nil {
 					ps.Batches = append(ps.Batches, producerstate.Stored{FirstSeq: 1, LastSeq: 1, Base: 1000, End: s.LogOffset + 1<<20})
 				}
 			}

@@ -293,19 +293,8 @@ func (l *Log) roll(now int64) {
 }
 
 // queueNext returns the counter of the next queue offset of a partition.
-// Consecutive messages usually share a partition, so the last one is cached.
 func (l *Log) queueNext(topic string, id TopicID, partition int32) *int64 {
-	if l.lastNext != nil && l.lastKey.partition == partition && l.lastKey.id == id && l.lastKey.topic == topic {
-		return l.lastNext
-	}
-	k := queueKey{topic: topic, id: id, partition: partition}
-	next := l.offsets[k]
-	if next == nil {
-		next = new(int64)
-		l.offsets[k] = next
-	}
-	l.lastKey, l.lastNext = k, next
-	return next
+	return l.offsets.counter(topic, id, partition)
 }
 
 // SetQueueOffset sets the next logical offset Append assigns in a
@@ -322,21 +311,13 @@ func (l *Log) SetQueueOffset(topic string, id TopicID, partition int32, next int
 func (l *Log) NextQueueOffset(topic string, id TopicID, partition int32) int64 {
 	l.wmu.Lock()
 	defer l.wmu.Unlock()
-	if next := l.offsets[queueKey{topic: topic, id: id, partition: partition}]; next != nil {
-		return *next
-	}
-	return 0
+	return l.offsets.get(topic, id, partition)
 }
 
 // DeleteQueue forgets the next offsets of every partition of one
 // incarnation of a topic.
 func (l *Log) DeleteQueue(topic string, id TopicID) {
 	l.wmu.Lock()
-	for k := range l.offsets {
-		if k.topic == topic && k.id == id {
-			delete(l.offsets, k)
-		}
-	}
-	l.lastKey, l.lastNext = queueKey{}, nil
+	l.offsets.remove(topic, id)
 	l.wmu.Unlock()
 }

@@ -37,9 +37,7 @@ type Log struct {
 	wpos      int64
 	ready     []*segment // allocated files after cur, in order
 	pending   bool       // a request to the preallocator is outstanding
-	offsets   map[queueKey]*int64
-	lastKey   queueKey
-	lastNext  *int64
+	offsets   queueOffsets
 	// wbuf is where a batch is encoded before it is written to the files
 	// (encodeBatch), kept across batches up to maxKeptWriteBuf; wends and
 	// wundo are its per-file ends and its counters' undo log.
@@ -123,7 +121,7 @@ func Open(opts Options) (*Log, error) {
 	l := &Log{
 		opts:      opts,
 		log:       opts.Logger.WithField("component", "commitlog"),
-		offsets:   make(map[queueKey]*int64),
+		offsets:   newQueueOffsets(),
 		preReq:    make(chan int64, 1),
 		preRes:    make(chan preallocResult, 1),
 		appCh:     make(chan struct{}),

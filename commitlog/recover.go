@@ -140,6 +140,7 @@ func (l *Log) Recover(from int64, fn func(r *Record) error) (int64, error) {
 		if err != nil {
 			return end, fmt.Errorf("commitlog: recover: clear %s after the end %d: %w", s.path, end, err)
 		}
+		s.dropTail(end - s.base)
 	} else {
 		s, err := createSegment(l.opts.FS, l.opts.Dir, end, l.opts.FileSize, &l.mapped)
 		if err != nil {

@@ -97,7 +97,6 @@ func (l *Log) Truncate(to int64) error {
 	for k, v := range next {
 		*l.queueNext(k.topic, k.id, k.partition) = v
 	}
-	l.lastKey, l.lastNext = queueKey{}, nil
 	l.cur, l.wpos = s, to-s.base
 	l.writeOff.Store(to)
 	if l.flushed.Load() > to {

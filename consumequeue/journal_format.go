@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/unilog/unilog/internal/framed"
+	"github.com/unilog/unilog/internal/intern"
 )
 
 // JournalHeaderSize is the size of a journal file's header in bytes.
@@ -147,7 +148,10 @@ type journalRecord struct {
 // decodeRecord decodes the record at the start of b and returns its size.
 // Anything short, over-long, failing its CRC or malformed is an error
 // wrapping ErrCorrupt: zeros (an unwritten tail) fail the length check.
-func decodeRecord(b []byte) (journalRecord, int, error) {
+// A declare's topic is interned in topics: a string per declare was a
+// million allocations, kept for the life of the queues, at 1,000,000
+// queues.
+func decodeRecord(b []byte, topics intern.Strings) (journalRecord, int, error) {
 	if len(b) < recordHeaderSize {
 		return journalRecord{}, 0, fmt.Errorf("%d bytes left, short of a record header: %w", len(b), ErrCorrupt)
 	}
@@ -169,7 +173,7 @@ func decodeRecord(b []byte) (journalRecord, int, error) {
 		if n <= declareBody || n > declareBody+255 {
 			return journalRecord{}, 0, fmt.Errorf("declare record of %d bytes: %w", n, ErrCorrupt)
 		}
-		r.ID = ID{Topic: string(body[declareBody:]), Partition: int32(binary.BigEndian.Uint32(body[5:]))}
+		r.ID = ID{Topic: topics.Get(body[declareBody:]), Partition: int32(binary.BigEndian.Uint32(body[5:]))}
 		r.Offset = int64(binary.BigEndian.Uint64(body[9:]))
 		if !validTopic(r.ID.Topic) || r.ID.Partition < 0 || r.Offset < 0 {
 			return journalRecord{}, 0, fmt.Errorf("declare record for %q/%d at %d: %w", r.ID.Topic, r.ID.Partition, r.Offset, ErrCorrupt)

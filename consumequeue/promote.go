@@ -79,7 +79,7 @@ func (p *promoter) run() {
 			if err != nil {
 				// The queue stays in the journal, whole; its next append
 				// asks again.
-				p.s.log.WithError(err).WithField("queue", q.dir).Warn("consume queue promotion failed; the queue stays in the journal")
+				p.s.log.WithError(err).WithField("queue", q.dir()).Warn("consume queue promotion failed; the queue stays in the journal")
 			}
 			p.mu.Lock()
 			p.busy = false
@@ -149,17 +149,17 @@ func (q *Queue) promote() error {
 func (q *Queue) prepare() (*prepared, error) {
 	cuts := q.sq.cutCount()
 	ents := q.sq.snapshot()
-	fresh, err := q.s.mkdir(q.dir)
+	fresh, err := q.s.mkdir(q.dir())
 	if err != nil {
 		return nil, err
 	}
 	if !fresh {
 		// Left behind by a topic deletion that failed halfway, or by a
 		// promotion that was discarded.
-		if err := os.RemoveAll(q.dir); err != nil {
+		if err := os.RemoveAll(q.dir()); err != nil {
 			return nil, fmt.Errorf("consumequeue: promote %s/%d: %w", q.id.Topic, q.id.Partition, err)
 		}
-		if _, err := q.s.mkdir(q.dir); err != nil {
+		if _, err := q.s.mkdir(q.dir()); err != nil {
 			return nil, err
 		}
 	}
@@ -218,9 +218,9 @@ func (q *Queue) switchToFiles(pr *prepared) error {
 // queue was deleted), with their directory. Caller holds q.mu.
 func (q *Queue) discard(pr *prepared) error {
 	err := q.removeFiles(pr.files)
-	if rerr := os.Remove(q.dir); rerr != nil && !errors.Is(rerr, os.ErrNotExist) {
-		err = errors.Join(err, fmt.Errorf("consumequeue: remove %s: %w", q.dir, rerr))
+	if rerr := os.Remove(q.dir()); rerr != nil && !errors.Is(rerr, os.ErrNotExist) {
+		err = errors.Join(err, fmt.Errorf("consumequeue: remove %s: %w", q.dir(), rerr))
 	}
-	q.s.dirChanged(filepath.Dir(q.dir))
+	q.s.dirChanged(filepath.Dir(q.dir()))
 	return err
 }

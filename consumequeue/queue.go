@@ -26,7 +26,6 @@ type ID struct {
 type Queue struct {
 	s   *Store
 	id  ID
-	dir string
 	epf int64
 
 	mu     sync.Mutex // serializes the writer side
@@ -51,6 +50,11 @@ type Queue struct {
 	// reset makes the next append read it again. Writer side, under mu.
 	lastTS, lastTSAt int64
 }
+
+// dir is the queue's directory. It is built when needed, not kept: a
+// million queues kept 77 MB of paths, while only file creation and
+// removal use it.
+func (q *Queue) dir() string { return q.s.queueDir(q.id) }
 
 // ID returns the queue's topic and partition.
 func (q *Queue) ID() ID { return q.id }
@@ -262,7 +266,7 @@ func (q *Queue) appendFile(offset int64, e Entry, empty bool) error {
 // createFile makes a new file with its header. A crash before the header
 // reaches the disk leaves an all-zero file, which openQueue removes.
 func (q *Queue) createFile(base, start int64) (*file, error) {
-	path := filepath.Join(q.dir, fileName(base))
+	path := filepath.Join(q.dir(), fileName(base))
 	fd, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o644)
 	if err != nil {
 		return nil, fmt.Errorf("consumequeue: create %s: %w", path, err)
@@ -292,14 +296,14 @@ func (q *Queue) createFile(base, start int64) (*file, error) {
 		_ = os.Remove(path)
 		return nil, fmt.Errorf("consumequeue: create %s: %w", path, err)
 	}
-	q.s.dirChanged(q.dir)
+	q.s.dirChanged(q.dir())
 	f := q.newFile(base)
 	f.setMapping(m, size)
 	return f, nil
 }
 
 func (q *Queue) newFile(base int64) *file {
-	return &file{path: filepath.Join(q.dir, fileName(base)), base: base, epf: int(q.epf), lru: q.s.lru, ops: q.s.opts.FS}
+	return &file{path: filepath.Join(q.dir(), fileName(base)), base: base, epf: int(q.epf), lru: q.s.lru, ops: q.s.opts.FS}
 }
 
 // removeFiles unmaps and deletes files already unlinked from q.files.
@@ -314,7 +318,7 @@ func (q *Queue) removeFiles(fs []*file) error {
 		}
 	}
 	if len(fs) > 0 {
-		q.s.dirChanged(q.dir)
+		q.s.dirChanged(q.dir())
 	}
 	return errors.Join(errs...)
 }
@@ -323,9 +327,8 @@ func (q *Queue) removeFiles(fs []*file) error {
 // last file, to find MaxOffset by binary search, and reads the first
 // file's header for MinOffset.
 func openQueue(s *Store, id ID, dir string, fresh bool) (*Queue, error) {
-	q := &Queue{s: s, id: id, dir: dir, epf: int64(s.opts.EntriesPerFile)}
+	q := &Queue{s: s, id: id, epf: int64(s.opts.EntriesPerFile)}
 	if fresh {
-		q.setFiles(nil)
 		return q, nil
 	}
 	bases, err := ListFiles(dir)

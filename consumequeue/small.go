@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"sort"
 	"sync"
+
+	"github.com/unilog/unilog/internal/intern"
 )
 
 // smallQueue is the in-memory state of a queue that lives in the journal:
@@ -150,8 +152,9 @@ type replayed struct {
 func replay(b []byte) *replayed {
 	r := &replayed{queues: make(map[uint32]*smallQueue), end: JournalHeaderSize}
 	byID := make(map[ID]uint32)
+	topics := intern.New()
 	for pos := int64(JournalHeaderSize); pos < int64(len(b)); {
-		rec, n, err := decodeRecord(b[pos:])
+		rec, n, err := decodeRecord(b[pos:], topics)
 		if err == nil {
 			err = r.apply(rec, byID)
 		}

@@ -66,7 +66,7 @@ type Dispatcher struct {
 	// Used only by the dispatching goroutine (and by its owner before
 	// Start and after Stop).
 	cursor  *commitlog.Cursor // at the dispatched offset between passes
-	cache   map[incarnation]*consumequeue.Queue
+	cache   queueCache
 	gaps    map[consumequeue.ID]bool // partitions whose gap was already logged
 	touched map[consumequeue.ID]int64
 }
@@ -87,7 +87,7 @@ func New(opts Options) *Dispatcher {
 		requests: make(chan func()),
 		stop:     make(chan struct{}),
 		done:     make(chan struct{}),
-		cache:    make(map[incarnation]*consumequeue.Queue),
+		cache:    newQueueCache(),
 		gaps:     make(map[consumequeue.ID]bool),
 		touched:  make(map[consumequeue.ID]int64),
 	}
@@ -172,11 +172,7 @@ func (d *Dispatcher) ResumeAt(pos int64) {
 // goroutine, or before Start.
 func (d *Dispatcher) Forget(topic string, id commitlog.TopicID) {
 	name := QueueName(topic, id)
-	for k := range d.cache {
-		if k.topic == topic && k.id == id {
-			delete(d.cache, k)
-		}
-	}
+	d.cache.forget(topic, id)
 	for qid := range d.gaps {
 		if qid.Topic == name {
 			delete(d.gaps, qid)

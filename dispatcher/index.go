@@ -37,15 +37,6 @@ func ParseQueueName(name string) (topic string, id commitlog.TopicID) {
 	return name[:i], id
 }
 
-// incarnation is one partition of one incarnation of a topic, as a record
-// names it; the dispatcher's cache is keyed by it so indexing a record
-// builds no string.
-type incarnation struct {
-	topic     string
-	id        commitlog.TopicID
-	partition int32
-}
-
 // dispatchable reports whether records of topic carrying id are indexed:
 // all but those of an incarnation another one has replaced. A topic the
 // metadata does not know is indexed: on a follower its records can arrive
@@ -69,15 +60,16 @@ func (d *Dispatcher) Index(r *commitlog.Record) error {
 	if !d.dispatchable(r.Topic, r.TopicID) {
 		return nil
 	}
-	key := incarnation{topic: r.Topic, id: r.TopicID, partition: r.Partition}
-	q := d.cache[key]
+	tq := d.cache.topic(r.Topic, r.TopicID)
+	slot := tq.queues.Ptr(r.Partition)
+	q := *slot
 	if q == nil {
 		var err error
-		q, err = d.queues.Queue(QueueName(r.Topic, r.TopicID), r.Partition)
+		q, err = d.queues.Queue(tq.name, r.Partition)
 		if err != nil {
-			return fmt.Errorf("dispatcher: open queue %s/%d: %w", QueueName(r.Topic, r.TopicID), r.Partition, err)
+			return fmt.Errorf("dispatcher: open queue %s/%d: %w", tq.name, r.Partition, err)
 		}
-		d.cache[key] = q
+		*slot = q
 	}
 	id := q.ID()
 	end := r.QueueOffset + int64(max(r.Count, 1))

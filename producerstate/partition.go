@@ -49,6 +49,7 @@ type Stored struct {
 
 // Producer is one producer's recent batches in one partition.
 type Producer struct {
+	ID      int64
 	Epoch   int16
 	Batches []Stored // oldest first, at most DedupWindow
 }
@@ -57,7 +58,11 @@ type Producer struct {
 // transactions. It is not safe for concurrent use: the broker serializes
 // a partition's appends.
 type Partition struct {
-	Producers map[int64]*Producer
+	// Producers is sorted by ID, found by binary search. A map per
+	// partition cost about 200 bytes and two heap objects for the usual one
+	// producer, 200 MB at 1,000,000 partitions; adding a producer to a
+	// partition moves the ones after it, which happens once per producer.
+	Producers []Producer
 	// Open maps each producer with an open transaction in the partition
 	// to the transaction's first offset here (txn.go).
 	Open map[int64]int64
@@ -65,11 +70,25 @@ type Partition struct {
 	Aborted []AbortedTxn
 }
 
+// Producer returns the state of producer id, nil if the partition has
+// none. It is valid until the next change of the partition.
+func (p *Partition) Producer(id int64) *Producer {
+	if i, ok := p.find(id); ok {
+		return &p.Producers[i]
+	}
+	return nil
+}
+
+// find returns where producer id is in Producers, or would be.
+func (p *Partition) find(id int64) (int, bool) {
+	return slices.BinarySearchFunc(p.Producers, Producer{ID: id}, compareProducers)
+}
+
 // Check validates an idempotent batch against its producer's history: dup
 // reports a retry of orig, err a batch to refuse.
 func (p *Partition) Check(b Batch) (orig Stored, dup bool, err error) {
-	ps, ok := p.Producers[b.ProducerID]
-	if !ok {
+	ps := p.Producer(b.ProducerID)
+	if ps == nil {
 		return Stored{}, false, nil
 	}
 	switch {
@@ -95,13 +114,13 @@ func (p *Partition) Check(b Batch) (orig Stored, dup bool, err error) {
 
 // Record remembers an appended batch.
 func (p *Partition) Record(b Batch, base, end int64) {
-	if p.Producers == nil {
-		p.Producers = make(map[int64]*Producer)
+	i, ok := p.find(b.ProducerID)
+	if !ok {
+		p.Producers = slices.Insert(p.Producers, i, Producer{ID: b.ProducerID, Epoch: b.Epoch})
 	}
-	ps, ok := p.Producers[b.ProducerID]
-	if !ok || b.Epoch != ps.Epoch {
-		ps = &Producer{Epoch: b.Epoch}
-		p.Producers[b.ProducerID] = ps
+	ps := &p.Producers[i]
+	if b.Epoch != ps.Epoch {
+		*ps = Producer{ID: b.ProducerID, Epoch: b.Epoch}
 	}
 	if len(ps.Batches) == DedupWindow {
 		copy(ps.Batches, ps.Batches[1:])
@@ -114,7 +133,7 @@ func (p *Partition) Record(b Batch, base, end int64) {
 // holds it or a later batch of its producer (a snapshot may have been taken
 // after some of the records it is replayed with).
 func (p *Partition) Replay(b Batch, base, end int64) {
-	if ps, ok := p.Producers[b.ProducerID]; ok {
+	if ps := p.Producer(b.ProducerID); ps != nil {
 		if n := len(ps.Batches); n > 0 && ps.Batches[n-1].Base >= base {
 			return
 		}
@@ -124,9 +143,9 @@ func (p *Partition) Replay(b Batch, base, end int64) {
 
 // Clone copies the state, for a snapshot taken while appends go on.
 func (p *Partition) Clone() Partition {
-	c := Partition{Producers: make(map[int64]*Producer, len(p.Producers)), Open: maps.Clone(p.Open), Aborted: slices.Clone(p.Aborted)}
-	for id, ps := range p.Producers {
-		c.Producers[id] = &Producer{Epoch: ps.Epoch, Batches: append([]Stored(nil), ps.Batches...)}
+	c := Partition{Producers: make([]Producer, len(p.Producers)), Open: maps.Clone(p.Open), Aborted: slices.Clone(p.Aborted)}
+	for i, ps := range p.Producers {
+		c.Producers[i] = Producer{ID: ps.ID, Epoch: ps.Epoch, Batches: slices.Clone(ps.Batches)}
 	}
 	return c
 }
@@ -137,14 +156,18 @@ func (p *Partition) Clone() Partition {
 // any state is left. Transactions are kept: replaying their batches and
 // markers again changes nothing (see EndTxn).
 func (p *Partition) Through(logOffset int64) bool {
-	for id, ps := range p.Producers {
+	kept := p.Producers[:0]
+	for _, ps := range p.Producers {
 		n := len(ps.Batches)
 		for n > 0 && ps.Batches[n-1].End > logOffset {
 			n--
 		}
-		if ps.Batches = ps.Batches[:n]; n == 0 {
-			delete(p.Producers, id)
+		if n > 0 {
+			ps.Batches = ps.Batches[:n]
+			kept = append(kept, ps)
 		}
 	}
+	clear(p.Producers[len(kept):])
+	p.Producers = kept
 	return !p.Empty()
 }

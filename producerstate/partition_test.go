@@ -41,7 +41,7 @@ func TestCheck(t *testing.T) {
 			base += int64(s.b.Records)
 		}
 	}
-	if ps := p.Producers[1]; ps.Epoch != 1 || len(ps.Batches) != 1 {
+	if ps := p.Producer(1); ps.Epoch != 1 || len(ps.Batches) != 1 {
 		t.Fatalf("a new epoch keeps only its own batches: %+v", ps)
 	}
 }
@@ -51,7 +51,7 @@ func TestDedupWindow(t *testing.T) {
 	for i := int32(0); i < DedupWindow+2; i++ {
 		p.Record(Batch{1, 0, i, 1}, int64(i), int64(i)+1)
 	}
-	if n := len(p.Producers[1].Batches); n != DedupWindow {
+	if n := len(p.Producer(1).Batches); n != DedupWindow {
 		t.Fatalf("%d batches kept, want %d", n, DedupWindow)
 	}
 	if _, dup, _ := p.Check(Batch{1, 0, 1, 1}); dup {
@@ -84,14 +84,14 @@ func TestReplayAndThrough(t *testing.T) {
 	p.Record(Batch{1, 0, 0, 1}, 10, 100)
 	p.Replay(Batch{1, 0, 0, 1}, 10, 100)
 	p.Replay(Batch{1, 0, 1, 1}, 11, 200)
-	if n := len(p.Producers[1].Batches); n != 2 {
+	if n := len(p.Producer(1).Batches); n != 2 {
 		t.Fatalf("replay kept %d batches, want 2 (the first was held already)", n)
 	}
 	c := p.Clone()
-	if !c.Through(150) || len(c.Producers[1].Batches) != 1 {
-		t.Fatalf("through 150: %+v", c.Producers[1])
+	if !c.Through(150) || len(c.Producer(1).Batches) != 1 {
+		t.Fatalf("through 150: %+v", c.Producer(1))
 	}
-	if len(p.Producers[1].Batches) != 2 {
+	if len(p.Producer(1).Batches) != 2 {
 		t.Fatal("Through on a clone changed the original")
 	}
 	if c.Through(50) {
@@ -174,5 +174,30 @@ func TestTransactions(t *testing.T) {
 	p.DropAbortedBefore(14)
 	if len(p.Aborted) != 1 || len(c.Aborted) != 2 {
 		t.Fatalf("drop: %v, clone %v", p.Aborted, c.Aborted)
+	}
+}
+
+// TestManyProducers: producers arriving in any order are each found,
+// checked and replaced on a new epoch without disturbing the others.
+func TestManyProducers(t *testing.T) {
+	var p Partition
+	order := []int64{50, 3, 99, -1, 42, 7, 0, 1000}
+	for i, id := range order {
+		p.Record(Batch{ProducerID: id, Epoch: 1, FirstSeq: 0, Records: 1}, int64(i), int64(i)+1)
+	}
+	for i, id := range order {
+		if _, dup, err := p.Check(Batch{ProducerID: id, Epoch: 1, FirstSeq: 0, Records: 1}); !dup || err != nil {
+			t.Errorf("producer %d: retry not found as a duplicate (%v)", id, err)
+		}
+		if _, _, err := p.Check(Batch{ProducerID: id, Epoch: 1, FirstSeq: 5, Records: 1}); !errors.Is(err, ErrOutOfOrderSequence) {
+			t.Errorf("producer %d (%d): gap answered %v", id, i, err)
+		}
+	}
+	p.Record(Batch{ProducerID: 42, Epoch: 2, FirstSeq: 0, Records: 3}, 20, 21)
+	if ps := p.Producer(42); ps.Epoch != 2 || len(ps.Batches) != 1 || ps.Batches[0].LastSeq != 2 {
+		t.Fatalf("after a new epoch: %+v", ps)
+	}
+	if len(p.Producers) != len(order) || p.Producer(43) != nil {
+		t.Fatalf("%d producers, want %d", len(p.Producers), len(order))
 	}
 }

@@ -1,12 +1,15 @@
 package producerstate
 
 import (
+	"cmp"
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"slices"
 
 	"github.com/unilog/unilog/commitlog"
 	"github.com/unilog/unilog/internal/framed"
+	"github.com/unilog/unilog/internal/intern"
 )
 
 // FileName is the snapshot file in a data directory.
@@ -49,8 +52,8 @@ func (s Snapshot) Encode() []byte {
 		b = append(b, p.ID[:]...)
 		b = binary.BigEndian.AppendUint32(b, uint32(p.Partition))
 		b = binary.BigEndian.AppendUint32(b, uint32(len(p.State.Producers)))
-		for id, ps := range p.State.Producers {
-			b = binary.BigEndian.AppendUint64(b, uint64(id))
+		for _, ps := range p.State.Producers {
+			b = binary.BigEndian.AppendUint64(b, uint64(ps.ID))
 			b = binary.BigEndian.AppendUint16(b, uint16(ps.Epoch))
 			b = append(b, byte(len(ps.Batches)))
 			for _, sb := range ps.Batches {
@@ -85,9 +88,10 @@ func Decode(b []byte) (Snapshot, error) {
 	r.U16() // reserved
 	s := Snapshot{Version: v, LogOffset: int64(r.U64())}
 	nparts := r.U32()
+	topics := intern.New()
 	for i := uint32(0); i < nparts && r.Err() == nil; i++ {
 		var p PartitionSnapshot
-		p.Topic = string(r.Bytes(int(r.U16())))
+		p.Topic = topics.Get(r.Bytes(int(r.U16())))
 		if v >= 2 {
 			copy(p.ID[:], r.Bytes(commitlog.TopicIDSize))
 		}
@@ -95,14 +99,15 @@ func Decode(b []byte) (Snapshot, error) {
 		nprod := r.U32()
 		// A producer takes at least 11 bytes: the count cannot size an
 		// allocation beyond what the payload could hold.
-		p.State.Producers = make(map[int64]*Producer, min(nprod, uint32(r.Len()/11)))
+		p.State.Producers = make([]Producer, 0, min(nprod, uint32(r.Len()/11)))
 		for j := uint32(0); j < nprod && r.Err() == nil; j++ {
 			id := int64(r.U64())
-			ps := &Producer{Epoch: int16(r.U16())}
+			ps := Producer{ID: id, Epoch: int16(r.U16())}
 			n := r.U8()
 			if n == 0 || n > DedupWindow {
 				return Snapshot{}, fmt.Errorf("%w: producer %d of %s/%d has %d batches", ErrSnapshot, id, p.Topic, p.Partition, n)
 			}
+			ps.Batches = make([]Stored, 0, n)
 			for range n {
 				ps.Batches = append(ps.Batches, Stored{
 					FirstSeq: int32(r.U32()),
@@ -111,7 +116,10 @@ func Decode(b []byte) (Snapshot, error) {
 					End:      int64(r.U64()),
 				})
 			}
-			p.State.Producers[id] = ps
+			p.State.Producers = append(p.State.Producers, ps)
+		}
+		if err := p.State.sortProducers(); err != nil {
+			return Snapshot{}, fmt.Errorf("%w: %s/%d: %w", ErrSnapshot, p.Topic, p.Partition, err)
 		}
 		if v >= 3 {
 			decodeTxns(r, &p.State)
@@ -132,9 +140,9 @@ func (s Snapshot) Within(writeOffset int64) error {
 		return fmt.Errorf("%w: taken at log offset %d, the log ends at %d", ErrSnapshot, s.LogOffset, writeOffset)
 	}
 	for _, p := range s.Parts {
-		for id, ps := range p.State.Producers {
+		for _, ps := range p.State.Producers {
 			if end := ps.Batches[len(ps.Batches)-1].End; end > writeOffset || end < 0 {
-				return fmt.Errorf("%w: producer %d of %s/%d ends at log offset %d, the log ends at %d", ErrSnapshot, id, p.Topic, p.Partition, end, writeOffset)
+				return fmt.Errorf("%w: producer %d of %s/%d ends at log offset %d, the log ends at %d", ErrSnapshot, ps.ID, p.Topic, p.Partition, end, writeOffset)
 			}
 		}
 	}
@@ -171,3 +179,20 @@ func decodeTxns(r *framed.Reader, p *Partition) {
 		p.Aborted = append(p.Aborted, AbortedTxn{ProducerID: int64(r.U64()), FirstOffset: int64(r.U64()), LastOffset: int64(r.U64())})
 	}
 }
+
+// sortProducers orders a decoded partition's producers by ID: this build
+// writes them in that order, older ones in a map's. A producer listed
+// twice is an error.
+func (p *Partition) sortProducers() error {
+	if !slices.IsSortedFunc(p.Producers, compareProducers) {
+		slices.SortFunc(p.Producers, compareProducers)
+	}
+	for i := 1; i < len(p.Producers); i++ {
+		if p.Producers[i].ID == p.Producers[i-1].ID {
+			return fmt.Errorf("producer %d listed twice", p.Producers[i].ID)
+		}
+	}
+	return nil
+}
+
+func compareProducers(a, b Producer) int { return cmp.Compare(a.ID, b.ID) }

@@ -17,7 +17,7 @@ import (
 func testSnapshot() Snapshot {
 	return Snapshot{Version: Version, LogOffset: 4096, Parts: []PartitionSnapshot{{
 		Topic: "orders", Partition: 3, ID: commitlog.TopicID{1, 2, 3},
-		State: Partition{Producers: map[int64]*Producer{7: {Epoch: 2, Batches: []Stored{{0, 4, 10, 900}, {5, 5, 15, 1000}}}},
+		State: Partition{Producers: []Producer{{ID: 7, Epoch: 2, Batches: []Stored{{0, 4, 10, 900}, {5, 5, 15, 1000}}}},
 			Open: map[int64]int64{8: 40}, Aborted: []AbortedTxn{{ProducerID: 9, FirstOffset: 20, LastOffset: 30}}},
 	}}}
 }
@@ -94,7 +94,7 @@ func TestSnapshotWithin(t *testing.T) {
 			t.Errorf("within %d: %v, want ok %v", tc.end, err, tc.ok)
 		}
 	}
-	s.Parts[0].State.Producers[7].Batches[1].End = 5000
+	s.Parts[0].State.Producer(7).Batches[1].End = 5000
 	if err := s.Within(4096); !errors.Is(err, ErrSnapshot) {
 		t.Errorf("a batch past the log's end: %v, want ErrSnapshot", err)
 	}
@@ -108,7 +108,7 @@ func TestSnapshotWithin(t *testing.T) {
 func TestFormatsAsOlderBuildsWrote(t *testing.T) {
 	want := Snapshot{Version: Version, LogOffset: 1 << 30, Parts: []PartitionSnapshot{{
 		Topic: "a", Partition: 2, ID: commitlog.TopicID{1, 2, 3},
-		State: Partition{Producers: map[int64]*Producer{7: {Epoch: 1, Batches: []Stored{{FirstSeq: 0, LastSeq: 9, Base: 100, End: 5000}}}},
+		State: Partition{Producers: []Producer{{ID: 7, Epoch: 1, Batches: []Stored{{FirstSeq: 0, LastSeq: 9, Base: 100, End: 5000}}}},
 			Open: map[int64]int64{8: 120}, Aborted: []AbortedTxn{{ProducerID: 9, FirstOffset: 90, LastOffset: 95}}},
 	}}}
 	b := framedtest.Golden(t, "producer-state-v3", want.Encode())
@@ -122,5 +122,33 @@ func TestFormatsAsOlderBuildsWrote(t *testing.T) {
 	want.Version, want.Parts[0].State.Open, want.Parts[0].State.Aborted = 2, nil, nil
 	if got, err := Decode(v2); err != nil || !reflect.DeepEqual(got, want) {
 		t.Errorf("version 2 snapshot: %+v, %v; want %+v", got, err, want)
+	}
+}
+
+// TestSnapshotProducerOrder: a partition's producers decode sorted by id
+// whatever order the file lists them in (builds before the sorted list
+// wrote a map's order), and a producer listed twice makes the snapshot
+// unusable.
+func TestSnapshotProducerOrder(t *testing.T) {
+	batch := []Stored{{FirstSeq: 0, LastSeq: 0, Base: 1, End: 100}}
+	s := testSnapshot()
+	s.Parts[0].State.Producers = []Producer{{ID: 9, Batches: batch}, {ID: -3, Batches: batch}, {ID: 7, Batches: batch}}
+	got, err := Decode(s.Encode())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ids []int64
+	for _, ps := range got.Parts[0].State.Producers {
+		ids = append(ids, ps.ID)
+	}
+	if !reflect.DeepEqual(ids, []int64{-3, 7, 9}) {
+		t.Fatalf("decoded producers %v, want sorted", ids)
+	}
+	if ps := got.Parts[0].State.Producer(7); ps == nil || ps.ID != 7 {
+		t.Fatalf("Producer(7) = %+v", ps)
+	}
+	s.Parts[0].State.Producers = []Producer{{ID: 7, Batches: batch}, {ID: 7, Batches: batch}}
+	if _, err := Decode(s.Encode()); !errors.Is(err, ErrSnapshot) {
+		t.Fatalf("a producer listed twice: %v, want ErrSnapshot", err)
 	}
 }

@@ -31,7 +31,7 @@ func (p *Partition) BeginTxn(producerID, base int64) {
 // transaction's end writes its markers again), and replaying an abort
 // already in the index adds it once.
 func (p *Partition) EndTxn(producerID int64, epoch int16, commit bool, offset int64) {
-	if ps, ok := p.Producers[producerID]; ok && epoch > ps.Epoch {
+	if ps := p.Producer(producerID); ps != nil && epoch > ps.Epoch {
 		// The batches stay for the snapshot, which keeps at least one a
 		// producer; a batch of a newer epoch still starts at sequence 0.
 		ps.Epoch = epoch

@@ -64,12 +64,8 @@ func QueueName(topic string, id commitlog.TopicID) string { return dispatcher.Qu
 // every incarnation whose queue directory passes dead. It runs on the
 // dispatching goroutine (or in Open before it starts).
 func (s *Store) deleteIncarnations(dead func(topic string, id commitlog.TopicID) bool) error {
-	names := map[string]bool{}
-	for _, q := range s.queues.Queues() {
-		names[q.Topic] = true
-	}
 	var errs []error
-	for name := range names {
+	for _, name := range s.queues.Topics() {
 		topic, id := dispatcher.ParseQueueName(name)
 		if !dead(topic, id) {
 			continue

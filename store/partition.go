@@ -6,6 +6,7 @@ import (
 
 	"github.com/unilog/unilog/commitlog"
 	"github.com/unilog/unilog/consumequeue"
+	"github.com/unilog/unilog/internal/dense"
 )
 
 // Partition reads one partition of a topic's live incarnation. The
@@ -41,13 +42,6 @@ type partition struct {
 	partition int32
 }
 
-// handleKey names one partition of one incarnation of a topic.
-type handleKey struct {
-	topic     string
-	id        TopicID
-	partition int32
-}
-
 // Partition returns a read handle on a partition of the live incarnation
 // of topic.
 func (s *Store) Partition(topic string, p int32) Partition { return s.partition(topic, p) }
@@ -57,28 +51,35 @@ func (s *Store) partition(topic string, p int32) *partition {
 	if !ok {
 		return &partition{s: s, topic: topic, partition: p}
 	}
-	k := handleKey{topic, id, p}
-	if h, ok := s.handles.Load(k); ok {
-		return h.(*partition)
+	hs := s.handleTable(topic, id)
+	if h := hs.Load(p); h != nil {
+		return h
 	}
 	h := &partition{s: s, topic: topic, id: id, partition: p}
 	h.q, _ = s.queues.Lookup(s.queueName(topic, id), p)
 	if h.q == nil {
 		return h // no queue yet: the dispatcher may create one
 	}
-	v, _ := s.handles.LoadOrStore(k, h)
-	return v.(*partition)
+	return hs.LoadOrStore(p, h)
+}
+
+// handleTable returns the kept handles of an incarnation's partitions.
+// A table by partition costs a pointer and the handle a partition;
+// a sync.Map entry per partition cost 200 bytes more, and retention asks
+// for the bounds of every partition.
+func (s *Store) handleTable(topic string, id TopicID) *dense.Shared[partition] {
+	k := topicIncarnation{topic, id}
+	if hs, ok := s.handles.Load(k); ok {
+		return hs.(*dense.Shared[partition])
+	}
+	hs, _ := s.handles.LoadOrStore(k, new(dense.Shared[partition]))
+	return hs.(*dense.Shared[partition])
 }
 
 // forgetHandles drops the kept handles of an incarnation whose queues are
 // deleted.
 func (s *Store) forgetHandles(topic string, id TopicID) {
-	s.handles.Range(func(k, _ any) bool {
-		if pk := k.(handleKey); pk.topic == topic && pk.id == id {
-			s.handles.Delete(k)
-		}
-		return true
-	})
+	s.handles.Delete(topicIncarnation{topic, id})
 }
 
 // Bounds returns the first and the next offset of a partition of the live

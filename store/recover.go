@@ -95,14 +95,16 @@ func (s *Store) open(crashed bool) (end int64, err error) {
 			return 0, fmt.Errorf("store: delete consume-queue files before %d: %w", minOff, err)
 		}
 	}
-	for _, id := range s.queues.Queues() {
-		q, ok := s.queues.Lookup(id.Topic, id.Partition)
+	incarnations := map[string]topicIncarnation{}
+	s.queues.Each(func(q *consumequeue.Queue) {
+		id := q.ID()
+		inc, ok := incarnations[id.Topic]
 		if !ok {
-			continue
+			inc.topic, inc.id = dispatcher.ParseQueueName(id.Topic)
+			incarnations[id.Topic] = inc
 		}
-		topic, tid := dispatcher.ParseQueueName(id.Topic)
-		s.log.SetQueueOffset(topic, tid, id.Partition, q.MaxOffset())
-	}
+		s.log.SetQueueOffset(inc.topic, inc.id, id.Partition, q.MaxOffset())
+	})
 	s.cp = cp
 	s.cpFrom.Store(cp.Dispatched)
 	s.logger.WithFields(map[string]any{

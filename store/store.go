@@ -73,7 +73,7 @@ type Store struct {
 
 	watches *watches
 	names   sync.Map // topicIncarnation -> its QueueName (queueName)
-	handles sync.Map // handleKey -> *partition with a queue (Partition)
+	handles sync.Map // topicIncarnation -> *dense.Shared[partition], the handles with a queue (Partition)
 
 	cpMu   sync.Mutex
 	cp     Checkpoint    // last checkpoint written

@@ -29,6 +29,7 @@ func benchCommand() *cli.Command {
 			benchConsumeCommand(),
 			benchCompareCommand(),
 			benchServeCommand(),
+			benchServingCommand(),
 		},
 	}
 }

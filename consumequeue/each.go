@@ -1,0 +1,40 @@
+package consumequeue
+
+import (
+	"maps"
+	"os"
+	"slices"
+)
+
+// Each opens every queue (one that cannot be opened is logged and
+// skipped, as Lookup does) and calls fn with it, in no particular order.
+// Unlike Queues it neither sorts nor dedups a list of every queue's ID: at
+// 1,000,000 small queues, sorting Queues' list took a tenth of a
+// restart's CPU.
+func (s *Store) Each(fn func(*Queue)) {
+	qs, err := s.all()
+	if err != nil {
+		s.log.WithError(err).Error("consume queues unreadable")
+	}
+	for _, q := range qs {
+		fn(q)
+	}
+}
+
+// Topics lists the topic names that have queues in the journal or a
+// directory, sorted. It opens no queue.
+func (s *Store) Topics() []string {
+	names := map[string]struct{}{}
+	s.journal.mu.Lock()
+	for _, sq := range s.journal.live {
+		names[sq.id.Topic] = struct{}{}
+	}
+	s.journal.mu.Unlock()
+	des, _ := os.ReadDir(s.opts.Dir)
+	for _, de := range des {
+		if de.IsDir() && validTopic(de.Name()) {
+			names[de.Name()] = struct{}{}
+		}
+	}
+	return slices.Sorted(maps.Keys(names))
+}

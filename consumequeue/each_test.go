@@ -1,0 +1,49 @@
+package consumequeue
+
+import (
+	"slices"
+	"testing"
+)
+
+// TestEach reopens a store holding queues in the journal and queues with
+// files (promoted), in two topics: Each visits every one once with its
+// MaxOffset, the unopened queues with files included, and Topics names
+// both topics.
+func TestEach(t *testing.T) {
+	opts := smallOptions(t.TempDir())
+	s := mustOpen(t, opts)
+	want := map[ID]int64{}
+	for p, n := range []int64{1, 3, 20, 0} {
+		for _, topic := range []string{"a", "b@0123"} {
+			q := mustQueue(t, s, topic, int32(p))
+			appendRange(t, q, 0, n)
+			want[q.ID()] = n
+		}
+	}
+	waitPromotions(t, s)
+	s = reopen(t, s)
+	got := map[ID]int64{}
+	s.Each(func(q *Queue) {
+		if _, dup := got[q.ID()]; dup {
+			t.Errorf("%v visited twice", q.ID())
+		}
+		got[q.ID()] = q.MaxOffset()
+	})
+	if len(got) != len(want) {
+		t.Errorf("visited %d queues, want %d: %v", len(got), len(want), got)
+	}
+	for id, n := range want {
+		if got[id] != n {
+			t.Errorf("%v: MaxOffset %d, want %d", id, got[id], n)
+		}
+	}
+	if topics := s.Topics(); !slices.Equal(topics, []string{"a", "b@0123"}) {
+		t.Errorf("Topics() = %q", topics)
+	}
+	if err := s.DeleteTopic("a"); err != nil {
+		t.Fatal(err)
+	}
+	if topics := s.Topics(); !slices.Equal(topics, []string{"b@0123"}) {
+		t.Errorf("after deleting a: Topics() = %q", topics)
+	}
+}

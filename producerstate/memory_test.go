@@ -1,0 +1,45 @@
+package producerstate
+
+import (
+	"runtime"
+	"testing"
+)
+
+// BenchmarkPartitionMemory measures the heap the state of 100,000
+// partitions keeps when one idempotent producer wrote one batch to each
+// (the 1,000,000-partition row of docs/BENCHMARKS.md, per partition), and
+// after a snapshot round trip.
+//
+//	go test -run '^$' -bench PartitionMemory -benchtime 1x ./producerstate/
+func BenchmarkPartitionMemory(b *testing.B) {
+	const parts = 100_000
+	for range b.N {
+		base := liveHeap()
+		ps := make([]Partition, parts)
+		for i := range ps {
+			ps[i].Record(Batch{ProducerID: 7, Epoch: 0, FirstSeq: 0, Records: 2}, 0, int64(i+1)*100)
+		}
+		b.ReportMetric(float64(liveHeap()-base)/parts, "B/partition")
+		s := Snapshot{Version: Version, LogOffset: parts * 100}
+		for i := range ps {
+			s.Parts = append(s.Parts, PartitionSnapshot{Topic: "m0", Partition: int32(i), State: ps[i]})
+		}
+		raw := s.Encode()
+		ps, s = nil, Snapshot{}
+		base = liveHeap()
+		d, err := Decode(raw)
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.ReportMetric(float64(liveHeap()-base)/parts, "B/partition-decoded")
+		runtime.KeepAlive(d)
+	}
+}
+
+// liveHeap is the heap in use after a full collection.
+func liveHeap() int64 {
+	runtime.GC()
+	var m runtime.MemStats
+	runtime.ReadMemStats(&m)
+	return int64(m.HeapAlloc)
+}
