@@ -22,17 +22,7 @@ func TestProducePipelined(t *testing.T) {
 
 	raw := dialRaw(t, b.Addr())
 	for p := range int32(2) {
-		req := kmsg.NewPtrProduceRequest()
-		req.Version, req.Acks, req.TimeoutMillis = 7, -1, 30_000
-		rt := kmsg.NewProduceRequestTopic()
-		rt.Topic = "pipe"
-		rp := kmsg.NewProduceRequestTopicPartition()
-		rp.Partition, rp.Records = p, rawBatch(-1, -1, 0, "x")
-		rt.Partitions = append(rt.Partitions, rp)
-		req.Topics = append(req.Topics, rt)
-		if err := raw.write(raw.frame(req)); err != nil {
-			t.Fatal(err)
-		}
+		sendProduce(t, raw, "pipe", p, -1)
 	}
 	meta := kmsg.NewPtrMetadataRequest()
 	meta.Version = 4
@@ -42,40 +32,15 @@ func TestProducePipelined(t *testing.T) {
 
 	// The first produce waits for followers that never answer until
 	// told; the second must be stored meanwhile.
-	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(5 * time.Millisecond) {
-		if _, hi := b.st.Bounds("pipe", 1); hi > 0 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("the second produce was not appended while the first waited")
-		}
-	}
+	waitStored(t, b, "pipe", 1)
 	repl.set(1<<62, nil)
 
-	for corr := int32(1); corr <= 3; corr++ {
-		var size [4]byte
-		if _, err := io.ReadFull(raw.nc, size[:]); err != nil {
-			t.Fatalf("response %d: %v", corr, err)
-		}
-		body := make([]byte, binary.BigEndian.Uint32(size[:]))
-		if _, err := io.ReadFull(raw.nc, body); err != nil {
-			t.Fatalf("response %d: %v", corr, err)
-		}
-		if got := int32(binary.BigEndian.Uint32(body)); got != corr {
-			t.Fatalf("response with correlation id %d, want %d: out of order", got, corr)
-		}
-		if corr == 3 {
-			break
-		}
-		resp := kmsg.NewPtrProduceResponse()
-		resp.Version = 7
-		if err := resp.ReadFrom(body[4:]); err != nil {
-			t.Fatal(err)
-		}
-		if rp := resp.Topics[0].Partitions[0]; rp.ErrorCode != 0 || rp.BaseOffset != 0 {
+	for corr := int32(1); corr <= 2; corr++ {
+		if rp := readProduceAnswer(t, raw, corr).Topics[0].Partitions[0]; rp.ErrorCode != 0 || rp.BaseOffset != 0 {
 			t.Errorf("produce %d: error %d, base offset %d", corr, rp.ErrorCode, rp.BaseOffset)
 		}
 	}
+	readAnswer(t, raw, 3)
 }
 
 // TestProducePipelinedAcksZero: an acks=0 produce arriving while an
@@ -89,53 +54,76 @@ func TestProducePipelinedAcksZero(t *testing.T) {
 	createTopic(t, newClient(t, b.Addr()), "pipe0", 3)
 
 	raw := dialRaw(t, b.Addr())
-	produce := func(partition int32, acks int16) {
-		req := kmsg.NewPtrProduceRequest()
-		req.Version, req.Acks, req.TimeoutMillis = 7, acks, 30_000
-		rt := kmsg.NewProduceRequestTopic()
-		rt.Topic = "pipe0"
-		rp := kmsg.NewProduceRequestTopicPartition()
-		rp.Partition, rp.Records = partition, rawBatch(-1, -1, 0, "x")
-		rt.Partitions = append(rt.Partitions, rp)
-		req.Topics = append(req.Topics, rt)
-		if err := raw.write(raw.frame(req)); err != nil {
-			t.Fatal(err)
-		}
-		for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(5 * time.Millisecond) {
-			if _, hi := b.st.Bounds("pipe0", partition); hi > 0 {
-				return
-			}
-			if time.Now().After(deadline) {
-				t.Fatalf("the produce to partition %d was not stored", partition)
-			}
-		}
-	}
 	// Each is sent once the one before is stored, so that the first
 	// waits on its own when the others arrive.
-	produce(0, -1)
-	produce(1, 0)
-	produce(2, -1)
+	for p, acks := range []int16{-1, 0, -1} {
+		sendProduce(t, raw, "pipe0", int32(p), acks)
+		waitStored(t, b, "pipe0", int32(p))
+	}
 	repl.set(1<<62, nil)
 
 	for _, corr := range []int32{1, 3} {
-		var size [4]byte
-		if _, err := io.ReadFull(raw.nc, size[:]); err != nil {
-			t.Fatalf("response %d: %v", corr, err)
-		}
-		body := make([]byte, binary.BigEndian.Uint32(size[:]))
-		if _, err := io.ReadFull(raw.nc, body); err != nil {
-			t.Fatalf("response %d: %v", corr, err)
-		}
-		if got := int32(binary.BigEndian.Uint32(body)); got != corr {
-			t.Fatalf("response with correlation id %d, want %d", got, corr)
-		}
-		resp := kmsg.NewPtrProduceResponse()
-		resp.Version = 7
-		if err := resp.ReadFrom(body[4:]); err != nil {
-			t.Fatal(err)
-		}
-		if rp := resp.Topics[0].Partitions[0]; rp.ErrorCode != 0 {
+		if rp := readProduceAnswer(t, raw, corr).Topics[0].Partitions[0]; rp.ErrorCode != 0 {
 			t.Errorf("produce %d: error %d", corr, rp.ErrorCode)
 		}
 	}
+}
+
+// sendProduce writes an acks produce of one record to topic/partition on
+// raw, version 7, without reading its answer.
+func sendProduce(t *testing.T, raw *rawConn, topic string, partition int32, acks int16) {
+	t.Helper()
+	req := kmsg.NewPtrProduceRequest()
+	req.Version, req.Acks, req.TimeoutMillis = 7, acks, 30_000
+	rt := kmsg.NewProduceRequestTopic()
+	rt.Topic = topic
+	rp := kmsg.NewProduceRequestTopicPartition()
+	rp.Partition, rp.Records = partition, rawBatch(-1, -1, 0, "x")
+	rt.Partitions = append(rt.Partitions, rp)
+	req.Topics = append(req.Topics, rt)
+	if err := raw.write(raw.frame(req)); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// waitStored waits until topic/partition holds a record.
+func waitStored(t *testing.T, b *Broker, topic string, partition int32) {
+	t.Helper()
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(5 * time.Millisecond) {
+		if _, hi := b.st.Bounds(topic, partition); hi > 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("nothing stored in %s/%d while the produce before it waited", topic, partition)
+		}
+	}
+}
+
+// readAnswer reads the next response frame on raw, checks that it answers
+// correlation id corr, and returns its body after the correlation id.
+func readAnswer(t *testing.T, raw *rawConn, corr int32) []byte {
+	t.Helper()
+	var size [4]byte
+	if _, err := io.ReadFull(raw.nc, size[:]); err != nil {
+		t.Fatalf("response %d: %v", corr, err)
+	}
+	body := make([]byte, binary.BigEndian.Uint32(size[:]))
+	if _, err := io.ReadFull(raw.nc, body); err != nil {
+		t.Fatalf("response %d: %v", corr, err)
+	}
+	if got := int32(binary.BigEndian.Uint32(body)); got != corr {
+		t.Fatalf("response with correlation id %d, want %d: out of order", got, corr)
+	}
+	return body[4:]
+}
+
+// readProduceAnswer is readAnswer for a produce of version 7.
+func readProduceAnswer(t *testing.T, raw *rawConn, corr int32) *kmsg.ProduceResponse {
+	t.Helper()
+	resp := kmsg.NewPtrProduceResponse()
+	resp.Version = 7
+	if err := resp.ReadFrom(readAnswer(t, raw, corr)); err != nil {
+		t.Fatal(err)
+	}
+	return resp
 }
