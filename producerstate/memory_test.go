@@ -3,6 +3,8 @@ package producerstate
 import (
 	"runtime"
 	"testing"
+
+	"github.com/unilog/unilog/internal/heaptest"
 )
 
 // BenchmarkPartitionMemory measures the heap the state of 100,000
@@ -14,32 +16,24 @@ import (
 func BenchmarkPartitionMemory(b *testing.B) {
 	const parts = 100_000
 	for range b.N {
-		base := liveHeap()
+		base := heaptest.Live()
 		ps := make([]Partition, parts)
 		for i := range ps {
 			ps[i].Record(Batch{ProducerID: 7, Epoch: 0, FirstSeq: 0, Records: 2}, 0, int64(i+1)*100)
 		}
-		b.ReportMetric(float64(liveHeap()-base)/parts, "B/partition")
+		b.ReportMetric(float64(heaptest.Live()-base)/parts, "B/partition")
 		s := Snapshot{Version: Version, LogOffset: parts * 100}
 		for i := range ps {
 			s.Parts = append(s.Parts, PartitionSnapshot{Topic: "m0", Partition: int32(i), State: ps[i]})
 		}
 		raw := s.Encode()
 		ps, s = nil, Snapshot{}
-		base = liveHeap()
+		base = heaptest.Live()
 		d, err := Decode(raw)
 		if err != nil {
 			b.Fatal(err)
 		}
-		b.ReportMetric(float64(liveHeap()-base)/parts, "B/partition-decoded")
+		b.ReportMetric(float64(heaptest.Live()-base)/parts, "B/partition-decoded")
 		runtime.KeepAlive(d)
 	}
-}
-
-// liveHeap is the heap in use after a full collection.
-func liveHeap() int64 {
-	runtime.GC()
-	var m runtime.MemStats
-	runtime.ReadMemStats(&m)
-	return int64(m.HeapAlloc)
 }

@@ -2,10 +2,10 @@ package store
 
 import (
 	"fmt"
-	"runtime"
 	"testing"
 
 	"github.com/unilog/unilog/commitlog"
+	"github.com/unilog/unilog/internal/heaptest"
 )
 
 // BenchmarkPartitionMemory measures the heap a data directory keeps per
@@ -21,7 +21,7 @@ func BenchmarkPartitionMemory(b *testing.B) {
 	for range b.N {
 		dir := b.TempDir()
 		opts := benchOptions(dir)
-		base := liveHeap()
+		base := heaptest.Live()
 		d := mustOpen(b, opts)
 		ms := make([]commitlog.Message, 0, 256)
 		body := []byte("value")
@@ -52,24 +52,16 @@ func BenchmarkPartitionMemory(b *testing.B) {
 			}
 		}
 		readBounds(d)
-		b.ReportMetric(float64(liveHeap()-base)/(topics*parts), "B/partition")
+		b.ReportMetric(float64(heaptest.Live()-base)/(topics*parts), "B/partition")
 		if err := d.Close(); err != nil {
 			b.Fatal(err)
 		}
-		base = liveHeap()
+		base = heaptest.Live()
 		d = mustOpen(b, opts)
 		readBounds(d)
-		b.ReportMetric(float64(liveHeap()-base)/(topics*parts), "B/partition-reopened")
+		b.ReportMetric(float64(heaptest.Live()-base)/(topics*parts), "B/partition-reopened")
 		if err := d.Close(); err != nil {
 			b.Fatal(err)
 		}
 	}
-}
-
-// liveHeap is the heap in use after a full collection.
-func liveHeap() int64 {
-	runtime.GC()
-	var m runtime.MemStats
-	runtime.ReadMemStats(&m)
-	return int64(m.HeapAlloc)
 }
