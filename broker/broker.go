@@ -43,6 +43,9 @@ type Broker struct {
 	// following is set while this node replicates its group's leader:
 	// nothing may append to the local log then (Demote, Promote).
 	following atomic.Bool
+	// roleUnknown is set from Start until the first Promote or Demote
+	// when Config.AwaitRole is: the node neither follows nor leads yet.
+	roleUnknown atomic.Bool
 
 	ln      net.Listener
 	adminLn net.Listener
@@ -201,6 +204,7 @@ func newBroker(cfg Config, wrap func(Storage) Storage) (_ *Broker, meta Metadata
 		now:           time.Now,
 	}
 	b.pids = producerstate.NewIDs(meta)
+	b.roleUnknown.Store(cfg.AwaitRole)
 	// Before anything is loaded: until the coordinator has the committed
 	// offsets this floor holds every file. The store's first retention
 	// check comes a RetentionCheckInterval after its Open, which the

@@ -89,6 +89,14 @@ type Config struct {
 	// Replication.WaitReplicated (--replication sync); otherwise they do
 	// not wait for followers.
 	SyncReplication bool
+	// AwaitRole is set when the node's role in its replica group is
+	// decided after Start (by Promote or Demote): until the first of them
+	// it coordinates no group or transaction and appends nothing of its
+	// own. What it loaded from its own log at Start may be an earlier
+	// term's (a deposed leader restarting), and a follower's log may
+	// still be truncated; answered from it, an offset fetch would read
+	// back commits the current leader has since replaced.
+	AwaitRole bool
 	// Metrics, when set, collects the metrics of the parts wired in around
 	// the broker (the control plane's), served on the admin port with the
 	// broker's own.

@@ -104,7 +104,7 @@ func (b *Broker) retentionFloor() int64 {
 // compactGroups copies live commits out of the oldest commit-log file and
 // snapshots the coordinator.
 func (b *Broker) compactGroups() {
-	if b.following.Load() {
+	if b.notLeading() {
 		// Compaction appends; a follower's log is its leader's.
 		return
 	}
@@ -124,7 +124,7 @@ func (b *Broker) compactGroups() {
 // snapshotGroups writes the coordinator's snapshot, so the next start
 // replays only the offsets committed after it.
 func (b *Broker) snapshotGroups(ctx context.Context, c *group.Coordinator) {
-	if b.following.Load() {
+	if b.notLeading() {
 		// A follower's coordinator is stale; Promote replays the log.
 		return
 	}

@@ -18,7 +18,7 @@ import (
 // (FindCoordinator names the leader of the group's offsets partition).
 func coordinated(h handler) handler {
 	return func(b *Broker, ctx context.Context, c *conn, req kmsg.Request) (kmsg.Response, error) {
-		if b.following.Load() || b.groups.Load() == nil {
+		if b.notLeading() || b.groups.Load() == nil {
 			return notCoordinator(req)
 		}
 		return h(b, ctx, c, req)

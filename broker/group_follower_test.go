@@ -103,3 +103,75 @@ func TestFollowerAnswersNotCoordinator(t *testing.T) {
 		t.Fatalf("after Promote: committed %+v, want 42", o)
 	}
 }
+
+// TestRestartAwaitingRoleAnswersNotCoordinator: a node restarting in a
+// replica group (Config.AwaitRole) loads the offsets its own log holds,
+// which are those of its last term if it led then: until Promote or
+// Demote says what it is, it must not serve them (the failover soak read
+// a deposed leader's commit back from it while the new leader had
+// acknowledged newer ones), nor take a commit into its log.
+func TestRestartAwaitingRoleAnswersNotCoordinator(t *testing.T) {
+	dir := t.TempDir()
+	first := startBroker(t, testConfig(t, dir))
+	cl := newClient(t, first.Addr())
+	createTopic(t, cl, "f", 2)
+	offs := kadm.Offsets{}
+	offs.Add(kadm.Offset{Topic: "f", Partition: 1, At: 42, LeaderEpoch: -1})
+	if _, err := kadm.NewClient(cl).CommitOffsets(testCtx(t), "g", offs); err != nil {
+		t.Fatal(err)
+	}
+	cl.Close()
+	if err := first.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	cfg := testConfig(t, dir)
+	cfg.AwaitRole = true
+	b := startBroker(t, cfg)
+	c := dialRaw(t, b.Addr())
+	fetch := kmsg.NewPtrOffsetFetchRequest()
+	fetch.Version = 8
+	g := kmsg.NewOffsetFetchRequestGroup()
+	g.Group = "g"
+	fetch.Groups = append(fetch.Groups, g)
+	commit := kmsg.NewPtrOffsetCommitRequest()
+	commit.Version, commit.Group, commit.Generation = 8, "g", -1
+	rt := kmsg.NewOffsetCommitRequestTopic()
+	rt.Topic = "f"
+	rp := kmsg.NewOffsetCommitRequestTopicPartition()
+	rp.Partition, rp.Offset = 1, 43
+	rt.Partitions = append(rt.Partitions, rp)
+	commit.Topics = append(commit.Topics, rt)
+	end := b.LogEndOffset()
+
+	resp, ok := c.roundTrip(fetch)
+	if !ok {
+		t.Fatal("OffsetFetch: connection closed")
+	}
+	if fg := resp.(*kmsg.OffsetFetchResponse).Groups[0]; fg.ErrorCode != kerr.NotCoordinator.Code {
+		t.Errorf("OffsetFetch before the role is known: error %d and %+v, want NOT_COORDINATOR", fg.ErrorCode, fg.Topics)
+	}
+	resp, ok = c.roundTrip(commit)
+	if !ok {
+		t.Fatal("OffsetCommit: connection closed")
+	}
+	if code := resp.(*kmsg.OffsetCommitResponse).Topics[0].Partitions[0].ErrorCode; code != kerr.NotCoordinator.Code {
+		t.Errorf("OffsetCommit before the role is known: error %d, want NOT_COORDINATOR", code)
+	}
+	if got := b.LogEndOffset(); got != end {
+		t.Errorf("the log grew from %d to %d before the role is known", end, got)
+	}
+
+	// Leading from here on (no Demote before): the offsets it loaded are
+	// its log's, served now.
+	if err := b.Promote(testCtx(t)); err != nil {
+		t.Fatal(err)
+	}
+	got, err := kadm.NewClient(newClient(t, b.Addr())).FetchOffsets(testCtx(t), "g")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if o, ok := got.Lookup("f", 1); !ok || o.At != 42 {
+		t.Fatalf("after Promote: committed %+v, want 42", o)
+	}
+}

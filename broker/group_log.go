@@ -30,7 +30,7 @@ type offsetsLog struct {
 // Append refuses, as an acks=-1 produce, a commit that sync replication
 // could not make durable, before storing it.
 func (l offsetsLog) Append(partition int32, recs []group.Record) (int64, int64, error) {
-	if l.b.following.Load() {
+	if l.b.notLeading() {
 		return 0, 0, fmt.Errorf("broker: commit offsets: %w: %w", group.ErrNotCoordinator, ErrNotLeader)
 	}
 	if r := l.b.cfg.Replication; r != nil && l.b.cfg.SyncReplication {

@@ -185,6 +185,11 @@ func (b *Broker) replicaStatus(s *NodeStatus) {
 	s.HighWatermark = b.cfg.Replication.HighWatermark()
 }
 
+// notLeading reports whether this node must coordinate nothing and append
+// nothing of its own: it follows its group's leader, or its role has not
+// been decided since Start (Config.AwaitRole).
+func (b *Broker) notLeading() bool { return b.following.Load() || b.roleUnknown.Load() }
+
 // Demote stops every local append (offset commits and their compaction;
 // produces are refused by the Cluster's leadership): this node now
 // replicates another's log, byte for byte, and may truncate it. The
@@ -193,7 +198,9 @@ func (b *Broker) replicaStatus(s *NodeStatus) {
 // (producer_replica.go); the offsets snapshot is removed, as it could name
 // records a truncation removes.
 func (b *Broker) Demote() {
-	if b.following.Swap(true) {
+	wasFollowing := b.following.Swap(true)
+	b.roleUnknown.Store(false)
+	if wasFollowing {
 		return
 	}
 	b.snapMu.Lock()
@@ -216,6 +223,9 @@ func (b *Broker) Demote() {
 // topic.
 func (b *Broker) Promote(ctx context.Context) error {
 	if !b.following.Load() {
+		// Leading from Start on (Config.AwaitRole): the state loaded
+		// then is this log's, and nothing appended since.
+		b.roleUnknown.Store(false)
 		return nil
 	}
 	if err := b.st.WaitDispatched(ctx, b.st.WriteOffset()); err != nil {
@@ -234,6 +244,7 @@ func (b *Broker) Promote(ctx context.Context) error {
 		old.Close()
 	}
 	b.following.Store(false)
+	b.roleUnknown.Store(false)
 	if err := b.openTxns(); err != nil {
 		return fmt.Errorf("broker: promote: %w", err)
 	}

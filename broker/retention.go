@@ -15,7 +15,7 @@ const topicRetentionInterval = time.Minute
 // the records those configs no longer keep (see "Retention" in the package
 // doc). The starts are stored as DeleteRecords stores them.
 func (b *Broker) applyTopicRetention() {
-	if b.following.Load() {
+	if b.notLeading() {
 		return // the leader moves them, in the shared metadata
 	}
 	now := b.now().UnixMilli()

@@ -73,7 +73,7 @@ func (b *Broker) dropTxns() {
 func txnCoordinated(h func(*Broker, context.Context, *txn.Coordinator, kmsg.Request) kmsg.Response) handler {
 	return func(b *Broker, ctx context.Context, _ *conn, req kmsg.Request) (kmsg.Response, error) {
 		c := b.txns.Load()
-		if b.following.Load() || c == nil {
+		if b.notLeading() || c == nil {
 			return txnFailed(req, kerr.NotCoordinator)
 		}
 		return h(b, ctx, c, req), nil
@@ -121,7 +121,7 @@ func describeTxnFailed(id string, code *kerr.Error) kmsg.DescribeTransactionsRes
 // initTransactional is InitProducerId with a transactional id.
 func (b *Broker) initTransactional(ctx context.Context, req *kmsg.InitProducerIDRequest) *kmsg.InitProducerIDResponse {
 	c := b.txns.Load()
-	if b.following.Load() || c == nil {
+	if b.notLeading() || c == nil {
 		resp := req.ResponseKind().(*kmsg.InitProducerIDResponse)
 		resp.ErrorCode, resp.ProducerID, resp.ProducerEpoch = kerr.NotCoordinator.Code, -1, -1
 		return resp

@@ -139,7 +139,7 @@ func (g txnGroups) Commit(ctx context.Context, groupID string, offs []txn.Offset
 // retention can delete the file.
 func (b *Broker) compactTxns() {
 	c := b.txns.Load()
-	if b.following.Load() || c == nil {
+	if b.notLeading() || c == nil {
 		return
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)

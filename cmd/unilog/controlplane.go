@@ -160,6 +160,9 @@ func startControlPlane(c *cli.Context, cfg *broker.Config, durable bool) (*contr
 	cfg.Moves = haMoves{cp.node.Metadata(), cp.node, cp.repl}
 	cfg.Replication = cp.repl
 	cfg.SyncReplication = rc.sync
+	// Serving groups from what this node loaded at Start waits for its
+	// role: a deposed leader restarting holds its own term's offsets.
+	cfg.AwaitRole = true
 	cfg.Metrics = leaseReadMetrics{cp.node.Elector()}
 	return cp, nil
 }
