@@ -95,6 +95,10 @@ type Metadata struct {
 
 	watcher jetstream.KeyWatcher
 	done    chan struct{}
+	// seen is the newest revision of the bucket the watch delivered, and
+	// seenCh is closed when it grows (metadata_barrier.go).
+	seen   uint64
+	seenCh chan struct{}
 }
 
 // topicEntry keeps deletions too, so a late watch event of an older
@@ -108,11 +112,13 @@ type topicEntry struct {
 // OpenMetadata loads the topics and keeps following the bucket. place
 // assigns replica groups to new partitions.
 func OpenMetadata(ctx context.Context, kv jetstream.KeyValue, place func(partitions int32) []string, log logrus.FieldLogger) (*Metadata, error) {
-	w, err := kv.Watch(context.Background(), "topic.>")
+	// Every key, the producer id counter too: CatchUp waits for the
+	// bucket's last revision, whichever key it wrote.
+	w, err := kv.WatchAll(context.Background())
 	if err != nil {
 		return nil, fmt.Errorf("ha: watch metadata: %w", err)
 	}
-	m := &Metadata{kv: kv, log: log, place: place, topics: make(map[string]topicEntry), moving: make(map[string]bool), watcher: w, done: make(chan struct{})}
+	m := &Metadata{kv: kv, log: log, place: place, topics: make(map[string]topicEntry), moving: make(map[string]bool), watcher: w, done: make(chan struct{}), seenCh: make(chan struct{})}
 	if err := loadInitial(ctx, w, m.applyEntry); err != nil {
 		w.Stop()
 		return nil, fmt.Errorf("ha: watch metadata: %w", err)
@@ -131,6 +137,10 @@ func (m *Metadata) follow() {
 }
 
 func (m *Metadata) applyEntry(e jetstream.KeyValueEntry) {
+	defer m.noteSeen(e.Revision())
+	if !strings.HasPrefix(e.Key(), "topic.") {
+		return // the producer id counter: read from the bucket when used
+	}
 	raw, err := base64.RawURLEncoding.DecodeString(strings.TrimPrefix(e.Key(), "topic."))
 	if err != nil {
 		m.log.WithField("key", e.Key()).Warn("metadata bucket: key is not topic.<base64url name>")

@@ -1,0 +1,100 @@
+package controlplane
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// heldKV is a bucket whose watches deliver their initial values and then
+// hold every later entry until release is closed: a node whose watch lags.
+type heldKV struct {
+	jetstream.KeyValue
+	release chan struct{}
+}
+
+type heldWatcher struct {
+	jetstream.KeyWatcher
+	out chan jetstream.KeyValueEntry
+}
+
+func (w heldWatcher) Updates() <-chan jetstream.KeyValueEntry { return w.out }
+
+func (kv heldKV) hold(w jetstream.KeyWatcher) jetstream.KeyWatcher {
+	out := make(chan jetstream.KeyValueEntry)
+	go func() {
+		defer close(out)
+		held := false
+		for e := range w.Updates() {
+			if held {
+				<-kv.release
+			}
+			out <- e
+			held = held || e == nil // the end of the initial values
+		}
+	}()
+	return heldWatcher{KeyWatcher: w, out: out}
+}
+
+func (kv heldKV) WatchAll(ctx context.Context, opts ...jetstream.WatchOpt) (jetstream.KeyWatcher, error) {
+	w, err := kv.KeyValue.WatchAll(ctx, opts...)
+	if err != nil {
+		return nil, err
+	}
+	return kv.hold(w), nil
+}
+
+// TestMetadataCatchUpSeesFence: a node whose watch lags behind a move's
+// Fenced step (a source leader just elected) does not see it in its copy;
+// CatchUp waits until it does, and a bucket whose last write is the
+// producer id counter, a key no topic watch delivers, is caught up too.
+func TestMetadataCatchUpSeesFence(t *testing.T) {
+	srv := startServer(t)
+	ctx := context.Background()
+	n1 := openTestMetadata(t, srv.ClientURL(), "g1")
+	if err := n1.CreateTopic(Topic{Name: "orders", ID: [16]byte{1}, Partitions: 1}); err != nil {
+		t.Fatal(err)
+	}
+	if err := n1.StartMove("orders", 0, "g2", 1); err != nil {
+		t.Fatal(err)
+	}
+	b, err := OpenBuckets(ctx, dial(t, srv.ClientURL()), 1, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kv := heldKV{KeyValue: b.Metadata, release: make(chan struct{})}
+	lagging, err := OpenMetadata(ctx, kv, nil, quietLogger())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { lagging.Close() })
+
+	if err := n1.UpdateMove("orders", 0, func(mv *Move) error { mv.Fenced = true; return nil }); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := n1.ReserveProducerIDs(10); err != nil {
+		t.Fatal(err)
+	}
+	if mv, ok := lagging.Move("orders", 0); !ok || mv.Fenced {
+		t.Fatalf("lagging node's move %+v %v: want it unfenced while its watch is held", mv, ok)
+	}
+	short, cancel := context.WithTimeout(ctx, 100*time.Millisecond)
+	err = lagging.CatchUp(short)
+	cancel()
+	if !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("catch up while the watch is held: %v, want it waiting until its context ends", err)
+	}
+
+	close(kv.release)
+	wait, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	if err := lagging.CatchUp(wait); err != nil {
+		t.Fatal(err)
+	}
+	if mv, ok := lagging.Move("orders", 0); !ok || !mv.Fenced {
+		t.Fatalf("after catching up the move is %+v %v, want it fenced", mv, ok)
+	}
+}
