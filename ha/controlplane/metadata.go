@@ -95,10 +95,7 @@ type Metadata struct {
 
 	watcher jetstream.KeyWatcher
 	done    chan struct{}
-	// seen is the newest revision of the bucket the watch delivered, and
-	// seenCh is closed when it grows (metadata_barrier.go).
-	seen   uint64
-	seenCh chan struct{}
+	rev     *watchRevision
 }
 
 // topicEntry keeps deletions too, so a late watch event of an older
@@ -113,12 +110,12 @@ type topicEntry struct {
 // assigns replica groups to new partitions.
 func OpenMetadata(ctx context.Context, kv jetstream.KeyValue, place func(partitions int32) []string, log logrus.FieldLogger) (*Metadata, error) {
 	// Every key, the producer id counter too: CatchUp waits for the
-	// bucket's last revision, whichever key it wrote.
+	// bucket's last revision, whichever key it was.
 	w, err := kv.WatchAll(context.Background())
 	if err != nil {
 		return nil, fmt.Errorf("ha: watch metadata: %w", err)
 	}
-	m := &Metadata{kv: kv, log: log, place: place, topics: make(map[string]topicEntry), moving: make(map[string]bool), watcher: w, done: make(chan struct{}), seenCh: make(chan struct{})}
+	m := &Metadata{kv: kv, log: log, place: place, topics: make(map[string]topicEntry), moving: make(map[string]bool), watcher: w, done: make(chan struct{}), rev: newWatchRevision()}
 	if err := loadInitial(ctx, w, m.applyEntry); err != nil {
 		w.Stop()
 		return nil, fmt.Errorf("ha: watch metadata: %w", err)
@@ -137,7 +134,7 @@ func (m *Metadata) follow() {
 }
 
 func (m *Metadata) applyEntry(e jetstream.KeyValueEntry) {
-	defer m.noteSeen(e.Revision())
+	defer m.rev.note(e.Revision())
 	if !strings.HasPrefix(e.Key(), "topic.") {
 		return // the producer id counter: read from the bucket when used
 	}
