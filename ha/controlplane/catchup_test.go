@@ -98,3 +98,44 @@ func TestMetadataCatchUpSeesFence(t *testing.T) {
 		t.Fatalf("after catching up the move is %+v %v, want it fenced", mv, ok)
 	}
 }
+
+// TestLeadersCatchUpSeesElection: a node whose leases watch lags behind
+// an election reports the old epoch from its copy; caught up, the new one.
+func TestLeadersCatchUpSeesElection(t *testing.T) {
+	srv := startServer(t)
+	ctx := context.Background()
+	b, err := OpenBuckets(ctx, dial(t, srv.ClientURL()), 1, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lease := func(epoch uint64) {
+		t.Helper()
+		val, err := encodeValue(leaseValue{Group: "g1", Holder: int32(epoch), Epoch: epoch, DurationMs: 1500})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := b.Leases.Put(ctx, leaseKey("g1"), val); err != nil {
+			t.Fatal(err)
+		}
+	}
+	lease(4)
+	kv := heldKV{KeyValue: b.Leases, release: make(chan struct{})}
+	lagging, err := WatchLeaders(ctx, kv, quietLogger())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(lagging.Stop)
+	lease(5)
+	if got := lagging.Epoch("g1"); got != 4 {
+		t.Fatalf("epoch %d while the watch is held, want 4", got)
+	}
+	close(kv.release)
+	wait, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	if err := lagging.CatchUp(wait); err != nil {
+		t.Fatal(err)
+	}
+	if got := lagging.Epoch("g1"); got != 5 {
+		t.Fatalf("epoch %d once caught up, want 5", got)
+	}
+}
