@@ -317,6 +317,9 @@ func (c *moveCopier) finish(ctx context.Context, mv PartitionMove) error {
 			Info("partition move: the source's leader changed since it stopped; the new one confirms the end")
 		return errSourceChanged
 	}
+	if err := c.b.atMovePoint(MoveConfirmed, mv); err != nil {
+		return err
+	}
 	if err := c.b.cfg.Moves.FinishMove(c.topic, c.partition, sourceEpoch, c.b.cfg.Cluster.Status().Epoch); err != nil {
 		return err
 	}

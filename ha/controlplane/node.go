@@ -139,7 +139,7 @@ func (n *Node) open(ctx context.Context) error {
 	if n.leaders, err = WatchLeaders(ctx, n.buckets.Leases, n.log); err != nil {
 		return err
 	}
-	n.meta, err = OpenMetadata(ctx, n.buckets.Metadata, n.place, n.log)
+	n.meta, err = openMetadata(ctx, n.buckets.Metadata, n.place, n.log, n.cfg.NodeID)
 	return err
 }
 
