@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"sync"
+	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
 )
@@ -35,11 +36,18 @@ func (w *watchRevision) note(rev uint64) {
 	w.grew = make(chan struct{})
 }
 
+// watchStall is how long catchUp waits for the watch before it reads
+// the bucket afresh: a watch delivers within milliseconds, but one whose
+// consumer's server died stays quiet for 10 to 20 s (see the package
+// doc), which would hold a failover that long.
+const watchStall = time.Second
+
 // catchUp asks kv's stream leader for the bucket's last revision (stream
 // info is answered by the leader, where a direct get may come from a
 // lagging replica) and waits for the watch, which must deliver every key
-// of the bucket, to have applied it.
-func (w *watchRevision) catchUp(ctx context.Context, kv jetstream.KeyValue) error {
+// of the bucket, to have applied it; if it stalls, apply gets every
+// key's newest entry from a fresh watch, created after that revision.
+func (w *watchRevision) catchUp(ctx context.Context, kv jetstream.KeyValue, apply func(jetstream.KeyValueEntry)) error {
 	st, err := kv.Status(ctx)
 	if err != nil {
 		return fmt.Errorf("ha: bucket's last revision: %w", err)
@@ -49,6 +57,8 @@ func (w *watchRevision) catchUp(ctx context.Context, kv jetstream.KeyValue) erro
 		return fmt.Errorf("ha: bucket's last revision: status %T carries no stream info", st)
 	}
 	last := bs.StreamInfo().State.LastSeq
+	stall := time.NewTimer(watchStall)
+	defer stall.Stop()
 	for {
 		w.mu.Lock()
 		seen, grew := w.seen, w.grew
@@ -59,9 +69,24 @@ func (w *watchRevision) catchUp(ctx context.Context, kv jetstream.KeyValue) erro
 		select {
 		case <-ctx.Done():
 			return fmt.Errorf("ha: %s watch at revision %d, bucket at %d: %w", st.Bucket(), seen, last, ctx.Err())
+		case <-stall.C:
+			return reload(ctx, kv, apply)
 		case <-grew:
 		}
 	}
+}
+
+// reload applies every key's newest entry from a fresh watch.
+func reload(ctx context.Context, kv jetstream.KeyValue, apply func(jetstream.KeyValueEntry)) error {
+	fresh, err := kv.WatchAll(ctx)
+	if err != nil {
+		return fmt.Errorf("ha: read bucket afresh: %w", err)
+	}
+	defer fresh.Stop()
+	if err := loadInitial(ctx, fresh, apply); err != nil {
+		return fmt.Errorf("ha: read bucket afresh: %w", err)
+	}
+	return nil
 }
 
 // CatchUp returns once the metadata copy holds every change the bucket
@@ -75,11 +100,11 @@ func (w *watchRevision) catchUp(ctx context.Context, kv jetstream.KeyValue) erro
 // lease was taken; a step stored later was written by a node that could
 // see this lease, which the move's SourceEpoch check answers.
 func (m *Metadata) CatchUp(ctx context.Context) error {
-	return m.rev.catchUp(ctx, m.kv)
+	return m.rev.catchUp(ctx, m.kv, m.applyEntry)
 }
 
 // CatchUp returns once the leases seen hold every lease the bucket had
 // stored when CatchUp was called.
 func (l *Leaders) CatchUp(ctx context.Context) error {
-	return l.rev.catchUp(ctx, l.kv)
+	return l.rev.catchUp(ctx, l.kv, l.apply)
 }

@@ -139,3 +139,39 @@ func TestLeadersCatchUpSeesElection(t *testing.T) {
 		t.Fatalf("epoch %d once caught up, want 5", got)
 	}
 }
+
+// TestMetadataCatchUpPastStalledWatch: a watch that delivers nothing more
+// (its consumer's server died) does not hold CatchUp: the bucket is read
+// afresh.
+func TestMetadataCatchUpPastStalledWatch(t *testing.T) {
+	srv := startServer(t)
+	ctx := context.Background()
+	n1 := openTestMetadata(t, srv.ClientURL(), "g1")
+	if err := n1.CreateTopic(Topic{Name: "orders", ID: [16]byte{1}, Partitions: 1}); err != nil {
+		t.Fatal(err)
+	}
+	if err := n1.StartMove("orders", 0, "g2", 1); err != nil {
+		t.Fatal(err)
+	}
+	b, err := OpenBuckets(ctx, dial(t, srv.ClientURL()), 1, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kv := heldKV{KeyValue: b.Metadata, release: make(chan struct{})}
+	stalled, err := OpenMetadata(ctx, kv, nil, quietLogger())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { close(kv.release); stalled.Close() })
+	if err := n1.UpdateMove("orders", 0, func(mv *Move) error { mv.Fenced = true; return nil }); err != nil {
+		t.Fatal(err)
+	}
+	wait, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	if err := stalled.CatchUp(wait); err != nil {
+		t.Fatal(err)
+	}
+	if mv, ok := stalled.Move("orders", 0); !ok || !mv.Fenced {
+		t.Fatalf("after catching up the move is %+v %v, want it fenced", mv, ok)
+	}
+}
