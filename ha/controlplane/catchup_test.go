@@ -47,14 +47,14 @@ func (kv heldKV) WatchAll(ctx context.Context, opts ...jetstream.WatchOpt) (jets
 	return kv.hold(w), nil
 }
 
-// TestMetadataCatchUpSeesFence: a node whose watch lags behind a move's
-// Fenced step (a source leader just elected) does not see it in its copy;
-// CatchUp waits until it does, and a bucket whose last write is the
-// producer id counter, a key no topic watch delivers, is caught up too.
-func TestMetadataCatchUpSeesFence(t *testing.T) {
+// openHeldMove creates a topic whose partition 0 moves to g2 and opens
+// the metadata over a held watch that saw that (heldKV); the caller
+// closes it. n1 is another node's, whose watch is not held.
+func openHeldMove(t *testing.T) (n1 *Metadata, kv heldKV, held *Metadata) {
+	t.Helper()
 	srv := startServer(t)
 	ctx := context.Background()
-	n1 := openTestMetadata(t, srv.ClientURL(), "g1")
+	n1 = openTestMetadata(t, srv.ClientURL(), "g1")
 	if err := n1.CreateTopic(Topic{Name: "orders", ID: [16]byte{1}, Partitions: 1}); err != nil {
 		t.Fatal(err)
 	}
@@ -65,11 +65,21 @@ func TestMetadataCatchUpSeesFence(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	kv := heldKV{KeyValue: b.Metadata, release: make(chan struct{})}
-	lagging, err := OpenMetadata(ctx, kv, nil, quietLogger())
+	kv = heldKV{KeyValue: b.Metadata, release: make(chan struct{})}
+	held, err = OpenMetadata(ctx, kv, nil, quietLogger())
 	if err != nil {
 		t.Fatal(err)
 	}
+	return n1, kv, held
+}
+
+// TestMetadataCatchUpSeesFence: a node whose watch lags behind a move's
+// Fenced step (a source leader just elected) does not see it in its copy;
+// CatchUp waits until it does, and a bucket whose last write is the
+// producer id counter, a key no topic watch delivers, is caught up too.
+func TestMetadataCatchUpSeesFence(t *testing.T) {
+	ctx := context.Background()
+	n1, kv, lagging := openHeldMove(t)
 	t.Cleanup(func() { lagging.Close() })
 
 	if err := n1.UpdateMove("orders", 0, func(mv *Move) error { mv.Fenced = true; return nil }); err != nil {
@@ -82,7 +92,7 @@ func TestMetadataCatchUpSeesFence(t *testing.T) {
 		t.Fatalf("lagging node's move %+v %v: want it unfenced while its watch is held", mv, ok)
 	}
 	short, cancel := context.WithTimeout(ctx, 100*time.Millisecond)
-	err = lagging.CatchUp(short)
+	err := lagging.CatchUp(short)
 	cancel()
 	if !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("catch up while the watch is held: %v, want it waiting until its context ends", err)
@@ -144,24 +154,8 @@ func TestLeadersCatchUpSeesElection(t *testing.T) {
 // (its consumer's server died) does not hold CatchUp: the bucket is read
 // afresh.
 func TestMetadataCatchUpPastStalledWatch(t *testing.T) {
-	srv := startServer(t)
 	ctx := context.Background()
-	n1 := openTestMetadata(t, srv.ClientURL(), "g1")
-	if err := n1.CreateTopic(Topic{Name: "orders", ID: [16]byte{1}, Partitions: 1}); err != nil {
-		t.Fatal(err)
-	}
-	if err := n1.StartMove("orders", 0, "g2", 1); err != nil {
-		t.Fatal(err)
-	}
-	b, err := OpenBuckets(ctx, dial(t, srv.ClientURL()), 1, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	kv := heldKV{KeyValue: b.Metadata, release: make(chan struct{})}
-	stalled, err := OpenMetadata(ctx, kv, nil, quietLogger())
-	if err != nil {
-		t.Fatal(err)
-	}
+	n1, kv, stalled := openHeldMove(t)
 	t.Cleanup(func() { close(kv.release); stalled.Close() })
 	if err := n1.UpdateMove("orders", 0, func(mv *Move) error { mv.Fenced = true; return nil }); err != nil {
 		t.Fatal(err)
