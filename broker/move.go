@@ -58,13 +58,24 @@ import (
 // listeners (interbroker.go): with TLS and the inter-broker login where
 // the listeners ask for them.
 //
-// Limits: the fence is the source leader's view of the metadata. A source
-// leader elected during the switch whose watch still lagged behind the
-// Fenced step takes produce until it catches up; the epoch check above
-// keeps the switch waiting for it, but the target reads the source's
-// epoch and then switches in a second step, so a failover landing between
-// the two (milliseconds, against a lease of seconds) could still leave
-// such records behind.
+// Nothing acknowledged is left behind, across any failover of the
+// source: a leader takes produce for the partition only while its view
+// of the metadata shows no Fenced move, and a newly elected one takes
+// none until that view is at least as new as the metadata bucket was
+// after it took the lease (replication.Role's lead waits for
+// controlplane.Metadata.CatchUp before the node is Writable; produce
+// meanwhile gets NOT_LEADER_OR_FOLLOWER, which producers retry). Say
+// Fenced is stored at r1, End by the leader of epoch E at r2 > r1, and
+// the target then reads the source's epoch at t1 > r2 and switches. A
+// leader E' > E that took the lease after r2 saw Fenced before its first
+// produce and never took one for the partition. One that took it before
+// t1 is seen at t1: the target reads the newest lease from the bucket,
+// past its own watch (Moves.SourceEpoch), finds E' != SourceEpoch and
+// clears End, and the switch waits for E' (or a later leader) to stop
+// produce and publish its own End, which holds all it acknowledged.
+// Every lease taken after t1 is also taken after r2. The old leader E
+// stops taking produce at its renew deadline, before any E' can take
+// the lease (package controlplane, "Leases and epochs").
 
 // Moves is what the broker needs from the control plane to move
 // partitions between replica groups (package ha/controlplane behind it,
@@ -87,10 +98,14 @@ type Moves interface {
 	// it has none.
 	UpdateMove(topic string, partition int32, update func(*PartitionMove) error) error
 	// FinishMove gives the partition to the move's target and ends it;
-	// sourceEpoch is the partition's epoch as the source reports it now
-	// (-1: no leader; the move's SourceEpoch counts too), targetLease the
-	// target group's lease epoch (MovedEpoch).
+	// sourceEpoch is the partition's epoch as SourceEpoch reports it now
+	// (the move's SourceEpoch counts too), targetLease the target group's
+	// lease epoch (MovedEpoch).
 	FinishMove(topic string, partition int32, sourceEpoch int32, targetLease uint64) error
+	// SourceEpoch is the partition's epoch under the newest lease of the
+	// group that owns it, as the control plane holds it now: not this
+	// node's view, which may lag an election by seconds.
+	SourceEpoch(ctx context.Context, topic string, partition int32) (int32, error)
 	// MovedEpoch is the partition's epoch base; zero for one never moved.
 	MovedEpoch(topic string, partition int32) MovedEpoch
 }

@@ -281,14 +281,14 @@ var errSourceChanged = errors.New("source leader changed since it stopped taking
 // finish waits for the copy to be durable, indexed and replicated here as
 // an acks=-1 produce would, then hands the partition over.
 //
-// Only if the leader that published End still leads the source (its
-// epoch, SourceEpoch, is the partition's): a leader elected since then
-// may have taken produce before its view of the control plane showed the
-// move fenced, past End, and switching would lose those records. The
-// move's End is cleared instead, so the new leader stops produce and
-// publishes its own, at least as far (it holds everything the old one
-// replicated) and copied before the switch. A source without a leader
-// cannot say, so the switch waits for one.
+// Only if no leader was elected in the source group since the one that
+// published End (its epoch, SourceEpoch, is the partition's under the
+// group's newest lease): a leader elected since then may have taken
+// produce before its view of the control plane showed the move fenced,
+// past End, and switching would lose those records. The move's End is
+// cleared instead, so the new leader stops produce and publishes its
+// own, at least as far (it holds everything the old one replicated) and
+// copied before the switch.
 func (c *moveCopier) finish(ctx context.Context, mv PartitionMove) error {
 	if code := c.b.waitProduced(ctx, -1, c.b.st.WriteOffset()); code != 0 {
 		return fmt.Errorf("copy not replicated: %w", kerr.ErrorForCode(code))
@@ -296,11 +296,12 @@ func (c *moveCopier) finish(ctx context.Context, mv PartitionMove) error {
 	if err := c.b.atMovePoint(MoveSwitching, mv); err != nil {
 		return err
 	}
-	// The epoch clients last saw from the source: the target's first is
-	// above it.
-	_, sourceEpoch, ok := c.b.cfg.Cluster.PartitionLeader(c.topic, c.partition)
-	if !ok {
-		return errors.New("source group has no leader to confirm where the partition ends")
+	// The source's epoch now, read past this node's view: the target's
+	// first is above it, and a leader elected since End was published
+	// must be seen (see the safety argument in move.go).
+	sourceEpoch, err := c.b.cfg.Moves.SourceEpoch(ctx, c.topic, c.partition)
+	if err != nil {
+		return fmt.Errorf("source group's epoch: %w", err)
 	}
 	if sourceEpoch != mv.SourceEpoch {
 		err := c.b.cfg.Moves.UpdateMove(c.topic, c.partition, func(cur *PartitionMove) error {
@@ -315,6 +316,9 @@ func (c *moveCopier) finish(ctx context.Context, mv PartitionMove) error {
 		c.b.log.WithFields(logrus.Fields{"topic": c.topic, "partition": c.partition, "end": mv.End, "epoch": mv.SourceEpoch, "source_epoch": sourceEpoch}).
 			Info("partition move: the source's leader changed since it stopped; the new one confirms the end")
 		return errSourceChanged
+	}
+	if err := c.b.atMovePoint(MoveConfirmed, mv); err != nil {
+		return err
 	}
 	if err := c.b.cfg.Moves.FinishMove(c.topic, c.partition, sourceEpoch, c.b.cfg.Cluster.Status().Epoch); err != nil {
 		return err

@@ -16,6 +16,9 @@ const (
 	// MoveSwitching: the target holds the partition up to End, durable
 	// and replicated, and is about to switch it over.
 	MoveSwitching
+	// MoveConfirmed: the target found the source's epoch unchanged since
+	// it published End and is about to switch the partition over.
+	MoveConfirmed
 )
 
 // moveHook is the installed hook; nil (the default) costs one atomic load

@@ -91,6 +91,8 @@ func (f *fakeMoves) UpdateMove(topic string, p int32, update func(*PartitionMove
 
 func (f *fakeMoves) FinishMove(string, int32, int32, uint64) error { return nil }
 
+func (*fakeMoves) SourceEpoch(context.Context, string, int32) (int32, error) { return 0, nil }
+
 func (f *fakeMoves) MovedEpoch(topic string, p int32) MovedEpoch {
 	f.mu.Lock()
 	defer f.mu.Unlock()

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"time"
@@ -67,6 +68,27 @@ func (s haMoves) UpdateMove(topic string, partition int32, update func(*broker.P
 func (s haMoves) FinishMove(topic string, partition int32, sourceEpoch int32, targetLease uint64) error {
 	return moveError(s.m.FinishMove(topic, partition, int64(sourceEpoch), targetLease))
 }
+
+// SourceEpoch reads the owning group's lease past this node's watch
+// (Node.LeaseEpoch), bounded as a metadata operation is: the move step
+// retries.
+func (s haMoves) SourceEpoch(ctx context.Context, topic string, partition int32) (int32, error) {
+	t, ok := s.m.Topic(topic)
+	if !ok || partition < 0 || int(partition) >= len(t.Groups) {
+		return 0, fmt.Errorf("%w: %s/%d", broker.ErrUnknownTopic, topic, partition)
+	}
+	ctx, cancel := context.WithTimeout(ctx, sourceEpochTimeout)
+	defer cancel()
+	lease, err := s.n.LeaseEpoch(ctx, t.Groups[partition])
+	if err != nil {
+		return 0, brokerError(err)
+	}
+	return broker.ClampEpoch(lease + uint64(max(0, s.m.Epoch(topic, partition).Base))), nil
+}
+
+// sourceEpochTimeout bounds SourceEpoch: the leases watch may stay quiet
+// 10 to 20 s after its server died (package controlplane's doc).
+const sourceEpochTimeout = 30 * time.Second
 
 func (s haMoves) MovedEpoch(topic string, partition int32) broker.MovedEpoch {
 	e := s.m.Epoch(topic, partition)

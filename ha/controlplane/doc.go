@@ -163,6 +163,12 @@
 // fenced, after which the source takes no produce and only finishing
 // gives p a leader that does. Copied and source_end are the target's
 // progress reports. The copying is the broker's (package broker, move.go).
+// Two reads there must not rest on a lagging watch, and wait for it to
+// deliver the bucket's last revision as the stream leader reports it, or
+// read the bucket afresh if the watch stalls (CatchUp): a node that just took its group's lease catches up with the
+// metadata before it takes writes, so it sees every fence stored before
+// its lease, and the target reads the source group's lease so before it
+// switches (Node.LeaseEpoch), so it sees every leader elected since end.
 //
 // A partition's leader epoch, as Kafka clients see it, is its group's
 // lease epoch plus epochs[p].base: at the switch the base is set so that

@@ -22,6 +22,8 @@ type GroupLeader struct {
 // client which node leads a partition.
 type Leaders struct {
 	log logrus.FieldLogger
+	kv  jetstream.KeyValue
+	rev *watchRevision
 
 	mu     sync.Mutex
 	groups map[string]leaseValue
@@ -33,11 +35,12 @@ type Leaders struct {
 // WatchLeaders starts watching the leases bucket and returns once the
 // current leases are loaded.
 func WatchLeaders(ctx context.Context, kv jetstream.KeyValue, log logrus.FieldLogger) (*Leaders, error) {
-	w, err := kv.Watch(context.Background(), "lease.*")
+	// Every key: CatchUp waits for the bucket's last revision.
+	w, err := kv.WatchAll(context.Background())
 	if err != nil {
 		return nil, fmt.Errorf("ha: watch leases: %w", err)
 	}
-	l := &Leaders{log: log, groups: make(map[string]leaseValue), watcher: w, done: make(chan struct{})}
+	l := &Leaders{log: log, kv: kv, rev: newWatchRevision(), groups: make(map[string]leaseValue), watcher: w, done: make(chan struct{})}
 	if err := loadInitial(ctx, w, l.apply); err != nil {
 		w.Stop()
 		return nil, fmt.Errorf("ha: watch leases: %w", err)
@@ -54,7 +57,11 @@ func WatchLeaders(ctx context.Context, kv jetstream.KeyValue, log logrus.FieldLo
 }
 
 func (l *Leaders) apply(e jetstream.KeyValueEntry) {
-	group := strings.TrimPrefix(e.Key(), "lease.")
+	defer l.rev.note(e.Revision())
+	group, lease := strings.CutPrefix(e.Key(), "lease.")
+	if !lease {
+		return
+	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if e.Operation() != jetstream.KeyValuePut {
@@ -79,6 +86,14 @@ func (l *Leaders) Leader(group string) (GroupLeader, bool) {
 		return GroupLeader{}, false
 	}
 	return GroupLeader{Group: group, NodeID: v.Holder, Epoch: v.Epoch}, true
+}
+
+// Epoch is the epoch of the group's newest lease, held, released or
+// lapsed: no later leader exists. Zero for a group never led.
+func (l *Leaders) Epoch(group string) uint64 {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.groups[group].Epoch
 }
 
 // All lists every group's lease, released ones with NodeID -1.

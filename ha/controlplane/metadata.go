@@ -95,6 +95,9 @@ type Metadata struct {
 
 	watcher jetstream.KeyWatcher
 	done    chan struct{}
+	rev     *watchRevision
+	// node is the node id the watch reports to its test hook.
+	node int32
 }
 
 // topicEntry keeps deletions too, so a late watch event of an older
@@ -108,11 +111,18 @@ type topicEntry struct {
 // OpenMetadata loads the topics and keeps following the bucket. place
 // assigns replica groups to new partitions.
 func OpenMetadata(ctx context.Context, kv jetstream.KeyValue, place func(partitions int32) []string, log logrus.FieldLogger) (*Metadata, error) {
-	w, err := kv.Watch(context.Background(), "topic.>")
+	return openMetadata(ctx, kv, place, log, -1)
+}
+
+// openMetadata is OpenMetadata for node.
+func openMetadata(ctx context.Context, kv jetstream.KeyValue, place func(partitions int32) []string, log logrus.FieldLogger, node int32) (*Metadata, error) {
+	// Every key, the producer id counter too: CatchUp waits for the
+	// bucket's last revision, whichever key it was.
+	w, err := kv.WatchAll(context.Background())
 	if err != nil {
 		return nil, fmt.Errorf("ha: watch metadata: %w", err)
 	}
-	m := &Metadata{kv: kv, log: log, place: place, topics: make(map[string]topicEntry), moving: make(map[string]bool), watcher: w, done: make(chan struct{})}
+	m := &Metadata{kv: kv, log: log, place: place, topics: make(map[string]topicEntry), moving: make(map[string]bool), watcher: w, done: make(chan struct{}), rev: newWatchRevision(), node: node}
 	if err := loadInitial(ctx, w, m.applyEntry); err != nil {
 		w.Stop()
 		return nil, fmt.Errorf("ha: watch metadata: %w", err)
@@ -125,12 +135,17 @@ func (m *Metadata) follow() {
 	defer close(m.done)
 	for e := range m.watcher.Updates() {
 		if e != nil {
+			m.atMetadataWatch()
 			m.applyEntry(e)
 		}
 	}
 }
 
 func (m *Metadata) applyEntry(e jetstream.KeyValueEntry) {
+	defer m.rev.note(e.Revision())
+	if !strings.HasPrefix(e.Key(), "topic.") {
+		return // the producer id counter: read from the bucket when used
+	}
 	raw, err := base64.RawURLEncoding.DecodeString(strings.TrimPrefix(e.Key(), "topic."))
 	if err != nil {
 		m.log.WithField("key", e.Key()).Warn("metadata bucket: key is not topic.<base64url name>")

@@ -139,7 +139,7 @@ func (n *Node) open(ctx context.Context) error {
 	if n.leaders, err = WatchLeaders(ctx, n.buckets.Leases, n.log); err != nil {
 		return err
 	}
-	n.meta, err = OpenMetadata(ctx, n.buckets.Metadata, n.place, n.log)
+	n.meta, err = openMetadata(ctx, n.buckets.Metadata, n.place, n.log, n.cfg.NodeID)
 	return err
 }
 
@@ -305,6 +305,17 @@ func (n *Node) Leaders() []GroupLeader { return n.leaders.All() }
 
 // Self is this node's own member record.
 func (n *Node) Self() Member { return n.self() }
+
+// LeaseEpoch is the epoch of the group's newest lease as the bucket holds
+// it when LeaseEpoch is called, not as this node's watch last showed it
+// (Leaders.CatchUp): a decision that only holds if no leader was elected
+// since an earlier point (a move's switch) must see every such election.
+func (n *Node) LeaseEpoch(ctx context.Context, group string) (uint64, error) {
+	if err := n.leaders.CatchUp(ctx); err != nil {
+		return 0, err
+	}
+	return n.leaders.Epoch(group), nil
+}
 
 // PartitionLeader is the live member leading a partition's replica
 // group and its epoch; false while there is none. For this node's own

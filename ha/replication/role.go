@@ -304,14 +304,21 @@ func (r *Role) run() {
 // file before any write, the state followers did not keep is rebuilt,
 // and followers are served.
 func (r *Role) lead(epoch uint64) error {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	// The lease is taken: the node's view of the metadata (moves that
+	// fenced a partition here, partitions that left the group) must be
+	// at least as new as the bucket is now before the node takes
+	// produce, which it does once Writable.
+	if err := r.node.Load().Metadata().CatchUp(ctx); err != nil {
+		return fmt.Errorf("catch up with the metadata: %w", err)
+	}
 	end := r.st.WriteOffset()
 	if last, ok := r.epochs.Latest(); !ok || last.Epoch < int64(epoch) {
 		if err := r.epochs.Assign(int64(epoch), end); err != nil {
 			return err
 		}
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
 	if err := r.b.Promote(ctx); err != nil {
 		return err
 	}
