@@ -39,8 +39,11 @@ func (w *watchRevision) note(rev uint64) {
 // watchStall is how long catchUp waits for the watch before it reads
 // the bucket afresh: a watch delivers within milliseconds, but one whose
 // consumer's server died stays quiet for 10 to 20 s (see the package
-// doc), which would hold a failover that long.
-const watchStall = time.Second
+// doc), which would hold a failover that long. A leader's SIGKILL often
+// takes that server along, and the take runs this barrier: at 1 s, 3 of
+// 10 rounds of scripts/failover-example.sh took 2.4-2.6 s where the
+// others took 1.3-1.5 s; a fresh read of the bucket costs milliseconds.
+const watchStall = 200 * time.Millisecond
 
 // catchUp asks kv's stream leader for the bucket's last revision (stream
 // info is answered by the leader, where a direct get may come from a
