@@ -70,17 +70,7 @@ func TestPartitionMoveLaggingSourceLeader(t *testing.T) {
 	})
 	t.Cleanup(func() { broker.SetMoveHook(nil) })
 
-	prod, err := kgo.NewClient(kgo.SeedBrokers(nodes[0].addr, nodes[2].addr), kgo.RecordPartitioner(kgo.ManualPartitioner()),
-		kgo.MetadataMinAge(50*time.Millisecond), kgo.RetryBackoffFn(func(int) time.Duration { return 20 * time.Millisecond }),
-		kgo.MaxBufferedRecords(200), kgo.ProducerBatchMaxBytes(4<<10), kgo.RecordDeliveryTimeout(90*time.Second))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer prod.Close()
-	producer := startNumberedProducer(ctx, prod, "lag", part)
-	poll.True(t, "1000 records acknowledged by g1", func() bool { return producer.count() >= 1000 })
-	mustRun(t, "", "topic", "move", "--nats", natsURL, "--cluster-secret-file", secret,
-		"--topic", "lag", "--partition", fmt.Sprint(part), "--to-group", "g2", "--wait=false")
+	producer := produceAndMove(ctx, t, []string{nodes[0].addr, nodes[2].addr}, natsURL, secret, "lag", part)
 	select {
 	case <-confirmed:
 	case <-ctx.Done():

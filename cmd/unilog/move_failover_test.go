@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"errors"
-	"fmt"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -83,17 +82,7 @@ func moveWithSourceFailover(t *testing.T, at broker.MovePoint, on int32) {
 	if _, err := adm.CommitOffsets(ctx, "fo-readers", offsets); err != nil {
 		t.Fatal(err)
 	}
-	prod, err := kgo.NewClient(kgo.SeedBrokers(nodes[0].addr, nodes[2].addr), kgo.RecordPartitioner(kgo.ManualPartitioner()),
-		kgo.MetadataMinAge(50*time.Millisecond), kgo.RetryBackoffFn(func(int) time.Duration { return 20 * time.Millisecond }),
-		kgo.MaxBufferedRecords(200), kgo.ProducerBatchMaxBytes(4<<10), kgo.RecordDeliveryTimeout(90*time.Second))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer prod.Close()
-	producer := startNumberedProducer(ctx, prod, "fo", part)
-	poll.True(t, "1000 records acknowledged by g1", func() bool { return producer.count() >= 1000 })
-	mustRun(t, "", "topic", "move", "--nats", natsURL, "--cluster-secret-file", secret,
-		"--topic", "fo", "--partition", fmt.Sprint(part), "--to-group", "g2", "--wait=false")
+	producer := produceAndMove(ctx, t, []string{nodes[0].addr, nodes[2].addr}, natsURL, secret, "fo", part)
 	select {
 	case <-stopped:
 	case <-ctx.Done():

@@ -5,8 +5,10 @@ import (
 	"fmt"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/unilog/unilog/internal/poll"
 )
 
 // numberedProducer writes records numbered from 0 to one partition until
@@ -65,4 +67,24 @@ func (p *numberedProducer) finish(t *testing.T) map[string]int64 {
 		t.Fatalf("%d produce errors, first %v", len(p.errs), p.errs[0])
 	}
 	return p.acked
+}
+
+// produceAndMove starts a numbered producer on topic/part through seeds,
+// tuned to follow a leader change within milliseconds, and once g1 has
+// acknowledged 1000 records starts the partition's move to g2 without
+// waiting for it. The client closes with the test.
+func produceAndMove(ctx context.Context, t *testing.T, seeds []string, natsURL, secret, topic string, part int32) *numberedProducer {
+	t.Helper()
+	prod, err := kgo.NewClient(kgo.SeedBrokers(seeds...), kgo.RecordPartitioner(kgo.ManualPartitioner()),
+		kgo.MetadataMinAge(50*time.Millisecond), kgo.RetryBackoffFn(func(int) time.Duration { return 20 * time.Millisecond }),
+		kgo.MaxBufferedRecords(200), kgo.ProducerBatchMaxBytes(4<<10), kgo.RecordDeliveryTimeout(90*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(prod.Close)
+	producer := startNumberedProducer(ctx, prod, topic, part)
+	poll.True(t, "1000 records acknowledged by g1", func() bool { return producer.count() >= 1000 })
+	mustRun(t, "", "topic", "move", "--nats", natsURL, "--cluster-secret-file", secret,
+		"--topic", topic, "--partition", fmt.Sprint(part), "--to-group", "g2", "--wait=false")
+	return producer
 }
