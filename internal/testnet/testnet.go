@@ -3,7 +3,11 @@
 package testnet
 
 import (
+	"math/rand/v2"
 	"net"
+	"os"
+	"strconv"
+	"strings"
 	"sync"
 	"testing"
 )
@@ -14,26 +18,54 @@ var (
 )
 
 // FreeAddr returns a loopback HOST:PORT nothing listens on, for a listener
-// whose address others must know before it starts (NATS routes). The
-// kernel may hand a port it just gave back out again, so a test asking
-// for several addresses before it binds any could get one twice: an
-// address is never returned twice in a process. Another process could
-// still take the port in between; on a test machine that is rare enough
-// to accept.
+// whose address others must know before it starts (NATS routes, a broker
+// started as a child process). An address is never returned twice in a
+// process. The port is drawn below the kernel's ephemeral range: a port
+// the kernel handed out for 127.0.0.1:0 goes back into the pool that every
+// outgoing connection of every process on the machine draws its source
+// port from, and `go test ./...` runs packages side by side, so CI saw a
+// broker's --replication-listen fail with "address already in use"
+// between this check and its bind. Below that range only another test's
+// pick can collide.
 func FreeAddr(t testing.TB) string {
 	t.Helper()
 	mu.Lock()
 	defer mu.Unlock()
-	for {
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
+	low := ephemeralLow()
+	for range 1000 {
+		addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(lowestPort+rand.IntN(low-lowestPort)))
+		if given[addr] {
+			continue
+		}
+		ln, err := net.Listen("tcp", addr)
 		if err != nil {
-			t.Fatal(err)
+			continue
 		}
-		addr := ln.Addr().String()
 		ln.Close()
-		if !given[addr] {
-			given[addr] = true
-			return addr
-		}
+		given[addr] = true
+		return addr
 	}
+	t.Fatalf("testnet: no free port in [%d, %d) after 1000 tries", lowestPort, low)
+	return ""
+}
+
+// lowestPort keeps clear of the ports well-known services listen on.
+const lowestPort = 10000
+
+// ephemeralLow is the first port of the kernel's ephemeral range, 32768
+// where it cannot be read (Linux's default).
+func ephemeralLow() int {
+	b, err := os.ReadFile("/proc/sys/net/ipv4/ip_local_port_range")
+	if err != nil {
+		return 32768
+	}
+	f := strings.Fields(string(b))
+	if len(f) == 0 {
+		return 32768
+	}
+	low, err := strconv.Atoi(f[0])
+	if err != nil || low <= lowestPort+1000 {
+		return 32768
+	}
+	return low
 }
