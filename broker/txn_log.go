@@ -24,10 +24,13 @@ type txnLog struct{ b *Broker }
 
 // Append stores the state record and the markers of the partitions this
 // node leads with one append (appendMarkers); the other groups' markers
-// are txnRemote's.
+// are txnRemote's. It refuses on a node that does not lead, including one
+// whose role is not known yet (Config.AwaitRole): the coordinator's
+// timeout scan runs from Open, and on a deposed leader restarting it
+// would write states and markers the group's leader never sees.
 func (l txnLog) Append(ctx context.Context, partition int32, rec txn.Record, m *txn.Markers) (int64, error) {
 	b := l.b
-	if b.following.Load() {
+	if b.notLeading() {
 		return 0, fmt.Errorf("broker: transaction state: %w: %w", txn.ErrNotCoordinator, ErrNotLeader)
 	}
 	if r := b.cfg.Replication; r != nil && b.cfg.SyncReplication {

@@ -1,6 +1,7 @@
 package broker
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -14,6 +15,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/unilog/unilog/producerstate"
+	"github.com/unilog/unilog/txn"
 )
 
 // produceTxns runs n transactions of perTxn records each through a
@@ -191,4 +193,25 @@ func TestLastStableOffset(t *testing.T) {
 	}
 	sort.Strings(keys)
 	t.Logf("read_committed after the commit: %v", keys)
+}
+
+// TestTxnLogRefusesBeforeRole: a node restarting in a replica group
+// (Config.AwaitRole) opens its transaction coordinator from its own log,
+// whose timeout scan may abort, finish or forget transactions at once.
+// Until Promote or Demote says it leads, its log may be a deposed
+// leader's: the transaction log appends nothing, as the offsets log does
+// not, so no state or marker is written (or sent to other groups) that
+// the group's leader never sees.
+func TestTxnLogRefusesBeforeRole(t *testing.T) {
+	cfg := testConfig(t, t.TempDir())
+	cfg.AwaitRole = true
+	b := startBroker(t, cfg)
+	end := b.LogEndOffset()
+	_, err := txnLog{b}.Append(testCtx(t), 0, txn.Record{Key: []byte("k"), Value: []byte("v")}, nil)
+	if !errors.Is(err, txn.ErrNotCoordinator) {
+		t.Errorf("Append before the role is known: %v, want ErrNotCoordinator", err)
+	}
+	if got := b.LogEndOffset(); got != end {
+		t.Errorf("the log grew from %d to %d before the role is known", end, got)
+	}
 }
