@@ -36,7 +36,7 @@ func (r txnRemote) WriteMarkers(ctx context.Context, m txn.Markers) error {
 	b := r.b
 	pending := make(map[txn.TopicPartition]bool)
 	for _, tp := range m.Partitions {
-		if !b.takesMarkers(tp.Topic, tp.Partition) {
+		if !b.takesMarkers(tp.Topic, tp.Partition) || b.txnOpenIn(tp, m.ProducerID) {
 			pending[tp] = true
 		}
 	}
@@ -80,6 +80,21 @@ func (r txnRemote) WriteMarkers(ctx context.Context, m txn.Markers) error {
 		}
 		backoff = min(2*backoff, txnRemoteMaxBackoff)
 	}
+}
+
+// txnOpenIn reports whether the producer's transaction is still open in
+// tp in this node's producer state. The log's append of the decision
+// (txnLog.Append) took the markers of the partitions this node led then;
+// one it took over since (a move switching over to this group) is led
+// here now yet has no marker: asking takesMarkers again would leave it
+// out of both. While the coordinator ends the transaction the producer
+// cannot open another, so an open one here is this one.
+func (b *Broker) txnOpenIn(tp txn.TopicPartition, producerID int64) bool {
+	p := b.partition(tp.Topic, tp.Partition)
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	_, open := p.Open[producerID]
+	return open
 }
 
 // send writes the markers of tps, all led by node, and returns those

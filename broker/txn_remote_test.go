@@ -4,6 +4,7 @@ import (
 	"net"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"testing"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -240,5 +241,91 @@ func TestTxnRemoteMarkers(t *testing.T) {
 	<-ended
 	if lso := lastStable(t, b2.Addr(), "span", 1); lso != base1+2 {
 		t.Fatalf("span/1 after the third commit: last stable offset %d, want %d", lso, base1+2)
+	}
+}
+
+// switchAfterDecision is a storage that, once armed, runs flip right
+// after the next append to the transaction-state topic has been stored:
+// between the coordinator's decision, with the markers of the partitions
+// this node led then, and its sending of the others.
+type switchAfterDecision struct {
+	Storage
+	armed atomic.Bool
+	flip  func()
+}
+
+func (s *switchAfterDecision) Append(dst []Appended, batches []StorageBatch) ([]Appended, error) {
+	out, err := s.Storage.Append(dst, batches)
+	if len(batches) > 0 && batches[0].Topic == txnStateTopic && s.armed.CompareAndSwap(true, false) {
+		s.flip()
+	}
+	return out, err
+}
+
+// TestTxnMarkerOfPartitionArrivingAtDecision: a partition another group
+// leads when the coordinator stores its decision, and this node's right
+// after (a move into this group switching over between the two), still
+// gets its marker: the coordinator's log did not take it, and the node
+// leads it now, its transaction open there. Before, the markers sent to
+// other groups were only those of partitions this node did not lead at
+// the second look, and this one was left open for ever: its last stable
+// offset never passed the transaction.
+func TestTxnMarkerOfPartitionArrivingAtDecision(t *testing.T) {
+	addrs := &groupAddrs{addr: make(map[int32]string), moved: make(map[int32]int32)}
+	addrs.move1(1, 1)
+	st := &switchAfterDecision{flip: func() { addrs.move1(1, 1) }}
+	cfg := testConfig(t, t.TempDir())
+	cfg.NodeID, cfg.Cluster = 1, twoGroups{self: 1, addrs: addrs}
+	b, err := open(cfg, testStore(), func(s Storage) Storage { st.Storage = s; return st })
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := b.Close(); err != nil {
+			t.Errorf("Close: %v", err)
+		}
+	})
+	addrs.set(1, b.Addr())
+	c := dialRaw(t, b.Addr())
+	create := kmsg.NewPtrCreateTopicsRequest()
+	rt := kmsg.NewCreateTopicsRequestTopic()
+	rt.Topic, rt.NumPartitions, rt.ReplicationFactor = "span", 2, 1
+	create.Topics, create.TimeoutMillis = append(create.Topics, rt), 10000
+	if code := call(t, c, create).(*kmsg.CreateTopicsResponse).Topics[0].ErrorCode; code != 0 {
+		t.Fatal(kerr.ErrorForCode(code))
+	}
+	id := "arriving"
+	init := kmsg.NewPtrInitProducerIDRequest()
+	init.Version, init.TransactionalID, init.TransactionTimeoutMillis = 4, &id, 600000
+	ir := call(t, c, init).(*kmsg.InitProducerIDResponse)
+	if ir.ErrorCode != 0 {
+		t.Fatal(kerr.ErrorForCode(ir.ErrorCode))
+	}
+	add := kmsg.NewPtrAddPartitionsToTxnRequest()
+	add.Version, add.TransactionalID, add.ProducerID, add.ProducerEpoch = 3, id, ir.ProducerID, ir.ProducerEpoch
+	add.Topics = []kmsg.AddPartitionsToTxnRequestTopic{{Topic: "span", Partitions: []int32{1}}}
+	if code := call(t, c, add).(*kmsg.AddPartitionsToTxnResponse).Topics[0].Partitions[0].ErrorCode; code != 0 {
+		t.Fatal(kerr.ErrorForCode(code))
+	}
+	produce := kmsg.NewPtrProduceRequest()
+	produce.Version, produce.Acks, produce.TimeoutMillis, produce.TransactionID = 9, -1, 10000, &id
+	produce.Topics = []kmsg.ProduceRequestTopic{{Topic: "span", Partitions: []kmsg.ProduceRequestTopicPartition{{Partition: 1, Records: txnBatch(ir.ProducerID, ir.ProducerEpoch, 0, "v")}}}}
+	if code := call(t, c, produce).(*kmsg.ProduceResponse).Topics[0].Partitions[0].ErrorCode; code != 0 {
+		t.Fatal(kerr.ErrorForCode(code))
+	}
+
+	// Node 2 leads span/1 as the decision is stored, node 1 again after.
+	addrs.move1(1, 2)
+	st.armed.Store(true)
+	end := kmsg.NewPtrEndTxnRequest()
+	end.Version, end.TransactionalID, end.ProducerID, end.ProducerEpoch, end.Commit = 3, id, ir.ProducerID, ir.ProducerEpoch, true
+	if code := call(t, c, end).(*kmsg.EndTxnResponse).ErrorCode; code != 0 {
+		t.Fatal(kerr.ErrorForCode(code))
+	}
+	if st.armed.Load() {
+		t.Fatal("the decision was not stored through the wrapped storage")
+	}
+	if lso := lastStable(t, b.Addr(), "span", 1); lso != 2 {
+		t.Fatalf("span/1 after the commit: last stable offset %d, want 2 (record and marker)", lso)
 	}
 }
