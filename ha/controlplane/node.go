@@ -262,15 +262,27 @@ var ErrNotLeading = errors.New("ha: not leading the replica group")
 // longer waits for can never be elected on a stale record. Heartbeats
 // that follow carry SetInSync's set again, which by then is this one or
 // newer.
+//
+// The lease must be valid (Elector.Leading) before the write and once it
+// is stored, not only the role leader: a leader resuming past its renew
+// deadline, its step-down not run yet, may find another node elected on
+// the set before, and the shrink would release a high watermark over
+// records that node never had.
 func (n *Node) PublishInSync(ctx context.Context, ids []int32) error {
 	n.writeMu.Lock()
 	defer n.writeMu.Unlock()
 	m := n.self()
-	if m.Role != RoleLeader.String() {
+	if m.Role != RoleLeader.String() || !n.elector.Leading(m.Epoch) {
 		return fmt.Errorf("ha: publish in-sync set %v of node %d: %w", ids, n.cfg.NodeID, ErrNotLeading)
 	}
 	m.InSync = slices.Clone(ids)
-	return n.members.Heartbeat(ctx, m)
+	if err := n.members.Heartbeat(ctx, m); err != nil {
+		return err
+	}
+	if !n.elector.Leading(m.Epoch) {
+		return fmt.Errorf("ha: in-sync set %v of node %d stored past its lease: %w", ids, n.cfg.NodeID, ErrNotLeading)
+	}
+	return nil
 }
 
 // Announce writes the heartbeat now instead of at the next interval, and
