@@ -98,6 +98,32 @@ func call(t *testing.T, c *rawConn, req kmsg.Request) kmsg.Response {
 	return resp
 }
 
+// createSpan creates the topic "span", two partitions, on the broker at
+// addr.
+func createSpan(t *testing.T, addr string) {
+	t.Helper()
+	req := kmsg.NewPtrCreateTopicsRequest()
+	rt := kmsg.NewCreateTopicsRequestTopic()
+	rt.Topic, rt.NumPartitions, rt.ReplicationFactor = "span", 2, 1
+	req.Topics, req.TimeoutMillis = append(req.Topics, rt), 10000
+	if code := call(t, dialRaw(t, addr), req).(*kmsg.CreateTopicsResponse).Topics[0].ErrorCode; code != 0 {
+		t.Fatalf("create topic on %s: %v", addr, kerr.ErrorForCode(code))
+	}
+}
+
+// initTxn initializes the transactional id on its coordinator's
+// connection c and returns the producer id and epoch.
+func initTxn(t *testing.T, c *rawConn, id string) (int64, int16) {
+	t.Helper()
+	init := kmsg.NewPtrInitProducerIDRequest()
+	init.Version, init.TransactionalID, init.TransactionTimeoutMillis = 4, &id, 600000
+	ir := call(t, c, init).(*kmsg.InitProducerIDResponse)
+	if ir.ErrorCode != 0 {
+		t.Fatal(kerr.ErrorForCode(ir.ErrorCode))
+	}
+	return ir.ProducerID, ir.ProducerEpoch
+}
+
 // lastStable is the partition's last stable offset on its leader.
 func lastStable(t *testing.T, addr, topic string, partition int32) int64 {
 	t.Helper()
@@ -133,23 +159,11 @@ func TestTxnRemoteMarkers(t *testing.T) {
 	dir1, dir2 := t.TempDir(), t.TempDir()
 	b1, b2 := openNode(t, 1, dir1, addrs), openNode(t, 2, dir2, addrs)
 	for _, b := range []*Broker{b1, b2} {
-		req := kmsg.NewPtrCreateTopicsRequest()
-		rt := kmsg.NewCreateTopicsRequestTopic()
-		rt.Topic, rt.NumPartitions, rt.ReplicationFactor = "span", 2, 1
-		req.Topics, req.TimeoutMillis = append(req.Topics, rt), 10000
-		if code := call(t, dialRaw(t, b.Addr()), req).(*kmsg.CreateTopicsResponse).Topics[0].ErrorCode; code != 0 {
-			t.Fatalf("create topic on %s: %v", b.Addr(), kerr.ErrorForCode(code))
-		}
+		createSpan(t, b.Addr())
 	}
 	coord := dialRaw(t, b1.Addr())
 	id := "span"
-	init := kmsg.NewPtrInitProducerIDRequest()
-	init.Version, init.TransactionalID, init.TransactionTimeoutMillis = 4, &id, 600000
-	ir := call(t, coord, init).(*kmsg.InitProducerIDResponse)
-	if ir.ErrorCode != 0 {
-		t.Fatal(kerr.ErrorForCode(ir.ErrorCode))
-	}
-	pid, epoch := ir.ProducerID, ir.ProducerEpoch
+	pid, epoch := initTxn(t, coord, id)
 	seq := []int32{0, 0}
 	// begin adds both partitions and writes a record to each, on its
 	// leader.
@@ -286,30 +300,19 @@ func TestTxnMarkerOfPartitionArrivingAtDecision(t *testing.T) {
 		}
 	})
 	addrs.set(1, b.Addr())
+	createSpan(t, b.Addr())
 	c := dialRaw(t, b.Addr())
-	create := kmsg.NewPtrCreateTopicsRequest()
-	rt := kmsg.NewCreateTopicsRequestTopic()
-	rt.Topic, rt.NumPartitions, rt.ReplicationFactor = "span", 2, 1
-	create.Topics, create.TimeoutMillis = append(create.Topics, rt), 10000
-	if code := call(t, c, create).(*kmsg.CreateTopicsResponse).Topics[0].ErrorCode; code != 0 {
-		t.Fatal(kerr.ErrorForCode(code))
-	}
 	id := "arriving"
-	init := kmsg.NewPtrInitProducerIDRequest()
-	init.Version, init.TransactionalID, init.TransactionTimeoutMillis = 4, &id, 600000
-	ir := call(t, c, init).(*kmsg.InitProducerIDResponse)
-	if ir.ErrorCode != 0 {
-		t.Fatal(kerr.ErrorForCode(ir.ErrorCode))
-	}
+	pid, epoch := initTxn(t, c, id)
 	add := kmsg.NewPtrAddPartitionsToTxnRequest()
-	add.Version, add.TransactionalID, add.ProducerID, add.ProducerEpoch = 3, id, ir.ProducerID, ir.ProducerEpoch
+	add.Version, add.TransactionalID, add.ProducerID, add.ProducerEpoch = 3, id, pid, epoch
 	add.Topics = []kmsg.AddPartitionsToTxnRequestTopic{{Topic: "span", Partitions: []int32{1}}}
 	if code := call(t, c, add).(*kmsg.AddPartitionsToTxnResponse).Topics[0].Partitions[0].ErrorCode; code != 0 {
 		t.Fatal(kerr.ErrorForCode(code))
 	}
 	produce := kmsg.NewPtrProduceRequest()
 	produce.Version, produce.Acks, produce.TimeoutMillis, produce.TransactionID = 9, -1, 10000, &id
-	produce.Topics = []kmsg.ProduceRequestTopic{{Topic: "span", Partitions: []kmsg.ProduceRequestTopicPartition{{Partition: 1, Records: txnBatch(ir.ProducerID, ir.ProducerEpoch, 0, "v")}}}}
+	produce.Topics = []kmsg.ProduceRequestTopic{{Topic: "span", Partitions: []kmsg.ProduceRequestTopicPartition{{Partition: 1, Records: txnBatch(pid, epoch, 0, "v")}}}}
 	if code := call(t, c, produce).(*kmsg.ProduceResponse).Topics[0].Partitions[0].ErrorCode; code != 0 {
 		t.Fatal(kerr.ErrorForCode(code))
 	}
@@ -318,7 +321,7 @@ func TestTxnMarkerOfPartitionArrivingAtDecision(t *testing.T) {
 	addrs.move1(1, 2)
 	st.armed.Store(true)
 	end := kmsg.NewPtrEndTxnRequest()
-	end.Version, end.TransactionalID, end.ProducerID, end.ProducerEpoch, end.Commit = 3, id, ir.ProducerID, ir.ProducerEpoch, true
+	end.Version, end.TransactionalID, end.ProducerID, end.ProducerEpoch, end.Commit = 3, id, pid, epoch, true
 	if code := call(t, c, end).(*kmsg.EndTxnResponse).ErrorCode; code != 0 {
 		t.Fatal(kerr.ErrorForCode(code))
 	}
