@@ -27,11 +27,16 @@ type txnLog struct{ b *Broker }
 // are txnRemote's. It refuses on a node that does not lead, including one
 // whose role is not known yet (Config.AwaitRole): the coordinator's
 // timeout scan runs from Open, and on a deposed leader restarting it
-// would write states and markers the group's leader never sees.
+// would write states and markers the group's leader never sees. It
+// refuses too where the state's partition is not this node's to write,
+// as produce would: another group's (each group's leader coordinates the
+// ids of its own partitions, and one reached by a stale client would be
+// a second coordinator of the id), or this group's under a lease that
+// lapsed before Demote came.
 func (l txnLog) Append(ctx context.Context, partition int32, rec txn.Record, m *txn.Markers) (int64, error) {
 	b := l.b
-	if b.notLeading() {
-		return 0, fmt.Errorf("broker: transaction state: %w: %w", txn.ErrNotCoordinator, ErrNotLeader)
+	if b.notLeading() || !b.leads(txnStateTopic, partition) {
+		return 0, fmt.Errorf("broker: transaction state in %s/%d: %w: %w", txnStateTopic, partition, txn.ErrNotCoordinator, ErrNotLeader)
 	}
 	if r := b.cfg.Replication; r != nil && b.cfg.SyncReplication {
 		if err := r.CheckInSync(); err != nil {

@@ -332,3 +332,24 @@ func TestTxnMarkerOfPartitionArrivingAtDecision(t *testing.T) {
 		t.Fatalf("span/1 after the commit: last stable offset %d, want 2 (record and marker)", lso)
 	}
 }
+
+// TestTxnStateOnlyWhereItsPartitionIsLed: each replica group's leader
+// runs a transaction coordinator, for the ids whose transaction-state
+// partition its group leads. A request reaching another group's leader
+// (a client's stale coordinator) is answered NOT_COORDINATOR and writes
+// nothing: a second coordinator would hand the id another producer id
+// and epoch, in a log the id's own coordinator never reads.
+func TestTxnStateOnlyWhereItsPartitionIsLed(t *testing.T) {
+	addrs := &groupAddrs{addr: make(map[int32]string), moved: make(map[int32]int32)}
+	b2 := openNode(t, 2, t.TempDir(), addrs)
+	end := b2.LogEndOffset()
+	id := "elsewhere"
+	init := kmsg.NewPtrInitProducerIDRequest()
+	init.Version, init.TransactionalID, init.TransactionTimeoutMillis = 4, &id, 600000
+	if code := call(t, dialRaw(t, b2.Addr()), init).(*kmsg.InitProducerIDResponse).ErrorCode; code != kerr.NotCoordinator.Code {
+		t.Errorf("InitProducerId on node 2, its state partition led by node 1: %v, want NOT_COORDINATOR", kerr.ErrorForCode(code))
+	}
+	if got := b2.LogEndOffset(); got != end {
+		t.Errorf("node 2's log grew from %d to %d", end, got)
+	}
+}
