@@ -23,7 +23,7 @@ import (
 // alike, so a node dials the others as its own listener is configured:
 // over TLS when it serves TLS, presenting its own certificate (for
 // listeners with mutual TLS), and, when it asks for SASL, logged in as
-// auth.InterBrokerUser with the first mechanism it offers.
+// auth.InterBrokerUser with the first SCRAM mechanism it offers.
 //
 // The password is derived from the cluster secret (cmd/unilog), which
 // already admits a node to the control plane and the replication stream:
@@ -87,7 +87,7 @@ func (b *Broker) dialPeer(addr, clientID string) (*kgo.Client, error) {
 		opts = append(opts, kgo.DialTLSConfig(sec.InterBroker.TLS.Clone()))
 	}
 	if sec.interBroker {
-		mech, err := SASLClient(sec.SASLMechanisms[0], auth.InterBrokerUser, sec.InterBroker.Password)
+		mech, err := SASLClient(interBrokerMechanism(sec.SASLMechanisms), auth.InterBrokerUser, sec.InterBroker.Password)
 		if err != nil {
 			return nil, err
 		}
@@ -98,6 +98,19 @@ func (b *Broker) dialPeer(addr, clientID string) (*kgo.Client, error) {
 		return nil, fmt.Errorf("client of %s: %w", addr, err)
 	}
 	return cl, nil
+}
+
+// interBrokerMechanism is the mechanism a node logs in to the others
+// with: the first SCRAM one the listeners offer, PLAIN only when they
+// offer nothing else. SCRAM never sends the password, which PLAIN would
+// give, over a listener without TLS, to anyone reading the network.
+func interBrokerMechanism(offered []string) string {
+	for _, m := range offered {
+		if m != auth.Plain {
+			return m
+		}
+	}
+	return offered[0]
 }
 
 // SASLClient is the client side of mechanism for user: PLAIN,
