@@ -69,15 +69,38 @@ func (b *Broker) dropTxns() {
 }
 
 // txnCoordinated serves a transaction API on the coordinator, or answers
-// NOT_COORDINATOR.
+// NOT_COORDINATOR: on a node that leads no group, or for an id whose
+// state partition another group leads (each group's leader coordinates
+// the ids of its own partitions; a client still holding an old
+// coordinator goes back to FindCoordinator on that answer, where the
+// errors of an id this coordinator never saw would end its producer).
 func txnCoordinated(h func(*Broker, context.Context, *txn.Coordinator, kmsg.Request) kmsg.Response) handler {
 	return func(b *Broker, ctx context.Context, _ *conn, req kmsg.Request) (kmsg.Response, error) {
 		c := b.txns.Load()
 		if b.notLeading() || c == nil {
 			return txnFailed(req, kerr.NotCoordinator)
 		}
+		if id, ok := txnRequestID(req); ok && b.txnCoordinatorID(id) != b.cfg.NodeID {
+			return txnFailed(req, kerr.NotCoordinator)
+		}
 		return h(b, ctx, c, req), nil
 	}
+}
+
+// txnRequestID is the transactional id a transaction API request names;
+// false for those naming none or several (Describe and List).
+func txnRequestID(req kmsg.Request) (string, bool) {
+	switch r := req.(type) {
+	case *kmsg.AddPartitionsToTxnRequest:
+		return r.TransactionalID, true
+	case *kmsg.AddOffsetsToTxnRequest:
+		return r.TransactionalID, true
+	case *kmsg.EndTxnRequest:
+		return r.TransactionalID, true
+	case *kmsg.TxnOffsetCommitRequest:
+		return r.TransactionalID, true
+	}
+	return "", false
 }
 
 // txnFailed answers a transaction request wholly with code: per
@@ -121,7 +144,7 @@ func describeTxnFailed(id string, code *kerr.Error) kmsg.DescribeTransactionsRes
 // initTransactional is InitProducerId with a transactional id.
 func (b *Broker) initTransactional(ctx context.Context, req *kmsg.InitProducerIDRequest) *kmsg.InitProducerIDResponse {
 	c := b.txns.Load()
-	if b.notLeading() || c == nil {
+	if b.notLeading() || c == nil || b.txnCoordinatorID(*req.TransactionalID) != b.cfg.NodeID {
 		resp := req.ResponseKind().(*kmsg.InitProducerIDResponse)
 		resp.ErrorCode, resp.ProducerID, resp.ProducerEpoch = kerr.NotCoordinator.Code, -1, -1
 		return resp

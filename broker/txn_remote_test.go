@@ -353,3 +353,41 @@ func TestTxnStateOnlyWhereItsPartitionIsLed(t *testing.T) {
 		t.Errorf("node 2's log grew from %d to %d", end, got)
 	}
 }
+
+// TestTxnAPIsOfAnotherGroupsID: the transaction APIs naming an id that
+// another group's leader coordinates answer NOT_COORDINATOR, which sends
+// a Kafka client back to FindCoordinator, not the errors of an id this
+// coordinator never saw (INVALID_PRODUCER_ID_MAPPING ends a producer).
+func TestTxnAPIsOfAnotherGroupsID(t *testing.T) {
+	addrs := &groupAddrs{addr: make(map[int32]string), moved: make(map[int32]int32)}
+	b2 := openNode(t, 2, t.TempDir(), addrs)
+	c := dialRaw(t, b2.Addr())
+	id := "elsewhere"
+	add := kmsg.NewPtrAddPartitionsToTxnRequest()
+	add.Version, add.TransactionalID, add.ProducerID, add.ProducerEpoch = 3, id, 7, 0
+	add.Topics = []kmsg.AddPartitionsToTxnRequestTopic{{Topic: "span", Partitions: []int32{1}}}
+	offsets := kmsg.NewPtrAddOffsetsToTxnRequest()
+	offsets.Version, offsets.TransactionalID, offsets.ProducerID, offsets.Group = 3, id, 7, "g"
+	commit := kmsg.NewPtrTxnOffsetCommitRequest()
+	commit.Version, commit.TransactionalID, commit.Group, commit.ProducerID = 3, id, "g", 7
+	commit.Topics = []kmsg.TxnOffsetCommitRequestTopic{{Topic: "span", Partitions: []kmsg.TxnOffsetCommitRequestTopicPartition{{Partition: 1, Offset: 1}}}}
+	end := kmsg.NewPtrEndTxnRequest()
+	end.Version, end.TransactionalID, end.ProducerID, end.Commit = 3, id, 7, true
+	for _, tc := range []struct {
+		req  kmsg.Request
+		code func(kmsg.Response) int16
+	}{
+		{add, func(r kmsg.Response) int16 {
+			return r.(*kmsg.AddPartitionsToTxnResponse).Topics[0].Partitions[0].ErrorCode
+		}},
+		{offsets, func(r kmsg.Response) int16 { return r.(*kmsg.AddOffsetsToTxnResponse).ErrorCode }},
+		{commit, func(r kmsg.Response) int16 {
+			return r.(*kmsg.TxnOffsetCommitResponse).Topics[0].Partitions[0].ErrorCode
+		}},
+		{end, func(r kmsg.Response) int16 { return r.(*kmsg.EndTxnResponse).ErrorCode }},
+	} {
+		if code := tc.code(call(t, c, tc.req)); code != kerr.NotCoordinator.Code {
+			t.Errorf("%s on node 2, the id's coordinator node 1: %v, want NOT_COORDINATOR", kmsg.NameForKey(tc.req.Key()), kerr.ErrorForCode(code))
+		}
+	}
+}
