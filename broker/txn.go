@@ -88,7 +88,7 @@ func txnCoordinated(h func(*Broker, context.Context, *txn.Coordinator, kmsg.Requ
 }
 
 // txnRequestID is the transactional id a transaction API request names;
-// false for those naming none or several (Describe and List).
+// false for those naming none or several (List; Describe answers per id).
 func txnRequestID(req kmsg.Request) (string, bool) {
 	switch r := req.(type) {
 	case *kmsg.AddPartitionsToTxnRequest:
@@ -179,8 +179,17 @@ func (b *Broker) handleTxnOffsetCommit(ctx context.Context, c *txn.Coordinator, 
 	return c.TxnOffsetCommit(ctx, req.(*kmsg.TxnOffsetCommitRequest))
 }
 
+// handleDescribeTransactions answers NOT_COORDINATOR for each id another
+// group's leader coordinates, as txnCoordinated does for the APIs naming
+// one id.
 func (b *Broker) handleDescribeTransactions(_ context.Context, c *txn.Coordinator, req kmsg.Request) kmsg.Response {
-	return c.DescribeTransactions(req.(*kmsg.DescribeTransactionsRequest))
+	resp := c.DescribeTransactions(req.(*kmsg.DescribeTransactionsRequest))
+	for i, rs := range resp.TransactionStates {
+		if b.txnCoordinatorID(rs.TransactionalID) != b.cfg.NodeID {
+			resp.TransactionStates[i] = describeTxnFailed(rs.TransactionalID, kerr.NotCoordinator)
+		}
+	}
+	return resp
 }
 
 func (b *Broker) handleListTransactions(_ context.Context, c *txn.Coordinator, req kmsg.Request) kmsg.Response {

@@ -373,6 +373,8 @@ func TestTxnAPIsOfAnotherGroupsID(t *testing.T) {
 	commit.Topics = []kmsg.TxnOffsetCommitRequestTopic{{Topic: "span", Partitions: []kmsg.TxnOffsetCommitRequestTopicPartition{{Partition: 1, Offset: 1}}}}
 	end := kmsg.NewPtrEndTxnRequest()
 	end.Version, end.TransactionalID, end.ProducerID, end.Commit = 3, id, 7, true
+	describe := kmsg.NewPtrDescribeTransactionsRequest()
+	describe.TransactionalIDs = []string{id}
 	for _, tc := range []struct {
 		req  kmsg.Request
 		code func(kmsg.Response) int16
@@ -385,6 +387,9 @@ func TestTxnAPIsOfAnotherGroupsID(t *testing.T) {
 			return r.(*kmsg.TxnOffsetCommitResponse).Topics[0].Partitions[0].ErrorCode
 		}},
 		{end, func(r kmsg.Response) int16 { return r.(*kmsg.EndTxnResponse).ErrorCode }},
+		{describe, func(r kmsg.Response) int16 {
+			return r.(*kmsg.DescribeTransactionsResponse).TransactionStates[0].ErrorCode
+		}},
 	} {
 		if code := tc.code(call(t, c, tc.req)); code != kerr.NotCoordinator.Code {
 			t.Errorf("%s on node 2, the id's coordinator node 1: %v, want NOT_COORDINATOR", kmsg.NameForKey(tc.req.Key()), kerr.ErrorForCode(code))
