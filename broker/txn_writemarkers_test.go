@@ -1,6 +1,7 @@
 package broker
 
 import (
+	"context"
 	"testing"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -55,5 +56,44 @@ func TestWriteTxnMarkersAuthorized(t *testing.T) {
 	wrong := newClient(t, b.Addr(), kgo.SASL(scramMech(auth.ScramSHA512, auth.InterBrokerUser, "guessed")))
 	if _, err := req.RequestWith(testCtx(t), wrong.Broker(int(b.cfg.NodeID))); err == nil {
 		t.Error("the inter-broker user logged in with a wrong password")
+	}
+}
+
+// shortISR is a sync replication with too few replicas in sync.
+type shortISR struct{}
+
+func (shortISR) HighWatermark() int64                        { return 0 }
+func (shortISR) Changed() <-chan struct{}                    { return nil }
+func (shortISR) CheckInSync() error                          { return ErrNotEnoughReplicas }
+func (shortISR) Followers() []ReplicaStatus                  { return nil }
+func (shortISR) WaitReplicated(context.Context, int64) error { return ErrNotEnoughReplicas }
+
+// TestWriteTxnMarkersRefusedBeforeAppend: with too few replicas in sync
+// a marker is refused before it is stored, NOT_ENOUGH_REPLICAS, as an
+// acks=-1 produce is: stored first, each of the coordinator's retries
+// (every second while the set stays short) added another control batch.
+func TestWriteTxnMarkersRefusedBeforeAppend(t *testing.T) {
+	cfg := testConfig(t, t.TempDir())
+	cfg.Replication, cfg.SyncReplication = shortISR{}, true
+	b := startBroker(t, cfg)
+	c := dialRaw(t, b.Addr())
+	create := kmsg.NewPtrCreateTopicsRequest()
+	rt := kmsg.NewCreateTopicsRequestTopic()
+	rt.Topic, rt.NumPartitions, rt.ReplicationFactor = "orders", 1, 1
+	create.Topics, create.TimeoutMillis = append(create.Topics, rt), 10000
+	if code := call(t, c, create).(*kmsg.CreateTopicsResponse).Topics[0].ErrorCode; code != 0 {
+		t.Fatal(kerr.ErrorForCode(code))
+	}
+	end := b.LogEndOffset()
+	req := kmsg.NewPtrWriteTxnMarkersRequest()
+	m := kmsg.NewWriteTxnMarkersRequestMarker()
+	m.ProducerID, m.ProducerEpoch, m.Committed = 77, 0, true
+	m.Topics = []kmsg.WriteTxnMarkersRequestMarkerTopic{{Topic: "orders", Partitions: []int32{0}}}
+	req.Markers = append(req.Markers, m)
+	if code := call(t, c, req).(*kmsg.WriteTxnMarkersResponse).Markers[0].Topics[0].Partitions[0].ErrorCode; code != kerr.NotEnoughReplicas.Code {
+		t.Errorf("WriteTxnMarkers with too few in sync: %v, want NOT_ENOUGH_REPLICAS", kerr.ErrorForCode(code))
+	}
+	if got := b.LogEndOffset(); got != end {
+		t.Errorf("the log grew from %d to %d", end, got)
 	}
 }
