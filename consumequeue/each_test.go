@@ -47,3 +47,34 @@ func TestEach(t *testing.T) {
 		t.Errorf("after deleting a: Topics() = %q", topics)
 	}
 }
+
+// TestEmpty: a store is empty until a queue is declared, whether the queue
+// stays in the journal or has files of its own (SmallEntries -1), and
+// after a reopen, which finds either kind without being asked for it.
+func TestEmpty(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		small int
+	}{{"journal", 8}, {"files", -1}} {
+		t.Run(tc.name, func(t *testing.T) {
+			opts := smallOptions(t.TempDir())
+			opts.SmallEntries = tc.small
+			s := mustOpen(t, opts)
+			if !s.Empty() {
+				t.Fatal("a new store is not empty")
+			}
+			s = reopen(t, s)
+			if !s.Empty() {
+				t.Fatal("a reopened new store is not empty")
+			}
+			appendRange(t, mustQueue(t, s, "a", 3), 0, 2)
+			if s.Empty() {
+				t.Fatal("empty holding a queue")
+			}
+			s = reopen(t, s)
+			if s.Empty() {
+				t.Fatal("empty after a reopen holding a queue")
+			}
+		})
+	}
+}
