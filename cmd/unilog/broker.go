@@ -184,6 +184,7 @@ func runBroker(c *cli.Context) error {
 	// The metadata first, then the store, which dispatches only the
 	// records of the topics it holds, then the broker serving both.
 	so.Dir, so.Live, so.Logger = cfg.DataDir, broker.Live(cfg.Metadata), log
+	cfg.Producers = broker.PreloadProducers(cfg.DataDir, cfg.Metadata)
 	st, err := store.Open(so)
 	if errors.Is(err, commitlog.ErrDamaged) {
 		cfg.Metadata.Close()
