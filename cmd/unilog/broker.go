@@ -171,6 +171,8 @@ func runBroker(c *cli.Context) error {
 		return fmt.Errorf("broker: %w", err)
 	}
 	defer func() { _ = stopProfile() }()
+	restoreGC := startGC()
+	defer restoreGC()
 
 	// Subscribe before Start so a signal during recovery is not lost.
 	sigs := make(chan os.Signal, 1)
@@ -226,6 +228,7 @@ func runBroker(c *cli.Context) error {
 	}
 	fmt.Fprintf(c.App.Writer, "control plane %s: node %d, replica group %s\n", cp.url, cfg.NodeID, c.String("replica-group"))
 	fmt.Fprintf(c.App.Writer, "unilog broker listening on %s (Kafka), admin %s, data %s\n", b.Addr(), admin, cfg.DataDir)
+	restoreGC()
 	if err := stopProfile(); err != nil {
 		log.WithError(err).Warn("start profile not written")
 	}
