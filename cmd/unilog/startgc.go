@@ -13,9 +13,9 @@ import (
 // stays under the live heap plus the garbage of the journal replay.
 const startGCPercent = 400
 
-// startGC raises the collector's target until the returned function
-// restores it, unless GOGC or GOMEMLIMIT says how the operator wants the
-// heap run.
+// startGC raises the collector's target to startGCPercent until the
+// returned function restores it, unless GOGC or GOMEMLIMIT says how the
+// operator wants the heap run. `unilog produce` runs under it throughout.
 func startGC() (restore func()) {
 	if os.Getenv("GOGC") != "" || os.Getenv("GOMEMLIMIT") != "" {
 		return func() {}
