@@ -1,6 +1,7 @@
 package broker
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 
@@ -17,6 +18,7 @@ import (
 type ProducerPreload struct {
 	done  chan struct{}
 	snap  producerstate.Snapshot
+	reach int64 // snap.Reach() before Through trimmed it
 	parts map[topicPartition]*partitionState
 	// filed is the incarnation each topic in parts was filed under, for
 	// wait to drop a topic deleted while the store opened.
@@ -55,10 +57,11 @@ func (p *ProducerPreload) load(path string, meta MetadataStore) {
 	if p.err != nil {
 		return
 	}
+	p.reach = p.snap.Reach()
 	p.parts = make(map[topicPartition]*partitionState, len(p.snap.Parts))
 	p.filed = make(map[string]store.TopicID)
 	for _, s := range p.snap.Parts {
-		if liveIncarnation(meta, s.Topic, s.ID) {
+		if liveIncarnation(meta, s.Topic, s.ID) && s.State.Through(p.snap.LogOffset) {
 			p.parts[topicPartition{s.Topic, s.Partition}] = &partitionState{Partition: s.State}
 			p.filed[s.Topic] = s.ID
 		}
@@ -66,28 +69,27 @@ func (p *ProducerPreload) load(path string, meta MetadataStore) {
 }
 
 // wait returns the state load filed and the log offset it is the state at,
-// once the snapshot passes the check against the log's end (writeOffset),
-// without the batches stored past that offset (Partition.Through), and
-// without the topics whose filed incarnation meta no longer holds: a
-// deletion since load read meta must not hand its producers to the topic
-// created again under its name.
+// once the snapshot passes the check against the log's end (writeOffset:
+// Snapshot.Within, through the reach load took before trimming), without
+// the topics whose filed incarnation meta no longer holds: a deletion
+// since load read meta must not hand its producers to the topic created
+// again under its name.
 func (p *ProducerPreload) wait(meta MetadataStore, writeOffset int64) (map[topicPartition]*partitionState, int64, error) {
 	<-p.done
 	if p.err != nil {
 		return nil, 0, p.err
 	}
-	if err := p.snap.Within(writeOffset); err != nil {
-		return nil, 0, err
+	if p.reach < 0 || p.reach > writeOffset {
+		return nil, 0, fmt.Errorf("%w: it reaches log offset %d, the log ends at %d", producerstate.ErrSnapshot, p.reach, writeOffset)
 	}
-	gone := map[string]bool{}
 	for topic, id := range p.filed {
-		if !liveIncarnation(meta, topic, id) {
-			gone[topic] = true
+		if liveIncarnation(meta, topic, id) {
+			continue
 		}
-	}
-	for tp, ps := range p.parts {
-		if gone[tp.topic] || !ps.Through(p.snap.LogOffset) {
-			delete(p.parts, tp)
+		for tp := range p.parts {
+			if tp.topic == topic {
+				delete(p.parts, tp)
+			}
 		}
 	}
 	return p.parts, p.snap.LogOffset, nil

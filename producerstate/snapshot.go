@@ -157,6 +157,24 @@ func (s Snapshot) Within(writeOffset int64) error {
 	return nil
 }
 
+// Reach is the furthest log offset the snapshot names, its LogOffset or
+// a batch's end, or -1 if a batch ends below 0: Within(w) holds exactly
+// when Reach is in [0, w]. It lets a broker decode and trim a snapshot
+// (Partition.Through) before recovery has decided where the log ends.
+func (s Snapshot) Reach() int64 {
+	reach := s.LogOffset
+	for _, p := range s.Parts {
+		for _, ps := range p.State.Producers {
+			end := ps.Batches[len(ps.Batches)-1].End
+			if end < 0 {
+				return -1
+			}
+			reach = max(reach, end)
+		}
+	}
+	return reach
+}
+
 // TellsIncarnations refuses a version 1 snapshot holding state of a topic
 // whose records carry ids (tagged reports those): its entries name no
 // incarnation, so they may be a deleted one's. Entries of topics with
