@@ -26,8 +26,10 @@ func (s *Store) Each(fn func(*Queue)) {
 func (s *Store) Topics() []string {
 	names := map[string]struct{}{}
 	s.journal.mu.Lock()
-	for _, sq := range s.journal.live {
-		names[sq.id.Topic] = struct{}{}
+	// Counted as queues come and go: iterating a million small queues
+	// was 0.3 CPU s of a restart.
+	for topic := range s.journal.topics {
+		names[topic] = struct{}{}
 	}
 	s.journal.mu.Unlock()
 	des, _ := os.ReadDir(s.opts.Dir)

@@ -1,6 +1,7 @@
 package consumequeue
 
 import (
+	"maps"
 	"slices"
 	"testing"
 )
@@ -77,4 +78,43 @@ func TestEmpty(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestJournalTopicCounts: the journal's per-topic count of its queues,
+// which Topics reads, follows declarations, promotions confirmed by a
+// Flush and topic deletions, and a reopen's replay counts the same.
+func TestJournalTopicCounts(t *testing.T) {
+	s := mustOpen(t, smallOptions(t.TempDir()))
+	check := func(when string) {
+		t.Helper()
+		s.journal.mu.Lock()
+		defer s.journal.mu.Unlock()
+		counts := map[string]int{}
+		for _, sq := range s.journal.live {
+			counts[sq.id.Topic]++
+		}
+		if !maps.Equal(counts, s.journal.topics) {
+			t.Fatalf("%s: queues per topic %v, counted %v", when, counts, s.journal.topics)
+		}
+	}
+	for p := range int32(3) {
+		appendRange(t, mustQueue(t, s, "small", p), 0, 2)
+	}
+	appendRange(t, mustQueue(t, s, "promoted", 0), 0, 20)
+	appendRange(t, mustQueue(t, s, "gone", 0), 0, 1)
+	check("declared")
+	waitPromotions(t, s)
+	if err := s.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	check("promoted")
+	if err := s.DeleteTopic("gone"); err != nil {
+		t.Fatal(err)
+	}
+	check("deleted")
+	if topics := s.Topics(); !slices.Equal(topics, []string{"promoted", "small"}) {
+		t.Errorf("Topics() = %q", topics)
+	}
+	s = reopen(t, s)
+	check("reopened")
 }

@@ -2,6 +2,7 @@ package consumequeue
 
 import (
 	"errors"
+	"maps"
 	"testing"
 )
 
@@ -37,6 +38,12 @@ func TestReplayRecords(t *testing.T) {
 			j = appendDeclare(j, 2, a, 5)
 			return appendEntry(j, 2, 5, entryAt(5))
 		}},
+		{name: "a topic's last queue promoted", want: map[ID]int64{a: 1}, records: func(j []byte) []byte {
+			j = appendDeclare(j, 1, a, 0)
+			j = appendEntry(j, 1, 0, entryAt(0))
+			j = appendDeclare(j, 2, ID{Topic: "u", Partition: 0}, 0)
+			return appendQID(j, recPromoted, 2)
+		}},
 		{name: "interleaved", want: map[ID]int64{a: 2, b: 3}, records: func(j []byte) []byte {
 			j = appendDeclare(j, 1, a, 0)
 			j = appendEntry(j, 1, 0, entryAt(0))
@@ -58,6 +65,13 @@ func TestReplayRecords(t *testing.T) {
 			}
 			if err != nil {
 				t.Fatal(err)
+			}
+			counts := map[string]int{}
+			for _, sq := range r.queues {
+				counts[sq.id.Topic]++
+			}
+			if !maps.Equal(counts, r.topics) {
+				t.Errorf("queues per topic %v, counted %v", counts, r.topics)
 			}
 			got := map[ID]int64{}
 			for _, sq := range r.queues {

@@ -138,6 +138,7 @@ func declareSize(id ID) int64 { return recordHeaderSize + declareBody + int64(le
 // replayed is what a journal's records leave: the queues still small.
 type replayed struct {
 	queues  map[uint32]*smallQueue // declared, neither promoted nor removed
+	topics  map[string]int         // queues' count per topic
 	last    *smallQueue            // the queue of the last record: most often the next one's too
 	maxQID  uint32
 	live    int64 // bytes appendState would write for queues
@@ -151,7 +152,7 @@ type replayed struct {
 // written records are always valid, so whatever stops it is a torn tail or
 // damage, and the caller tells the two apart by the synced mark.
 func replay(b []byte) *replayed {
-	r := &replayed{queues: make(map[uint32]*smallQueue), end: JournalHeaderSize}
+	r := &replayed{queues: make(map[uint32]*smallQueue), topics: make(map[string]int), end: JournalHeaderSize}
 	byID := make(map[ID]uint32)
 	topics := intern.New()
 	for pos := int64(JournalHeaderSize); pos < int64(len(b)); {
@@ -183,6 +184,7 @@ func (r *replayed) apply(rec journalRecord, byID map[ID]uint32) error {
 		}
 		sq := &smallQueue{id: rec.ID, qid: rec.QID, start: rec.Offset}
 		r.queues[rec.QID] = sq
+		r.topics[rec.ID.Topic]++
 		r.last = sq
 		r.maxQID = rec.QID
 		r.live += declareSize(rec.ID)
@@ -209,6 +211,7 @@ func (r *replayed) apply(rec journalRecord, byID map[ID]uint32) error {
 		err = sq.setMin(rec.Offset)
 	case recPromoted, recRemoved:
 		delete(r.queues, rec.QID)
+		dropTopic(r.topics, sq.id.Topic)
 		delete(byID, sq.id)
 		r.last = nil
 		r.live -= before
@@ -216,6 +219,13 @@ func (r *replayed) apply(rec journalRecord, byID map[ID]uint32) error {
 	}
 	r.live += sq.stateSize() - before
 	return err
+}
+
+// dropTopic counts one queue of topic less in counts.
+func dropTopic(counts map[string]int, topic string) {
+	if counts[topic]--; counts[topic] <= 0 {
+		delete(counts, topic)
+	}
 }
 
 // JournalQueue is one queue held in a journal, as ReadJournal finds it.
