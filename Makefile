@@ -194,8 +194,11 @@ bench-report: build
 ## its restart to serving after a clean stop and after kill -9
 ## (scripts/bench-million.sh; its TOPICS, PARTITIONS, RECORDS, PARALLEL and
 ## TRIALS are passed through). A few minutes a trial; not part of `make test`.
+## It replaces its section of BENCH_MARKDOWN ("A million partitions on one
+## node: make bench-million": every trial, the medians, the load averages);
+## `make bench-report` does not run it.
 bench-million: build
-	BIN=./$(BIN) scripts/bench-million.sh
+	BIN=./$(BIN) MARKDOWN=$(BENCH_MARKDOWN) scripts/bench-million.sh
 
 ## soak: SOAK_DURATION of acks=all produce, consume and idle long polls with
 ## random client disconnects and a broker SIGKILL + restart every minute

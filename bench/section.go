@@ -84,3 +84,7 @@ func headingLevel(line string) int {
 	}
 	return n
 }
+
+// WriteSection is writeSection for generators outside this package: a
+// script's section, written through `unilog bench section`.
+func WriteSection(path string, block []byte) error { return writeSection(path, block) }

@@ -119,6 +119,7 @@ func open(cfg Config, opts store.Options, wrap func(Storage) Storage) (*Broker, 
 	if opts.Logger == nil {
 		opts.Logger = cfg.Logger
 	}
+	cfg.Producers = PreloadProducers(cfg.DataDir, cfg.Metadata)
 	st, err := store.Open(opts)
 	if err != nil {
 		cfg.Metadata.Close()

@@ -108,6 +108,10 @@ type Config struct {
 	// fileops.OS; Open gives it the store's when the store has one, so a
 	// power-cut test sees every file of the data directory.
 	FS fileops.Replacer
+	// Producers, when set, is the producer-state snapshot of DataDir read
+	// while the store opened (PreloadProducers over Metadata); nil: Start
+	// reads it itself.
+	Producers *ProducerPreload
 	// Storage is the data the broker serves, normally the *store.Store of
 	// DataDir opened over Metadata (Open does both); required by Start.
 	// The broker closes it.

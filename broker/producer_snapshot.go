@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io/fs"
 	"maps"
-	"os"
 	"path/filepath"
 	"time"
 
@@ -195,39 +194,31 @@ func (b *Broker) loadProducers() error {
 // apart, is not trusted: the whole log is replayed instead, which is
 // slower but exact.
 func (b *Broker) readProducerSnapshot() (map[topicPartition]*partitionState, int64) {
-	parts := make(map[topicPartition]*partitionState)
-	path := filepath.Join(b.cfg.DataDir, producerstate.FileName)
-	raw, err := os.ReadFile(path)
-	var s producerstate.Snapshot
-	if err == nil {
-		s, err = producerstate.Decode(raw)
+	pre := b.takePreload()
+	if pre == nil {
+		pre = PreloadProducers(b.cfg.DataDir, b.meta)
 	}
-	if err == nil {
-		err = s.Within(b.st.WriteOffset())
-	}
-	if err == nil {
-		err = s.TellsIncarnations(func(topic string) bool {
-			m, ok := b.meta.Topic(topic)
-			return ok && !m.UntaggedRecords
-		})
-	}
+	parts, from, err := pre.wait(b.meta, b.st.WriteOffset())
 	switch {
 	case err == nil:
 	case errors.Is(err, fs.ErrNotExist):
-		return parts, 0
+		return make(map[topicPartition]*partitionState), 0
 	default:
-		b.log.WithFields(logrus.Fields{"file": path, "error": err}).Warn("producer-state snapshot not used; rebuilding idempotence from the whole log")
-		return parts, 0
+		b.log.WithFields(logrus.Fields{"file": filepath.Join(b.cfg.DataDir, producerstate.FileName), "error": err}).Warn("producer-state snapshot not used; rebuilding idempotence from the whole log")
+		return make(map[topicPartition]*partitionState), 0
 	}
-	for _, p := range s.Parts {
-		if !b.liveIncarnation(p.Topic, p.ID) {
-			continue
-		}
-		if p.State.Through(s.LogOffset) {
-			parts[topicPartition{p.Topic, p.Partition}] = &partitionState{Partition: p.State}
-		}
-	}
-	return parts, s.LogOffset
+	return parts, from
+}
+
+// takePreload returns Config.Producers the first time, for the start it
+// was read for, and nil after: a later read (a follower's) reads the file
+// as it is then.
+func (b *Broker) takePreload() *ProducerPreload {
+	b.partsMu.Lock()
+	defer b.partsMu.Unlock()
+	pre := b.cfg.Producers
+	b.cfg.Producers = nil
+	return pre
 }
 
 // replayProducers applies every idempotent batch stored from the log
@@ -275,6 +266,11 @@ func (p *partitionState) applyStored(bi batchInfo, batch []byte, base, end int64
 
 // liveIncarnation reports whether id is the incarnation of topic in metadata.
 func (b *Broker) liveIncarnation(topic string, id store.TopicID) bool {
-	m, ok := b.meta.Topic(topic)
+	return liveIncarnation(b.meta, topic, id)
+}
+
+// liveIncarnation reports whether id is the incarnation of topic in meta.
+func liveIncarnation(meta MetadataStore, topic string, id store.TopicID) bool {
+	m, ok := meta.Topic(topic)
 	return ok && m.RecordID() == id
 }

@@ -439,6 +439,10 @@ func TestZeroFrom(t *testing.T) {
 		{"bytes before from are kept", []int{50, 150}, 100, int64(page - 100)},
 		{"scattered pages", []int{3*page + 1, 5 * page, 5*page + 7, 8*page - 1}, 100, 3 * int64(page)},
 		{"a run of pages", []int{2 * page, 3 * page, 4*page + 5}, 2 * page, 3 * int64(page)},
+		// The pages between are fallocated and never written: holes to
+		// SEEK_DATA (dataFrom), skipped, and the written one still found.
+		{"a page after an unwritten stretch", []int{7*page + 5}, page, int64(page)},
+		{"the last byte", []int{8*page - 1}, 0, int64(page)},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

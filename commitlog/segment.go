@@ -246,17 +246,33 @@ func (s *segment) sync() error {
 // with FALLOC_FL_ZERO_RANGE, cost a journal transaction) on every start.
 // The stale bytes of a torn write and of the records behind it are
 // cleared, and the caller's fdatasync makes that durable. The reads fault
-// (SIGBUS) on a file cut under the log: callers run it under guard.
+// (SIGBUS) on a file cut under the log: callers run it under guard. Only
+// the regions that may hold data are read (dataFrom).
 func (s *segment) zeroFrom(pos int64) (int64, error) {
-	page := int64(os.Getpagesize())
 	var cleared int64
 	for p := pos; p < s.size; {
-		next := min((p/page+1)*page, s.size)
+		start, end := s.dataFrom(p)
+		n, err := s.zeroRange(start, end)
+		cleared += n
+		if err != nil {
+			return cleared, err
+		}
+		p = end
+	}
+	return cleared, nil
+}
+
+// zeroRange is zeroFrom over [from, to).
+func (s *segment) zeroRange(from, to int64) (int64, error) {
+	page := int64(os.Getpagesize())
+	var cleared int64
+	for p := from; p < to; {
+		next := min((p/page+1)*page, to)
 		// Grow a run of non-zero pages and clear it in one go.
 		q := p
-		for q < s.size && !isZero(s.ro[q:next]) {
+		for q < to && !isZero(s.ro[q:next]) {
 			q = next
-			next = min(q+page, s.size)
+			next = min(q+page, to)
 		}
 		if q > p {
 			if err := s.clear(p, q-p); err != nil {

@@ -26,8 +26,10 @@ func (s *Store) Each(fn func(*Queue)) {
 func (s *Store) Topics() []string {
 	names := map[string]struct{}{}
 	s.journal.mu.Lock()
-	for _, sq := range s.journal.live {
-		names[sq.id.Topic] = struct{}{}
+	// Counted as queues come and go: iterating a million small queues
+	// was 0.3 CPU s of a restart.
+	for topic := range s.journal.topics {
+		names[topic] = struct{}{}
 	}
 	s.journal.mu.Unlock()
 	des, _ := os.ReadDir(s.opts.Dir)
@@ -37,4 +39,15 @@ func (s *Store) Topics() []string {
 		}
 	}
 	return slices.Sorted(maps.Keys(names))
+}
+
+// Empty reports whether the store holds no queue, in the journal or in a
+// directory: recovery rebuilds every queue from the commit log then.
+// Unlike len(Queues()) it neither collects nor sorts the journal's
+// queues, a million of them at a million partitions.
+func (s *Store) Empty() bool {
+	s.journal.mu.Lock()
+	small := len(s.journal.live)
+	s.journal.mu.Unlock()
+	return small == 0 && len(s.dirQueues()) == 0
 }

@@ -1,6 +1,7 @@
 package consumequeue
 
 import (
+	"maps"
 	"slices"
 	"testing"
 )
@@ -46,4 +47,74 @@ func TestEach(t *testing.T) {
 	if topics := s.Topics(); !slices.Equal(topics, []string{"b@0123"}) {
 		t.Errorf("after deleting a: Topics() = %q", topics)
 	}
+}
+
+// TestEmpty: a store is empty until a queue is declared, whether the queue
+// stays in the journal or has files of its own (SmallEntries -1), and
+// after a reopen, which finds either kind without being asked for it.
+func TestEmpty(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		small int
+	}{{"journal", 8}, {"files", -1}} {
+		t.Run(tc.name, func(t *testing.T) {
+			opts := smallOptions(t.TempDir())
+			opts.SmallEntries = tc.small
+			s := mustOpen(t, opts)
+			if !s.Empty() {
+				t.Fatal("a new store is not empty")
+			}
+			s = reopen(t, s)
+			if !s.Empty() {
+				t.Fatal("a reopened new store is not empty")
+			}
+			appendRange(t, mustQueue(t, s, "a", 3), 0, 2)
+			if s.Empty() {
+				t.Fatal("empty holding a queue")
+			}
+			s = reopen(t, s)
+			if s.Empty() {
+				t.Fatal("empty after a reopen holding a queue")
+			}
+		})
+	}
+}
+
+// TestJournalTopicCounts: the journal's per-topic count of its queues,
+// which Topics reads, follows declarations, promotions confirmed by a
+// Flush and topic deletions, and a reopen's replay counts the same.
+func TestJournalTopicCounts(t *testing.T) {
+	s := mustOpen(t, smallOptions(t.TempDir()))
+	check := func(when string) {
+		t.Helper()
+		s.journal.mu.Lock()
+		defer s.journal.mu.Unlock()
+		counts := map[string]int{}
+		for _, sq := range s.journal.live {
+			counts[sq.id.Topic]++
+		}
+		if !maps.Equal(counts, s.journal.topics) {
+			t.Fatalf("%s: queues per topic %v, counted %v", when, counts, s.journal.topics)
+		}
+	}
+	for p := range int32(3) {
+		appendRange(t, mustQueue(t, s, "small", p), 0, 2)
+	}
+	appendRange(t, mustQueue(t, s, "promoted", 0), 0, 20)
+	appendRange(t, mustQueue(t, s, "gone", 0), 0, 1)
+	check("declared")
+	waitPromotions(t, s)
+	if err := s.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	check("promoted")
+	if err := s.DeleteTopic("gone"); err != nil {
+		t.Fatal(err)
+	}
+	check("deleted")
+	if topics := s.Topics(); !slices.Equal(topics, []string{"promoted", "small"}) {
+		t.Errorf("Topics() = %q", topics)
+	}
+	s = reopen(t, s)
+	check("reopened")
 }

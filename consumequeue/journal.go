@@ -42,6 +42,7 @@ type journal struct {
 	buf       []byte // records not yet written to f
 	spare     []byte
 	live      map[uint32]*smallQueue // the queues a replay of the journal yields
+	topics    map[string]int         // live's queues per topic, for Store.Topics
 	nextQID   uint32
 	pending   []uint32 // promoted queues whose files are not yet known durable
 	liveBytes int64    // bytes a compaction would write for live
@@ -96,6 +97,7 @@ func openJournal(s *Store) (*journal, *replayed, error) {
 		j.size = JournalHeaderSize
 		j.nextQID = 1
 		j.live = make(map[uint32]*smallQueue)
+		j.topics = make(map[string]int)
 		return j, &replayed{queues: j.live}, nil
 	}
 	for _, old := range seqs[:len(seqs)-1] {
@@ -130,6 +132,7 @@ func openJournal(s *Store) (*journal, *replayed, error) {
 	}
 	j.size = r.end
 	j.live = r.queues
+	j.topics = r.topics
 	j.nextQID = r.maxQID + 1
 	j.liveBytes = r.live
 	return j, r, nil
@@ -194,6 +197,7 @@ func (j *journal) declare(id ID) *smallQueue {
 	sq := &smallQueue{id: id, qid: j.nextQID}
 	j.nextQID++
 	j.live[sq.qid] = sq
+	j.topics[id.Topic]++
 	j.liveBytes += declareSize(id)
 	if j.recording() {
 		j.buf = appendDeclare(j.buf, sq.qid, id, 0)
@@ -270,6 +274,7 @@ func (j *journal) drop(sq *smallQueue, typ byte) {
 		return
 	}
 	delete(j.live, sq.qid)
+	dropTopic(j.topics, sq.id.Topic)
 	j.liveBytes -= sq.stateSize()
 	if j.recording() {
 		j.buf = appendQID(j.buf, typ, sq.qid)

@@ -100,6 +100,31 @@ func TestSnapshotWithin(t *testing.T) {
 	}
 }
 
+// TestSnapshotReach: Within(w) holds exactly when Reach is in [0, w], for
+// a snapshot whose reach is its LogOffset, one whose reach is a batch's
+// end past it, and one with a negative end.
+func TestSnapshotReach(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		edit func(s *Snapshot)
+	}{
+		{name: "log offset", edit: func(*Snapshot) {}},
+		{name: "a batch past it", edit: func(s *Snapshot) { s.Parts[0].State.Producer(7).Batches[1].End = 5000 }},
+		{name: "a negative end", edit: func(s *Snapshot) { s.Parts[0].State.Producer(7).Batches[1].End = -1 }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := testSnapshot()
+			tc.edit(&s)
+			reach := s.Reach()
+			for _, w := range []int64{0, 4095, 4096, 4999, 5000, 1 << 20} {
+				if ok := reach >= 0 && reach <= w; ok != (s.Within(w) == nil) {
+					t.Errorf("reach %d, Within(%d) = %v", reach, w, s.Within(w))
+				}
+			}
+		})
+	}
+}
+
 // TestFormatsAsOlderBuildsWrote: the snapshot is written byte for byte as
 // the build that introduced version 3 wrote it (testdata/formats/
 // producer-state-v3), and the version 2 file of the build before the

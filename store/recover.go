@@ -60,7 +60,7 @@ func (s *Store) open(crashed bool) (end int64, err error) {
 		return 0, err
 	}
 	minOff := s.log.MinOffset()
-	rebuild := len(s.queues.Queues()) == 0 && len(s.log.Files()) > 0
+	rebuild := s.queues.Empty() && len(s.log.Files()) > 0
 	start := minOff
 	// A repair (RecoverTruncate) reads the whole log, not only what the
 	// checkpoint left undispatched: damage below the checkpoint (a record

@@ -30,6 +30,7 @@ func benchCommand() *cli.Command {
 			benchCompareCommand(),
 			benchServeCommand(),
 			benchServingCommand(),
+			benchSectionCommand(),
 		},
 	}
 }

@@ -42,6 +42,7 @@ a plain byte count or a unit: KiB, MiB, GiB, TiB (powers of 1024) or KB, MB, GB,
 			&cli.StringFlag{Name: "admin-ui-user", Usage: "with --users: the SASL user `NAME` the console logs in to the Kafka listener as (its ACL grants bound what the console shows and changes)", EnvVars: env("ADMIN_UI_USER")},
 			&cli.StringFlag{Name: "admin-ui-password", Usage: "the password of --admin-ui-user (prefer UNILOG_ADMIN_UI_PASSWORD: flags show in ps)", EnvVars: env("ADMIN_UI_PASSWORD")},
 			&cli.BoolFlag{Name: "admin-pprof", Usage: "serve Go's profiles under /debug/pprof/ on the admin port (command line, goroutine stacks, CPU, heap and mutex profiles; contended locks are sampled 1 in 100)", EnvVars: env("ADMIN_PPROF")},
+			&cli.StringFlag{Name: "start-profile", Usage: "write a CPU profile (pprof) of the start, from exec until the Kafka listener serves, to `FILE`: where a restart's time goes", EnvVars: env("START_PROFILE")},
 			&cli.StringFlag{Name: "flush", Value: "async", Usage: "async (background flush every 500ms) or sync (acks=all waits for the flush)", EnvVars: env("FLUSH")},
 			&cli.StringFlag{Name: "file-size", Value: "1GiB", Usage: "`SIZE` of each commit log file", EnvVars: env("FILE_SIZE")},
 			&cli.IntFlag{Name: "max-mapped-queues", Usage: "consume-queue files mapped at once, `N` (0: 16384); above the partitions written, appends stop unmapping and remapping. Keep well below vm.max_map_count", EnvVars: env("MAX_MAPPED_QUEUES")},
@@ -165,6 +166,13 @@ func runBroker(c *cli.Context) error {
 		return fmt.Errorf("broker: %w", err)
 	}
 	log := cfg.Logger
+	stopProfile, err := startProfile(c.String("start-profile"))
+	if err != nil {
+		return fmt.Errorf("broker: %w", err)
+	}
+	defer func() { _ = stopProfile() }()
+	restoreGC := startGC()
+	defer restoreGC()
 
 	// Subscribe before Start so a signal during recovery is not lost.
 	sigs := make(chan os.Signal, 1)
@@ -178,6 +186,7 @@ func runBroker(c *cli.Context) error {
 	// The metadata first, then the store, which dispatches only the
 	// records of the topics it holds, then the broker serving both.
 	so.Dir, so.Live, so.Logger = cfg.DataDir, broker.Live(cfg.Metadata), log
+	cfg.Producers = broker.PreloadProducers(cfg.DataDir, cfg.Metadata)
 	st, err := store.Open(so)
 	if errors.Is(err, commitlog.ErrDamaged) {
 		cfg.Metadata.Close()
@@ -219,6 +228,10 @@ func runBroker(c *cli.Context) error {
 	}
 	fmt.Fprintf(c.App.Writer, "control plane %s: node %d, replica group %s\n", cp.url, cfg.NodeID, c.String("replica-group"))
 	fmt.Fprintf(c.App.Writer, "unilog broker listening on %s (Kafka), admin %s, data %s\n", b.Addr(), admin, cfg.DataDir)
+	restoreGC()
+	if err := stopProfile(); err != nil {
+		log.WithError(err).Warn("start profile not written")
+	}
 
 	select {
 	case s := <-sigs:

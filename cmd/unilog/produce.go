@@ -231,6 +231,11 @@ func runProduce(c *cli.Context) error {
 	}
 	defer closeIn()
 
+	// The client's live heap is the records in flight: collecting four
+	// times less often costs little memory, and its collections were a
+	// tenth of the client's CPU producing into 100,000 partitions.
+	defer startGC()()
+
 	cl, err := newKafkaClient(c, append(po.opts, kgo.DefaultProduceTopic(po.topic))...)
 	if err != nil {
 		return fmt.Errorf("produce: %w", err)
