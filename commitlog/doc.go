@@ -149,6 +149,12 @@
 // (ErrIO) rather than call the hole where its records were durable. In both modes WaitDurable(ctx, end)
 // returns once FlushedOffset >= end, asking for a flush if needed.
 //
+// After each flush the pages more than Options.CacheWindow (1 GiB) before
+// FlushedOffset are dropped from the page cache, so that a log written at
+// disk speed recycles pages rather than growing the cache until the
+// kernel must find every new page by reclaim (cache.go). They are clean,
+// so this changes what is cached, never what is durable.
+//
 // A failed fdatasync, directory fsync or write is sticky (nats-server's setWriteErr):
 // Linux may drop the dirty pages of a failed writeback and let a retry
 // succeed ("fsyncgate"), so the log never retries. FlushedOffset stays,
