@@ -46,7 +46,10 @@ func (l *Log) dropCached(flushed int64) {
 	if l.opts.CacheWindow < 0 {
 		return
 	}
-	to := flushed - l.opts.CacheWindow
+	// Whole zero chunks, so that a drop covers whole folios (zeroahead.go):
+	// the kernel keeps a folio that a range covers in part, and the next
+	// drop starts after it.
+	to := (flushed - l.opts.CacheWindow) / zeroChunk * zeroChunk
 	if to-l.droppedTo < dropStep {
 		return
 	}
