@@ -23,7 +23,10 @@
 // buffer; AppendBatch encodes a batch into that buffer and writes it with
 // one pwrite per file it enters (a pwritev when bodies of 4 KiB or more
 // are written from the caller's memory instead of being copied into the
-// buffer first, writev.go). The price is the system call: appends of
+// buffer first, writev.go). With FlushAsync the writer first writes zeros
+// over each aligned 256 KiB chunk its next batch enters, so the page cache
+// makes that chunk of a few large folios rather than one per page
+// (zeroahead.go). The price is the system call: appends of
 // one small record each cost more CPU than stores into a pre-faulted
 // mapping did (docs/BENCHMARKS.md, "The commit log's write path").
 //
