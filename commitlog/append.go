@@ -191,6 +191,7 @@ func (l *Log) writeParts(buf []byte, exts []extBody, ends []int) error {
 	}()
 	for k, end := range ends {
 		s, at := l.partFile(k)
+		l.zeroAhead(s, at, at+int64(end-from))
 		var n int64
 		var err error
 		if len(exts) == 0 {

@@ -23,7 +23,10 @@
 // buffer; AppendBatch encodes a batch into that buffer and writes it with
 // one pwrite per file it enters (a pwritev when bodies of 4 KiB or more
 // are written from the caller's memory instead of being copied into the
-// buffer first, writev.go). The price is the system call: appends of
+// buffer first, writev.go). With FlushAsync the writer first writes zeros
+// over each aligned 256 KiB chunk its next batch enters, so the page cache
+// makes that chunk of a few large folios rather than one per page
+// (zeroahead.go). The price is the system call: appends of
 // one small record each cost more CPU than stores into a pre-faulted
 // mapping did (docs/BENCHMARKS.md, "The commit log's write path").
 //
@@ -148,6 +151,12 @@
 // shorter than the log made it was cut under the log: the flush fails
 // (ErrIO) rather than call the hole where its records were durable. In both modes WaitDurable(ctx, end)
 // returns once FlushedOffset >= end, asking for a flush if needed.
+//
+// After each flush the pages more than Options.CacheWindow (1 GiB) before
+// FlushedOffset are dropped from the page cache, so that a log written at
+// disk speed recycles pages rather than growing the cache until the
+// kernel must find every new page by reclaim (cache.go). They are clean,
+// so this changes what is cached, never what is durable.
 //
 // A failed fdatasync, directory fsync or write is sticky (nats-server's setWriteErr):
 // Linux may drop the dirty pages of a failed writeback and let a retry

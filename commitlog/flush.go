@@ -146,6 +146,9 @@ func (l *Log) flush() error {
 	}
 	gen.err = err
 	close(gen.done)
+	if err == nil {
+		l.dropCached(to)
+	}
 	return err
 }
 

@@ -72,6 +72,7 @@ type Log struct {
 	markF      *os.File   // the flushed-mark file, open from Recover to Close
 	markFailed bool       // a mark write failed (logged once)
 	markBuf    [markSize]byte
+	droppedTo  int64 // the log before it is out of the page cache (cache.go)
 	genMu      sync.Mutex
 	gen        *flushGen
 	flushKick  chan struct{}

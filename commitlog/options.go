@@ -50,6 +50,7 @@ const (
 	DefaultFileSize               = 1 << 30
 	DefaultFlushInterval          = 500 * time.Millisecond
 	DefaultRetentionAge           = 72 * time.Hour
+	DefaultCacheWindow            = 1 << 30
 	DefaultRetentionCheckInterval = time.Minute
 	// DefaultMaxRecordSize caps MaxRecordSize when it is left zero; the
 	// default is min(FileSize/2, DefaultMaxRecordSize).
@@ -86,6 +87,12 @@ type Options struct {
 	// own flushed-mark file: it cuts a torn tail at or after that mark and
 	// refuses to cut before it (ErrDamaged); see Recover.
 	Flushed int64
+	// CacheWindow is how many bytes before FlushedOffset the log leaves
+	// in the page cache; after each flush it drops the older pages, so a
+	// log written at disk speed recycles pages instead of growing the
+	// cache (cache.go). Default 1 GiB; negative leaves every page to the
+	// kernel.
+	CacheWindow int64
 	// RecoverTruncate lets Recover cut the log at damage before the mark,
 	// losing the records from there on, instead of refusing to open. It is
 	// the operator's explicit choice after a refusal.
@@ -118,6 +125,9 @@ func (o Options) withDefaults() (Options, error) {
 	}
 	if o.RetentionAge == 0 {
 		o.RetentionAge = DefaultRetentionAge
+	}
+	if o.CacheWindow == 0 {
+		o.CacheWindow = DefaultCacheWindow
 	}
 	if o.RetentionBytes < 0 {
 		return o, fmt.Errorf("commitlog: options: negative RetentionBytes %d", o.RetentionBytes)

@@ -39,6 +39,9 @@ type segment struct {
 	// has left the file (the file's mtime for files found at Open).
 	sealedAt atomic.Int64
 	mapped   *atomic.Int64
+	// zeroed is where the writer's zeros ahead of the records end
+	// (zeroahead.go); wmu guards it.
+	zeroed int64
 }
 
 func segmentName(base int64) string { return fileops.OffsetName(base) }
