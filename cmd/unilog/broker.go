@@ -45,6 +45,7 @@ a plain byte count or a unit: KiB, MiB, GiB, TiB (powers of 1024) or KB, MB, GB,
 			&cli.StringFlag{Name: "start-profile", Usage: "write a CPU profile (pprof) of the start, from exec until the Kafka listener serves, to `FILE`: where a restart's time goes", EnvVars: env("START_PROFILE")},
 			&cli.StringFlag{Name: "flush", Value: "async", Usage: "async (background flush every 500ms) or sync (acks=all waits for the flush)", EnvVars: env("FLUSH")},
 			&cli.StringFlag{Name: "file-size", Value: "1GiB", Usage: "`SIZE` of each commit log file", EnvVars: env("FILE_SIZE")},
+			&cli.StringFlag{Name: "cache-window", Value: "1GiB", Usage: "`SIZE` of the commit log kept in the page cache behind the flushed offset; older pages are dropped after each flush (a consumer further behind reads from disk), or \"off\" to leave them to the kernel", EnvVars: env("CACHE_WINDOW")},
 			&cli.IntFlag{Name: "max-mapped-queues", Usage: "consume-queue files mapped at once, `N` (0: 16384); above the partitions written, appends stop unmapping and remapping. Keep well below vm.max_map_count", EnvVars: env("MAX_MAPPED_QUEUES")},
 			&cli.DurationFlag{Name: "checkpoint-interval", Value: store.DefaultCheckpointInterval, Usage: "longest time between checkpoints of the consume queues; a crash re-dispatches the log after the last one. Shorter costs a page fault per queue written, per checkpoint", EnvVars: env("CHECKPOINT_INTERVAL")},
 			&cli.StringFlag{Name: "checkpoint-bytes", Value: "1GiB", Usage: "checkpoint sooner once `SIZE` of log was dispatched since the last one, bounding the replay after a crash", EnvVars: env("CHECKPOINT_BYTES")},
@@ -88,6 +89,11 @@ func storeOptions(c *cli.Context) (store.Options, error) {
 	}
 	if so.CommitLog.FileSize, err = bytesize.ParseIn(c.String("file-size"), 1, math.MaxInt64); err != nil {
 		return so, fmt.Errorf("--file-size: %w", err)
+	}
+	if w := c.String("cache-window"); w == "off" {
+		so.CommitLog.CacheWindow = -1
+	} else if so.CommitLog.CacheWindow, err = bytesize.ParseIn(w, 1, math.MaxInt64); err != nil {
+		return so, fmt.Errorf("--cache-window: %w", err)
 	}
 	return so, nil
 }

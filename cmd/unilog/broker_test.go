@@ -22,6 +22,7 @@ import (
 type storeFlags struct {
 	Flush              commitlog.FlushMode
 	FileSize           int64
+	CacheWindow        int64
 	RecoverTruncate    bool
 	MaxMappedQueues    int
 	CheckpointInterval time.Duration
@@ -55,7 +56,7 @@ func parsedNodeConfig(t *testing.T, args ...string) (broker.Config, storeFlags, 
 		cfg.Logger.Info("probe")
 	}
 	sf := storeFlags{
-		Flush: so.CommitLog.FlushMode, FileSize: so.CommitLog.FileSize, RecoverTruncate: so.CommitLog.RecoverTruncate,
+		Flush: so.CommitLog.FlushMode, FileSize: so.CommitLog.FileSize, CacheWindow: so.CommitLog.CacheWindow, RecoverTruncate: so.CommitLog.RecoverTruncate,
 		MaxMappedQueues: so.ConsumeQueue.MaxMapped, CheckpointInterval: so.CheckpointInterval, CheckpointBytes: so.CheckpointBytes,
 	}
 	return cfg, sf, logs.String(), cerr
@@ -72,7 +73,7 @@ func TestBrokerFlags(t *testing.T) {
 		MaxConnections: 4096, MaxConnectionsPerIP: 1024, IdleTimeout: 10 * time.Minute, ReadTimeout: time.Minute, WriteTimeout: 30 * time.Second,
 		MaxInflightBytes: 512 << 20, MaxFetchBytes: 55 << 20,
 	}
-	wantStore := storeFlags{Flush: commitlog.FlushAsync, FileSize: 1 << 30, CheckpointInterval: 10 * time.Second, CheckpointBytes: 1 << 30}
+	wantStore := storeFlags{Flush: commitlog.FlushAsync, FileSize: 1 << 30, CacheWindow: 1 << 30, CheckpointInterval: 10 * time.Second, CheckpointBytes: 1 << 30}
 	cfg.Logger = nil
 	if cfg != want || sf != wantStore {
 		t.Errorf("defaults:\n got %+v %+v\nwant %+v %+v", cfg, sf, want, wantStore)
@@ -85,7 +86,7 @@ func TestBrokerFlags(t *testing.T) {
 		"--file-size", "64MiB", "--auto-create-topics", "--default-partitions", "12", "--max-message-bytes", "4MiB",
 		"--max-request-bytes", "8MiB", "--max-connections", "10", "--max-connections-per-ip", "3", "--read-timeout", "1m", "--write-timeout", "5s",
 		"--node-id", "3", "--log-level", "warn", "--log-format", "json", "--recover-truncate", "--max-mapped-queues", "60000",
-		"--checkpoint-interval", "2s", "--checkpoint-bytes", "64MiB", "--admin-pprof")
+		"--checkpoint-interval", "2s", "--checkpoint-bytes", "64MiB", "--admin-pprof", "--cache-window", "off")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -99,7 +100,7 @@ func TestBrokerFlags(t *testing.T) {
 		MaxConnections: 10, MaxConnectionsPerIP: 3, IdleTimeout: 10 * time.Minute, ReadTimeout: time.Minute, WriteTimeout: 5 * time.Second, NodeID: 3,
 		MaxInflightBytes: 512 << 20, MaxFetchBytes: 55 << 20,
 	}
-	wantStore = storeFlags{Flush: commitlog.FlushSync, FileSize: 64 << 20, RecoverTruncate: true, MaxMappedQueues: 60000,
+	wantStore = storeFlags{Flush: commitlog.FlushSync, FileSize: 64 << 20, CacheWindow: -1, RecoverTruncate: true, MaxMappedQueues: 60000,
 		CheckpointInterval: 2 * time.Second, CheckpointBytes: 64 << 20}
 	cfg.Logger = nil
 	if cfg != want || sf != wantStore {
@@ -113,6 +114,7 @@ func TestBrokerFlags(t *testing.T) {
 		{[]string{}, `Required flag "data-dir" not set`},
 		{[]string{"--data-dir", "d", "--flush", "never"}, "--flush"},
 		{[]string{"--data-dir", "d", "--file-size", "big"}, "--file-size"},
+		{[]string{"--data-dir", "d", "--cache-window", "0"}, "--cache-window"},
 		{[]string{"--data-dir", "d", "--max-message-bytes", "3GiB"}, "--max-message-bytes"},
 		{[]string{"--data-dir", "d", "--default-partitions", "0"}, "--default-partitions"},
 		{[]string{"--data-dir", "d", "--max-connections", "-1"}, "--max-connections"},
@@ -150,7 +152,7 @@ func TestBrokerFlagsFromEnvironment(t *testing.T) {
 		"UNILOG_MAX_MESSAGE_BYTES": "2MiB", "UNILOG_MAX_REQUEST_BYTES": "3MiB", "UNILOG_MAX_CONNECTIONS": "5", "UNILOG_MAX_CONNECTIONS_PER_IP": "4",
 		"UNILOG_READ_TIMEOUT": "2m", "UNILOG_WRITE_TIMEOUT": "3s", "UNILOG_NODE_ID": "9",
 		"UNILOG_LOG_LEVEL": "error", "UNILOG_LOG_FORMAT": "json", "UNILOG_RECOVER_TRUNCATE": "true",
-		"UNILOG_CHECKPOINT_INTERVAL": "30s", "UNILOG_CHECKPOINT_BYTES": "2GiB",
+		"UNILOG_CHECKPOINT_INTERVAL": "30s", "UNILOG_CHECKPOINT_BYTES": "2GiB", "UNILOG_CACHE_WINDOW": "4GiB",
 	} {
 		t.Setenv(k, v)
 	}
@@ -170,7 +172,7 @@ func TestBrokerFlagsFromEnvironment(t *testing.T) {
 		MaxConnections: 5, MaxConnectionsPerIP: 4, IdleTimeout: 10 * time.Minute, ReadTimeout: 2 * time.Minute, WriteTimeout: 3 * time.Second, NodeID: 9,
 		MaxInflightBytes: 512 << 20, MaxFetchBytes: 55 << 20,
 	}
-	wantStore := storeFlags{Flush: commitlog.FlushSync, FileSize: 16 << 20, RecoverTruncate: true, CheckpointInterval: 30 * time.Second, CheckpointBytes: 2 << 30}
+	wantStore := storeFlags{Flush: commitlog.FlushSync, FileSize: 16 << 20, CacheWindow: 4 << 30, RecoverTruncate: true, CheckpointInterval: 30 * time.Second, CheckpointBytes: 2 << 30}
 	if cfg != want || sf != wantStore {
 		t.Errorf("from environment:\n got %+v %+v\nwant %+v %+v", cfg, sf, want, wantStore)
 	}
