@@ -45,6 +45,13 @@ type CompareConfig struct {
 	// peak: the rerun follows its peak run at once, on the machine in the
 	// state that peak was measured in, and a trial needs no earlier one.
 	HalfPeak bool
+	// Rate, when not 0, reruns every configuration paced at Rate
+	// records/s after its peak (and half-peak) run: the same rate for
+	// every system, so that latencies are compared at one load and not
+	// each at its own half peak, which differ as much as the systems'
+	// peaks (at 1 partition unilog's half peak was six times
+	// JetStream's). A system whose peak is below Rate shows it as latency.
+	Rate float64
 	// Trials is how often every configuration runs (0 is once), in the
 	// interleaved order of interleave; the rows show median and min-max.
 	Trials int
@@ -76,7 +83,7 @@ type CompareRun struct {
 	MessageSize int    `json:"message_size"`
 	Producers   int    `json:"producers"`
 	Acks        int    `json:"acks"`
-	Load        string `json:"load"`  // "peak" or "half-peak"
+	Load        string `json:"load"`  // "peak", "half-peak" or the fixed rate, "N/s"
 	Trial       int    `json:"trial"` // 1..Trials; the warm-up run is not kept
 	Warm        bool   `json:"warm,omitempty"`
 	// Transactional runs put their records in transactions.
@@ -103,6 +110,9 @@ const (
 	LoadHalfPeak = "half-peak"
 )
 
+// loadAtRate is the load kind of a CompareConfig.Rate run.
+func loadAtRate(rate float64) string { return fmt.Sprintf("%.0f/s", rate) }
+
 func (c *CompareConfig) validate() error {
 	switch {
 	case len(c.Systems) == 0 || len(c.Flushes) == 0 || len(c.Partitions) == 0:
@@ -111,6 +121,8 @@ func (c *CompareConfig) validate() error {
 		return errors.New("bench: compare: no directory")
 	case c.Trials < 0:
 		return fmt.Errorf("bench: compare: trials %d: want at least 1 (0 is once)", c.Trials)
+	case c.Rate < 0:
+		return fmt.Errorf("bench: compare: rate %v: want 0 (none) or more", c.Rate)
 	}
 	for _, s := range c.Systems {
 		if !slices.Contains(Systems, s) {
@@ -185,13 +197,18 @@ func Compare(ctx context.Context, cfg CompareConfig) ([]CompareRun, error) {
 	cases := compareCases(&cfg)
 	trials := max(cfg.Trials, 1)
 	if cfg.WarmUp {
-		r := compareOne(ctx, &cfg, cases[0], 0)
+		r := compareOne(ctx, &cfg, cases[0], 0, LoadPeak)
 		fmt.Fprintf(cfg.Notes, "warm-up, not reported: %s\n", r.summary())
 	}
 	p := runCounter{total: len(cases) * trials, started: time.Now()}
+	perCase := 1
 	if cfg.HalfPeak {
-		p.total *= 2
+		perCase++
 	}
+	if cfg.Rate > 0 {
+		perCase++
+	}
+	p.total *= perCase
 	var runs []CompareRun
 	report := func(r CompareRun, t int) {
 		r.Trial = t
@@ -200,14 +217,17 @@ func Compare(ctx context.Context, cfg CompareConfig) ([]CompareRun, error) {
 	}
 	for t, order := range interleave(cases, trials) {
 		for _, c := range order {
-			r := compareOne(ctx, &cfg, c, 0)
+			r := compareOne(ctx, &cfg, c, 0, LoadPeak)
 			report(r, t+1)
 			if cfg.HalfPeak {
 				if r.produced && r.RecordsPerS > 0 {
-					report(compareOne(ctx, &cfg, c, r.RecordsPerS/2), t+1)
+					report(compareOne(ctx, &cfg, c, r.RecordsPerS/2, LoadHalfPeak), t+1)
 				} else {
 					p.total--
 				}
+			}
+			if cfg.Rate > 0 {
+				report(compareOne(ctx, &cfg, c, cfg.Rate, loadAtRate(cfg.Rate)), t+1)
 			}
 			if err := ctx.Err(); err != nil {
 				return runs, err
@@ -252,16 +272,13 @@ func (r *CompareRun) summary() string {
 
 // compareOne starts the system in a fresh directory, creates the topic,
 // produces the load (at rate when it is not 0), reads everything back, and
-// stops the system.
-func compareOne(ctx context.Context, cfg *CompareConfig, c compareCase, rate float64) (r CompareRun) {
+// stops the system; kind is the run's Load.
+func compareOne(ctx context.Context, cfg *CompareConfig, c compareCase, rate float64, kind string) (r CompareRun) {
 	sys, flush, parts := c.system, c.flush, c.parts
 	load := cfg.Load
 	load.Partitions, load.Rate = parts, rate
 	r = CompareRun{System: sys, Flush: flush, Partitions: parts, MessageSize: load.MessageSize, Producers: load.Producers,
-		Acks: cfg.Acks, Load: LoadPeak, Rate: rate, Warm: cfg.Warm, Transactional: c.txn}
-	if rate > 0 {
-		r.Load = LoadHalfPeak
-	}
+		Acks: cfg.Acks, Load: kind, Rate: rate, Warm: cfg.Warm, Transactional: c.txn}
 	switch sys {
 	case SystemJetStream:
 		r.Acks = -1

@@ -3,6 +3,7 @@ package bench
 import (
 	"context"
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
@@ -34,6 +35,32 @@ func TestCompareHalfPeakInProcess(t *testing.T) {
 	}
 	if got, want := runs[1].Rate, runs[0].RecordsPerS/2; got != want || got <= 0 {
 		t.Errorf("half-peak rate %v, want %v", got, want)
+	}
+}
+
+// TestCompareAtRate: with a Rate every configuration is rerun paced at
+// that rate after its peak run, labelled with it, for every system alike.
+func TestCompareAtRate(t *testing.T) {
+	runs, err := Compare(context.Background(), CompareConfig{
+		Systems: []string{SystemUnilog, SystemKfake}, Flushes: []string{"async"}, Partitions: []int{2},
+		Load: Load{MessageSize: 32, Records: 400, Producers: 2}, Acks: 1, Rate: 4000,
+		Dir: t.TempDir(), FileSize: 8 << 20,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var loads []string
+	for _, r := range runs {
+		loads = append(loads, r.System+" "+r.Load)
+		if r.Error != "" || r.Records != 400 {
+			t.Errorf("%s %s run: %+v", r.System, r.Load, r)
+		}
+		if want := map[string]float64{LoadPeak: 0, "4000/s": 4000}[r.Load]; r.Rate != want {
+			t.Errorf("%s %s run paced at %v, want %v", r.System, r.Load, r.Rate, want)
+		}
+	}
+	if got, want := strings.Join(loads, ", "), "unilog peak, unilog 4000/s, kfake peak, kfake 4000/s"; got != want {
+		t.Errorf("runs %s, want %s", got, want)
 	}
 }
 
@@ -84,6 +111,7 @@ func TestCompareRejects(t *testing.T) {
 		{"acks 2", func(c *CompareConfig) { c.Acks = 2 }},
 		{"transactional acks 1", func(c *CompareConfig) { c.Acks, c.Transactional = 1, []bool{true} }},
 		{"no dir", func(c *CompareConfig) { c.Dir = "" }},
+		{"negative rate", func(c *CompareConfig) { c.Rate = -1 }},
 	} {
 		cfg := ok
 		c.edit(&cfg)

@@ -44,4 +44,18 @@
 // stamp back for produce-to-consume latency. There is no version or CRC:
 // the value is transient benchmark payload, never stored by bench, and the
 // systems under test checksum what they store.
+//
+// What produce latency counts: a paced run gives record n of the run the
+// due time start + n/rate, evenly spaced, not in bursts; a producer
+// goroutine sleeps until then, stamps the record and hands it to its
+// client. The acknowledgement callback (a franz-go promise, a JetStream
+// PubAck) ends the measurement. So the figure holds everything between a
+// record becoming due and its acknowledgement reaching the application:
+// a producer goroutine scheduled late, the client's buffering (Send
+// blocks while --max-in-flight records wait), the network, the broker,
+// and for Kafka producers the client's linger (--linger, 5 ms unless
+// set; franz-go's own default is 10 ms): a partition's first record may
+// wait that long for more before its batch is sent. JetStream's
+// asynchronous publishes do not linger. The broker's own share is in
+// unilog_produce_stage_seconds on its admin port.
 package bench

@@ -94,6 +94,9 @@ func WriteCompareMarkdown(path string, runs []CompareRun, info CompareInfo) erro
 			"for the latency at a load the system sustains: half of the trial's own peak, not of the median peak, so that the rerun "+
 			"meets the machine in the state its peak was measured in and no trial waits for the others.")
 	}
+	if c.Rate > 0 {
+		fmt.Fprintf(&b, " Every configuration is also run paced at %s (the same rate for every system), for latencies compared at one load.", loadAtRate(c.Rate))
+	}
 	fmt.Fprintf(&b, "\n\n| %s |\n|%s\n", strings.Join(compareColumns, " | "), strings.Repeat("---:|", len(compareColumns)))
 	for _, r := range AggregateCompare(runs) {
 		cells := compareCells(&r)

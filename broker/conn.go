@@ -71,11 +71,16 @@ type conn struct {
 	// reqStart are the handled request's, justDeferred says handle
 	// deferred it, writeErr is a failed write of a deferred answer.
 	pipelined    bool
-	deferred     *deferredProduce
+	deferred     *deferredProduce // nil or &deferSlot
+	deferSlot    deferredProduce
 	justDeferred bool
-	corr         int32
-	reqStart     time.Time
-	writeErr     error
+	// waits and waited reach the connection's waiter goroutine, started
+	// by the first deferred produce.
+	waits    chan *deferredProduce
+	waited   chan struct{}
+	corr     int32
+	reqStart time.Time
+	writeErr error
 }
 
 func newConn(b *Broker, nc net.Conn) *conn {
@@ -166,6 +171,7 @@ func (c *conn) serve() {
 	}()
 	defer func() {
 		cancel()
+		c.stopWaiter()
 		c.nc.Close()
 		<-readerDone
 		c.releaseResponse()

@@ -26,7 +26,8 @@ import (
 // waiting, and before the connection closes.
 
 // deferredProduce is an appended produce whose answer waits; at most one
-// per connection.
+// per connection, held in the connection itself (conn.deferSlot) so that
+// deferring allocates nothing.
 type deferredProduce struct {
 	resp     *kmsg.ProduceResponse
 	acks     int16
@@ -35,10 +36,10 @@ type deferredProduce struct {
 	corr     int32
 	start    time.Time // for unilog_request_duration_seconds
 	stages   stageClock
-	// done is closed with code set once a wait started by waitAsync
-	// ends; nil while nobody waits.
-	done chan struct{}
-	code int16
+	// waiting: handed to the connection's waiter, whose answer (code)
+	// is then read from conn.waited; done: that answer has been read.
+	waiting, done bool
+	code          int16
 }
 
 // wait waits for the produce's appends as its acks ask and returns the
@@ -49,14 +50,38 @@ func (d *deferredProduce) wait(c *conn) int16 {
 	return c.b.waitProducedTimed(ctx, d.acks, d.end, &d.stages)
 }
 
-// waitAsync starts the wait on a goroutine of its own, so that serve can
-// take the next request meanwhile.
+// waitAsync hands the wait to the connection's waiter goroutine, so that
+// serve can take the next request meanwhile. The waiter is one goroutine
+// per connection, started on the first deferred produce and ended with
+// serve (stopWaiter), not one per produce: at tens of thousands of
+// produces a second a goroutine and a channel each were garbage and
+// scheduler work on the path of every acknowledgement.
 func (d *deferredProduce) waitAsync(c *conn) {
-	d.done = make(chan struct{})
-	go func() {
+	if c.waits == nil {
+		c.waits, c.waited = make(chan *deferredProduce), make(chan struct{}, 1)
+		go waiter(c, c.waits, c.waited)
+	}
+	d.waiting = true
+	c.waits <- d
+}
+
+// waiter runs the waits handed to it one at a time; waited holds one
+// token per finished wait and never blocks it, so that it ends when serve
+// closes waits even if nobody read the last answer.
+func waiter(c *conn, waits <-chan *deferredProduce, waited chan<- struct{}) {
+	for d := range waits {
 		d.code = d.wait(c)
-		close(d.done)
-	}()
+		waited <- struct{}{}
+	}
+}
+
+// stopWaiter ends the connection's waiter once serve no longer hands it
+// waits; a wait still running ends with the connection's context.
+func (c *conn) stopWaiter() {
+	if c.waits != nil {
+		close(c.waits)
+		c.waits = nil
+	}
 }
 
 // deferProduce leaves the answer of an appended produce to the connection
@@ -67,7 +92,8 @@ func (c *conn) deferProduce(resp *kmsg.ProduceResponse, acks int16, end int64, d
 		return false
 	}
 	c.finishDeferred()
-	c.deferred = &deferredProduce{resp: resp, acks: acks, end: end, deadline: deadline, corr: c.corr, start: c.reqStart, stages: c.stages}
+	c.deferSlot = deferredProduce{resp: resp, acks: acks, end: end, deadline: deadline, corr: c.corr, start: c.reqStart, stages: c.stages}
+	c.deferred = &c.deferSlot
 	c.justDeferred = true
 	return true
 }
@@ -80,11 +106,12 @@ func (c *conn) finishDeferred() {
 		return
 	}
 	c.deferred = nil
-	var code int16
-	if d.done != nil {
-		<-d.done
-		code = d.code
-	} else {
+	if d.waiting && !d.done {
+		<-c.waited
+		d.done = true
+	}
+	code := d.code
+	if !d.waiting {
 		code = d.wait(c)
 	}
 	if code != 0 {
@@ -126,7 +153,7 @@ func (c *conn) nextFrame(frames <-chan queuedFrame) (queuedFrame, bool) {
 		case f, ok = <-frames:
 			got = true
 		default:
-			if d.done == nil {
+			if !d.waiting {
 				// Started once: an acks=0 produce handled meanwhile
 				// leaves the same one deferred.
 				d.waitAsync(c)
@@ -134,7 +161,8 @@ func (c *conn) nextFrame(frames <-chan queuedFrame) (queuedFrame, bool) {
 			select {
 			case f, ok = <-frames:
 				got = true
-			case <-d.done:
+			case <-c.waited:
+				d.done = true
 			}
 		}
 		if got {

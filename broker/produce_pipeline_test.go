@@ -1,8 +1,10 @@
 package broker
 
 import (
+	"context"
 	"encoding/binary"
 	"io"
+	"net"
 	"testing"
 	"time"
 
@@ -127,3 +129,40 @@ func readProduceAnswer(t *testing.T, raw *rawConn, corr int32) *kmsg.ProduceResp
 	}
 	return resp
 }
+
+// TestDeferredProduceAllocs: answering a deferred produce whose wait ran
+// on the connection's waiter allocates nothing but the wait's deadline
+// context: no goroutine, channel or deferredProduce per produce.
+func TestDeferredProduceAllocs(t *testing.T) {
+	b := startBroker(t, testConfig(t, t.TempDir()))
+	c := &conn{b: b, nc: discardConn{}, ctx: context.Background(), pipelined: true}
+	defer c.stopWaiter()
+	resp := kmsg.NewPtrProduceResponse()
+	deadline := time.Now().Add(time.Hour)
+	cycle := func() {
+		// End 0 is dispatched already: the wait returns at once.
+		if !c.deferProduce(resp, -1, 0, deadline) {
+			t.Fatal("not deferred")
+		}
+		c.deferred.waitAsync(c)
+		c.finishDeferred()
+		if c.writeErr != nil {
+			t.Fatal(c.writeErr)
+		}
+	}
+	cycle() // starts the waiter
+	ctxAllocs := testing.AllocsPerRun(100, func() {
+		_, cancel := context.WithDeadline(c.ctx, deadline)
+		cancel()
+	})
+	if got := testing.AllocsPerRun(100, cycle); got > ctxAllocs {
+		t.Errorf("a deferred produce allocates %.0f times, its deadline context %.0f", got, ctxAllocs)
+	}
+}
+
+// discardConn is a connection whose writes succeed and go nowhere (a
+// net.Pipe's write deadline would allocate a timer of its own).
+type discardConn struct{ net.Conn }
+
+func (discardConn) Write(p []byte) (int, error)      { return len(p), nil }
+func (discardConn) SetWriteDeadline(time.Time) error { return nil }

@@ -161,7 +161,9 @@ func benchCompareCommand() *cli.Command {
 			"unilog-kafka-layout (the same broker over bench/kafkalayout's per-partition logs), kfake (franz-go's in-memory\n" +
 			"Kafka, run once per partition count: it has no flush). Each runs as a child\n" +
 			"process (`unilog bench serve`) in a fresh directory under --dir, so its CPU is read from /proc; --in-process\n" +
-			"runs them in this process instead (CPU then includes the load generator). No JVM Kafka or Redpanda here.",
+			"runs them in this process instead (CPU then includes the load generator). No JVM Kafka or Redpanda here.\n" +
+			"Peak runs are never paced: --rate R adds a rerun of every configuration paced at R records/s, the same\n" +
+			"rate for every system, for latencies compared at one load (--half-peak paces each at half its own peak).",
 		Flags: append([]cli.Flag{
 			&cli.StringFlag{Name: "systems", Value: "unilog,unilog-kafka-layout,jetstream", Usage: "systems, comma separated: " + strings.Join(bench.Systems, ", ")},
 			&cli.StringFlag{Name: "flush", Value: "async,sync", Usage: "flush settings, comma separated: async, sync"},
@@ -209,11 +211,14 @@ func runBenchCompare(c *cli.Context) error {
 		}
 		txns = append(txns, txn)
 	}
+	// --rate is the paced rerun's; peak runs are never paced.
+	rate := load.Rate
+	load.Rate = 0
 	cfg := bench.CompareConfig{
 		Systems: splitList(c.String("systems")), Flushes: splitList(c.String("flush")), Partitions: parts,
 		Load: load, Acks: kc.Acks, Linger: kc.Linger, BatchBytes: kc.BatchBytes, MaxInFlight: kc.MaxInFlight, Compression: kc.Compression,
 		Transactional: txns, CommitInterval: c.Duration("commit-interval"),
-		Warm: c.Bool("warm"), HalfPeak: c.Bool("half-peak"), Trials: c.Int("trials"), WarmUp: c.Bool("warm-up"),
+		Warm: c.Bool("warm"), HalfPeak: c.Bool("half-peak"), Rate: rate, Trials: c.Int("trials"), WarmUp: c.Bool("warm-up"),
 		Dir: c.String("dir"), FileSize: fileSize, StopWait: c.Duration("stop-wait"),
 	}
 	if c.String("json") == "" {
