@@ -24,17 +24,6 @@ func TestFollowerAnswersNotCoordinator(t *testing.T) {
 
 	b.Demote()
 	nc := kerr.NotCoordinator.Code
-	commit := func(v int16) kmsg.Request {
-		r := kmsg.NewPtrOffsetCommitRequest()
-		r.Version, r.Group, r.Generation = v, "g", -1
-		rt := kmsg.NewOffsetCommitRequestTopic()
-		rt.Topic = "f"
-		rp := kmsg.NewOffsetCommitRequestTopicPartition()
-		rp.Partition, rp.Offset = 1, 43
-		rt.Partitions = append(rt.Partitions, rp)
-		r.Topics = append(r.Topics, rt)
-		return r
-	}
 	fetch := func(v int16) kmsg.Request {
 		r := kmsg.NewPtrOffsetFetchRequest()
 		r.Version = v
@@ -65,7 +54,7 @@ func TestFollowerAnswersNotCoordinator(t *testing.T) {
 		req  kmsg.Request
 		code func(kmsg.Response) []int16
 	}{
-		{commit(2), func(r kmsg.Response) []int16 {
+		{commitF1(2), func(r kmsg.Response) []int16 {
 			return []int16{r.(*kmsg.OffsetCommitResponse).Topics[0].Partitions[0].ErrorCode}
 		}},
 		{fetch(1), func(r kmsg.Response) []int16 {
@@ -134,14 +123,6 @@ func TestRestartAwaitingRoleAnswersNotCoordinator(t *testing.T) {
 	g := kmsg.NewOffsetFetchRequestGroup()
 	g.Group = "g"
 	fetch.Groups = append(fetch.Groups, g)
-	commit := kmsg.NewPtrOffsetCommitRequest()
-	commit.Version, commit.Group, commit.Generation = 8, "g", -1
-	rt := kmsg.NewOffsetCommitRequestTopic()
-	rt.Topic = "f"
-	rp := kmsg.NewOffsetCommitRequestTopicPartition()
-	rp.Partition, rp.Offset = 1, 43
-	rt.Partitions = append(rt.Partitions, rp)
-	commit.Topics = append(commit.Topics, rt)
 	end := b.LogEndOffset()
 
 	resp, ok := c.roundTrip(fetch)
@@ -151,7 +132,7 @@ func TestRestartAwaitingRoleAnswersNotCoordinator(t *testing.T) {
 	if fg := resp.(*kmsg.OffsetFetchResponse).Groups[0]; fg.ErrorCode != kerr.NotCoordinator.Code {
 		t.Errorf("OffsetFetch before the role is known: error %d and %+v, want NOT_COORDINATOR", fg.ErrorCode, fg.Topics)
 	}
-	resp, ok = c.roundTrip(commit)
+	resp, ok = c.roundTrip(commitF1(8))
 	if !ok {
 		t.Fatal("OffsetCommit: connection closed")
 	}
@@ -174,4 +155,12 @@ func TestRestartAwaitingRoleAnswersNotCoordinator(t *testing.T) {
 	if o, ok := got.Lookup("f", 1); !ok || o.At != 42 {
 		t.Fatalf("after Promote: committed %+v, want 42", o)
 	}
+}
+
+// commitF1 commits offset 43 of partition 1 of topic f for group g, past
+// the 42 the tests commit first.
+func commitF1(version int16) *kmsg.OffsetCommitRequest {
+	r := offsetCommit(version, "g", 43, "f")
+	r.Topics[0].Partitions[0].Partition = 1
+	return r
 }
