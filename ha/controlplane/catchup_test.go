@@ -169,3 +169,45 @@ func TestMetadataCatchUpPastStalledWatch(t *testing.T) {
 		t.Fatalf("after catching up the move is %+v %v, want it fenced", mv, ok)
 	}
 }
+
+// entry is one bucket entry, as a watch delivers it.
+type entry struct {
+	jetstream.KeyValueEntry
+	key string
+	val []byte
+	rev uint64
+	op  jetstream.KeyValueOp
+}
+
+func (e entry) Key() string                     { return e.key }
+func (e entry) Value() []byte                   { return e.val }
+func (e entry) Revision() uint64                { return e.rev }
+func (e entry) Operation() jetstream.KeyValueOp { return e.op }
+
+// TestLeadersKeepNewestLease: CatchUp's fresh read applies a group's
+// newest lease while the lagging watch still holds older ones; delivered
+// afterwards, they leave the copy at the newest epoch (a move's target
+// reading the older epoch would switch past a newer source leader), and
+// a stale put does not bring back a deleted lease.
+func TestLeadersKeepNewestLease(t *testing.T) {
+	l := &Leaders{log: quietLogger(), rev: newWatchRevision(), groups: make(map[string]leaseValue), revs: make(map[string]uint64)}
+	put := func(rev, epoch uint64) entry {
+		t.Helper()
+		val, err := encodeValue(leaseValue{Group: "g1", Holder: int32(epoch), Epoch: epoch, DurationMs: 1500})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return entry{key: leaseKey("g1"), val: val, rev: rev, op: jetstream.KeyValuePut}
+	}
+	l.apply(put(7, 6)) // the fresh read
+	l.apply(put(5, 4)) // the watch's older entries, delivered late
+	l.apply(put(6, 5))
+	if got := l.Epoch("g1"); got != 6 {
+		t.Fatalf("epoch %d after older entries arrived late, want 6", got)
+	}
+	l.apply(entry{key: leaseKey("g1"), rev: 9, op: jetstream.KeyValueDelete})
+	l.apply(put(8, 7))
+	if gl, ok := l.Leader("g1"); ok {
+		t.Fatalf("lease %+v back after its delete, want none", gl)
+	}
+}

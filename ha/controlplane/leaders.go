@@ -27,6 +27,11 @@ type Leaders struct {
 
 	mu     sync.Mutex
 	groups map[string]leaseValue
+	// revs is the revision of each group's entry applied last, kept after
+	// a delete: CatchUp's fresh read can apply a group's newest lease
+	// before the lagging watch delivers the older ones it still holds,
+	// which must not take the copy back to an older epoch.
+	revs map[string]uint64
 
 	watcher jetstream.KeyWatcher
 	done    chan struct{}
@@ -40,7 +45,7 @@ func WatchLeaders(ctx context.Context, kv jetstream.KeyValue, log logrus.FieldLo
 	if err != nil {
 		return nil, fmt.Errorf("ha: watch leases: %w", err)
 	}
-	l := &Leaders{log: log, kv: kv, rev: newWatchRevision(), groups: make(map[string]leaseValue), watcher: w, done: make(chan struct{})}
+	l := &Leaders{log: log, kv: kv, rev: newWatchRevision(), groups: make(map[string]leaseValue), revs: make(map[string]uint64), watcher: w, done: make(chan struct{})}
 	if err := loadInitial(ctx, w, l.apply); err != nil {
 		w.Stop()
 		return nil, fmt.Errorf("ha: watch leases: %w", err)
@@ -64,6 +69,10 @@ func (l *Leaders) apply(e jetstream.KeyValueEntry) {
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	if e.Revision() <= l.revs[group] {
+		return
+	}
+	l.revs[group] = e.Revision()
 	if e.Operation() != jetstream.KeyValuePut {
 		delete(l.groups, group)
 		return
