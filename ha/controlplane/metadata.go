@@ -93,6 +93,9 @@ type Metadata struct {
 	// logged its own deletes as another node's).
 	ownMu sync.Mutex
 
+	// applyMu serializes the watch's entries with those of CatchUp's
+	// fresh read of the bucket, so subscribers see one change at a time.
+	applyMu sync.Mutex
 	watcher jetstream.KeyWatcher
 	done    chan struct{}
 	rev     *watchRevision
@@ -142,6 +145,8 @@ func (m *Metadata) follow() {
 }
 
 func (m *Metadata) applyEntry(e jetstream.KeyValueEntry) {
+	m.applyMu.Lock()
+	defer m.applyMu.Unlock()
 	defer m.rev.note(e.Revision())
 	if !strings.HasPrefix(e.Key(), "topic.") {
 		return // the producer id counter: read from the bucket when used
