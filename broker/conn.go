@@ -76,11 +76,12 @@ type conn struct {
 	justDeferred bool
 	// waits and waited reach the connection's waiter goroutine, started
 	// by the first deferred produce.
-	waits    chan *deferredProduce
-	waited   chan struct{}
-	corr     int32
-	reqStart time.Time
-	writeErr error
+	waits      chan *deferredProduce
+	waited     chan struct{}
+	waiterDone chan struct{}
+	corr       int32
+	reqStart   time.Time
+	writeErr   error
 }
 
 func newConn(b *Broker, nc net.Conn) *conn {

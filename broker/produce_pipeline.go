@@ -58,8 +58,8 @@ func (d *deferredProduce) wait(c *conn) int16 {
 // scheduler work on the path of every acknowledgement.
 func (d *deferredProduce) waitAsync(c *conn) {
 	if c.waits == nil {
-		c.waits, c.waited = make(chan *deferredProduce), make(chan struct{}, 1)
-		go waiter(c, c.waits, c.waited)
+		c.waits, c.waited, c.waiterDone = make(chan *deferredProduce), make(chan struct{}, 1), make(chan struct{})
+		go waiter(c, c.waits, c.waited, c.waiterDone)
 	}
 	d.waiting = true
 	c.waits <- d
@@ -68,7 +68,8 @@ func (d *deferredProduce) waitAsync(c *conn) {
 // waiter runs the waits handed to it one at a time; waited holds one
 // token per finished wait and never blocks it, so that it ends when serve
 // closes waits even if nobody read the last answer.
-func waiter(c *conn, waits <-chan *deferredProduce, waited chan<- struct{}) {
+func waiter(c *conn, waits <-chan *deferredProduce, waited, done chan<- struct{}) {
+	defer close(done)
 	for d := range waits {
 		d.code = d.wait(c)
 		waited <- struct{}{}
@@ -76,10 +77,13 @@ func waiter(c *conn, waits <-chan *deferredProduce, waited chan<- struct{}) {
 }
 
 // stopWaiter ends the connection's waiter once serve no longer hands it
-// waits; a wait still running ends with the connection's context.
+// waits, and returns when it has: a wait still running ends with the
+// connection's context (cancelled first), and must not reach the broker
+// after the connection is gone and Close may be tearing storage down.
 func (c *conn) stopWaiter() {
 	if c.waits != nil {
 		close(c.waits)
+		<-c.waiterDone
 		c.waits = nil
 	}
 }
