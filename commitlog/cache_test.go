@@ -101,3 +101,44 @@ func residentPages(t *testing.T, l *Log, from, to int64) int {
 	}
 	return n
 }
+
+// TestTruncateDropsRewrittenPages: the bytes written again after a
+// truncation below what earlier flushes dropped are dropped in turn once
+// they fall behind the window.
+func TestTruncateDropsRewrittenPages(t *testing.T) {
+	const (
+		fileSize = 8 << 20
+		window   = 2 << 20
+		total    = 3*dropStep + 4<<20
+	)
+	opts := testOptions(t, "", fileSize)
+	opts.CacheWindow = window
+	l := openLog(t, opts)
+	defer l.Close()
+	write := func(from int) {
+		t.Helper()
+		for i := from; l.WriteOffset() < total; i++ {
+			m := testMessage(i, 60<<10)
+			if _, err := l.Append(&m); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := l.Flush(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	m := testMessage(0, 60<<10)
+	first, err := l.Append(&m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	write(1)
+	if err := l.Truncate(first.End()); err != nil {
+		t.Fatal(err)
+	}
+	write(1)
+	flushed := l.FlushedOffset()
+	if behind := residentPages(t, l, first.End(), flushed-window-dropStep); behind != 0 {
+		t.Errorf("%d rewritten pages before the window still in the page cache, want none", behind)
+	}
+}

@@ -99,6 +99,9 @@ func (l *Log) Truncate(to int64) error {
 	}
 	l.cur, l.wpos = s, to-s.base
 	l.writeOff.Store(to)
+	// The bytes written again from to on are cached afresh; the next
+	// drops must reach them, from the whole zero chunk they start in.
+	l.droppedTo = min(l.droppedTo, to/zeroChunk*zeroChunk)
 	if l.flushed.Load() > to {
 		l.flushed.Store(to)
 		if err := l.lowerMark(to); err != nil {
