@@ -21,7 +21,7 @@ func (s *segment) dataFrom(pos int64) (start, end int64) {
 	switch {
 	case errors.Is(err, unix.ENXIO):
 		return s.size, s.size
-	case err != nil || off < pos:
+	case err != nil:
 		return pos, s.size
 	case off >= s.size:
 		return s.size, s.size
