@@ -90,7 +90,10 @@ func (r txnRemote) WriteMarkers(ctx context.Context, m txn.Markers) error {
 // out of both. While the coordinator ends the transaction the producer
 // cannot open another, so an open one here is this one.
 func (b *Broker) txnOpenIn(tp txn.TopicPartition, producerID int64) bool {
-	p := b.partition(tp.Topic, tp.Partition)
+	p := b.knownPartition(tp.Topic, tp.Partition)
+	if p == nil {
+		return false // no batch of this node's ever reached it
+	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	_, open := p.Open[producerID]
