@@ -101,6 +101,9 @@ func TestExternalBodiesDiskFull(t *testing.T) {
 	if _, err := l.AppendBatch(ms); !errors.Is(err, ErrDiskFull) {
 		t.Fatalf("a batch past the file size limit: %v, want ErrDiskFull", err)
 	}
+	// Lifted before reading the file: go test logs every open to a file
+	// of its own, past 64 KiB by now, which the limit would fail.
+	restore()
 	b, err := os.ReadFile(l.Files()[0].Path)
 	if err != nil {
 		t.Fatal(err)
@@ -108,7 +111,6 @@ func TestExternalBodiesDiskFull(t *testing.T) {
 	if w := l.WriteOffset(); w != 0 || !bytes.Equal(b, make([]byte, len(b))) {
 		t.Fatalf("the failed batch left bytes (write offset %d)", w)
 	}
-	restore()
 	pos, err := l.AppendBatch(ms)
 	if err != nil {
 		t.Fatalf("append after the limit was lifted: %v", err)
