@@ -36,6 +36,27 @@ func (v *View) AppendBody(dst []byte) ([]byte, error) {
 	return dst, nil
 }
 
+// Pin moves the View's reference on its file into the Pin returned, for a
+// reader that keeps only the slices it took from the record (a fetch keeps
+// the body): they stay valid until the Pin's Release. The View is released.
+func (v *View) Pin() Pin {
+	p := Pin{seg: v.seg}
+	v.seg, v.raw = nil, nil
+	return p
+}
+
+// Pin is a reference on a log file taken from a View (View.Pin).
+type Pin struct{ seg *segment }
+
+// Release drops the reference. Calling it again, or on the zero Pin, is a
+// no-op.
+func (p *Pin) Release() {
+	if p.seg != nil {
+		p.seg.release()
+		p.seg = nil
+	}
+}
+
 // Next returns the physical offset of the record after this one.
 func (v *View) Next() int64 { return v.rec.End() }
 
@@ -59,21 +80,32 @@ func (v *View) Release() {
 // ErrCorrupt if phys is not the start of a valid record, ErrIO if the
 // mapping faults, and never blocks the writer.
 func (l *Log) Read(phys int64) (*View, error) {
+	v := new(View)
+	if err := l.ReadInto(phys, v); err != nil {
+		return nil, err
+	}
+	return v, nil
+}
+
+// ReadInto is Read into a View the caller holds, which it releases: a
+// reader of many records (a fetch over thousands of partitions reads one
+// per batch) keeps its Views on the stack instead of allocating one per
+// record. v must hold no file.
+func (l *Log) ReadInto(phys int64, v *View) error {
 	if l.closed.Load() {
-		return nil, ErrClosed
+		return ErrClosed
 	}
 	for {
 		w := l.writeOff.Load()
 		if phys < 0 || phys >= w {
-			return nil, fmt.Errorf("commitlog: read %d: write offset %d: %w", phys, w, ErrOutOfRange)
+			return fmt.Errorf("commitlog: read %d: write offset %d: %w", phys, w, ErrOutOfRange)
 		}
 		segs := l.chain()
 		i := sort.Search(len(segs), func(i int) bool { return segs[i].end() > phys })
 		if i == len(segs) || phys < segs[i].base || !segs[i].tryAcquire() {
-			return nil, fmt.Errorf("commitlog: read %d: min offset %d: %w", phys, l.MinOffset(), ErrOutOfRange)
+			return fmt.Errorf("commitlog: read %d: min offset %d: %w", phys, l.MinOffset(), ErrOutOfRange)
 		}
 		s := segs[i]
-		v := &View{seg: s}
 		var blank bool
 		var err error
 		verify := phys < l.trustedFrom.Load()
@@ -87,11 +119,12 @@ func (l *Log) Read(phys int64) (*View, error) {
 		}
 		if err != nil {
 			s.release()
-			return nil, fmt.Errorf("commitlog: read %d in %s: %w", phys, s.path, err)
+			return fmt.Errorf("commitlog: read %d in %s: %w", phys, s.path, err)
 		}
 		pos := phys - s.base
+		v.seg = s
 		v.raw = s.ro[pos : pos+int64(v.rec.TotalSize) : pos+int64(v.rec.TotalSize)]
-		return v, nil
+		return nil
 	}
 }
 

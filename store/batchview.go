@@ -17,16 +17,13 @@ import "github.com/unilog/unilog/commitlog"
 type BatchView struct {
 	Bytes      []byte
 	Base, Next int64 // the batch's first offset and the offset after it
-	view       *commitlog.View
+	pin        commitlog.Pin
 }
 
 // Release drops the view's reference on the log file; Bytes are invalid
 // after it. Calling it again, or on a view that holds no file (another
 // storage's copy), is a no-op.
 func (b *BatchView) Release() {
-	if b.view != nil {
-		b.view.Release()
-		b.view = nil
-	}
+	b.pin.Release()
 	b.Bytes = nil
 }

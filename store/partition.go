@@ -105,42 +105,54 @@ func (h *partition) RecordEnd(offset int64) (int64, bool) {
 }
 
 func (h *partition) ReadBatch(offset int64, dst []byte) ([]byte, int64, int64, error) {
-	b, err := h.ViewBatch(offset)
-	if err != nil {
+	var v commitlog.View
+	if err := h.read(offset, &v); err != nil {
 		return dst, 0, 0, err
 	}
-	defer b.Release()
-	out, err := b.view.AppendBody(dst)
+	defer v.Release()
+	out, err := v.AppendBody(dst)
 	if err != nil {
 		return dst, 0, 0, fmt.Errorf("store: %s/%d offset %d: %w", h.topic, h.partition, offset, err)
 	}
-	return out, b.Base, b.Next, nil
+	r := v.Record()
+	return out, r.QueueOffset, r.QueueOffset + int64(r.Count), nil
 }
 
 func (h *partition) ViewBatch(offset int64) (BatchView, error) {
+	var v commitlog.View
+	if err := h.read(offset, &v); err != nil {
+		return BatchView{}, err
+	}
+	r := v.Record()
+	return BatchView{Bytes: r.Body, Base: r.QueueOffset, Next: r.QueueOffset + int64(r.Count), pin: v.Pin()}, nil
+}
+
+// read reads into v the record holding offset, checked to be the
+// partition's: a consume queue pointing elsewhere is an error, not
+// another partition's records served.
+func (h *partition) read(offset int64, v *commitlog.View) error {
 	if h.q == nil {
-		return BatchView{}, ErrOutOfRange
+		return ErrOutOfRange
 	}
 	e, err := h.q.Get(offset)
 	if err != nil {
 		// A closed queue is one whose incarnation was deleted since the
 		// handle was made.
 		if errors.Is(err, consumequeue.ErrOutOfRange) || errors.Is(err, consumequeue.ErrClosed) {
-			return BatchView{}, ErrOutOfRange
+			return ErrOutOfRange
 		}
-		return BatchView{}, fmt.Errorf("store: %s/%d offset %d: %w", h.topic, h.partition, offset, err)
+		return fmt.Errorf("store: %s/%d offset %d: %w", h.topic, h.partition, offset, err)
 	}
-	v, err := h.s.log.Read(e.PhysOffset)
-	if err != nil {
+	if err := h.s.log.ReadInto(e.PhysOffset, v); err != nil {
 		if errors.Is(err, commitlog.ErrOutOfRange) {
-			return BatchView{}, ErrOutOfRange
+			return ErrOutOfRange
 		}
-		return BatchView{}, fmt.Errorf("store: %s/%d offset %d: %w", h.topic, h.partition, offset, err)
+		return fmt.Errorf("store: %s/%d offset %d: %w", h.topic, h.partition, offset, err)
 	}
 	r := v.Record()
 	if r.Topic != h.topic || r.TopicID != h.id || r.Partition != h.partition || offset < r.QueueOffset || offset >= r.QueueOffset+int64(r.Count) {
 		v.Release()
-		return BatchView{}, fmt.Errorf("store: %s/%d offset %d: consume queue points at %s (id %s)/%d offsets %d+%d", h.topic, h.partition, offset, r.Topic, r.TopicID, r.Partition, r.QueueOffset, r.Count)
+		return fmt.Errorf("store: %s/%d offset %d: consume queue points at %s (id %s)/%d offsets %d+%d", h.topic, h.partition, offset, r.Topic, r.TopicID, r.Partition, r.QueueOffset, r.Count)
 	}
-	return BatchView{Bytes: r.Body, Base: r.QueueOffset, Next: r.QueueOffset + int64(r.Count), view: v}, nil
+	return nil
 }
