@@ -106,10 +106,11 @@ func (b *Broker) handleFetch(ctx context.Context, c *conn, kreq kmsg.Request) (k
 		// Taken before the read: a move of the high watermark after it
 		// still wakes the wait.
 		replicated := b.replicationChanged()
-		total, failed, unreplicated := f.read(w)
+		total, failed, unreplicated := f.read()
 		if failed || total >= int(req.MinBytes) || w == nil {
 			break
 		}
+		f.watch(w)
 		if !unreplicated {
 			replicated = nil
 		}
@@ -141,7 +142,7 @@ func (b *Broker) handleFetch(ctx context.Context, c *conn, kreq kmsg.Request) (k
 		}
 		w.Release()
 		if grew {
-			f.read(nil)
+			f.read()
 		}
 		break
 	}
@@ -163,6 +164,9 @@ type fetchState struct {
 	readBy  time.Time // past it, a fetch holding records reads no further
 	total   int       // record bytes read
 	reached int       // partitions read before the byte or time budget ran out
+	// idle are the partitions a long poll watches, read to their high
+	// watermark with nothing waiting for replication.
+	idle []int
 }
 
 // countByTopic adds what the fetch serves to each topic's counter, once
@@ -191,10 +195,9 @@ func (f *fetchState) countByTopic() {
 // read fills results from what is stored now, replacing an earlier read.
 // It returns the number of record bytes, whether any partition failed
 // (which answers at once, as Kafka), and whether a partition holds records
-// waiting for the replication high watermark. With a waiter, each other
-// partition is watched from the high watermark it was read at, so data
-// arriving after the read still wakes the long poll.
-func (f *fetchState) read(w Waiter) (total int, failed, unreplicated bool) {
+// waiting for the replication high watermark; the other partitions it
+// read are noted in idle for watch.
+func (f *fetchState) read() (total int, failed, unreplicated bool) {
 	b := f.b
 	maxBytes := int(f.req.MaxBytes)
 	if f.req.Version < 3 || maxBytes <= 0 {
@@ -202,6 +205,7 @@ func (f *fetchState) read(w Waiter) (total int, failed, unreplicated bool) {
 	}
 	f.recs.reset()
 	f.spans = f.spans[:0]
+	f.idle = f.idle[:0]
 	f.total, f.reached = 0, len(f.parts)
 	var (
 		lastTopic string
@@ -265,15 +269,26 @@ func (f *fetchState) read(w Waiter) (total int, failed, unreplicated bool) {
 			f.spans[i] = span{from, len(f.recs.views)}
 			f.total += n
 		}
-		switch {
-		case hi < stored:
+		if hi < stored {
 			// Stored beyond hi already: the high watermark's move wakes it.
 			unreplicated = true
-		case w != nil:
-			w.Watch(p.topic, p.partition, hi)
+		} else {
+			f.idle = append(f.idle, i)
 		}
 	}
 	return f.total, failed, unreplicated
+}
+
+// watch registers the idle partitions of the last read on w, each from the
+// high watermark it was read at: a partition that grew since signals at
+// once, so data arriving after the read still wakes the long poll. Only a
+// fetch that waits registers: one answered at once (a consumer catching up
+// over 10,000 partitions) would register and release every partition.
+func (f *fetchState) watch(w Waiter) {
+	for _, i := range f.idle {
+		p := f.parts[i]
+		w.Watch(p.topic, p.partition, f.results[i].HighWatermark)
+	}
 }
 
 // readBatches keeps views of whole stored batches, read through h, from
