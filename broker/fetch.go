@@ -11,6 +11,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/unilog/unilog/auth"
+	"github.com/unilog/unilog/store"
 )
 
 // minFetchRead is the least time a fetch reads partitions before its
@@ -299,7 +300,13 @@ func (f *fetchState) watch(w Waiter) {
 // limits (KIP-74).
 func (f *fetchState) readBatches(p fetchPartition, h PartitionReader, hi int64, budget int, first bool) (int, *kerr.Error) {
 	size := 0
+	pf, _ := h.(prefetcher)
+	var warm int64 // offsets below it are prefetched
 	for offset := p.fetchOffset; offset < hi; {
+		if pf != nil && offset >= warm {
+			warm = min(offset+store.PrefetchRun, hi)
+			pf.Prefetch(offset, warm)
+		}
 		v, err := h.ViewBatch(offset)
 		if err != nil {
 			if size > 0 {
@@ -331,6 +338,12 @@ func (f *fetchState) readBatches(p fetchPartition, h PartitionReader, hi int64, 
 		budget -= n
 	}
 	return size, nil
+}
+
+// prefetcher is a PartitionReader that can warm the records of a run of
+// offsets before they are viewed one by one (the store's partitions).
+type prefetcher interface {
+	Prefetch(from, to int64)
 }
 
 // response assembles the answer: every partition read, or for an
