@@ -36,6 +36,12 @@ func (v *View) AppendBody(dst []byte) ([]byte, error) {
 	return dst, nil
 }
 
+// Expect tells ReadInto the topic the record read into v next most likely
+// has: a record of that topic then takes this string instead of the
+// interner's (a hash and a lock per record), which a fetch reading one
+// partition's batches one by one would pay for every batch.
+func (v *View) Expect(topic string) { v.rec.Topic = topic }
+
 // Pin moves the View's reference on its file into the Pin returned, for a
 // reader that keeps only the slices it took from the record (a fetch keeps
 // the body): they stay valid until the Pin's Release. The View is released.

@@ -143,6 +143,7 @@ func (h *partition) read(offset int64, v *commitlog.View) error {
 		}
 		return fmt.Errorf("store: %s/%d offset %d: %w", h.topic, h.partition, offset, err)
 	}
+	v.Expect(h.topic)
 	if err := h.s.log.ReadInto(e.PhysOffset, v); err != nil {
 		if errors.Is(err, commitlog.ErrOutOfRange) {
 			return ErrOutOfRange
