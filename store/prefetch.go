@@ -1,5 +1,7 @@
 package store
 
+import "github.com/unilog/unilog/consumequeue"
+
 // PrefetchRun is the most offsets Prefetch warms at once: enough to keep
 // the CPU's outstanding misses busy, few enough that a fetch whose budget
 // ends sooner wastes little.
@@ -15,13 +17,12 @@ func (h *partition) Prefetch(from, to int64) {
 	if h.q == nil {
 		return
 	}
-	var buf [PrefetchRun]int64
-	phys := buf[:0]
-	for off := from; off < min(to, from+PrefetchRun); off++ {
-		e, err := h.q.Get(off)
-		if err != nil {
-			break
-		}
+	var (
+		ebuf [PrefetchRun]consumequeue.Entry
+		pbuf [PrefetchRun]int64
+	)
+	phys := pbuf[:0]
+	for _, e := range h.q.GetRange(ebuf[:0], from, min(to, from+PrefetchRun)) {
 		// The offsets of one batch share its record.
 		if n := len(phys); n == 0 || phys[n-1] != e.PhysOffset {
 			phys = append(phys, e.PhysOffset)
