@@ -98,8 +98,12 @@ func (l *Log) writeBatches(group []*appendReq) error {
 }
 
 // maxKeptWriteBuf bounds the encoding buffer the writer keeps between
-// batches; a larger batch gets a buffer of its own.
-const maxKeptWriteBuf = 4 << 20
+// batches; a larger batch gets a buffer of its own. A group is at most
+// maxGroupBytes unless its first batch alone is larger, and one produce
+// request is one batch here: a client writing to 10,000 partitions sends
+// requests of about 5 MB, each of which made and cleared a buffer of its
+// own under a 4 MiB bound.
+const maxKeptWriteBuf = 16 << 20
 
 // queueUndo is a queue-offset counter's value before a batch moved it.
 type queueUndo struct {
@@ -129,7 +133,11 @@ func (l *Log) encodeBatch(group []*appendReq, now int64) error {
 	for _, r := range group {
 		need += int(r.inline)
 	}
-	buf := slices.Grow(l.wbuf[:0], need)
+	buf := l.wbuf[:0]
+	if cap(buf) < need {
+		// Not slices.Grow, which copies the old buffer's whole capacity.
+		buf = make([]byte, 0, need)
+	}
 	ends, undo, exts := l.wends[:0], l.wundo[:0], l.wexts[:0]
 	defer func() {
 		if cap(buf) <= maxKeptWriteBuf {

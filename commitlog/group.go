@@ -16,9 +16,9 @@ import "sync"
 // do not change, and WriteOffset is published once the whole group is
 // written, so no reader sees part of it.
 
-// maxGroupBytes bounds the encoded bytes of one group write, the size of
-// the writer's buffer; the batches behind it are written by their owners.
-const maxGroupBytes = maxKeptWriteBuf
+// maxGroupBytes bounds the encoded bytes of one group write; the batches
+// behind it are written by their owners.
+const maxGroupBytes = 4 << 20
 
 // appendReq is one AppendBatchTo call waiting for the writer. The fields
 // after ms are written under wmu by whoever writes the batch.

@@ -13,12 +13,15 @@ func TestAppendLargeGroupAllocatesBufferOnce(t *testing.T) {
 		fileSize int64
 		records  int
 		// maxAllocs bounds the allocations per append, the group's
-		// buffer among them; -1 for none (a roll creates files and logs).
+		// buffer among them and the log's other goroutines' (AllocsPerRun
+		// counts the process's), against the 34 or more of a buffer grown
+		// by doubling; -1 for none (a roll creates files and logs).
 		maxAllocs float64
 	}{
-		{"one file", 256 << 20, 6000, 2},    // ~6.2 MB, above maxKeptWriteBuf
-		{"kept buffer", 256 << 20, 2000, 1}, // ~2 MB
-		{"across rolls", 4 << 20, 6000, -1}, // the end-of-file markers fit
+		{"one file", 256 << 20, 6000, 8},       // ~6.2 MB, above maxGroupBytes
+		{"unkept buffer", 256 << 20, 17000, 8}, // ~17.6 MB, above maxKeptWriteBuf
+		{"kept buffer", 256 << 20, 2000, 8},    // ~2 MB
+		{"across rolls", 4 << 20, 6000, -1},    // the end-of-file markers fit
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			l := openLog(t, testOptions(t, "", tc.fileSize))
