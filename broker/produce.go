@@ -120,6 +120,7 @@ func (b *Broker) handleProduce(ctx context.Context, c *conn, kreq kmsg.Request) 
 		// Allocated whole so that the pending batches can point into it.
 		rt.Partitions = make([]kmsg.ProduceResponseTopicPartition, len(t.Partitions))
 		meta, known := b.meta.Topic(t.Topic)
+		leads := b.topicLeads(t.Topic)
 		for j := range t.Partitions {
 			p := &t.Partitions[j]
 			rp := &rt.Partitions[j]
@@ -138,7 +139,7 @@ func (b *Broker) handleProduce(ctx context.Context, c *conn, kreq kmsg.Request) 
 				}
 			case isInternalTopic(t.Topic):
 				rp.ErrorCode = kerr.InvalidTopicException.Code
-			case !b.leads(t.Topic, p.Partition) || b.produceFenced(t.Topic, p.Partition):
+			case !leads(p.Partition) || b.produceFenced(t.Topic, p.Partition):
 				// A partition moving to another replica group takes no
 				// produce while it switches (move.go).
 				rp.ErrorCode = kerr.NotLeaderForPartition.Code
