@@ -328,7 +328,7 @@ func (b *Broker) appendProduced(sc *produceScratch) (end int64, nbytes int) {
 		// the group before its second batch, which is then checked
 		// against the first.
 		n := start
-		for ; n < len(sc.pending) && !sc.pending[n].p.inRequest; n++ {
+		for ; n < len(sc.pending) && n-start < maxAppendGroup && !sc.pending[n].p.inRequest; n++ {
 			sc.pending[n].p.inRequest = true
 			sc.pending[n].p.mu.Lock()
 		}
