@@ -13,7 +13,10 @@ package commitlog
 // that cost 3.6-3.9 s of CPU; writing zeros over each aligned 256 KiB
 // chunk just before the first record enters it, so that the chunk's
 // folios are made by one aligned write, cost 1.5-2.3 s for the same
-// records (64 KiB chunks 1.7-1.9 s, 1 MiB 2.9-3.1 s).
+// records (64 KiB chunks 1.7-1.9 s, 1 MiB 2.9-3.1 s). A write that
+// covers chunks whole makes their folios itself, from an aligned start:
+// only the last chunk a write enters and leaves part of gets zeros first
+// (zeroSpan).
 //
 // The zeros are what the file holds there anyway (it is fallocated, and
 // everything after the end of the log must read as zero for recovery),
