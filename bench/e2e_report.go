@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"runtime"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -111,11 +112,18 @@ func WriteCompareMarkdown(path string, runs []CompareRun, info CompareInfo) erro
 	return writeSection(path, b.Bytes())
 }
 
+// cpuSourceText says where the CPU columns come from: the broker's and the
+// clients' apart when the systems ran as children, together when not.
 func cpuSourceText(runs []CompareRun) string {
+	cores := fmt.Sprintf("*cores used* is their CPU seconds over the wall seconds of the produce phase, on a machine of %d cores "+
+		"where the load generator shares the cores with the system: near %d, the run was bound by the cores, and the client's "+
+		"columns say how much of them it took", runtime.NumCPU(), runtime.NumCPU())
 	for _, r := range runs {
 		if r.CPUSource == CPUSelf {
-			return "from getrusage of this process, which also counts the load generator (systems ran in-process)"
+			return "from getrusage of this process, which also counts the load generator (systems ran in-process), so the client's " +
+				"CPU is not separable and its columns show -; " + cores
 		}
 	}
-	return "from /proc/PID/stat of the system's own child process"
+	return "from /proc/PID/stat of the system's own child process; *client CPU s/GB* is the load generator's (this process: franz-go " +
+		"or nats.go clients, getrusage) over the same windows, and " + cores
 }

@@ -118,6 +118,14 @@ func TestBenchCompareSmoke(t *testing.T) {
 		if r["cpu_source"] != "proc-child" {
 			t.Errorf("run %d %s: cpu source %v", i, key, r["cpu_source"])
 		}
+		// The clients run in this process apart from the child: their CPU
+		// is separable, and theirs alone makes the cores used positive.
+		if cl, ok := r["client_cpu"].(map[string]any); !ok || cl["s_per_gb"].(float64) <= 0 {
+			t.Errorf("run %d %s: client cpu %v", i, key, r["client_cpu"])
+		}
+		if v, ok := r["cores_used"].(float64); !ok || v <= 0 {
+			t.Errorf("run %d %s: cores used %v", i, key, r["cores_used"])
+		}
 		checkLatencies(t, key, r)
 	}
 	for _, k := range []string{"unilog/async/peak", "unilog/sync/peak", "jetstream/async/peak", "jetstream/sync/peak",
