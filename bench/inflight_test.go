@@ -35,24 +35,35 @@ func (e echoTarget) Send(_ context.Context, _ int32, value []byte, rec acker) er
 // still the template behind its own stamp.
 func TestProduceAllocations(t *testing.T) {
 	const size = 1024
-	var bad int
-	target := echoTarget{template: valueTemplate(size), bad: &bad}
-	run := func(records int64) float64 {
-		return testing.AllocsPerRun(3, func() {
-			r, err := produce(context.Background(), target, Load{Partitions: 10, MessageSize: size, Records: records, Producers: 1})
-			if err != nil || r.Records != records {
-				t.Fatalf("produced %d of %d: %v", r.Records, records, err)
+	for _, tc := range []struct {
+		name string
+		rate float64
+	}{
+		{"as fast as acknowledged", 0},
+		// Paced: most records wait for their due time.
+		{"paced", 2e6},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var bad int
+			target := echoTarget{template: valueTemplate(size), bad: &bad}
+			run := func(records int64) float64 {
+				return testing.AllocsPerRun(3, func() {
+					r, err := produce(context.Background(), target, Load{Partitions: 10, MessageSize: size, Records: records, Producers: 1, Rate: tc.rate})
+					if err != nil || r.Records != records {
+						t.Fatalf("produced %d of %d: %v", r.Records, records, err)
+					}
+				})
+			}
+			small, large := run(1000), run(21000)
+			if bad != 0 {
+				t.Errorf("%d values differ from the template behind their stamp", bad)
+			}
+			if raceEnabled {
+				t.Skip("allocation counts: sync.Pool drops items at random under the race detector")
+			}
+			if per := (large - small) / 20000; per > 0.01 {
+				t.Errorf("%.2f allocations per record (%v for 1,000 records, %v for 21,000), want none", per, small, large)
 			}
 		})
-	}
-	small, large := run(1000), run(21000)
-	if bad != 0 {
-		t.Errorf("%d values differ from the template behind their stamp", bad)
-	}
-	if raceEnabled {
-		t.Skip("allocation counts: sync.Pool drops items at random under the race detector")
-	}
-	if per := (large - small) / 20000; per > 0.01 {
-		t.Errorf("%.2f allocations per record (%v for 1,000 records, %v for 21,000), want none", per, small, large)
 	}
 }

@@ -119,6 +119,9 @@ func produce(ctx context.Context, t target, load Load) (ProduceResult, error) {
 		go func() {
 			defer wg.Done()
 			defer s.Close()
+			// One pacing timer per producer, not one per record.
+			pace := time.NewTimer(0)
+			defer pace.Stop()
 		send:
 			for sendCtx.Err() == nil {
 				n := claimed.Add(1) - 1
@@ -129,8 +132,9 @@ func produce(ctx context.Context, t target, load Load) (ProduceResult, error) {
 				if load.Rate > 0 {
 					due = start.Add(time.Duration(float64(n) / load.Rate * float64(time.Second)))
 					if wait := time.Until(due); wait > 0 {
+						pace.Reset(wait)
 						select {
-						case <-time.After(wait):
+						case <-pace.C:
 						case <-sendCtx.Done():
 							// Still wait for the records sent: closing
 							// the client would fail them.
