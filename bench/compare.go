@@ -65,6 +65,10 @@ type CompareConfig struct {
 	// in this process (CPU then includes the load generator, and says so).
 	Exec     string
 	FileSize int64 // unilog commit-log file size; 0: the broker's default
+	// ClientGC says how the caller set this process's garbage collector
+	// for the clients (cmd/unilog/bench_gc.go), for the report; empty: Go's
+	// defaults.
+	ClientGC string
 	// StopWait bounds each child's graceful shutdown (ServerConfig.StopWait).
 	StopWait time.Duration
 	Notes    io.Writer

@@ -59,20 +59,21 @@ func TestCompareRunCPU(t *testing.T) {
 // and says where they come from, or that they are not separable.
 func TestCompareMarkdownClientCPU(t *testing.T) {
 	for _, tc := range []struct {
-		name string
-		run  CompareRun
-		want []string
+		name     string
+		run      CompareRun
+		clientGC string
+		want     []string
 	}{
 		{"child", CompareRun{System: "unilog", Flush: "async", Partitions: 1, Load: LoadPeak, Trial: 1, CPUSource: CPUChild,
-			BrokerCPUSPerGB: 0.7, ClientCPU: &ClientCPU{SPerGB: 2.5, SPerGBConsumed: 1.25}, CoresUsed: 1.96},
-			[]string{"| client CPU s/GB in | client CPU s/GB out | cores used |", "| 0.7 | 0.0 | 2.5 | 1.2 | 1.96 |", "load generator's"}},
+			BrokerCPUSPerGB: 0.7, ClientCPU: &ClientCPU{SPerGB: 2.5, SPerGBConsumed: 1.25}, CoresUsed: 1.96}, "GOGC 400 under a soft memory limit of 2 GiB",
+			[]string{"garbage collector at GOGC 400 under a soft memory limit of 2 GiB", "| client CPU s/GB in | client CPU s/GB out | cores used |", "| 0.7 | 0.0 | 2.5 | 1.2 | 1.96 |", "load generator's"}},
 		{"in-process", CompareRun{System: "kfake", Flush: "memory", Partitions: 1, Load: LoadPeak, Trial: 1, CPUSource: CPUSelf,
-			BrokerCPUSPerGB: 3.2, CoresUsed: 1.5},
+			BrokerCPUSPerGB: 3.2, CoresUsed: 1.5}, "",
 			[]string{"| 3.2 | 0.0 | - | - | 1.50 |", "not separable"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			path := filepath.Join(t.TempDir(), "BENCHMARKS.md")
-			if err := WriteCompareMarkdown(path, []CompareRun{tc.run}, CompareInfo{Command: "unilog bench compare"}); err != nil {
+			if err := WriteCompareMarkdown(path, []CompareRun{tc.run}, CompareInfo{Command: "unilog bench compare", Config: CompareConfig{ClientGC: tc.clientGC}}); err != nil {
 				t.Fatal(err)
 			}
 			b, err := os.ReadFile(path)
@@ -83,6 +84,9 @@ func TestCompareMarkdownClientCPU(t *testing.T) {
 				if !strings.Contains(string(b), w) {
 					t.Errorf("missing %q in\n%s", w, b)
 				}
+			}
+			if gc := strings.Contains(string(b), "garbage collector"); gc != (tc.clientGC != "") {
+				t.Errorf("says the clients' GC: %v, want %v", gc, tc.clientGC != "")
 			}
 		})
 	}

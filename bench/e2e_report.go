@@ -83,6 +83,11 @@ func WriteCompareMarkdown(path string, runs []CompareRun, info CompareInfo) erro
 		"sync: an fsync per partition append, flush.messages=1), so that the layouts meet end to end; kfake is franz-go's in-memory Kafka "+
 		"(flush *memory*), the floor without storage.\n\n",
 		bound, c.Load.MessageSize, c.Load.Producers, c.Acks, c.Linger, cpuSourceText(runs))
+	if c.ClientGC != "" {
+		fmt.Fprintf(&b, "The load generator's process, which holds only the clients, runs its garbage collector at %s "+
+			"(Go's default collects each time a small live heap doubles, and empties franz-go's buffer pools each time); "+
+			"the systems' children keep Go's defaults, and every system's clients run alike.\n\n", c.ClientGC)
+	}
 	warm := "There is no warm-up run."
 	if c.WarmUp {
 		warm = "Before the trials, the first configuration runs once as a warm-up and is not reported (the first run on an idle machine is slow whatever it measures)."

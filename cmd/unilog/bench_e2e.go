@@ -229,7 +229,7 @@ func runBenchCompare(c *cli.Context) error {
 		if cfg.Exec, err = os.Executable(); err != nil {
 			return fmt.Errorf("bench compare: %w", err)
 		}
-		tuneClientGC()
+		cfg.ClientGC = tuneClientGC()
 	}
 	stopProfile, err := startProfile(c.String("cpu-profile"))
 	if err != nil {

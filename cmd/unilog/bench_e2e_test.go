@@ -138,7 +138,8 @@ func TestBenchCompareSmoke(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !strings.HasPrefix(string(text), "# Storage\n\nkept\n") || strings.Count(string(text), "# End to end") != 1 || !strings.Contains(string(text), "| jetstream | sync | 3 |") {
+	if !strings.HasPrefix(string(text), "# Storage\n\nkept\n") || strings.Count(string(text), "# End to end") != 1 || !strings.Contains(string(text), "| jetstream | sync | 3 |") ||
+		!strings.Contains(string(text), "runs its garbage collector at GOGC") {
 		t.Errorf("markdown:\n%s", text)
 	}
 	if fi, err := os.Stat(svg); err != nil || fi.Size() == 0 {

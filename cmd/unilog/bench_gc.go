@@ -1,8 +1,11 @@
 package main
 
 import (
+	"fmt"
 	"os"
 	"runtime/debug"
+
+	"github.com/unilog/unilog/internal/bytesize"
 )
 
 // The load generator's garbage collector. When bench compare starts the
@@ -23,12 +26,16 @@ const (
 )
 
 // tuneClientGC applies the clients' setting unless the environment sets
-// the collector's.
-func tuneClientGC() {
+// the collector's, and says what the clients run with.
+func tuneClientGC() string {
+	gc, limit := "GOGC="+os.Getenv("GOGC"), "GOMEMLIMIT="+os.Getenv("GOMEMLIMIT")
 	if _, ok := os.LookupEnv("GOGC"); !ok {
 		debug.SetGCPercent(clientGCPercent)
+		gc = fmt.Sprintf("GOGC %d", clientGCPercent)
 	}
 	if _, ok := os.LookupEnv("GOMEMLIMIT"); !ok {
 		debug.SetMemoryLimit(clientMemoryLimit)
+		limit = "a soft memory limit of " + bytesize.Format(clientMemoryLimit)
 	}
+	return gc + " under " + limit
 }
