@@ -120,7 +120,7 @@ func WriteCompareMarkdown(path string, runs []CompareRun, info CompareInfo) erro
 // cpuSourceText says where the CPU columns come from: the broker's and the
 // clients' apart when the systems ran as children, together when not.
 func cpuSourceText(runs []CompareRun) string {
-	cores := fmt.Sprintf("*cores used* is their CPU seconds over the wall seconds of the produce phase, on a machine of %d cores "+
+	cores := fmt.Sprintf("*cores used* is the broker's and the client's CPU seconds together over the wall seconds of the produce phase, on a machine of %d cores "+
 		"where the load generator shares the cores with the system: near %d, the run was bound by the cores, and the client's "+
 		"columns say how much of them it took", runtime.NumCPU(), runtime.NumCPU())
 	for _, r := range runs {
