@@ -65,6 +65,10 @@ type CompareConfig struct {
 	// in this process (CPU then includes the load generator, and says so).
 	Exec     string
 	FileSize int64 // unilog commit-log file size; 0: the broker's default
+	// ClientGC says how the caller set this process's garbage collector
+	// for the clients (cmd/unilog/bench_gc.go), for the report; empty: Go's
+	// defaults.
+	ClientGC string
 	// StopWait bounds each child's graceful shutdown (ServerConfig.StopWait).
 	StopWait time.Duration
 	Notes    io.Writer
@@ -95,8 +99,15 @@ type CompareRun struct {
 	BrokerCPUConsumeS       float64        `json:"broker_cpu_consume_s"`
 	BrokerCPUSPerGB         float64        `json:"broker_cpu_s_per_gb"`
 	BrokerCPUSPerGBConsumed float64        `json:"broker_cpu_s_per_gb_consumed"`
-	CPUSource               string         `json:"cpu_source"`
-	Error                   string         `json:"error,omitempty"`
+	// ClientCPU is nil when the broker ran in this process: the clients'
+	// CPU is then inside the broker's figures and not separable.
+	ClientCPU *ClientCPU `json:"client_cpu,omitempty"`
+	// CoresUsed is the broker's and the clients' CPU seconds over the wall
+	// seconds of the produce phase: near the machine's core count, the run
+	// was bound by the cores rather than by either process.
+	CoresUsed float64 `json:"cores_used"`
+	CPUSource string  `json:"cpu_source"`
+	Error     string  `json:"error,omitempty"`
 	// produced is set when every record was acknowledged: the run has a
 	// peak to pace a half-peak rerun by even if reading back or stopping
 	// failed afterwards (the Kafka layout at 10,000 partitions does not
@@ -264,6 +275,10 @@ func (r *CompareRun) summary() string {
 		s += fmt.Sprintf("; read %.0f records/s", r.Consume.RecordsPerS)
 	}
 	s += fmt.Sprintf("; broker %.1f CPU s/GB produced", r.BrokerCPUSPerGB)
+	if r.ClientCPU != nil {
+		s += fmt.Sprintf(", clients %.1f", r.ClientCPU.SPerGB)
+	}
+	s += fmt.Sprintf(", %.2f cores", r.CoresUsed)
 	if r.Error != "" {
 		s += "; " + r.Error
 	}
@@ -338,12 +353,12 @@ func compareOne(ctx context.Context, cfg *CompareConfig, c compareCase, rate flo
 			return r
 		}
 	}
-	cpu := func() (time.Duration, bool) {
-		d, err := srv.CPU()
+	cpu := func() (cpuSample, bool) {
+		s, err := sampleCPU(srv)
 		if err != nil {
 			fail("reading CPU", err)
 		}
-		return d, err == nil
+		return s, err == nil
 	}
 	cpu0, ok := cpu()
 	if !ok {
@@ -362,8 +377,7 @@ func compareOne(ctx context.Context, cfg *CompareConfig, c compareCase, rate flo
 	if !ok {
 		return r
 	}
-	r.BrokerCPUProduceS = (cpu1 - cpu0).Seconds()
-	r.BrokerCPUSPerGB = perGB(r.BrokerCPUProduceS, r.Bytes)
+	r.setProduceCPU(cpu0, cpu1, cpuSeparable(srv))
 	// Offsets count the transactions' markers too: read the records.
 	var want int64
 	if c.txn {
@@ -382,8 +396,7 @@ func compareOne(ctx context.Context, cfg *CompareConfig, c compareCase, rate flo
 	if !ok {
 		return r
 	}
-	r.BrokerCPUConsumeS = (cpu2 - cpu1).Seconds()
-	r.BrokerCPUSPerGBConsumed = perGB(r.BrokerCPUConsumeS, cr.Bytes)
+	r.setConsumeCPU(cpu1, cpu2, cr.Bytes)
 	if want := cmp.Or(want, cr.Stored); cr.Records < want {
 		fail("consuming", fmt.Errorf("read %d of %d records within %v", cr.Records, want, cfg.Load.Duration))
 	}

@@ -24,6 +24,13 @@ type CompareRow struct {
 	P999Ms                  Spread `json:"p999_ms"`
 	BrokerCPUSPerGB         Spread `json:"broker_cpu_s_per_gb"`
 	BrokerCPUSPerGBConsumed Spread `json:"broker_cpu_s_per_gb_consumed"`
+	// ClientCPUSPerGB and ClientCPUSPerGBConsumed are over the trials
+	// whose clients' CPU was separable from the broker's; ClientCPUs
+	// counts them (0: in-process, the row has no client figure).
+	ClientCPUSPerGB         Spread `json:"client_cpu_s_per_gb"`
+	ClientCPUSPerGBConsumed Spread `json:"client_cpu_s_per_gb_consumed"`
+	ClientCPUs              int    `json:"client_cpus"`
+	CoresUsed               Spread `json:"cores_used"`
 	// ReadRecordsPerS is over the trials that read back; Reads counts
 	// them (0: the row has no read figure).
 	ReadRecordsPerS Spread `json:"read_records_per_s"`
@@ -75,13 +82,17 @@ func compareRowOf(rs []CompareRun) CompareRow {
 		P999Ms:                  pick(func(r *CompareRun) float64 { return r.P999Ms }),
 		BrokerCPUSPerGB:         pick(func(r *CompareRun) float64 { return r.BrokerCPUSPerGB }),
 		BrokerCPUSPerGBConsumed: pick(func(r *CompareRun) float64 { return r.BrokerCPUSPerGBConsumed }),
+		CoresUsed:               pick(func(r *CompareRun) float64 { return r.CoresUsed }),
 		Errors:                  pick(func(r *CompareRun) float64 { return float64(r.Errors) }),
 	}
-	var reads []float64
+	var reads, clientIn, clientOut []float64
 	var errs []string
 	for _, r := range rs {
 		if r.Consume != nil {
 			reads = append(reads, r.Consume.RecordsPerS)
+		}
+		if c := r.ClientCPU; c != nil {
+			clientIn, clientOut = append(clientIn, c.SPerGB), append(clientOut, c.SPerGBConsumed)
 		}
 		if r.Error != "" {
 			row.Failed++
@@ -91,6 +102,7 @@ func compareRowOf(rs []CompareRun) CompareRow {
 		}
 	}
 	row.ReadRecordsPerS, row.Reads = spreadOf(reads), len(reads)
+	row.ClientCPUSPerGB, row.ClientCPUSPerGBConsumed, row.ClientCPUs = spreadOf(clientIn), spreadOf(clientOut), len(clientIn)
 	if row.Failed > 0 {
 		row.Error = fmt.Sprintf("%d of %d trials: %s", row.Failed, len(rs), strings.Join(errs, "; "))
 	}
@@ -99,7 +111,7 @@ func compareRowOf(rs []CompareRun) CompareRow {
 
 // compareColumns heads the cells of compareCells.
 var compareColumns = []string{"system", "flush", "partitions", "load", "trials", "records/s", "MB/s", "p50 ms", "p99 ms", "p999 ms",
-	"read records/s", "CPU s/GB in", "CPU s/GB out", "errors", "failed"}
+	"read records/s", "CPU s/GB in", "CPU s/GB out", "client CPU s/GB in", "client CPU s/GB out", "cores used", "errors", "failed"}
 
 // compareCells is a row as the text and Markdown tables print it: each
 // figure as its median (min–max).
@@ -107,6 +119,10 @@ func compareCells(r *CompareRow) []string {
 	read := "-"
 	if r.Reads > 0 {
 		read = r.ReadRecordsPerS.format(0)
+	}
+	clientIn, clientOut := "-", "-"
+	if r.ClientCPUs > 0 {
+		clientIn, clientOut = r.ClientCPUSPerGB.format(1), r.ClientCPUSPerGBConsumed.format(1)
 	}
 	failed := "-"
 	if r.Error != "" {
@@ -118,5 +134,6 @@ func compareCells(r *CompareRow) []string {
 	}
 	return []string{r.System, r.Flush, commas(int64(r.Partitions)), load, fmt.Sprint(r.Trials),
 		r.RecordsPerS.format(0), r.MBPerS.format(1), r.P50Ms.format(2), r.P99Ms.format(2), r.P999Ms.format(2),
-		read, r.BrokerCPUSPerGB.format(1), r.BrokerCPUSPerGBConsumed.format(1), r.Errors.format(0), failed}
+		read, r.BrokerCPUSPerGB.format(1), r.BrokerCPUSPerGBConsumed.format(1), clientIn, clientOut, r.CoresUsed.format(2),
+		r.Errors.format(0), failed}
 }

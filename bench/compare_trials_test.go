@@ -52,6 +52,10 @@ func TestAggregateCompare(t *testing.T) {
 		return r
 	}
 	read := func(rps float64) *ConsumeResult { return &ConsumeResult{RecordsPerS: rps} }
+	clientRun := func(r CompareRun, c *ClientCPU, cores float64) CompareRun {
+		r.ClientCPU, r.CoresUsed = c, cores
+		return r
+	}
 	for _, tc := range []struct {
 		name string
 		runs []CompareRun
@@ -67,25 +71,32 @@ func TestAggregateCompare(t *testing.T) {
 				run("unilog", 10, LoadHalfPeak, 3, 1000, 1, 6, read(700), 0, ""),
 			},
 			[]string{
-				"unilog async 10 peak 3 2000 (1000–3000) 2.0 (1.0–3.0) 0.00 3.00 (2.00–4.00) 0.00 800 (700–900) 6.0 (5.0–7.0) 0.0 0 -",
-				"unilog async 10 half-peak 3 1000 (500–1500) 1.0 (0.5–1.5) 0.00 1.00 (1.00–1.50) 0.00 700 (600–800) 6.0 0.0 0 -",
+				"unilog async 10 peak 3 2000 (1000–3000) 2.0 (1.0–3.0) 0.00 3.00 (2.00–4.00) 0.00 800 (700–900) 6.0 (5.0–7.0) 0.0 - - 0.00 0 -",
+				"unilog async 10 half-peak 3 1000 (500–1500) 1.0 (0.5–1.5) 0.00 1.00 (1.00–1.50) 0.00 700 (600–800) 6.0 0.0 - - 0.00 0 -",
 			}},
 		{"even count: mean of the middle two",
 			[]CompareRun{
 				run("kfake", 1000, LoadPeak, 1, 100, 1, 1, read(10), 0, ""),
 				run("kfake", 1000, LoadPeak, 2, 300, 3, 3, read(30), 0, ""),
 			},
-			[]string{"kfake async 1,000 peak 2 200 (100–300) 0.2 (0.1–0.3) 0.00 2.00 (1.00–3.00) 0.00 20 (10–30) 2.0 (1.0–3.0) 0.0 0 -"}},
+			[]string{"kfake async 1,000 peak 2 200 (100–300) 0.2 (0.1–0.3) 0.00 2.00 (1.00–3.00) 0.00 20 (10–30) 2.0 (1.0–3.0) 0.0 - - 0.00 0 -"}},
 		{"failed trials counted, errors deduplicated, no read",
 			[]CompareRun{
 				run("jetstream", 1, LoadPeak, 1, 50, 1, 1, nil, 2, "producing: timeout"),
 				run("jetstream", 1, LoadPeak, 2, 60, 1, 1, read(40), 0, ""),
 				run("jetstream", 1, LoadPeak, 3, 70, 1, 1, nil, 4, "producing: timeout"),
 			},
-			[]string{"jetstream async 1 peak 3 60 (50–70) 0.1 (0.1–0.1) 0.00 1.00 0.00 40 1.0 0.0 2 (0–4) 2 of 3 trials: producing: timeout"}},
+			[]string{"jetstream async 1 peak 3 60 (50–70) 0.1 (0.1–0.1) 0.00 1.00 0.00 40 1.0 0.0 - - 0.00 2 (0–4) 2 of 3 trials: producing: timeout"}},
 		{"one trial prints single values",
 			[]CompareRun{run("unilog", 1, LoadPeak, 1, 1234, 0.5, 2, nil, 0, "")},
-			[]string{"unilog async 1 peak 1 1234 1.2 0.00 0.50 0.00 - 2.0 0.0 0 -"}},
+			[]string{"unilog async 1 peak 1 1234 1.2 0.00 0.50 0.00 - 2.0 0.0 - - 0.00 0 -"}},
+		{"client CPU and cores over the trials that separate them",
+			[]CompareRun{
+				clientRun(run("unilog", 1, LoadPeak, 1, 100, 1, 2, read(50), 0, ""), &ClientCPU{SPerGB: 3, SPerGBConsumed: 1}, 1.9),
+				clientRun(run("unilog", 1, LoadPeak, 2, 100, 1, 2, read(50), 0, ""), &ClientCPU{SPerGB: 5, SPerGBConsumed: 2}, 2.0),
+				clientRun(run("unilog", 1, LoadPeak, 3, 100, 1, 2, nil, 0, "stopping: timeout"), nil, 1.5),
+			},
+			[]string{"unilog async 1 peak 3 100 0.1 0.00 1.00 0.00 50 2.0 0.0 4.0 (3.0–5.0) 1.5 (1.0–2.0) 1.90 (1.50–2.00) 0 1 of 3 trials: stopping: timeout"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			rows := AggregateCompare(tc.runs)

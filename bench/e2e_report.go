@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"runtime"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -82,6 +83,11 @@ func WriteCompareMarkdown(path string, runs []CompareRun, info CompareInfo) erro
 		"sync: an fsync per partition append, flush.messages=1), so that the layouts meet end to end; kfake is franz-go's in-memory Kafka "+
 		"(flush *memory*), the floor without storage.\n\n",
 		bound, c.Load.MessageSize, c.Load.Producers, c.Acks, c.Linger, cpuSourceText(runs))
+	if c.ClientGC != "" {
+		fmt.Fprintf(&b, "The load generator's process, which holds only the clients, runs its garbage collector at %s "+
+			"(Go's default collects each time a small live heap doubles, and empties franz-go's buffer pools each time); "+
+			"the systems' children keep Go's defaults, and every system's clients run alike.\n\n", c.ClientGC)
+	}
 	warm := "There is no warm-up run."
 	if c.WarmUp {
 		warm = "Before the trials, the first configuration runs once as a warm-up and is not reported (the first run on an idle machine is slow whatever it measures)."
@@ -111,11 +117,18 @@ func WriteCompareMarkdown(path string, runs []CompareRun, info CompareInfo) erro
 	return writeSection(path, b.Bytes())
 }
 
+// cpuSourceText says where the CPU columns come from: the broker's and the
+// clients' apart when the systems ran as children, together when not.
 func cpuSourceText(runs []CompareRun) string {
+	cores := fmt.Sprintf("*cores used* is the broker's and the client's CPU seconds together over the wall seconds of the produce phase, on a machine of %d cores "+
+		"where the load generator shares the cores with the system: near %d, the run was bound by the cores, and the client's "+
+		"columns say how much of them it took", runtime.NumCPU(), runtime.NumCPU())
 	for _, r := range runs {
 		if r.CPUSource == CPUSelf {
-			return "from getrusage of this process, which also counts the load generator (systems ran in-process)"
+			return "from getrusage of this process, which also counts the load generator (systems ran in-process), so the client's " +
+				"CPU is not separable and its columns show -; " + cores
 		}
 	}
-	return "from /proc/PID/stat of the system's own child process"
+	return "from /proc/PID/stat of the system's own child process; *client CPU s/GB* is the load generator's (this process: franz-go " +
+		"or nats.go clients, getrusage) over the same windows, and " + cores
 }

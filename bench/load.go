@@ -101,13 +101,10 @@ func produce(ctx context.Context, t target, load Load) (ProduceResult, error) {
 		}
 		senders[i] = s
 	}
-	template := valueTemplate(load.MessageSize)
-	values := sync.Pool{New: func() any { return make([]byte, load.MessageSize) }}
+	run := newProduceRun(load.MessageSize)
 	var (
-		claimed, acked, failed atomic.Int64
-		firstErr               atomic.Value
-		hist                   = syncLatency{l: newLatency()}
-		wg                     sync.WaitGroup
+		claimed atomic.Int64
+		wg      sync.WaitGroup
 	)
 	sendCtx := ctx
 	if load.Duration > 0 {
@@ -115,13 +112,16 @@ func produce(ctx context.Context, t target, load Load) (ProduceResult, error) {
 		sendCtx, cancel = context.WithTimeout(ctx, load.Duration)
 		defer cancel()
 	}
-	bar := load.progress(func() int64 { return acked.Load() })
+	bar := load.progress(run.acked.Load)
 	start := time.Now()
 	for _, s := range senders {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			defer s.Close()
+			// One pacing timer per producer, not one per record.
+			pace := time.NewTimer(0)
+			defer pace.Stop()
 		send:
 			for sendCtx.Err() == nil {
 				n := claimed.Add(1) - 1
@@ -132,8 +132,9 @@ func produce(ctx context.Context, t target, load Load) (ProduceResult, error) {
 				if load.Rate > 0 {
 					due = start.Add(time.Duration(float64(n) / load.Rate * float64(time.Second)))
 					if wait := time.Until(due); wait > 0 {
+						pace.Reset(wait)
 						select {
-						case <-time.After(wait):
+						case <-pace.C:
 						case <-sendCtx.Done():
 							// Still wait for the records sent: closing
 							// the client would fail them.
@@ -141,37 +142,25 @@ func produce(ctx context.Context, t target, load Load) (ProduceResult, error) {
 						}
 					}
 				}
-				v := values.Get().([]byte)
-				copy(v, template)
-				stamp(v, due)
+				rec := run.take(due)
 				// The records outlive sendCtx: a run that ends waits
 				// for them instead of failing them.
-				err := s.Send(ctx, int32(n%int64(load.Partitions)), v, func(err error) {
-					hist.record(time.Since(due))
-					if err != nil {
-						failed.Add(1)
-						firstErr.CompareAndSwap(nil, err.Error())
-					} else {
-						acked.Add(1)
-					}
-					values.Put(v)
-				})
-				if err != nil {
+				if err := s.Send(ctx, int32(n%int64(load.Partitions)), rec.value, rec); err != nil {
 					break
 				}
 			}
 			fctx, cancel := context.WithTimeout(ctx, flushWait)
 			defer cancel()
 			if err := s.Flush(fctx); err != nil {
-				firstErr.CompareAndSwap(nil, fmt.Sprintf("flush: %v", err))
+				run.firstErr.CompareAndSwap(nil, fmt.Sprintf("flush: %v", err))
 			}
 		}()
 	}
 	wg.Wait()
 	elapsed := time.Since(start)
 	bar.finish()
-	r := ProduceResult{Records: acked.Load(), Errors: failed.Load(), Seconds: elapsed.Seconds(), hist: hist.l}
-	if e, ok := firstErr.Load().(string); ok {
+	r := ProduceResult{Records: run.acked.Load(), Errors: run.failed.Load(), Seconds: elapsed.Seconds(), hist: run.hist.l}
+	if e, ok := run.firstErr.Load().(string); ok {
 		r.FirstError = e
 	}
 	r.Bytes = r.Records * int64(load.MessageSize)
@@ -179,7 +168,7 @@ func produce(ctx context.Context, t target, load Load) (ProduceResult, error) {
 		r.RecordsPerS = float64(r.Records) / r.Seconds
 		r.MBPerS = float64(r.Bytes) / r.Seconds / 1e6
 	}
-	r.Latencies = latenciesOf(hist.l)
+	r.Latencies = latenciesOf(run.hist.l)
 	if err := ctx.Err(); err != nil {
 		return r, err
 	}

@@ -22,12 +22,12 @@ func (heldTarget) Close() {}
 
 type heldSender struct {
 	mu   sync.Mutex
-	held []func(error)
+	held []acker
 }
 
-func (s *heldSender) Send(_ context.Context, _ int32, _ []byte, done func(error)) error {
+func (s *heldSender) Send(_ context.Context, _ int32, _ []byte, rec acker) error {
 	s.mu.Lock()
-	s.held = append(s.held, done)
+	s.held = append(s.held, rec)
 	s.mu.Unlock()
 	return nil
 }
@@ -37,8 +37,8 @@ func (s *heldSender) finish(err error) {
 	held := s.held
 	s.held = nil
 	s.mu.Unlock()
-	for _, done := range held {
-		done(err)
+	for _, rec := range held {
+		rec.ack(err)
 	}
 }
 

@@ -46,13 +46,20 @@ func WriteMarkdown(path string, rep *Report, m Machine, info MarkdownInfo) error
 	if !d.Direct {
 		mode = d.Note
 	}
-	fmt.Fprintf(&b, "| Raw sequential write bandwidth (physical limit) | **%.0f MB/s** (%s written, %s) |\n\n", d.MBPerS, bytesize.Format(d.Bytes), mode)
+	fmt.Fprintf(&b, "| Raw sequential write bandwidth (physical limit) | **%.0f MB/s** (%s written, %s) |\n", d.MBPerS, bytesize.Format(d.Bytes), mode)
+	if n := len(rep.SustainedDisk); n > 0 {
+		sd := rep.SustainedDisk[0]
+		fmt.Fprintf(&b, "| The same over a sustained run's size, right before each sustained run | **%s MB/s** (%d probes of %s, %s; median (min–max)) |\n",
+			rep.sustainedDiskSpread().format(0), n, bytesize.Format(sd.Bytes), cmp.Or(sd.Note, mode))
+	}
+	b.WriteString("\n")
 
 	fmt.Fprintf(&b, "## Workload\n\n")
 	fmt.Fprintf(&b, "Each run writes %s of %d-byte payloads (%d-byte keys, commitlog v1 records on both sides) with %d producer goroutines, "+
 		"in append batches of %d records all for one partition (a Kafka producer's per-partition batch), partitions drawn %s. "+
 		"Segments / commit-log files are %s. Every run starts in an empty directory after `sync`, and its directory is deleted afterwards. "+
-		"MB/s counts payload bytes (10^6 bytes); *of disk* compares the stored record bytes per second with the raw bandwidth above. "+
+		"MB/s counts payload bytes (10^6 bytes); *of disk* compares the stored record bytes per second with the raw bandwidth above "+
+		"(a sustained row's with the probe of its own size written right before it, see below). "+
 		"Latency is per append batch. Open files and map areas are the whole process's at the end of the run (`/proc/self/fd`, `/proc/self/maps`); "+
 		"*mapped* is the size of the mappings of the run's own files.\n\n",
 		bytesize.Format(c.Total), c.MessageSize, keySize, c.Producers, c.Batch, c.Keys, bytesize.Format(cmp.Or(c.SegmentBytes, 1<<30)))
@@ -75,8 +82,9 @@ func WriteMarkdown(path string, rep *Report, m Machine, info MarkdownInfo) error
 		}
 		fmt.Fprintf(&b, "Sustained rows (%v partitions, `%s`) write %s each (by default %d times the dirty-page limit, here %s), "+
 			"so that their figure is the disk's write-back and not the page cache's; at the raw bandwidth above that takes %s, "+
-			"against a cap of %s per run (a row that reached it says so). They run in the first %d of the trials, interleaved with the sweep.\n\n",
-			c.SustainedPartitions, c.Flushes[0], bytesize.Format(total), SustainedFactor, rep.Dirty, atDisk, cmp.Or(c.SustainedMaxRun, c.MaxRun), cmp.Or(c.SustainedTrials, c.Trials))
+			"against a cap of %s per run (a row that reached it says so). They run in the first %d of the trials, interleaved with the sweep.%s\n\n",
+			c.SustainedPartitions, c.Flushes[0], bytesize.Format(total), SustainedFactor, rep.Dirty, atDisk, cmp.Or(c.SustainedMaxRun, c.MaxRun), cmp.Or(c.SustainedTrials, c.Trials),
+			sustainedDiskText(rep, c.Total))
 	}
 	if c.Read {
 		fmt.Fprintf(&b, "With reads: the layout is closed, the page cache dropped (`echo 3 > /proc/sys/vm/drop_caches`), the layout reopened, "+

@@ -4,7 +4,8 @@ package bench
 // are in MB/s of 10^6 bytes. Bytes counts message payloads (MBPerS is their
 // rate); LogBytes counts the encoded records actually stored (LogMBPerS),
 // which is what the disk has to write, so FractionOfDisk is LogMBPerS over
-// DiskMBPerS, the raw sequential bandwidth measured before the runs.
+// DiskMBPerS, the raw sequential bandwidth measured before the runs; a
+// sustained run's is a probe of its own size right before it.
 type Result struct {
 	Kind        string `json:"kind"`  // KindSweep, KindSustained or KindLimit
 	Trial       int    `json:"trial"` // 1..Config.Trials

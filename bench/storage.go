@@ -60,7 +60,9 @@ type Config struct {
 	SustainedMaxRun time.Duration
 	Read            bool
 	SegmentBytes    int64 // Kafka segment.bytes and unilog file size (default 1 GiB)
-	DiskProbe       int64 // bytes the disk probe writes; 0 skips it
+	// DiskProbe is the bytes the first disk probe writes; 0 skips it, and
+	// the probe before each sustained run (of its size) with it.
+	DiskProbe int64
 	// MaxRun caps the writing time of one run (0: none). A run that reaches
 	// it stops early and says so; its rates cover what it wrote.
 	MaxRun   time.Duration
@@ -70,8 +72,12 @@ type Config struct {
 
 // Report is the outcome of Run.
 type Report struct {
-	Disk  DiskBandwidth `json:"disk"`
-	Dirty DirtyLimit    `json:"dirty_limit"`
+	Disk DiskBandwidth `json:"disk"`
+	// SustainedDisk are the probes of a sustained run's size, one right
+	// before each sustained run, in the order run; each run's
+	// FractionOfDisk is against its own (sustained_probe.go).
+	SustainedDisk []DiskBandwidth `json:"sustained_disk,omitempty"`
+	Dirty         DirtyLimit      `json:"dirty_limit"`
 	// Rows are the configurations with the median and range of their
 	// trials, in planned order; Results every trial, in the order run.
 	Rows    []Row    `json:"rows"`
@@ -150,11 +156,15 @@ func Run(cfg Config) (*Report, error) {
 	measure := func(p plan, trial int) Result {
 		c := cfg
 		c.Total, c.MaxRun = p.total, p.maxRun
+		disk, note := rep.Disk, rep.Disk.Note
+		if p.kind == KindSustained && cfg.DiskProbe > 0 {
+			disk, note = probeBeforeSustained(&cfg, rep, p.total)
+		}
 		res := runOne(&c, p.layout, p.parts, p.flush)
 		res.Kind, res.Trial = p.kind, trial
-		res.DiskMBPerS, res.DiskNote = rep.Disk.MBPerS, rep.Disk.Note
-		if rep.Disk.MBPerS > 0 {
-			res.FractionOfDisk = res.LogMBPerS / rep.Disk.MBPerS
+		res.DiskMBPerS, res.DiskNote = disk.MBPerS, note
+		if disk.MBPerS > 0 {
+			res.FractionOfDisk = res.LogMBPerS / disk.MBPerS
 		}
 		return res
 	}

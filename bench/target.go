@@ -12,10 +12,11 @@ import (
 
 // sender is one producer connection.
 type sender interface {
-	// Send publishes value to partition asynchronously; done is called
+	// Send publishes value to partition asynchronously; rec.ack is called
 	// exactly once, when the system acknowledged it or failed. Send may
-	// block while too much is in flight. value is not reused before done.
-	Send(ctx context.Context, partition int32, value []byte, done func(error)) error
+	// block while too much is in flight. value is not reused before the
+	// ack.
+	Send(ctx context.Context, partition int32, value []byte, rec acker) error
 	// Flush waits until every record sent so far is done.
 	Flush(ctx context.Context) error
 	Close()

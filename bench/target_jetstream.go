@@ -24,6 +24,8 @@ type jetStreamTarget struct {
 	// KafkaClient.MaxInFlight bounds a Kafka producer's buffer: Send
 	// blocks beyond it instead of failing.
 	inFlight int
+	// subjects are made once by Prepare, not a string per record.
+	subjects []string
 }
 
 func newJetStreamTarget(url, topic string, inFlight int) (*jetStreamTarget, error) {
@@ -43,10 +45,19 @@ func newJetStreamTarget(url, topic string, inFlight int) (*jetStreamTarget, erro
 }
 
 func (j *jetStreamTarget) subject(partition int32) string {
+	if int(partition) < len(j.subjects) {
+		return j.subjects[partition]
+	}
 	return j.stream + "." + strconv.Itoa(int(partition))
 }
 
 func (j *jetStreamTarget) Prepare(ctx context.Context, partitions int) error {
+	j.subjects = nil
+	subjects := make([]string, partitions)
+	for p := range subjects {
+		subjects[p] = j.subject(int32(p))
+	}
+	j.subjects = subjects
 	_, err := j.js.CreateStream(ctx, jetstream.StreamConfig{
 		Name:     j.stream,
 		Subjects: []string{j.stream + ".*"},
@@ -60,7 +71,7 @@ func (j *jetStreamTarget) Prepare(ctx context.Context, partitions int) error {
 }
 
 func (j *jetStreamTarget) NewSender() (sender, error) {
-	s := &jsSender{slots: make(chan struct{}, j.inFlight), done: map[*nats.Msg]func(error){}}
+	s := &jsSender{slots: make(chan struct{}, j.inFlight), done: map[*nats.Msg]acker{}}
 	nc, err := nats.Connect(j.url)
 	if err != nil {
 		return nil, fmt.Errorf("bench: nats connect %s: %w", j.url, err)
@@ -86,10 +97,10 @@ type jsSender struct {
 	subject func(int32) string
 	slots   chan struct{}
 	mu      sync.Mutex
-	done    map[*nats.Msg]func(error)
+	done    map[*nats.Msg]acker
 }
 
-func (s *jsSender) Send(ctx context.Context, partition int32, value []byte, done func(error)) error {
+func (s *jsSender) Send(ctx context.Context, partition int32, value []byte, rec acker) error {
 	select {
 	case s.slots <- struct{}{}:
 	case <-ctx.Done():
@@ -97,7 +108,7 @@ func (s *jsSender) Send(ctx context.Context, partition int32, value []byte, done
 	}
 	m := &nats.Msg{Subject: s.subject(partition), Data: value}
 	s.mu.Lock()
-	s.done[m] = done
+	s.done[m] = rec
 	s.mu.Unlock()
 	if _, err := s.js.PublishMsgAsync(m); err != nil {
 		s.finish(m, fmt.Errorf("%w: %s: %w", errProduce, m.Subject, err))
@@ -107,14 +118,14 @@ func (s *jsSender) Send(ctx context.Context, partition int32, value []byte, done
 
 func (s *jsSender) finish(m *nats.Msg, err error) {
 	s.mu.Lock()
-	done, ok := s.done[m]
+	rec, ok := s.done[m]
 	delete(s.done, m)
 	s.mu.Unlock()
 	if !ok {
 		return
 	}
 	<-s.slots
-	done(err)
+	rec.ack(err)
 }
 
 func (s *jsSender) Flush(ctx context.Context) error {

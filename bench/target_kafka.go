@@ -139,13 +139,10 @@ func (k *kafkaTarget) NewSender() (sender, error) {
 
 type kafkaSender struct{ cl *kgo.Client }
 
-func (s kafkaSender) Send(ctx context.Context, partition int32, value []byte, done func(error)) error {
-	s.cl.Produce(ctx, &kgo.Record{Partition: partition, Value: value}, func(_ *kgo.Record, err error) {
-		if err != nil {
-			err = fmt.Errorf("%w: partition %d: %w", errProduce, partition, err)
-		}
-		done(err)
-	})
+func (s kafkaSender) Send(ctx context.Context, partition int32, value []byte, rec acker) error {
+	k := &kafkaRecord{Context: ctx, ack: rec}
+	k.rec = kgo.Record{Partition: partition, Value: value, Context: k}
+	s.cl.Produce(ctx, &k.rec, kafkaPromise)
 	return ctx.Err()
 }
 

@@ -26,7 +26,7 @@ type txnSender struct {
 	err      error
 }
 
-func (s *txnSender) Send(ctx context.Context, partition int32, value []byte, done func(error)) error {
+func (s *txnSender) Send(ctx context.Context, partition int32, value []byte, rec acker) error {
 	if s.err != nil {
 		return s.err
 	}
@@ -37,7 +37,7 @@ func (s *txnSender) Send(ctx context.Context, partition int32, value []byte, don
 		}
 		s.began = time.Now()
 	}
-	kafkaSender{s.cl}.Send(ctx, partition, value, done)
+	kafkaSender{s.cl}.Send(ctx, partition, value, rec)
 	if time.Since(s.began) >= s.interval {
 		s.commit(ctx)
 	}

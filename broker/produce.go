@@ -120,6 +120,7 @@ func (b *Broker) handleProduce(ctx context.Context, c *conn, kreq kmsg.Request) 
 		// Allocated whole so that the pending batches can point into it.
 		rt.Partitions = make([]kmsg.ProduceResponseTopicPartition, len(t.Partitions))
 		meta, known := b.meta.Topic(t.Topic)
+		leads, limits := b.topicLeads(t.Topic), b.produceLimits(meta)
 		for j := range t.Partitions {
 			p := &t.Partitions[j]
 			rp := &rt.Partitions[j]
@@ -138,7 +139,7 @@ func (b *Broker) handleProduce(ctx context.Context, c *conn, kreq kmsg.Request) 
 				}
 			case isInternalTopic(t.Topic):
 				rp.ErrorCode = kerr.InvalidTopicException.Code
-			case !b.leads(t.Topic, p.Partition) || b.produceFenced(t.Topic, p.Partition):
+			case !leads(p.Partition) || b.produceFenced(t.Topic, p.Partition):
 				// A partition moving to another replica group takes no
 				// produce while it switches (move.go).
 				rp.ErrorCode = kerr.NotLeaderForPartition.Code
@@ -146,7 +147,7 @@ func (b *Broker) handleProduce(ctx context.Context, c *conn, kreq kmsg.Request) 
 				// Refused before the append, as Kafka's: nothing stored.
 				rp.ErrorCode = kerr.NotEnoughReplicas.Code
 			default:
-				b.prepareBatch(sc, meta, p, rp)
+				b.prepareBatch(sc, meta, limits, p, rp)
 			}
 		}
 	}
@@ -276,9 +277,9 @@ func (sc *produceScratch) refuse(code int16) {
 // prepareBatch up-converts a legacy message set and validates the batch,
 // answering rp on failure and queueing it for appendProduced otherwise.
 // This is the part of a partition's produce that needs no lock.
-func (b *Broker) prepareBatch(sc *produceScratch, meta TopicMeta, p *kmsg.ProduceRequestTopicPartition, rp *kmsg.ProduceResponseTopicPartition) {
+func (b *Broker) prepareBatch(sc *produceScratch, meta TopicMeta, limits produceLimits, p *kmsg.ProduceRequestTopicPartition, rp *kmsg.ProduceResponseTopicPartition) {
 	topic := meta.Name
-	maxBytes := b.maxMessageBytes(meta)
+	maxBytes := limits.maxMessageBytes
 	records := p.Records
 	if isLegacyMessageSet(records) {
 		converted, berr := upConvertMessageSet(records, maxBytes)
@@ -293,7 +294,7 @@ func (b *Broker) prepareBatch(sc *produceScratch, meta TopicMeta, p *kmsg.Produc
 		rp.ErrorCode, rp.ErrorMessage = berr.err.Code, &berr.msg
 		return
 	}
-	if v, _ := b.topicConfig(meta, cfgTimestampType); v == "LogAppendTime" {
+	if limits.logAppendTime {
 		bi.maxTimestamp = b.now().UnixMilli()
 		stampLogAppendTime(records, bi.maxTimestamp)
 		rp.LogAppendTime = bi.maxTimestamp
@@ -327,7 +328,7 @@ func (b *Broker) appendProduced(sc *produceScratch) (end int64, nbytes int) {
 		// the group before its second batch, which is then checked
 		// against the first.
 		n := start
-		for ; n < len(sc.pending) && !sc.pending[n].p.inRequest; n++ {
+		for ; n < len(sc.pending) && n-start < maxAppendGroup && !sc.pending[n].p.inRequest; n++ {
 			sc.pending[n].p.inRequest = true
 			sc.pending[n].p.mu.Lock()
 		}

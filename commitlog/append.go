@@ -33,7 +33,7 @@ func (l *Log) AppendBatch(ms []Message) ([]Position, error) {
 // is writing are written together by the next writer (see group.go); each
 // stays all or nothing and its records stay contiguous.
 func (l *Log) AppendBatchTo(dst []Position, ms []Message) ([]Position, error) {
-	var batch int64
+	var batch, inline int64
 	for i := range ms {
 		n, err := validate(&ms[i])
 		if err != nil {
@@ -43,11 +43,12 @@ func (l *Log) AppendBatchTo(dst []Position, ms []Message) ([]Position, error) {
 			return dst, fmt.Errorf("commitlog: append message %d: %d bytes, limit %d: %w", i, n, l.opts.MaxRecordSize, ErrTooLarge)
 		}
 		batch += int64(n)
+		inline += int64(n - externalBody(&ms[i]))
 	}
 	if len(ms) == 0 {
 		return dst, nil
 	}
-	return l.appendQueued(dst, ms, batch)
+	return l.appendQueued(dst, ms, batch, inline)
 }
 
 // writeGroup writes the batches of group as one, or each alone if that
@@ -97,8 +98,12 @@ func (l *Log) writeBatches(group []*appendReq) error {
 }
 
 // maxKeptWriteBuf bounds the encoding buffer the writer keeps between
-// batches; a larger batch gets a buffer of its own.
-const maxKeptWriteBuf = 4 << 20
+// batches; a larger batch gets a buffer of its own. A group is at most
+// maxGroupBytes unless its first batch alone is larger, and one produce
+// request is one batch here: a client writing to 10,000 partitions sends
+// requests of about 5 MB, each of which made and cleared a buffer of its
+// own under a 4 MiB bound.
+const maxKeptWriteBuf = 16 << 20
 
 // queueUndo is a queue-offset counter's value before a batch moved it.
 type queueUndo struct {
@@ -117,7 +122,23 @@ type queueUndo struct {
 // blocks, or RLIMIT_FSIZE) then fails the batch alone; any other failure,
 // or one to clear, stops the log as a failed flush does.
 func (l *Log) encodeBatch(group []*appendReq, now int64) error {
-	buf, ends, undo, exts := l.wbuf[:0], l.wends[:0], l.wundo[:0], l.wexts[:0]
+	// The buffer grows once to the group's size: grown record by record,
+	// a group of thousands of one-record batches (a client writing to
+	// 10,000 partitions) was copied again at every doubling, 9% of the
+	// broker's CPU there (docs/BENCHMARKS.md, "Produce at 1,000 to 10,000
+	// partitions"), and Encode grows a full buffer by one record only.
+	// Each file the group leaves takes an end-of-file marker, and reserve
+	// has made every file it enters.
+	need := BlankSize * len(l.ready)
+	for _, r := range group {
+		need += int(r.inline)
+	}
+	buf := l.wbuf[:0]
+	if cap(buf) < need {
+		// Not slices.Grow, which copies the old buffer's whole capacity.
+		buf = make([]byte, 0, need)
+	}
+	ends, undo, exts := l.wends[:0], l.wundo[:0], l.wexts[:0]
 	defer func() {
 		if cap(buf) <= maxKeptWriteBuf {
 			l.wbuf = buf
@@ -154,7 +175,7 @@ func (l *Log) encodeBatch(group []*appendReq, now int64) error {
 				exts = append(exts, extBody{at: len(buf), b: m.Body[len(m.Body)-ext:]})
 				external += ext
 			} else {
-				buf = Encode(slices.Grow(buf, int(n)), m, phys, q, now)
+				buf = Encode(buf, m, phys, q, now)
 			}
 			pos += n
 			r.dst = append(r.dst, Position{PhysOffset: phys, Size: int32(n), QueueOffset: q, Count: count, StoreTimestamp: now})

@@ -16,29 +16,30 @@ import "sync"
 // do not change, and WriteOffset is published once the whole group is
 // written, so no reader sees part of it.
 
-// maxGroupBytes bounds the encoded bytes of one group write, the size of
-// the writer's buffer; the batches behind it are written by their owners.
-const maxGroupBytes = maxKeptWriteBuf
+// maxGroupBytes bounds the encoded bytes of one group write; the batches
+// behind it are written by their owners.
+const maxGroupBytes = 4 << 20
 
 // appendReq is one AppendBatchTo call waiting for the writer. The fields
 // after ms are written under wmu by whoever writes the batch.
 type appendReq struct {
-	ms   []Message
-	size int64 // encoded bytes
-	dst  []Position
-	kept int // len(dst) before the batch, to give its positions back
-	err  error
-	done bool
+	ms     []Message
+	size   int64 // encoded bytes
+	inline int64 // of size, those encoded into the writer's buffer (writev.go)
+	dst    []Position
+	kept   int // len(dst) before the batch, to give its positions back
+	err    error
+	done   bool
 }
 
 var appendReqPool = sync.Pool{New: func() any { return new(appendReq) }}
 
-// appendQueued queues ms (size encoded bytes, validated) and takes the
-// writer lock; it writes what is queued unless another writer has already
-// written ms.
-func (l *Log) appendQueued(dst []Position, ms []Message, size int64) ([]Position, error) {
+// appendQueued queues ms (size encoded bytes, inline of them into the
+// writer's buffer, validated) and takes the writer lock; it writes what is
+// queued unless another writer has already written ms.
+func (l *Log) appendQueued(dst []Position, ms []Message, size, inline int64) ([]Position, error) {
 	r := appendReqPool.Get().(*appendReq)
-	r.ms, r.size, r.dst = ms, size, dst
+	r.ms, r.size, r.inline, r.dst = ms, size, inline, dst
 	l.qmu.Lock()
 	l.queue = append(l.queue, r)
 	l.qmu.Unlock()

@@ -65,3 +65,28 @@ func TestZeroAhead(t *testing.T) {
 		})
 	}
 }
+
+func TestZeroSpan(t *testing.T) {
+	const c = zeroChunk
+	for _, tc := range []struct {
+		name                   string
+		zeroed, pos, end, size int64
+		from, to               int64
+	}{
+		{"first write in a chunk", 0, 0, 100, 4 * c, 0, c},
+		{"within the zeroed chunk", c, 100, 200, 4 * c, c, c},
+		{"into the next chunk", c, c - 50, c + 50, 4 * c, c, 2 * c},
+		{"across chunks: the last one only", c, c - 50, 3*c + 50, 8 * c, 3 * c, 4 * c},
+		{"to a chunk's end: nothing", c, c - 50, 3 * c, 8 * c, 3 * c, 3 * c},
+		{"started in an unzeroed chunk", 0, 100, 200, 4 * c, 100, c},
+		{"a file shorter than its last chunk", c, c - 50, c + 50, c + 4096, c, c + 4096},
+		{"to the end of the file", c, c - 50, c + 4096, c + 4096, c + 4096, c + 4096},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			from, to := zeroSpan(tc.zeroed, tc.pos, tc.end, tc.size)
+			if from != tc.from || to != tc.to {
+				t.Errorf("zeroSpan(%d, %d, %d, %d) = [%d, %d), want [%d, %d)", tc.zeroed, tc.pos, tc.end, tc.size, from, to, tc.from, tc.to)
+			}
+		})
+	}
+}

@@ -51,7 +51,13 @@ func (s *Store) partition(topic string, p int32) *partition {
 	if !ok {
 		return &partition{s: s, topic: topic, partition: p}
 	}
-	hs := s.handleTable(topic, id)
+	return s.handle(s.handleTable(topic, id), topic, id, p)
+}
+
+// handle is partition for the live incarnation id of topic, whose handle
+// table hs is: a caller with many partitions of one topic looks the table
+// up once.
+func (s *Store) handle(hs *dense.Shared[partition], topic string, id TopicID, p int32) *partition {
 	if h := hs.Load(p); h != nil {
 		return h
 	}

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/unilog/unilog/commitlog"
+	"github.com/unilog/unilog/internal/dense"
 )
 
 // What the broker is served (its Storage interface): appends tagged with
@@ -152,16 +153,20 @@ func (s *Store) Append(dst []Appended, batches []Batch) ([]Appended, error) {
 			}
 		}
 	}
-	var name string
+	// The log start from the kept partition handles, a table per topic
+	// indexed by partition: the queue store's map by name and partition
+	// missed the cache for every batch of a request to 10,000
+	// partitions, 9% of the broker's samples.
+	var hs *dense.Shared[partition]
 	for i, p := range sc.pos {
 		m := &sc.msgs[i]
 		if i == 0 || m.Topic != sc.msgs[i-1].Topic {
-			name = s.queueName(m.Topic, m.TopicID)
+			hs = s.handleTable(m.Topic, m.TopicID)
 		}
 		a := Appended{Base: p.QueueOffset, End: p.End()}
 		// Not queued yet (the dispatcher runs behind): [0, 0), as Bounds.
-		if q, ok := s.queues.Lookup(name, m.Partition); ok {
-			a.LogStart = q.MinOffset()
+		if h := s.handle(hs, m.Topic, m.TopicID, m.Partition); h.q != nil {
+			a.LogStart = h.q.MinOffset()
 		}
 		dst = append(dst, a)
 	}

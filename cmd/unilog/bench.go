@@ -54,7 +54,7 @@ func benchStorageCommand() *cli.Command {
 			&cli.StringFlag{Name: "keys", Value: "uniform", Usage: "partition distribution: uniform or zipf"},
 			&cli.StringFlag{Name: "dir", Value: "bench-data", Usage: "directory on the disk under test"},
 			&cli.StringFlag{Name: "segment-bytes", Value: "1GiB", Usage: "Kafka segment.bytes and unified commit-log file size"},
-			&cli.StringFlag{Name: "disk-probe", Value: "1GiB", Usage: "bytes written by the raw disk bandwidth probe (0 skips it)"},
+			&cli.StringFlag{Name: "disk-probe", Value: "1GiB", Usage: "bytes written by the raw disk bandwidth probe at the start, which the sweep compares with; each sustained run is compared with a probe of its own size right before it (0 skips both)"},
 			&cli.StringFlag{Name: "limit-partitions", Usage: "partition counts run after the sweep (first --flush only) to find where each layout stops, e.g. 20000,50000,100000"},
 			&cli.StringFlag{Name: "limit-total", Value: "1GiB", Usage: "payload bytes per --limit-partitions run"},
 			&cli.IntFlag{Name: "trials", Value: 3, Usage: "runs of every configuration, interleaved; the table shows the median and min–max, --json every trial"},

@@ -180,6 +180,7 @@ func benchCompareCommand() *cli.Command {
 			&cli.StringFlag{Name: "markdown", Usage: "replace (or append) the end-to-end section of this Markdown `FILE`"},
 			&cli.StringFlag{Name: "section", Value: bench.DefaultCompareSection, Usage: "`TITLE` of the section --markdown replaces, so that several compares keep their own sections of one file"},
 			&cli.StringFlag{Name: "command", Usage: "the command line to quote in the Markdown section (default: this one)"},
+			&cli.StringFlag{Name: "cpu-profile", Usage: "write a CPU profile (pprof) of this process, the load generator's clients (not the systems run as children), over every run to `FILE`"},
 		}, loadFlags(&cli.StringFlag{Name: "partitions", Value: "1,100,1000,10000", Usage: "partition counts, comma separated"})...),
 		Action: runBenchCompare,
 	}
@@ -228,9 +229,17 @@ func runBenchCompare(c *cli.Context) error {
 		if cfg.Exec, err = os.Executable(); err != nil {
 			return fmt.Errorf("bench compare: %w", err)
 		}
+		cfg.ClientGC = tuneClientGC()
+	}
+	stopProfile, err := startProfile(c.String("cpu-profile"))
+	if err != nil {
+		return fmt.Errorf("bench compare: %w", err)
 	}
 	started := time.Now()
 	runs, err := bench.Compare(c.Context, cfg)
+	if perr := stopProfile(); err == nil {
+		err = perr
+	}
 	if err != nil {
 		return err
 	}

@@ -118,6 +118,14 @@ func TestBenchCompareSmoke(t *testing.T) {
 		if r["cpu_source"] != "proc-child" {
 			t.Errorf("run %d %s: cpu source %v", i, key, r["cpu_source"])
 		}
+		// The clients run in this process apart from the child: their CPU
+		// is separable, and theirs alone makes the cores used positive.
+		if cl, ok := r["client_cpu"].(map[string]any); !ok || cl["s_per_gb"].(float64) <= 0 {
+			t.Errorf("run %d %s: client cpu %v", i, key, r["client_cpu"])
+		}
+		if v, ok := r["cores_used"].(float64); !ok || v <= 0 {
+			t.Errorf("run %d %s: cores used %v", i, key, r["cores_used"])
+		}
 		checkLatencies(t, key, r)
 	}
 	for _, k := range []string{"unilog/async/peak", "unilog/sync/peak", "jetstream/async/peak", "jetstream/sync/peak",
@@ -130,7 +138,8 @@ func TestBenchCompareSmoke(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !strings.HasPrefix(string(text), "# Storage\n\nkept\n") || strings.Count(string(text), "# End to end") != 1 || !strings.Contains(string(text), "| jetstream | sync | 3 |") {
+	if !strings.HasPrefix(string(text), "# Storage\n\nkept\n") || strings.Count(string(text), "# End to end") != 1 || !strings.Contains(string(text), "| jetstream | sync | 3 |") ||
+		!strings.Contains(string(text), "runs its garbage collector at GOGC") {
 		t.Errorf("markdown:\n%s", text)
 	}
 	if fi, err := os.Stat(svg); err != nil || fi.Size() == 0 {

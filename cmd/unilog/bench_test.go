@@ -7,6 +7,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"testing"
 
 	"github.com/urfave/cli/v2"
@@ -38,6 +39,10 @@ func TestBenchStorageSmoke(t *testing.T) {
 		Rows    []map[string]any `json:"rows"`
 		Results []map[string]any `json:"results"`
 		Dirty   map[string]any   `json:"dirty_limit"`
+		Disk    map[string]any   `json:"disk"`
+		// One probe of the sustained size right before each sustained
+		// run, which compares with it and not with the first probe.
+		SustainedDisk []map[string]any `json:"sustained_disk"`
 	}
 	if err := json.Unmarshal(raw, &rep); err != nil {
 		t.Fatal(err)
@@ -72,6 +77,17 @@ func TestBenchStorageSmoke(t *testing.T) {
 	fields := []string{"kind", "trial", "layout", "partitions", "message_size", "flush", "producers", "records", "bytes", "seconds",
 		"mb_per_s", "records_per_s", "p50_us", "p99_us", "p999_us", "disk_mb_per_s", "fraction_of_disk",
 		"open_files", "map_areas", "mapped_bytes", "log_bytes"}
+	// 2 sustained rows x 2 trials, each probe of the 3 MiB they write.
+	var sustainedMBs []float64
+	for _, d := range rep.SustainedDisk {
+		sustainedMBs = append(sustainedMBs, d["mb_per_s"].(float64))
+		if d["bytes"] != float64(3<<20) || d["mb_per_s"].(float64) <= 0 {
+			t.Errorf("sustained probe %v, want 3 MiB at a positive rate", d)
+		}
+	}
+	if len(sustainedMBs) != 4 {
+		t.Errorf("%d sustained probes, want 4", len(sustainedMBs))
+	}
 	seen := map[string]bool{}
 	for i, r := range runs {
 		for _, f := range fields {
@@ -103,6 +119,14 @@ func TestBenchStorageSmoke(t *testing.T) {
 		k := r["layout"].(string) + "/" + r["flush"].(string)
 		if r["kind"] == "sustained" {
 			k += "/sustained"
+			if !slices.Contains(sustainedMBs, num("disk_mb_per_s")) {
+				t.Errorf("run %d: sustained run against %v MB/s, not one of the sustained probes %v", i, num("disk_mb_per_s"), sustainedMBs)
+			}
+		} else if num("disk_mb_per_s") != rep.Disk["mb_per_s"] {
+			t.Errorf("run %d: against %v MB/s, not the first probe %v", i, num("disk_mb_per_s"), rep.Disk["mb_per_s"])
+		}
+		if f := num("log_mb_per_s") / num("disk_mb_per_s"); math.Abs(f-num("fraction_of_disk")) > 1e-9*f {
+			t.Errorf("run %d: fraction of disk %v, want %v", i, num("fraction_of_disk"), f)
 		}
 		seen[k] = true
 	}
@@ -115,6 +139,10 @@ func TestBenchStorageSmoke(t *testing.T) {
 		if fi, err := os.Stat(p); err != nil || fi.Size() == 0 {
 			t.Errorf("%s not written: %v", p, err)
 		}
+	}
+	if md, _ := os.ReadFile(mdPath); !bytes.Contains(md, []byte("| The same over a sustained run's size, right before each sustained run | **")) ||
+		!bytes.Contains(md, []byte("against an O_DIRECT probe of the same 3.0 MiB")) {
+		t.Errorf("markdown does not give the sustained probes:\n%s", md)
 	}
 	if ents, _ := os.ReadDir(filepath.Join(dir, "data")); len(ents) != 0 {
 		t.Errorf("run directories left behind: %v", ents)

@@ -358,6 +358,22 @@ func clusterBroker(m controlplane.Member) broker.ClusterBroker {
 	return broker.ClusterBroker{NodeID: m.NodeID, Host: host, Port: int32(p), ReplicaGroup: m.ReplicaGroup}
 }
 
+// haCluster answers a produce's leadership once per topic: without this
+// method the broker falls back to PartitionLeader per partition, silently.
+var _ interface {
+	LeadsTopic(topic string) func(partition int32) bool
+} = haCluster{}
+
+// LeadsTopic is PartitionLeader's answer for this node over the
+// partitions of a topic, resolved once (broker.topicLeader).
+func (c haCluster) LeadsTopic(topic string) func(partition int32) bool {
+	leads, epoch := c.n.LeadsTopic(topic)
+	if !c.r.Writable(epoch) {
+		return func(int32) bool { return false }
+	}
+	return leads
+}
+
 func (c haCluster) PartitionLeader(topic string, partition int32) (int32, int32, bool) {
 	m, epoch, ok := c.n.PartitionLeader(topic, partition)
 	if ok && m.NodeID == c.self && !c.r.Writable(epoch) {
