@@ -39,6 +39,12 @@ func PreloadProducers(dataDir string, meta MetadataStore) *ProducerPreload {
 	return p
 }
 
+// Abandon waits for the background read to end, for a caller that will
+// not pass the preload to Start (the store failed to open) before it
+// closes meta, which the read uses. Start abandons it itself when it
+// fails.
+func (p *ProducerPreload) Abandon() { <-p.done }
+
 // load is readProducerSnapshot's work that needs no log: decoding, the
 // version check and filing the live incarnations' state.
 func (p *ProducerPreload) load(path string, meta MetadataStore) {
