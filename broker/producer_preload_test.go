@@ -14,17 +14,7 @@ import (
 // topic still there keeps them.
 func TestProducerPreloadDropsDeletedTopic(t *testing.T) {
 	cfg := testConfig(t, t.TempDir())
-	b, cl, pid, epoch := startIdempotent(t, cfg, testStore())
-	createTopic(t, cl, "kept", 1)
-	for _, topic := range []string{"idem", "kept"} {
-		if r := rawProduce(t, cl, topic, 0, rawBatch(pid, epoch, 0, "v")); r.ErrorCode != 0 {
-			t.Fatalf("%s: %v", topic, kerr.ErrorForCode(r.ErrorCode))
-		}
-	}
-	cl.Close()
-	if err := b.Close(); err != nil {
-		t.Fatal(err)
-	}
+	pid := producersIn(t, cfg, "idem", "kept")
 	meta, err := openFileMetadata(cfg.DataDir, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -90,14 +80,7 @@ func (m *closeWatch) Close() error {
 // and the preload read it afterwards.
 func TestProducerPreloadEndsBeforeMetadataCloses(t *testing.T) {
 	cfg := testConfig(t, t.TempDir())
-	b, cl, pid, epoch := startIdempotent(t, cfg, testStore())
-	if r := rawProduce(t, cl, "idem", 0, rawBatch(pid, epoch, 0, "v")); r.ErrorCode != 0 {
-		t.Fatal(kerr.ErrorForCode(r.ErrorCode))
-	}
-	cl.Close()
-	if err := b.Close(); err != nil {
-		t.Fatal(err)
-	}
+	producersIn(t, cfg, "idem")
 	meta, err := openFileMetadata(cfg.DataDir, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -121,4 +104,26 @@ func TestProducerPreloadEndsBeforeMetadataCloses(t *testing.T) {
 	if watch.late.Load() {
 		t.Error("the preload read the metadata after it was closed")
 	}
+}
+
+// producersIn leaves in cfg's data directory a producer-state snapshot
+// of one idempotent producer, which stored a record in partition 0 of
+// each topic ("idem" is created with the producer, the others are
+// created here); it returns the producer's id.
+func producersIn(t *testing.T, cfg Config, topics ...string) int64 {
+	t.Helper()
+	b, cl, pid, epoch := startIdempotent(t, cfg, testStore())
+	for _, topic := range topics {
+		if topic != "idem" {
+			createTopic(t, cl, topic, 1)
+		}
+		if r := rawProduce(t, cl, topic, 0, rawBatch(pid, epoch, 0, "v")); r.ErrorCode != 0 {
+			t.Fatalf("%s: %v", topic, kerr.ErrorForCode(r.ErrorCode))
+		}
+	}
+	cl.Close()
+	if err := b.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return pid
 }

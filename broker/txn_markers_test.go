@@ -2,7 +2,7 @@ package broker
 
 import (
 	"context"
-	"errors"
+	"fmt"
 	"sync/atomic"
 	"testing"
 
@@ -39,19 +39,7 @@ func TestWriteTxnMarkersRetryStoresOnce(t *testing.T) {
 	c := dialRaw(t, b.Addr())
 	createSpan(t, b.Addr())
 	id := "retried"
-	pid, epoch := initTxn(t, c, id)
-	add := kmsg.NewPtrAddPartitionsToTxnRequest()
-	add.Version, add.TransactionalID, add.ProducerID, add.ProducerEpoch = 3, id, pid, epoch
-	add.Topics = []kmsg.AddPartitionsToTxnRequestTopic{{Topic: "span", Partitions: []int32{0}}}
-	if code := call(t, c, add).(*kmsg.AddPartitionsToTxnResponse).Topics[0].Partitions[0].ErrorCode; code != 0 {
-		t.Fatal(kerr.ErrorForCode(code))
-	}
-	produce := kmsg.NewPtrProduceRequest()
-	produce.Version, produce.Acks, produce.TimeoutMillis, produce.TransactionID = 9, -1, 10000, &id
-	produce.Topics = []kmsg.ProduceRequestTopic{{Topic: "span", Partitions: []kmsg.ProduceRequestTopicPartition{{Partition: 0, Records: txnBatch(pid, epoch, 0, "v")}}}}
-	if code := call(t, c, produce).(*kmsg.ProduceResponse).Topics[0].Partitions[0].ErrorCode; code != 0 {
-		t.Fatal(kerr.ErrorForCode(code))
-	}
+	pid, epoch := openTxnIn(t, c, id, "span", 0)
 	marker := func(epoch int16, commit bool) int16 {
 		t.Helper()
 		req := kmsg.NewPtrWriteTxnMarkersRequest()
@@ -88,28 +76,19 @@ func TestWriteTxnMarkersRetryStoresOnce(t *testing.T) {
 // controlBatches counts the control batches stored in the partition.
 func controlBatches(t *testing.T, b *Broker, topic string, partition int32) int {
 	t.Helper()
-	h := b.st.Partition(topic, partition)
-	lo, hi := h.Bounds()
 	n := 0
-	var buf []byte
-	for off := lo; off < hi; {
-		out, _, next, err := h.ReadBatch(off, buf[:0])
-		if errors.Is(err, ErrStorageRange) {
-			off++
-			continue
-		}
-		if err != nil {
-			t.Fatalf("read %s/%d at %d: %v", topic, partition, off, err)
-		}
-		buf = out
+	err := eachStoredBatch(b.st.Partition(topic, partition), func(off int64, batch []byte) error {
 		var rb kmsg.RecordBatch
-		if err := rb.ReadFrom(out); err != nil {
-			t.Fatalf("%s/%d at %d: %v", topic, partition, off, err)
+		if err := rb.ReadFrom(batch); err != nil {
+			return fmt.Errorf("offset %d: %w", off, err)
 		}
 		if rb.Attributes&attrControl != 0 {
 			n++
 		}
-		off = next
+		return nil
+	})
+	if err != nil {
+		t.Fatalf("read %s/%d: %v", topic, partition, err)
 	}
 	return n
 }
