@@ -60,22 +60,14 @@ func (l txnLog) Append(ctx context.Context, partition int32, rec txn.Record, m *
 }
 
 // wait returns once the append through end is what an acks=-1 produce
-// waits for: flushed under FlushSync, indexed (so fetches see the
-// markers), and on the in-sync replicas under sync replication.
+// waits for (waitStored): flushed under FlushSync, indexed (so fetches
+// see the markers), and on the in-sync replicas under sync replication.
 func (l txnLog) wait(ctx context.Context, end int64) error {
-	b := l.b
-	if b.st.SyncFlush() {
-		if err := b.st.WaitDurable(ctx, end); err != nil {
-			return err
-		}
+	what, err := l.b.waitStored(ctx, -1, end, nil)
+	if what == waitReplication {
+		return txnError(err)
 	}
-	if err := b.st.WaitDispatched(ctx, end); err != nil {
-		return err
-	}
-	if r := b.cfg.Replication; r != nil && b.cfg.SyncReplication {
-		return txnError(r.WaitReplicated(ctx, end))
-	}
-	return nil
+	return err
 }
 
 // txnError gives a Replication error the transaction coordinator's meaning.
