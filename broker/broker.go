@@ -122,6 +122,7 @@ func open(cfg Config, opts store.Options, wrap func(Storage) Storage) (*Broker, 
 	cfg.Producers = PreloadProducers(cfg.DataDir, cfg.Metadata)
 	st, err := store.Open(opts)
 	if err != nil {
+		cfg.Producers.Abandon()
 		cfg.Metadata.Close()
 		return nil, fmt.Errorf("broker: open storage: %w", err)
 	}
@@ -149,6 +150,9 @@ func Start(cfg Config) (*Broker, error) { return start(cfg, nil) }
 func start(cfg Config, wrap func(Storage) Storage) (*Broker, error) {
 	b, meta, err := newBroker(cfg, wrap)
 	if err != nil {
+		if cfg.Producers != nil {
+			cfg.Producers.Abandon()
+		}
 		if meta != nil {
 			meta.Close()
 		}

@@ -203,22 +203,44 @@ func (b *Broker) waitProduced(ctx context.Context, acks int16, end int64) int16 
 
 // waitProducedTimed is waitProduced marking each wait's stage on clk.
 func (b *Broker) waitProducedTimed(ctx context.Context, acks int16, end int64, clk *stageClock) int16 {
+	switch what, err := b.waitStored(ctx, acks, end, clk); {
+	case err == nil:
+		return 0
+	case what == waitReplication:
+		return b.replicationCode(err, kerr.NotEnoughReplicasAfterAppend)
+	default:
+		return b.waitError(what, err)
+	}
+}
+
+// waitReplication names the replication wait of waitStored.
+const waitReplication = "replication"
+
+// waitStored waits for the appends through end as a produce's acks ask
+// (acks=-1: flushed under FlushSync and, under sync replication, on the
+// in-sync replicas; any: indexed), marking each wait's stage on clk. It
+// returns the first wait's error and which wait it was ("flush",
+// "dispatch", waitReplication), for the caller to answer in its terms:
+// Kafka error codes for a produce, errors for the transaction log.
+func (b *Broker) waitStored(ctx context.Context, acks int16, end int64, clk *stageClock) (what string, err error) {
 	if acks == -1 && b.st.SyncFlush() {
 		if err := b.st.WaitDurable(ctx, end); err != nil {
-			return b.waitError("flush", err)
+			return "flush", err
 		}
 		clk.mark(stageDurable)
 	}
 	if err := b.st.WaitDispatched(ctx, end); err != nil {
-		return b.waitError("dispatch", err)
+		return "dispatch", err
 	}
 	clk.mark(stageDispatch)
 	if acks == -1 && b.cfg.Replication != nil && b.cfg.SyncReplication {
-		code := b.waitReplicated(ctx, end)
+		err := b.cfg.Replication.WaitReplicated(ctx, end)
 		clk.mark(stageReplicate)
-		return code
+		if err != nil {
+			return waitReplication, err
+		}
 	}
-	return 0
+	return "", nil
 }
 
 func (b *Broker) waitError(what string, err error) int16 {

@@ -13,8 +13,8 @@ import (
 // decoded and filed by partition in the background while the store
 // recovers. A start needs both, and at a million partitions each took
 // over a second on one core; the broker only waits for the snapshot once
-// the store is open, and checks it against the log then (Snapshot.Within
-// needs the log's end, which recovery decides).
+// the store is open, and checks it against the log then (through
+// Snapshot.Reach: the check needs the log's end, which recovery decides).
 type ProducerPreload struct {
 	done  chan struct{}
 	snap  producerstate.Snapshot
@@ -38,6 +38,12 @@ func PreloadProducers(dataDir string, meta MetadataStore) *ProducerPreload {
 	}()
 	return p
 }
+
+// Abandon waits for the background read to end, for a caller that will
+// not pass the preload to Start (the store failed to open) before it
+// closes meta, which the read uses. Start abandons it itself when it
+// fails.
+func (p *ProducerPreload) Abandon() { <-p.done }
 
 // load is readProducerSnapshot's work that needs no log: decoding, the
 // version check and filing the live incarnations' state.
@@ -70,7 +76,7 @@ func (p *ProducerPreload) load(path string, meta MetadataStore) {
 
 // wait returns the state load filed and the log offset it is the state at,
 // once the snapshot passes the check against the log's end (writeOffset:
-// Snapshot.Within, through the reach load took before trimming), without
+// the reach load took before trimming is in [0, writeOffset]), without
 // the topics whose filed incarnation meta no longer holds: a deletion
 // since load read meta must not hand its producers to the topic created
 // again under its name.

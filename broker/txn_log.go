@@ -60,22 +60,14 @@ func (l txnLog) Append(ctx context.Context, partition int32, rec txn.Record, m *
 }
 
 // wait returns once the append through end is what an acks=-1 produce
-// waits for: flushed under FlushSync, indexed (so fetches see the
-// markers), and on the in-sync replicas under sync replication.
+// waits for (waitStored): flushed under FlushSync, indexed (so fetches
+// see the markers), and on the in-sync replicas under sync replication.
 func (l txnLog) wait(ctx context.Context, end int64) error {
-	b := l.b
-	if b.st.SyncFlush() {
-		if err := b.st.WaitDurable(ctx, end); err != nil {
-			return err
-		}
+	what, err := l.b.waitStored(ctx, -1, end, nil)
+	if what == waitReplication {
+		return txnError(err)
 	}
-	if err := b.st.WaitDispatched(ctx, end); err != nil {
-		return err
-	}
-	if r := b.cfg.Replication; r != nil && b.cfg.SyncReplication {
-		return txnError(r.WaitReplicated(ctx, end))
-	}
-	return nil
+	return err
 }
 
 // txnError gives a Replication error the transaction coordinator's meaning.
@@ -84,9 +76,24 @@ func txnError(err error) error {
 }
 
 // Replay reads the partition's records through the consume queue, batch
-// by batch; offsets retention already deleted are skipped.
+// by batch.
 func (l txnLog) Replay(partition int32, fn func(txn.Record) error) error {
-	h := l.b.st.Partition(txnStateTopic, partition)
+	return eachStoredBatch(l.b.st.Partition(txnStateTopic, partition), func(off int64, batch []byte) error {
+		var rb kmsg.RecordBatch
+		if err := rb.ReadFrom(batch); err != nil {
+			return fmt.Errorf("%w: %s/%d offset %d: %v", txn.ErrCorrupt, txnStateTopic, partition, off, err)
+		}
+		if err := eachRecord(&rb, func(r kmsg.Record) error { return fn(txn.Record{Key: r.Key, Value: r.Value}) }); err != nil {
+			return fmt.Errorf("%s/%d offset %d: %w", txnStateTopic, partition, off, err)
+		}
+		return nil
+	})
+}
+
+// eachStoredBatch calls fn with each batch of the partition and its
+// offset, stopping at fn's first error; offsets retention already
+// deleted are skipped. The batch is valid until fn returns.
+func eachStoredBatch(h PartitionReader, fn func(off int64, batch []byte) error) error {
 	lo, hi := h.Bounds()
 	var buf []byte
 	for off := lo; off < hi; {
@@ -99,12 +106,8 @@ func (l txnLog) Replay(partition int32, fn func(txn.Record) error) error {
 			return err
 		}
 		buf = out
-		var rb kmsg.RecordBatch
-		if err := rb.ReadFrom(out); err != nil {
-			return fmt.Errorf("%w: %s/%d offset %d: %v", txn.ErrCorrupt, txnStateTopic, partition, off, err)
-		}
-		if err := eachRecord(&rb, func(r kmsg.Record) error { return fn(txn.Record{Key: r.Key, Value: r.Value}) }); err != nil {
-			return fmt.Errorf("%s/%d offset %d: %w", txnStateTopic, partition, off, err)
+		if err := fn(off, out); err != nil {
+			return err
 		}
 		off = next
 	}

@@ -38,6 +38,21 @@ type txnMarker struct {
 	commit     bool
 }
 
+// markerFate is what appendMarkers did with a marker.
+type markerFate uint8
+
+const (
+	// markerLeftOut: not this node's to write (see appendMarkers).
+	markerLeftOut markerFate = iota
+	markerStored
+	// markerApplied: the producer has no transaction of the marker's
+	// epoch open in the partition: the marker (a coordinator's retry) is
+	// in effect already and not stored again (MarkerNeeded).
+	markerApplied
+	// markerStale: the producer wrote in the partition at a later epoch.
+	markerStale
+)
+
 // appendMarkers appends head (the coordinator's state record; nil for
 // none) and then the control batch of each marker in a partition this
 // node leads, with one Storage.Append, under the locks a produce takes
@@ -45,60 +60,78 @@ type txnMarker struct {
 // effect on the partition's producer state are in order with the
 // partition's produced batches. Markers of a topic deleted since it joined
 // the transaction, or of a partition this node does not lead, are left
-// out, as are those of a partition a move is switching away (takesMarkers):
-// stored says which were appended. end is where the append ends, -1
-// when there was nothing to append.
-func (b *Broker) appendMarkers(head *StorageBatch, markers []txnMarker) (end int64, stored []bool, err error) {
+// out, as are those of a partition a move is switching away
+// (takesMarkers); so are those already in effect or of a stale epoch,
+// which the partition's producer state tells under its lock. fates says
+// what became of each. end is where the append ends, -1 when there was
+// nothing to append.
+func (b *Broker) appendMarkers(head *StorageBatch, markers []txnMarker) (end int64, fates []markerFate, err error) {
 	now := b.now().UnixMilli()
-	var batches []StorageBatch
-	if head != nil {
-		batches = append(batches, *head)
-	}
-	stored = make([]bool, len(markers))
-	var parts []*partitionState // of batches[len(batches)-len(parts):], in order
+	fates = make([]markerFate, len(markers))
+	parts := make([]*partitionState, len(markers)) // nil: left out
 	b.topicMu.RLock()
 	defer b.topicMu.RUnlock()
 	for i, m := range markers {
-		if t, ok := b.meta.Topic(m.topic); !ok || m.partition < 0 || m.partition >= t.Partitions || !b.takesMarkers(m.topic, m.partition) {
-			continue
+		if t, ok := b.meta.Topic(m.topic); ok && m.partition >= 0 && m.partition < t.Partitions && b.takesMarkers(m.topic, m.partition) {
+			parts[i] = b.partition(m.topic, m.partition)
 		}
-		stored[i] = true
-		batches = append(batches, StorageBatch{Topic: m.topic, Partition: m.partition, Count: 1, MaxTimestamp: now,
-			Records: controlBatch(m.producerID, m.epoch, m.commit, now)})
-		parts = append(parts, b.partition(m.topic, m.partition))
-	}
-	if len(batches) == 0 {
-		return -1, stored, nil
 	}
 	// One partition may have several producers' markers (WriteTxnMarkers):
 	// its lock is taken once.
 	locked := make(map[*partitionState]bool, len(parts))
 	b.appendMu.Lock()
+	defer b.appendMu.Unlock()
 	for _, p := range parts {
-		if !locked[p] {
+		if p != nil && !locked[p] {
 			locked[p] = true
 			p.mu.Lock()
+			defer p.mu.Unlock()
 		}
+	}
+	var batches []StorageBatch
+	if head != nil {
+		batches = append(batches, *head)
+	}
+	var appended []int // of markers, for batches[len(batches)-len(appended):]
+	type producerIn struct {
+		p  *partitionState
+		id int64
+	}
+	ending := make(map[producerIn]bool)
+	for i, m := range markers {
+		p := parts[i]
+		if p == nil {
+			continue
+		}
+		switch needed, err := p.MarkerNeeded(m.producerID, m.epoch); {
+		case err != nil:
+			fates[i] = markerStale
+			continue
+		case !needed || ending[producerIn{p, m.producerID}]:
+			fates[i] = markerApplied
+			continue
+		}
+		ending[producerIn{p, m.producerID}] = true
+		fates[i] = markerStored
+		appended = append(appended, i)
+		batches = append(batches, StorageBatch{Topic: m.topic, Partition: m.partition, Count: 1, MaxTimestamp: now,
+			Records: controlBatch(m.producerID, m.epoch, m.commit, now)})
+	}
+	if len(batches) == 0 {
+		return -1, fates, nil
 	}
 	out, err := b.st.Append(nil, batches)
 	b.noteAppend(err)
-	applied := out[min(len(batches)-len(parts), len(out)):]
-	for i, j := 0, 0; i < len(markers) && j < len(applied); i++ {
-		if stored[i] {
-			m := markers[i]
-			parts[j].EndTxn(m.producerID, m.epoch, m.commit, applied[j].Base)
-			b.producerChanges.Add(1)
-			j++
-		}
+	applied := out[min(len(batches)-len(appended), len(out)):]
+	for j, a := range applied {
+		m := markers[appended[j]]
+		parts[appended[j]].EndTxn(m.producerID, m.epoch, m.commit, a.Base)
+		b.producerChanges.Add(1)
 	}
-	for p := range locked {
-		p.mu.Unlock()
-	}
-	b.appendMu.Unlock()
 	if err != nil {
-		return -1, stored, err
+		return -1, fates, err
 	}
-	return out[len(out)-1].End, stored, nil
+	return out[len(out)-1].End, fates, nil
 }
 
 // markerCommits reads a stored control batch's marker: whether it commits,

@@ -124,6 +124,27 @@ func initTxn(t *testing.T, c *rawConn, id string) (int64, int16) {
 	return ir.ProducerID, ir.ProducerEpoch
 }
 
+// openTxnIn initializes the transactional id on its coordinator's
+// connection c and opens its transaction in the partition with one
+// record; it returns the producer id and epoch.
+func openTxnIn(t *testing.T, c *rawConn, id, topic string, partition int32) (int64, int16) {
+	t.Helper()
+	pid, epoch := initTxn(t, c, id)
+	add := kmsg.NewPtrAddPartitionsToTxnRequest()
+	add.Version, add.TransactionalID, add.ProducerID, add.ProducerEpoch = 3, id, pid, epoch
+	add.Topics = []kmsg.AddPartitionsToTxnRequestTopic{{Topic: topic, Partitions: []int32{partition}}}
+	if code := call(t, c, add).(*kmsg.AddPartitionsToTxnResponse).Topics[0].Partitions[0].ErrorCode; code != 0 {
+		t.Fatal(kerr.ErrorForCode(code))
+	}
+	produce := kmsg.NewPtrProduceRequest()
+	produce.Version, produce.Acks, produce.TimeoutMillis, produce.TransactionID = 9, -1, 10000, &id
+	produce.Topics = []kmsg.ProduceRequestTopic{{Topic: topic, Partitions: []kmsg.ProduceRequestTopicPartition{{Partition: partition, Records: txnBatch(pid, epoch, 0, "v")}}}}
+	if code := call(t, c, produce).(*kmsg.ProduceResponse).Topics[0].Partitions[0].ErrorCode; code != 0 {
+		t.Fatal(kerr.ErrorForCode(code))
+	}
+	return pid, epoch
+}
+
 // lastStable is the partition's last stable offset on its leader.
 func lastStable(t *testing.T, addr, topic string, partition int32) int64 {
 	t.Helper()
@@ -303,19 +324,7 @@ func TestTxnMarkerOfPartitionArrivingAtDecision(t *testing.T) {
 	createSpan(t, b.Addr())
 	c := dialRaw(t, b.Addr())
 	id := "arriving"
-	pid, epoch := initTxn(t, c, id)
-	add := kmsg.NewPtrAddPartitionsToTxnRequest()
-	add.Version, add.TransactionalID, add.ProducerID, add.ProducerEpoch = 3, id, pid, epoch
-	add.Topics = []kmsg.AddPartitionsToTxnRequestTopic{{Topic: "span", Partitions: []int32{1}}}
-	if code := call(t, c, add).(*kmsg.AddPartitionsToTxnResponse).Topics[0].Partitions[0].ErrorCode; code != 0 {
-		t.Fatal(kerr.ErrorForCode(code))
-	}
-	produce := kmsg.NewPtrProduceRequest()
-	produce.Version, produce.Acks, produce.TimeoutMillis, produce.TransactionID = 9, -1, 10000, &id
-	produce.Topics = []kmsg.ProduceRequestTopic{{Topic: "span", Partitions: []kmsg.ProduceRequestTopicPartition{{Partition: 1, Records: txnBatch(pid, epoch, 0, "v")}}}}
-	if code := call(t, c, produce).(*kmsg.ProduceResponse).Topics[0].Partitions[0].ErrorCode; code != 0 {
-		t.Fatal(kerr.ErrorForCode(code))
-	}
+	pid, epoch := openTxnIn(t, c, id, "span", 1)
 
 	// Node 2 leads span/1 as the decision is stored, node 1 again after.
 	addrs.move1(1, 2)

@@ -2,6 +2,7 @@ package broker
 
 import (
 	"context"
+	"slices"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -13,9 +14,11 @@ import (
 // group ends a transaction in the partitions this node leads
 // (txn_remote.go sends it). Its markers are appended through the path of
 // the local coordinator's (appendMarkers): a marker for a producer with no
-// open transaction in the partition changes nothing there, so a
-// coordinator sending them again after a crash or a lost answer is
-// harmless. A partition is acknowledged once its marker is stored as an
+// open transaction of its epoch in the partition is in effect already and
+// answered without storing it again, as Kafka does, so a coordinator
+// sending them again after a crash, a lost answer or a timed-out wait
+// leaves one control batch per transaction; one of an epoch older than
+// the producer's there is INVALID_PRODUCER_EPOCH. A partition is acknowledged once its marker is stored as an
 // acks=-1 produce would be.
 //
 // Kafka asks CLUSTER_ACTION on the cluster, which only brokers hold:
@@ -66,7 +69,7 @@ func (b *Broker) storeMarkers(ctx context.Context, markers []txnMarker) []int16 
 		}
 		return codes
 	}
-	end, stored, err := b.appendMarkers(nil, markers)
+	end, fates, err := b.appendMarkers(nil, markers)
 	code := int16(0)
 	switch {
 	case err != nil:
@@ -74,11 +77,19 @@ func (b *Broker) storeMarkers(ctx context.Context, markers []txnMarker) []int16 
 		code = kerr.KafkaStorageError.Code
 	case end >= 0:
 		code = b.waitProduced(ctx, -1, end)
+	case slices.Contains(fates, markerApplied):
+		// The marker in effect may be one whose wait timed out: it is
+		// acknowledged once what is stored now is as it would be.
+		code = b.waitProduced(ctx, -1, b.LogEndOffset())
 	}
-	for i := range codes {
-		codes[i] = code
-		if !stored[i] || b.following.Load() {
+	for i, fate := range fates {
+		switch {
+		case fate == markerLeftOut || b.following.Load():
 			codes[i] = kerr.NotLeaderForPartition.Code
+		case fate == markerStale:
+			codes[i] = kerr.InvalidProducerEpoch.Code
+		default:
+			codes[i] = code
 		}
 	}
 	return codes

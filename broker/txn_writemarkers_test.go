@@ -17,7 +17,7 @@ import (
 // cluster; admin on everything is not enough, and neither is the
 // inter-broker user's name with another password. Without it every
 // partition is CLUSTER_AUTHORIZATION_FAILED. Allowed, a marker for a
-// producer with no open transaction is stored harmlessly, and an unknown
+// producer with no open transaction is answered success, and an unknown
 // partition is UNKNOWN_TOPIC_OR_PARTITION.
 func TestWriteTxnMarkersAuthorized(t *testing.T) {
 	b := saslACLBroker(t, txnACL+"bob cluster *\n", func(c *Config) { c.Security.InterBroker.Password = "shared-by-the-nodes" })

@@ -46,14 +46,13 @@ func (l *Log) dropCached(flushed int64) {
 	if l.opts.CacheWindow < 0 {
 		return
 	}
-	// Whole zero chunks, so that a drop covers whole folios (zeroahead.go):
-	// the kernel keeps a folio that a range covers in part, and the next
-	// drop starts after it.
-	to := (flushed - l.opts.CacheWindow) / zeroChunk * zeroChunk
+	to := flushed - l.opts.CacheWindow
 	if to-l.droppedTo < dropStep {
 		return
 	}
-	for _, s := range l.chain() {
+	segs := l.chain()
+	to = chunkFloor(segs, to)
+	for _, s := range segs {
 		if s.end() <= l.droppedTo || s.base >= to || !s.tryAcquire() {
 			continue
 		}
@@ -61,6 +60,20 @@ func (l *Log) dropCached(flushed int64) {
 		s.release()
 	}
 	l.droppedTo = to
+}
+
+// chunkFloor is the zero-chunk boundary of its file at or before off, so
+// that a drop ending there covers whole folios (zeroahead.go): the kernel
+// may keep a folio that a range covers in part, and the next drop starts
+// after it. The chunks are the file's, not the log's: a file size that is
+// no multiple of zeroChunk puts them off the log's multiples.
+func chunkFloor(segs []*segment, off int64) int64 {
+	for _, s := range segs {
+		if s.base <= off && off < s.end() {
+			return s.base + (off-s.base)/zeroChunk*zeroChunk
+		}
+	}
+	return off
 }
 
 // dropCache drops the whole pages of [from, to) of the file from this

@@ -135,16 +135,23 @@ func (l *Log) AppendRaw(phys int64, data []byte) (int64, error) {
 
 // writeRaw writes planned items to the files, one pwrite per file the
 // chunk enters (the chunk's items are contiguous, end-of-file markers
-// included); wmu held.
+// included), each after the zeros ahead of it that an append writes
+// (zeroahead.go): a follower writes the leader's bytes at the leader's
+// rate, in chunks as small as its batches at the tail; wmu held.
 func (l *Log) writeRaw(items []rawItem, data []byte, now int64) error {
 	from, start := 0, l.wpos
+	write := func(to int) error {
+		l.zeroAhead(l.cur, start, start+int64(to-from))
+		_, err := l.cur.writeAt(data[from:to], start)
+		return err
+	}
 	for _, it := range items {
 		if it.size > 0 && !it.roll {
 			*l.queueNext(it.topic, it.id, it.partition) = it.next
 		}
 		l.wpos += int64(it.size)
 		if it.roll {
-			if _, err := l.cur.writeAt(data[from:it.at+it.size], start); err != nil {
+			if err := write(it.at + it.size); err != nil {
 				return err
 			}
 			l.roll(now)
@@ -155,8 +162,7 @@ func (l *Log) writeRaw(items []rawItem, data []byte, now int64) error {
 		return nil
 	}
 	last := items[len(items)-1]
-	_, err := l.cur.writeAt(data[from:last.at+last.size], start)
-	return err
+	return write(last.at + last.size)
 }
 
 // planRaw checks a replicated chunk against where this log would place it

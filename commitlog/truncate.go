@@ -101,7 +101,7 @@ func (l *Log) Truncate(to int64) error {
 	l.writeOff.Store(to)
 	// The bytes written again from to on are cached afresh; the next
 	// drops must reach them, from the whole zero chunk they start in.
-	l.droppedTo = min(l.droppedTo, to/zeroChunk*zeroChunk)
+	l.droppedTo = min(l.droppedTo, chunkFloor(l.chain(), to))
 	if l.flushed.Load() > to {
 		l.flushed.Store(to)
 		if err := l.lowerMark(to); err != nil {

@@ -140,27 +140,12 @@ func Decode(b []byte) (Snapshot, error) {
 	return s, nil
 }
 
-// Within checks that the snapshot describes only data a log ending at
-// writeOffset holds (a crash may have lost the unflushed tail it was
-// taken over).
-func (s Snapshot) Within(writeOffset int64) error {
-	if s.LogOffset > writeOffset {
-		return fmt.Errorf("%w: taken at log offset %d, the log ends at %d", ErrSnapshot, s.LogOffset, writeOffset)
-	}
-	for _, p := range s.Parts {
-		for _, ps := range p.State.Producers {
-			if end := ps.Batches[len(ps.Batches)-1].End; end > writeOffset || end < 0 {
-				return fmt.Errorf("%w: producer %d of %s/%d ends at log offset %d, the log ends at %d", ErrSnapshot, ps.ID, p.Topic, p.Partition, end, writeOffset)
-			}
-		}
-	}
-	return nil
-}
-
 // Reach is the furthest log offset the snapshot names, its LogOffset or
-// a batch's end, or -1 if a batch ends below 0: Within(w) holds exactly
-// when Reach is in [0, w]. It lets a broker decode and trim a snapshot
-// (Partition.Through) before recovery has decided where the log ends.
+// a batch's end, or -1 if a batch ends below 0. The snapshot describes
+// only data a log ending at w holds (a crash may have lost the unflushed
+// tail it was taken over) exactly when Reach is in [0, w]. Taken first, it
+// lets a broker decode and trim a snapshot (Partition.Through) before
+// recovery has decided where the log ends.
 func (s Snapshot) Reach() int64 {
 	reach := s.LogOffset
 	for _, p := range s.Parts {

@@ -93,3 +93,22 @@ func (p *Partition) DropAbortedBefore(start int64) {
 func (p *Partition) Empty() bool {
 	return len(p.Producers) == 0 && len(p.Open) == 0 && len(p.Aborted) == 0
 }
+
+// MarkerNeeded reports whether a commit or abort marker of the producer,
+// written at epoch, has anything left to do here (EndTxn): end the
+// producer's open transaction, or fence an older epoch of its. Neither is
+// a marker already applied, which a coordinator sends again after a lost
+// answer or a timed-out wait: appended again it would be a second control
+// batch of one transaction. ErrInvalidEpoch: the producer has written here
+// at a later epoch, whose transaction a stale coordinator's marker must
+// not end.
+func (p *Partition) MarkerNeeded(producerID int64, epoch int16) (bool, error) {
+	ps := p.Producer(producerID)
+	if ps != nil && epoch < ps.Epoch {
+		return false, ErrInvalidEpoch
+	}
+	if _, open := p.Open[producerID]; open {
+		return true, nil
+	}
+	return ps != nil && epoch > ps.Epoch, nil
+}

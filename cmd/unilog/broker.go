@@ -194,6 +194,9 @@ func runBroker(c *cli.Context) error {
 	so.Dir, so.Live, so.Logger = cfg.DataDir, broker.Live(cfg.Metadata), log
 	cfg.Producers = broker.PreloadProducers(cfg.DataDir, cfg.Metadata)
 	st, err := store.Open(so)
+	if err != nil {
+		cfg.Producers.Abandon()
+	}
 	if errors.Is(err, commitlog.ErrDamaged) {
 		cfg.Metadata.Close()
 		cp.close()

@@ -382,8 +382,7 @@ func (c haCluster) PartitionLeader(topic string, partition int32) (int32, int32,
 	}
 	// A partition that moved reports its group's epoch above the base
 	// that keeps its epochs growing across moves (broker.MovedEpoch).
-	epoch += uint64(max(0, c.n.Metadata().Epoch(topic, partition).Base))
-	return m.NodeID, broker.ClampEpoch(epoch), ok
+	return m.NodeID, broker.ClampEpoch(c.n.Metadata().Epoch(topic, partition).Under(epoch)), ok
 }
 
 // Replicas are the live members of the leader's replica group, and in

@@ -83,7 +83,7 @@ func (s haMoves) SourceEpoch(ctx context.Context, topic string, partition int32)
 	if err != nil {
 		return 0, brokerError(err)
 	}
-	return broker.ClampEpoch(lease + uint64(max(0, s.m.Epoch(topic, partition).Base))), nil
+	return broker.ClampEpoch(s.m.Epoch(topic, partition).Under(lease)), nil
 }
 
 // sourceEpochTimeout bounds SourceEpoch: the leases watch may stay quiet

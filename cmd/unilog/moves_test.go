@@ -90,6 +90,20 @@ func startGroupNodesWith(t *testing.T, extra []string, groups ...string) ([]*gro
 	return nodes, natsURL, secret
 }
 
+// startOnG1 starts a node of group g1 and one of g2 (startGroupNodes)
+// and creates topic, one partition, led by g1's node 1. ctx ends with the
+// test or after a minute; the clients reach every node (clusterClient).
+func startOnG1(t *testing.T, topic string) (ctx context.Context, nodes []*groupNode, natsURL, secret string, cl *kgo.Client, adm *kadm.Client) {
+	t.Helper()
+	nodes, natsURL, secret = startGroupNodes(t, "g1", "g2")
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	t.Cleanup(cancel)
+	cl, adm = clusterClient(ctx, t, nodes)
+	createTopic(t, nodes[0].addr, topic, 1)
+	poll.True(t, "partition 0 on g1", func() bool { return leaderOf(ctx, adm, topic, 0) == 1 })
+	return ctx, nodes, natsURL, secret, cl, adm
+}
+
 // clusterClient is a manually partitioning client seeded with every node,
 // returned with its admin client once Metadata lists them all.
 func clusterClient(ctx context.Context, t *testing.T, nodes []*groupNode) (*kgo.Client, *kadm.Client) {
@@ -386,12 +400,7 @@ func TestClusterRebalance(t *testing.T) {
 // the source serves it, the target serves from the same log start and
 // the next produce continues the offsets.
 func TestMoveAfterDeleteRecords(t *testing.T) {
-	nodes, natsURL, secret := startGroupNodes(t, "g1", "g2")
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	cl, adm := clusterClient(ctx, t, nodes)
-	createTopic(t, nodes[0].addr, "trimmed", 1)
-	poll.True(t, "partition 0 on g1", func() bool { return leaderOf(ctx, adm, "trimmed", 0) == 1 })
+	ctx, nodes, natsURL, secret, cl, adm := startOnG1(t, "trimmed")
 	produceBatch := func(from, n int) {
 		var rs []*kgo.Record
 		for i := from; i < from+n; i++ {
@@ -497,12 +506,7 @@ func TestPartitionMoveIntoReplicatedGroup(t *testing.T) {
 // `unilog topic move --cancel` drops it, leaving the partition where it
 // was. A group no node ever led is refused.
 func TestMoveListedAndCancelled(t *testing.T) {
-	nodes, natsURL, secret := startGroupNodes(t, "g1", "g2")
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	cl, adm := clusterClient(ctx, t, nodes)
-	createTopic(t, nodes[0].addr, "waiting", 1)
-	poll.True(t, "partition 0 on g1", func() bool { return leaderOf(ctx, adm, "waiting", 0) == 1 })
+	ctx, nodes, natsURL, secret, cl, adm := startOnG1(t, "waiting")
 	cp := []string{"--nats", natsURL, "--cluster-secret-file", secret, "--topic", "waiting", "--partition", "0"}
 	if r := runCLI(t, "", append([]string{"topic", "move", "--to-group", "nowhere"}, cp...)...); r.err == nil || !strings.Contains(r.err.Error(), `no node ever led replica group "nowhere"`) {
 		t.Errorf("move to an unknown group: %v", r.err)

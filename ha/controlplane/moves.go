@@ -129,6 +129,10 @@ type PartitionEpoch struct {
 	Since int64 `json:"since"`
 }
 
+// Under is the partition's epoch while its group holds lease epoch
+// lease: Base (never negative in effect) plus lease.
+func (e PartitionEpoch) Under(lease uint64) uint64 { return lease + uint64(max(0, e.Base)) }
+
 // FinishMove hands a partition to its move's target group and ends the
 // move, in one compare-and-set: every node then sends its clients to the
 // target. sourceEpoch is the partition's epoch as the source reports it
