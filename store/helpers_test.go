@@ -151,6 +151,19 @@ func waitDispatched(t testing.TB, d *Store) {
 	}
 }
 
+// waitPromoted waits for the dispatcher to index everything written and
+// then for the promotions that indexing asked for, so that the consume
+// queues' files no longer change on their own.
+func waitPromoted(t testing.TB, d *Store) {
+	t.Helper()
+	waitDispatched(t, d)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := d.queues.WaitPromotions(ctx); err != nil {
+		t.Fatalf("WaitPromotions: %v", err)
+	}
+}
+
 // checkReadable asserts that every offset of the record is found through
 // its consume queue with the same content.
 func checkReadable(t testing.TB, d *Store, a appended) {

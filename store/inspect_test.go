@@ -161,7 +161,7 @@ func TestInspectChangesNothing(t *testing.T) {
 	dir := t.TempDir()
 	d := mustOpen(t, testOptions(dir))
 	appendN(t, d, 42, 0, 50)
-	waitDispatched(t, d)
+	waitPromoted(t, d)
 	// Let the broker's own writes settle first: the flush writes the log's
 	// flushed mark, and the checkpoint follows it.
 	if err := d.log.Flush(); err != nil {

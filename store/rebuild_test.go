@@ -39,6 +39,8 @@ func TestRebuildConsumeQueues(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
+			// Close drops the promotions not started yet.
+			waitPromoted(t, d)
 			if err := d.Close(); err != nil {
 				t.Fatal(err)
 			}
