@@ -63,19 +63,23 @@ type ProduceResult struct {
 	RecordsPerS float64 `json:"records_per_s"`
 	MBPerS      float64 `json:"mb_per_s"`
 	Latencies
-	hist latency // the whole distribution, for WriteLatencyPlot
+	Breakdown Breakdown `json:"breakdown"`
+	hist      latency   // the whole distribution, for WriteLatencyPlot
 }
 
-// syncLatency is a histogram fed from client callbacks, which may run on
-// several goroutines.
+// syncLatency is the histograms fed from client callbacks, which may run
+// on several goroutines: l from the record's due time, flight from its
+// Send being called.
 type syncLatency struct {
-	mu sync.Mutex
-	l  latency
+	mu        sync.Mutex
+	l, flight latency
 }
 
-func (s *syncLatency) record(d time.Duration) {
+func (s *syncLatency) record(due, called time.Time) {
+	now := time.Now()
 	s.mu.Lock()
-	s.l.record(d)
+	s.l.record(now.Sub(due))
+	s.flight.record(now.Sub(called))
 	s.mu.Unlock()
 }
 
@@ -106,9 +110,15 @@ func produce(ctx context.Context, t target, load Load) (ProduceResult, error) {
 	var (
 		claimed, acked, failed atomic.Int64
 		firstErr               atomic.Value
-		hist                   = syncLatency{l: newLatency()}
+		hist                   = syncLatency{l: newLatency(), flight: newLatency()}
 		wg                     sync.WaitGroup
+		lags                   = make([]latency, len(senders))
+		blocked                = make([]latency, len(senders))
 	)
+	hooks, timed := t.(requestTimed)
+	if timed {
+		hooks.requestHooks().reset()
+	}
 	sendCtx := ctx
 	if load.Duration > 0 {
 		var cancel context.CancelFunc
@@ -116,8 +126,10 @@ func produce(ctx context.Context, t target, load Load) (ProduceResult, error) {
 		defer cancel()
 	}
 	bar := load.progress(func() int64 { return acked.Load() })
+	rt0 := readRuntimeHistograms()
 	start := time.Now()
-	for _, s := range senders {
+	for i, s := range senders {
+		lags[i], blocked[i] = newLatency(), newLatency()
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -144,10 +156,12 @@ func produce(ctx context.Context, t target, load Load) (ProduceResult, error) {
 				v := values.Get().([]byte)
 				copy(v, template)
 				stamp(v, due)
+				called := time.Now()
+				lags[i].record(called.Sub(due))
 				// The records outlive sendCtx: a run that ends waits
 				// for them instead of failing them.
 				err := s.Send(ctx, int32(n%int64(load.Partitions)), v, func(err error) {
-					hist.record(time.Since(due))
+					hist.record(due, called)
 					if err != nil {
 						failed.Add(1)
 						firstErr.CompareAndSwap(nil, err.Error())
@@ -156,6 +170,7 @@ func produce(ctx context.Context, t target, load Load) (ProduceResult, error) {
 					}
 					values.Put(v)
 				})
+				blocked[i].record(time.Since(called))
 				if err != nil {
 					break
 				}
@@ -180,6 +195,10 @@ func produce(ctx context.Context, t target, load Load) (ProduceResult, error) {
 		r.MBPerS = float64(r.Bytes) / r.Seconds / 1e6
 	}
 	r.Latencies = latenciesOf(hist.l)
+	r.Breakdown = breakdownOf(lags, blocked, hist.flight, rt0)
+	if timed {
+		r.Breakdown.Requests = hooks.requestHooks().times()
+	}
 	if err := ctx.Err(); err != nil {
 		return r, err
 	}
