@@ -29,12 +29,14 @@ type Breakdown struct {
 }
 
 // RequestTimes are franz-go's timings of each produce request of a run
-// (HookBrokerE2E), p50/p99 over requests, not records: WriteWait from the
-// request being built to its write starting (queued behind the
+// (HookBrokerE2E), quantiles over requests, not records: WriteWait from
+// the request being built to its write starting (queued behind the
 // connection's other writes), TimeToWrite the write itself, ReadWait from
-// the write's end to the response's read starting (the broker and the
-// network), TimeToRead the read. RecordsPerBatch is from
-// HookProduceBatchWritten.
+// the write's end until the connection's reader starts on this response
+// (reading the responses before it), TimeToRead from then to the response
+// read whole, so the broker's time, the network's and the reader's
+// scheduling. RoundTrip is TimeToWrite + ReadWait + TimeToRead.
+// RecordsPerBatch is from HookProduceBatchWritten.
 type RequestTimes struct {
 	Requests        int64     `json:"requests"`
 	Throttled       int64     `json:"throttled"`
@@ -43,14 +45,15 @@ type RequestTimes struct {
 	TimeToWrite     Latencies `json:"time_to_write"`
 	ReadWait        Latencies `json:"read_wait"`
 	TimeToRead      Latencies `json:"time_to_read"`
+	RoundTrip       Latencies `json:"round_trip"`
 }
 
 // requestHooks collects RequestTimes from every producer of a target. It is
 // always registered: it runs once per request and batch, not per record.
 type requestHooks struct {
-	mu                                           sync.Mutex
-	writeWait, toWrite, readWait, toRead, batchN latency
-	requests, throttled                          atomic.Int64
+	mu                                                 sync.Mutex
+	writeWait, toWrite, readWait, toRead, trip, batchN latency
+	requests, throttled                                atomic.Int64
 }
 
 var (
@@ -68,7 +71,7 @@ func newRequestHooks() *requestHooks {
 // reset starts a new run's collection.
 func (h *requestHooks) reset() {
 	h.mu.Lock()
-	h.writeWait, h.toWrite, h.readWait, h.toRead, h.batchN = newLatency(), newLatency(), newLatency(), newLatency(), newLatency()
+	h.writeWait, h.toWrite, h.readWait, h.toRead, h.trip, h.batchN = newLatency(), newLatency(), newLatency(), newLatency(), newLatency(), newLatency()
 	h.mu.Unlock()
 	h.requests.Store(0)
 	h.throttled.Store(0)
@@ -85,6 +88,7 @@ func (h *requestHooks) OnBrokerE2E(_ kgo.BrokerMetadata, key int16, e2e kgo.Brok
 	h.toWrite.record(e2e.TimeToWrite)
 	h.readWait.record(e2e.ReadWait)
 	h.toRead.record(e2e.TimeToRead)
+	h.trip.record(e2e.DurationE2E())
 	h.mu.Unlock()
 }
 
@@ -107,7 +111,7 @@ func (h *requestHooks) times() *RequestTimes {
 		Requests: h.requests.Load(), Throttled: h.throttled.Load(),
 		RecordsPerBatch: countsOf(h.batchN),
 		WriteWait:       latenciesOf(h.writeWait), TimeToWrite: latenciesOf(h.toWrite),
-		ReadWait: latenciesOf(h.readWait), TimeToRead: latenciesOf(h.toRead),
+		ReadWait: latenciesOf(h.readWait), TimeToRead: latenciesOf(h.toRead), RoundTrip: latenciesOf(h.trip),
 	}
 }
 
