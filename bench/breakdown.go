@@ -35,7 +35,12 @@ type Breakdown struct {
 // the write's end until the connection's reader starts on this response
 // (reading the responses before it), TimeToRead from then to the response
 // read whole, so the broker's time, the network's and the reader's
-// scheduling. RoundTrip is TimeToWrite + ReadWait + TimeToRead.
+// scheduling. RoundTrip is TimeToWrite + ReadWait + TimeToRead, and
+// RoundTripPerKiB the same weighted by the request's size, each KiB
+// written counting once: with records of equal size its quantiles are
+// over records, comparable with the record's own in-flight time (a full
+// request that took long holds many records, a p99 over requests misses
+// them).
 // RecordsPerBatch is from HookProduceBatchWritten.
 type RequestTimes struct {
 	Requests        int64     `json:"requests"`
@@ -46,14 +51,15 @@ type RequestTimes struct {
 	ReadWait        Latencies `json:"read_wait"`
 	TimeToRead      Latencies `json:"time_to_read"`
 	RoundTrip       Latencies `json:"round_trip"`
+	RoundTripPerKiB Latencies `json:"round_trip_per_kib"`
 }
 
 // requestHooks collects RequestTimes from every producer of a target. It is
 // always registered: it runs once per request and batch, not per record.
 type requestHooks struct {
-	mu                                                 sync.Mutex
-	writeWait, toWrite, readWait, toRead, trip, batchN latency
-	requests, throttled                                atomic.Int64
+	mu                                                          sync.Mutex
+	writeWait, toWrite, readWait, toRead, trip, tripKiB, batchN latency
+	requests, throttled                                         atomic.Int64
 }
 
 var (
@@ -71,7 +77,8 @@ func newRequestHooks() *requestHooks {
 // reset starts a new run's collection.
 func (h *requestHooks) reset() {
 	h.mu.Lock()
-	h.writeWait, h.toWrite, h.readWait, h.toRead, h.trip, h.batchN = newLatency(), newLatency(), newLatency(), newLatency(), newLatency(), newLatency()
+	h.writeWait, h.toWrite, h.readWait, h.toRead = newLatency(), newLatency(), newLatency(), newLatency()
+	h.trip, h.tripKiB, h.batchN = newLatency(), newLatency(), newLatency()
 	h.mu.Unlock()
 	h.requests.Store(0)
 	h.throttled.Store(0)
@@ -89,6 +96,7 @@ func (h *requestHooks) OnBrokerE2E(_ kgo.BrokerMetadata, key int16, e2e kgo.Brok
 	h.readWait.record(e2e.ReadWait)
 	h.toRead.record(e2e.TimeToRead)
 	h.trip.record(e2e.DurationE2E())
+	h.tripKiB.recordN(e2e.DurationE2E(), int64(max(e2e.BytesWritten>>10, 1)))
 	h.mu.Unlock()
 }
 
@@ -112,6 +120,7 @@ func (h *requestHooks) times() *RequestTimes {
 		RecordsPerBatch: countsOf(h.batchN),
 		WriteWait:       latenciesOf(h.writeWait), TimeToWrite: latenciesOf(h.toWrite),
 		ReadWait: latenciesOf(h.readWait), TimeToRead: latenciesOf(h.toRead), RoundTrip: latenciesOf(h.trip),
+		RoundTripPerKiB: latenciesOf(h.tripKiB),
 	}
 }
 

@@ -60,6 +60,9 @@ func TestProduceBreakdown(t *testing.T) {
 	if b.Requests == nil || b.Requests.Requests < 1 || b.Requests.RecordsPerBatch.MaxMs < 1 || b.Requests.RecordsPerBatch.MaxMs > records {
 		t.Fatalf("requests: %+v", b.Requests)
 	}
+	if rt := b.Requests.RoundTrip; rt.MaxMs <= 0 || rt.MaxMs != b.Requests.RoundTripPerKiB.MaxMs || rt.MaxMs > b.InFlight.MaxMs {
+		t.Errorf("round trip %+v, per KiB %+v, in flight %+v", rt, b.Requests.RoundTripPerKiB, b.InFlight)
+	}
 	if b.InFlight.MaxMs <= 0 || b.InFlight.MaxMs > r.MaxMs || b.PacingLag.MaxMs > r.MaxMs || b.SendBlocked.MaxMs > b.InFlight.MaxMs {
 		t.Errorf("parts beyond the whole: %+v, whole %+v", b, r.Latencies)
 	}
