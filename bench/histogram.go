@@ -15,12 +15,15 @@ func newLatency() latency {
 	return latency{h: hdrhistogram.New(1, int64(100*time.Second/time.Microsecond), 3)}
 }
 
-func (l latency) record(d time.Duration) {
+func (l latency) record(d time.Duration) { l.recordN(d, 1) }
+
+// recordN records d n times.
+func (l latency) recordN(d time.Duration, n int64) {
 	us := max(d.Microseconds(), 1)
 	// Beyond the trackable range the value is clamped, not dropped: a
 	// 100 s append is reported as 100 s rather than vanishing.
-	if err := l.h.RecordValue(us); err != nil {
-		l.h.RecordValue(l.h.HighestTrackableValue())
+	if err := l.h.RecordValues(us, n); err != nil {
+		l.h.RecordValues(l.h.HighestTrackableValue(), n)
 	}
 }
 

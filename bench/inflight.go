@@ -30,16 +30,17 @@ type produceRun struct {
 
 func newProduceRun(messageSize int) *produceRun {
 	template := valueTemplate(messageSize)
-	r := &produceRun{hist: syncLatency{l: newLatency()}}
+	r := &produceRun{hist: syncLatency{l: newLatency(), flight: newLatency()}}
 	r.free.New = func() any { return &inFlight{run: r, value: append([]byte(nil), template...)} }
 	return r
 }
 
 // inFlight is one record between Send and its acknowledgement.
 type inFlight struct {
-	run   *produceRun
-	value []byte
-	due   time.Time
+	run    *produceRun
+	value  []byte
+	due    time.Time
+	called time.Time // when Send was called: the record's in-flight time starts
 }
 
 // take returns a record in flight due at due, its value stamped.
@@ -52,7 +53,7 @@ func (r *produceRun) take(due time.Time) *inFlight {
 
 func (f *inFlight) ack(err error) {
 	r := f.run
-	r.hist.record(time.Since(f.due))
+	r.hist.record(f.due, f.called)
 	if err != nil {
 		r.failed.Add(1)
 		r.firstErr.CompareAndSwap(nil, err.Error())

@@ -63,19 +63,23 @@ type ProduceResult struct {
 	RecordsPerS float64 `json:"records_per_s"`
 	MBPerS      float64 `json:"mb_per_s"`
 	Latencies
-	hist latency // the whole distribution, for WriteLatencyPlot
+	Breakdown Breakdown `json:"breakdown"`
+	hist      latency   // the whole distribution, for WriteLatencyPlot
 }
 
-// syncLatency is a histogram fed from client callbacks, which may run on
-// several goroutines.
+// syncLatency is the histograms fed from client callbacks, which may run
+// on several goroutines: l from the record's due time, flight from its
+// Send being called.
 type syncLatency struct {
-	mu sync.Mutex
-	l  latency
+	mu        sync.Mutex
+	l, flight latency
 }
 
-func (s *syncLatency) record(d time.Duration) {
+func (s *syncLatency) record(due, called time.Time) {
+	now := time.Now()
 	s.mu.Lock()
-	s.l.record(d)
+	s.l.record(now.Sub(due))
+	s.flight.record(now.Sub(called))
 	s.mu.Unlock()
 }
 
@@ -105,7 +109,13 @@ func produce(ctx context.Context, t target, load Load) (ProduceResult, error) {
 	var (
 		claimed atomic.Int64
 		wg      sync.WaitGroup
+		lags    = make([]latency, len(senders))
+		blocked = make([]latency, len(senders))
 	)
+	hooks, timed := t.(requestTimed)
+	if timed {
+		hooks.requestHooks().reset()
+	}
 	sendCtx := ctx
 	if load.Duration > 0 {
 		var cancel context.CancelFunc
@@ -113,8 +123,10 @@ func produce(ctx context.Context, t target, load Load) (ProduceResult, error) {
 		defer cancel()
 	}
 	bar := load.progress(run.acked.Load)
+	rt0 := readRuntimeHistograms()
 	start := time.Now()
-	for _, s := range senders {
+	for i, s := range senders {
+		lags[i], blocked[i] = newLatency(), newLatency()
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -143,9 +155,14 @@ func produce(ctx context.Context, t target, load Load) (ProduceResult, error) {
 					}
 				}
 				rec := run.take(due)
+				called := time.Now()
+				rec.called = called
+				lags[i].record(called.Sub(due))
 				// The records outlive sendCtx: a run that ends waits
 				// for them instead of failing them.
-				if err := s.Send(ctx, int32(n%int64(load.Partitions)), rec.value, rec); err != nil {
+				err := s.Send(ctx, int32(n%int64(load.Partitions)), rec.value, rec)
+				blocked[i].record(time.Since(called))
+				if err != nil {
 					break
 				}
 			}
@@ -169,6 +186,10 @@ func produce(ctx context.Context, t target, load Load) (ProduceResult, error) {
 		r.MBPerS = float64(r.Bytes) / r.Seconds / 1e6
 	}
 	r.Latencies = latenciesOf(run.hist.l)
+	r.Breakdown = breakdownOf(lags, blocked, run.hist.flight, rt0)
+	if timed {
+		r.Breakdown.Requests = hooks.requestHooks().times()
+	}
 	if err := ctx.Err(); err != nil {
 		return r, err
 	}

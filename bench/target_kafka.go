@@ -72,6 +72,7 @@ type kafkaTarget struct {
 	cfg   KafkaClient
 	admin *kadm.Client
 	txns  atomic.Int64 // transactional ids given to senders
+	hooks *requestHooks
 }
 
 func newKafkaTarget(cfg KafkaClient) (*kafkaTarget, error) {
@@ -82,7 +83,7 @@ func newKafkaTarget(cfg KafkaClient) (*kafkaTarget, error) {
 	if err != nil {
 		return nil, fmt.Errorf("bench: kafka client: %w", err)
 	}
-	return &kafkaTarget{cfg: cfg, admin: kadm.NewClient(cl)}, nil
+	return &kafkaTarget{cfg: cfg, admin: kadm.NewClient(cl), hooks: newRequestHooks()}, nil
 }
 
 func (k *kafkaTarget) Prepare(ctx context.Context, partitions int) error {
@@ -111,6 +112,7 @@ func (k *kafkaTarget) NewSender() (sender, error) {
 		kgo.ProducerLinger(k.cfg.Linger),
 		kgo.ProducerBatchCompression(codecs[k.cfg.Compression]),
 		kgo.MaxBufferedRecords(cmp.Or(k.cfg.MaxInFlight, DefaultMaxInFlight)),
+		kgo.WithHooks(k.hooks),
 	}
 	switch k.cfg.Acks {
 	case -1:
