@@ -5,6 +5,7 @@ import (
 	"cmp"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/unilog/unilog/internal/bytesize"
@@ -83,7 +84,7 @@ func WriteMarkdown(path string, rep *Report, m Machine, info MarkdownInfo) error
 		fmt.Fprintf(&b, "Sustained rows (%v partitions, `%s`) write %s each (by default %d times the dirty-page limit, here %s), "+
 			"so that their figure is the disk's write-back and not the page cache's; at the raw bandwidth above that takes %s, "+
 			"against a cap of %s per run (a row that reached it says so). They run in the first %d of the trials, interleaved with the sweep.%s\n\n",
-			c.SustainedPartitions, c.Flushes[0], bytesize.Format(total), SustainedFactor, rep.Dirty, atDisk, cmp.Or(c.SustainedMaxRun, c.MaxRun), cmp.Or(c.SustainedTrials, c.Trials),
+			partitionList(c.SustainedPartitions), c.Flushes[0], bytesize.Format(total), SustainedFactor, rep.Dirty, atDisk, cmp.Or(c.SustainedMaxRun, c.MaxRun), cmp.Or(c.SustainedTrials, c.Trials),
 			sustainedDiskText(rep, c.Total))
 	}
 	if c.Read {
@@ -193,4 +194,14 @@ func readingNotes(m Machine, pastDirty bool) string {
 		writeBack + " A run that reached the per-run time limit says so in the last column; its " +
 		"rates cover what it wrote.\n" +
 		"- Open files and map areas are process-wide counts; ulimit -n and vm.max_map_count are where a layout stops.\n"
+}
+
+// partitionList writes partition counts as prose: "1 / 10,000" (a comma
+// would read as part of a number).
+func partitionList(counts []int) string {
+	words := make([]string, len(counts))
+	for i, n := range counts {
+		words[i] = commas(int64(n))
+	}
+	return strings.Join(words, " / ")
 }
