@@ -5,9 +5,12 @@ import (
 	"fmt"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/unilog/unilog/txn"
 )
 
 // slowISR is a sync replication whose next timeouts waits time out, as
@@ -70,6 +73,18 @@ func TestWriteTxnMarkersRetryStoresOnce(t *testing.T) {
 		if n := controlBatches(t, b, "span", 0); n != step.controls {
 			t.Errorf("after %s: %d control batches in span/0, want %d", step.what, n, step.controls)
 		}
+	}
+	// The coordinator's own send of the fenced epoch's marker settles the
+	// partition instead of retrying what can never succeed.
+	tps := []txn.TopicPartition{{Topic: "span", Partition: 0}}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	acked, err := txnRemote{b}.send(ctx, b.cfg.NodeID, txn.Markers{ProducerID: pid, Epoch: epoch}, tps)
+	if err != nil || len(acked) != 1 {
+		t.Errorf("coordinator's send of a stale marker: acked %v, %v; want the partition settled", acked, err)
+	}
+	if n := controlBatches(t, b, "span", 0); n != 2 {
+		t.Errorf("after the coordinator's stale marker: %d control batches in span/0, want 2", n)
 	}
 }
 

@@ -112,7 +112,7 @@ func (r txnRemote) send(ctx context.Context, node int32, m txn.Markers, tps []tx
 		var acked []txn.TopicPartition
 		var err error
 		for i, code := range b.storeMarkers(ctx, markers) {
-			if code == 0 {
+			if markerSettled(code) {
 				acked = append(acked, tps[i])
 			} else {
 				err = fmt.Errorf("marker in %s/%d: %w", tps[i].Topic, tps[i].Partition, kerr.ErrorForCode(code))
@@ -142,7 +142,7 @@ func (r txnRemote) send(ctx context.Context, node int32, m txn.Markers, tps []tx
 	for _, rm := range resp.Markers {
 		for _, rt := range rm.Topics {
 			for _, rp := range rt.Partitions {
-				if rp.ErrorCode == 0 {
+				if markerSettled(rp.ErrorCode) {
 					acked = append(acked, txn.TopicPartition{Topic: rt.Topic, Partition: rp.Partition})
 				} else {
 					err = fmt.Errorf("WriteTxnMarkers to node %d: %s/%d: %w", node, rt.Topic, rp.Partition, kerr.ErrorForCode(rp.ErrorCode))
@@ -151,6 +151,16 @@ func (r txnRemote) send(ctx context.Context, node int32, m txn.Markers, tps []tx
 		}
 	}
 	return acked, err
+}
+
+// markerSettled reports whether a partition's answer to a marker ends
+// the coordinator's sending of it: stored, or refused as stale because the
+// producer already wrote there at a later epoch, whose own marker settles
+// the partition (Kafka's coordinator stops sending then too). Retrying a
+// stale marker could never succeed; it held WriteMarkers until its
+// context ended.
+func markerSettled(code int16) bool {
+	return code == 0 || code == kerr.InvalidProducerEpoch.Code
 }
 
 // txnPeers are the Kafka clients of other nodes' listeners the
