@@ -56,8 +56,9 @@ func (b *Broker) handleWriteTxnMarkers(ctx context.Context, _ *conn, kreq kmsg.R
 // storeMarkers appends markers in one append and waits for them as for an
 // acks=-1 produce; it answers each: NOT_LEADER_OR_FOLLOWER where this
 // node does not lead the partition. As that produce, it stores nothing
-// while too few replicas are in sync (checkInSync): the coordinator
-// retries until they are, and each retry would add a marker.
+// while too few replicas are in sync (checkInSync): a marker stored
+// there could not be acknowledged, and a leader that then failed over
+// would leave it on no in-sync replica.
 func (b *Broker) storeMarkers(ctx context.Context, markers []txnMarker) []int16 {
 	codes := make([]int16, len(markers))
 	if len(markers) == 0 {
