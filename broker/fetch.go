@@ -212,6 +212,7 @@ func (f *fetchState) read() (total int, failed, unreplicated bool) {
 		lastTopic string
 		meta      TopicMeta
 		known     bool
+		leads     func(partition int32) bool
 	)
 	for i, p := range f.parts {
 		rp := &f.results[i]
@@ -224,6 +225,7 @@ func (f *fetchState) read() (total int, failed, unreplicated bool) {
 		if i == 0 || p.topic != lastTopic {
 			lastTopic = p.topic
 			meta, known = b.meta.Topic(p.topic)
+			leads = b.topicLeads(p.topic)
 		}
 		if p.denied {
 			rp.ErrorCode = kerr.TopicAuthorizationFailed.Code
@@ -235,7 +237,7 @@ func (f *fetchState) read() (total int, failed, unreplicated bool) {
 			failed = true
 			continue
 		}
-		if !b.leads(p.topic, p.partition) {
+		if !leads(p.partition) {
 			rp.ErrorCode = kerr.NotLeaderForPartition.Code
 			failed = true
 			continue

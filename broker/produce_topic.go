@@ -2,7 +2,8 @@ package broker
 
 // What a produce resolves once per topic of a request rather than once
 // per partition: a client writing to 10,000 partitions sends thousands
-// of one-record batches of one topic per request.
+// of one-record batches of one topic per request. A fetch asks its
+// partitions' leadership the same way.
 
 // topicLeader is a Cluster that answers leads for the partitions of a
 // topic at once (the control plane's): a produce to 10,000 partitions
