@@ -54,4 +54,34 @@ func TestProduceAcrossAppendGroups(t *testing.T) {
 			t.Fatalf("partition %d holds offsets [0, %d), want [0, 4)", p, end)
 		}
 	}
+	// Partition 0 named again inside the second group, with its next
+	// sequence: the group ends before it and it is checked against the
+	// first, so both are stored in order.
+	req := produceReq("wide", 0, -1, 10*time.Second, nil)
+	rt := &req.Topics[0]
+	rt.Partitions = rt.Partitions[:0]
+	for i := range maxAppendGroup + 50 {
+		rp := kmsg.NewProduceRequestTopicPartition()
+		rp.Partition, rp.Records = int32(i), rawBatch(pid, epoch, 4, "c", "d")
+		if i == maxAppendGroup+40 {
+			rp.Partition, rp.Records = 0, rawBatch(pid, epoch, 6, "e", "f")
+		}
+		rt.Partitions = append(rt.Partitions, rp)
+	}
+	resp, err := req.RequestWith(testCtx(t), cl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, got := range resp.Topics[0].Partitions {
+		want := int64(4)
+		if i == maxAppendGroup+40 {
+			want = 6
+		}
+		if got.ErrorCode != 0 || got.BaseOffset != want {
+			t.Fatalf("partition named twice: batch %d (partition %d): %v base %d, want base %d", i, got.Partition, kerr.ErrorForCode(got.ErrorCode), got.BaseOffset, want)
+		}
+	}
+	if _, end := b.st.Bounds("wide", 0); end != 8 {
+		t.Fatalf("partition 0 holds offsets [0, %d), want [0, 8)", end)
+	}
 }
