@@ -87,9 +87,10 @@ bench:
 ## bench-report: regenerate the generated sections of BENCH_MARKDOWN
 ## (docs/BENCHMARKS.md; the hand-written sections are kept) and the plots beside
 ## it: the storage sweep, the end-to-end comparison and the end-to-end runs at
-## 50,000 and 100,000 partitions. About 52 minutes on the 2-core, 24 GiB machine
-## with nothing else running (the sum of the estimates below, each from timed
-## runs of its slowest configurations at these sizes); it prints "part k of 3"
+## 50,000 and 100,000 partitions. About 42 minutes on the 2-core, 24 GiB machine
+## with nothing else running (the sum of the estimates below; the last run, on
+## 2026-12-04 with the machine idle, took 37: storage 18m46s, end to end 18m14s,
+## high partition counts 40s); it prints "part k of 3"
 ## with the time so far and the estimate left, and every run "run k of n" with
 ## the time left at its pace so far. At most ~16 GiB under BENCH_DIR at any
 ## moment (one sustained run; every run deletes its directory), and BENCH_DIR
@@ -106,14 +107,13 @@ bench:
 ## interval 9 s, kafka 1,000 sync 15 s; at 10,000 with 2 GiB/15 s: unified 20 s and
 ## 16 s sync, kafka 41 s and 46 s sync, kafka-madv 53 s). Sustained rows
 ## (BENCH_SUSTAINED_PARTITIONS, first flush) write 3x the dirty-page limit read
-## from /proc (~13.8 GiB, ~11 s at the probed disk rate), each right after an
-## O_DIRECT probe of that size (~10-14 s, its file deleted before the run) that
+## from /proc (~13.7 GiB, ~7 s at the probed disk rate), each right after an
+## O_DIRECT probe of that size (~7 s at 1,847-2,119 MB/s, its file deleted before the run) that
 ## its "of disk" is against (the disk's rate varies by 2x within the hour and
 ## with the size written; the 1 GiB probe is the sweep's), capped at
-## BENCH_SUSTAINED_MAX_RUN (a capped row says so: unified at 10,000 and the Kafka
-## layouts there write slower than the disk), in the first BENCH_SUSTAINED_TRIALS
-## trial only: ~8 min, the probes ~1.2 min of it (timed at 10,000: unified 57 s, 5.7 GiB by the cap;
-## kafka-madv 146 s, 6.7 GiB by the cap, the rest creating and syncing). Flush `sync` is Kafka's flush.messages=1 (an fsync per
+## BENCH_SUSTAINED_MAX_RUN (a capped row says so: in the last run kafka at 1 and
+## 10,000 partitions and kafka-madv at 1), in the first BENCH_SUSTAINED_TRIALS
+## trial only: ~6 min, the six probes ~0.75 min of it. Flush `sync` is Kafka's flush.messages=1 (an fsync per
 ## partition batch) against the unified log's one shared flush.
 ## BENCH_LIMIT_PARTITIONS run once each with BENCH_LIMIT_TOTAL to find where each
 ## layout stops on ulimit -n (20,000 here) and vm.max_map_count: ~2 min (timed:
@@ -163,9 +163,9 @@ BENCH_WIDE_PARTITIONS      ?= 50000,100000
 BENCH_WIDE_RECORDS         ?= 200000
 BENCH_WIDE_DURATION        ?= 60s
 BENCH_WIDE_FLAGS           ?= --trials 3
-BENCH_EST_STORAGE          ?= 25
-BENCH_EST_E2E              ?= 23
-BENCH_EST_WIDE             ?= 4
+BENCH_EST_STORAGE          ?= 20
+BENCH_EST_E2E              ?= 19
+BENCH_EST_WIDE             ?= 3
 
 bench-report: build
 	@set -e; trap 'rm -rf $(BENCH_DIR)' EXIT; \
