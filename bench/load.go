@@ -155,7 +155,11 @@ func produce(ctx context.Context, t target, load Load) (ProduceResult, error) {
 					}
 				}
 				rec := run.take(due)
-				called := time.Now()
+				// Unpaced, a record is due when it is sent: one clock read.
+				called := due
+				if load.Rate > 0 {
+					called = time.Now()
+				}
 				rec.called = called
 				lags[i].record(called.Sub(due))
 				// The records outlive sendCtx: a run that ends waits
