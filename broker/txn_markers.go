@@ -97,21 +97,30 @@ func (b *Broker) appendMarkers(head *StorageBatch, markers []txnMarker) (end int
 		p  *partitionState
 		id int64
 	}
-	ending := make(map[producerIn]bool)
+	// ending is the epoch whose transaction an earlier marker of this
+	// request ends: the producer state does not show it until the append.
+	ending := make(map[producerIn]int16)
 	for i, m := range markers {
 		p := parts[i]
 		if p == nil {
+			continue
+		}
+		if e, ok := ending[producerIn{p, m.producerID}]; ok && m.epoch <= e {
+			fates[i] = markerApplied
+			if m.epoch < e {
+				fates[i] = markerStale
+			}
 			continue
 		}
 		switch needed, err := p.MarkerNeeded(m.producerID, m.epoch); {
 		case err != nil:
 			fates[i] = markerStale
 			continue
-		case !needed || ending[producerIn{p, m.producerID}]:
+		case !needed:
 			fates[i] = markerApplied
 			continue
 		}
-		ending[producerIn{p, m.producerID}] = true
+		ending[producerIn{p, m.producerID}] = m.epoch
 		fates[i] = markerStored
 		appended = append(appended, i)
 		batches = append(batches, StorageBatch{Topic: m.topic, Partition: m.partition, Count: 1, MaxTimestamp: now,

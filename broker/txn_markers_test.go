@@ -88,6 +88,47 @@ func TestWriteTxnMarkersRetryStoresOnce(t *testing.T) {
 	}
 }
 
+// TestWriteTxnMarkersOneRequestInEpochOrder sends one producer's markers
+// for one partition twice in a request: a marker of the epoch another
+// marker of the request ends is applied, an older one is stale, a newer
+// one (a bumped epoch's abort) is stored after it, as if each came alone.
+func TestWriteTxnMarkersOneRequestInEpochOrder(t *testing.T) {
+	b := startBroker(t, testConfig(t, t.TempDir()))
+	c := dialRaw(t, b.Addr())
+	createSpan(t, b.Addr())
+	for _, tt := range []struct {
+		id       string
+		epochs   []int16 // added to the open transaction's epoch
+		want     []int16
+		controls int
+	}{
+		{"newer-first", []int16{1, 0}, []int16{0, kerr.InvalidProducerEpoch.Code}, 1},
+		{"same-twice", []int16{0, 0}, []int16{0, 0}, 1},
+		{"older-first", []int16{0, 1}, []int16{0, 0}, 2},
+	} {
+		t.Run(tt.id, func(t *testing.T) {
+			before := controlBatches(t, b, "span", 0)
+			pid, epoch := openTxnIn(t, c, tt.id, "span", 0)
+			req := kmsg.NewPtrWriteTxnMarkersRequest()
+			for _, e := range tt.epochs {
+				m := kmsg.NewWriteTxnMarkersRequestMarker()
+				m.ProducerID, m.ProducerEpoch = pid, epoch+e
+				m.Topics = []kmsg.WriteTxnMarkersRequestMarkerTopic{{Topic: "span", Partitions: []int32{0}}}
+				req.Markers = append(req.Markers, m)
+			}
+			resp := call(t, c, req).(*kmsg.WriteTxnMarkersResponse)
+			for i, m := range resp.Markers {
+				if code := m.Topics[0].Partitions[0].ErrorCode; code != tt.want[i] {
+					t.Errorf("marker %d (epoch +%d): %v, want %v", i, tt.epochs[i], kerr.ErrorForCode(code), kerr.ErrorForCode(tt.want[i]))
+				}
+			}
+			if n := controlBatches(t, b, "span", 0) - before; n != tt.controls {
+				t.Errorf("%d control batches stored, want %d", n, tt.controls)
+			}
+		})
+	}
+}
+
 // controlBatches counts the control batches stored in the partition.
 func controlBatches(t *testing.T, b *Broker, topic string, partition int32) int {
 	t.Helper()
