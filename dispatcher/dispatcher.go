@@ -67,6 +67,7 @@ type Dispatcher struct {
 	// Start and after Stop).
 	cursor  *commitlog.Cursor // at the dispatched offset between passes
 	cache   queueCache
+	live    liveCache
 	gaps    map[consumequeue.ID]bool // partitions whose gap was already logged
 	touched map[consumequeue.ID]int64
 }
@@ -173,6 +174,7 @@ func (d *Dispatcher) ResumeAt(pos int64) {
 func (d *Dispatcher) Forget(topic string, id commitlog.TopicID) {
 	name := QueueName(topic, id)
 	d.cache.forget(topic, id)
+	d.live.forget()
 	for qid := range d.gaps {
 		if qid.Topic == name {
 			delete(d.gaps, qid)

@@ -45,10 +45,13 @@ func ParseQueueName(name string) (topic string, id commitlog.TopicID) {
 // start after it). If the topic was deleted instead, the queues are dead
 // weight until the store removes them, or retention passes them.
 func (d *Dispatcher) dispatchable(topic string, id commitlog.TopicID) bool {
-	if d.opts.Live == nil {
+	if d.opts.Live == nil || d.live.live(topic, id) {
 		return true
 	}
 	live, ok := d.opts.Live(topic)
+	if ok && live == id {
+		d.live.remember(topic, id)
+	}
 	return !ok || live == id
 }
 

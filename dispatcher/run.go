@@ -59,6 +59,7 @@ func (d *Dispatcher) DispatchTo(limit int64) error {
 	start := d.dispatched.Load()
 	pos := start
 	n := 0
+	d.live.forget()
 	defer func() {
 		if pos != start {
 			d.publish(pos)
