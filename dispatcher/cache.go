@@ -19,7 +19,14 @@ type topicIncarnation struct {
 // and probes one map per topic.
 type topicQueues struct {
 	name   string
-	queues dense.Table[*consumequeue.Queue]
+	queues dense.Table[queueSlot]
+}
+
+// queueSlot is one partition's entry in topicQueues: its queue once
+// opened, and the round of grown in which the queue was last listed.
+type queueSlot struct {
+	q      *consumequeue.Queue
+	grewIn uint64
 }
 
 // queueCache holds a topicQueues per incarnation; the dispatching

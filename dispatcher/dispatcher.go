@@ -65,11 +65,11 @@ type Dispatcher struct {
 
 	// Used only by the dispatching goroutine (and by its owner before
 	// Start and after Stop).
-	cursor  *commitlog.Cursor // at the dispatched offset between passes
-	cache   queueCache
-	live    liveCache
-	gaps    map[consumequeue.ID]bool // partitions whose gap was already logged
-	touched map[consumequeue.ID]int64
+	cursor *commitlog.Cursor // at the dispatched offset between passes
+	cache  queueCache
+	live   liveCache
+	gaps   map[consumequeue.ID]bool // partitions whose gap was already logged
+	grown  grown
 }
 
 // New returns a dispatcher over an opened log and queue store. Until
@@ -90,7 +90,7 @@ func New(opts Options) *Dispatcher {
 		done:     make(chan struct{}),
 		cache:    newQueueCache(),
 		gaps:     make(map[consumequeue.ID]bool),
-		touched:  make(map[consumequeue.ID]int64),
+		grown:    newGrown(),
 	}
 	d.retention.Store(-1)
 	return d

@@ -92,10 +92,10 @@ func (d *Dispatcher) DispatchTo(limit int64) error {
 
 // wakeTouched wakes the waiters of partitions that grew.
 func (d *Dispatcher) wakeTouched() {
-	for id, max := range d.touched {
-		d.opts.Notify.Grew(id, max)
-		delete(d.touched, id)
+	for _, q := range d.grown.queues {
+		d.opts.Notify.Grew(q.ID(), q.MaxOffset())
 	}
+	d.grown.next()
 }
 
 // applyRetention drops consume-queue files that only index deleted log files.
