@@ -2,13 +2,9 @@ package dispatcher
 
 import (
 	"fmt"
-	"io"
 	"testing"
 
-	"github.com/sirupsen/logrus"
-
 	"github.com/unilog/unilog/commitlog"
-	"github.com/unilog/unilog/consumequeue"
 )
 
 // BenchmarkIndex indexes one-record batches round robin over many
@@ -21,15 +17,8 @@ func BenchmarkIndex(b *testing.B) {
 	for _, parts := range []int{10_000, 1_000} {
 		b.Run(fmt.Sprintf("partitions=%d", parts), func(b *testing.B) {
 			const perTopic = 300_000
-			logger := logrus.New()
-			logger.SetOutput(io.Discard)
-			qs, err := consumequeue.Open(consumequeue.Options{Dir: b.TempDir(), Logger: logger})
-			if err != nil {
-				b.Fatal(err)
-			}
-			b.Cleanup(func() { _ = qs.Close() })
 			live := make(map[string]commitlog.TopicID)
-			d := New(Options{Queues: qs, Logger: logger, Live: func(topic string) (commitlog.TopicID, bool) {
+			d := New(Options{Queues: openQueues(b, b.TempDir()), Logger: quietLogger(), Live: func(topic string) (commitlog.TopicID, bool) {
 				id, ok := live[topic]
 				return id, ok
 			}})

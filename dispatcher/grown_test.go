@@ -1,11 +1,8 @@
 package dispatcher
 
 import (
-	"io"
 	"maps"
 	"testing"
-
-	"github.com/sirupsen/logrus"
 
 	"github.com/unilog/unilog/commitlog"
 	"github.com/unilog/unilog/consumequeue"
@@ -30,15 +27,8 @@ func (g *grewLog) Grew(id consumequeue.ID, max int64) {
 // once with its MaxOffset, however many records it took; none while
 // nobody watches.
 func TestGrewOncePerQueue(t *testing.T) {
-	logger := logrus.New()
-	logger.SetOutput(io.Discard)
-	qs, err := consumequeue.Open(consumequeue.Options{Dir: t.TempDir(), Logger: logger})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer qs.Close()
 	n := &grewLog{watching: true}
-	d := New(Options{Queues: qs, Logger: logger, Notify: n})
+	d := New(Options{Queues: openQueues(t, t.TempDir()), Logger: quietLogger(), Notify: n})
 	next := map[consumequeue.ID]int64{}
 	phys := int64(0)
 	index := func(topic string, p int32, count int32) {

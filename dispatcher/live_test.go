@@ -1,13 +1,9 @@
 package dispatcher
 
 import (
-	"io"
 	"testing"
 
-	"github.com/sirupsen/logrus"
-
 	"github.com/unilog/unilog/commitlog"
-	"github.com/unilog/unilog/consumequeue"
 )
 
 // TestLiveAskedOncePerRun: a run of records of the live incarnation asks
@@ -15,16 +11,10 @@ import (
 // indexed, the answer serves publishEvery records at most, and Forget
 // drops it.
 func TestLiveAskedOncePerRun(t *testing.T) {
-	logger := logrus.New()
-	logger.SetOutput(io.Discard)
-	qs, err := consumequeue.Open(consumequeue.Options{Dir: t.TempDir(), Logger: logger})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer qs.Close()
+	qs := openQueues(t, t.TempDir())
 	a, b := commitlog.TopicID{1}, commitlog.TopicID{2}
 	live, asked := a, 0
-	d := New(Options{Queues: qs, Logger: logger, Live: func(string) (commitlog.TopicID, bool) {
+	d := New(Options{Queues: qs, Logger: quietLogger(), Live: func(string) (commitlog.TopicID, bool) {
 		asked++
 		return live, true
 	}})

@@ -3,10 +3,7 @@ package dispatcher
 import (
 	"context"
 	"fmt"
-	"io"
 	"testing"
-
-	"github.com/sirupsen/logrus"
 
 	"github.com/unilog/unilog/commitlog"
 	"github.com/unilog/unilog/consumequeue"
@@ -22,16 +19,11 @@ func TestIndexManyQueuesRoundTrip(t *testing.T) {
 		parts    = 200
 		perPhase = 48 // records a partition takes in each phase; promotion comes at 32-64 entries
 	)
-	logger := logrus.New()
-	logger.SetOutput(io.Discard)
 	dir := t.TempDir()
 	open := func() (*consumequeue.Store, *Dispatcher) {
 		t.Helper()
-		qs, err := consumequeue.Open(consumequeue.Options{Dir: dir, Logger: logger})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return qs, New(Options{Queues: qs, Logger: logger})
+		qs := openQueues(t, dir)
+		return qs, New(Options{Queues: qs, Logger: quietLogger()})
 	}
 
 	// The records, and the entries each queue must hold.
@@ -116,7 +108,6 @@ func TestIndexManyQueuesRoundTrip(t *testing.T) {
 	}
 
 	qs, d = open()
-	defer qs.Close()
 	index(d, recs[0])
 	index(d, recs[1])
 	check(qs, func(p int) int { return len(wants[p]) }, fmt.Sprintf("after the restart (%d queues were small)", len(small)))
