@@ -22,8 +22,9 @@ type Options struct {
 	Queues *consumequeue.Store
 	// Live returns the live incarnation of a topic (see "Topic
 	// incarnations" in package store); nil dispatches every record, each
-	// incarnation into its own queues. It is called for every record, so
-	// it must be cheap.
+	// incarnation into its own queues. It is called for every run of
+	// records of one live incarnation (every record of the others), so it
+	// must be cheap.
 	Live func(topic string) (id commitlog.TopicID, ok bool)
 	// Notify hears of the partitions that grew after each pass; nil if
 	// nobody waits.

@@ -8,7 +8,7 @@ import "github.com/unilog/unilog/consumequeue"
 // indexed, where a map keyed by queue ID hashed the topic name of every
 // record while anybody watched.
 type grown struct {
-	round  uint64 // slots marked with it are listed; never 0, which no slot starts listed in
+	round  uint64 // the round being listed; from 1, as a new slot's grewIn is 0
 	queues []*consumequeue.Queue
 }
 
