@@ -55,6 +55,15 @@ func (c *queueCache) topic(topic string, id commitlog.TopicID) *topicQueues {
 	return c.last
 }
 
+// peek returns the entry of the incarnation last asked for, if it is that
+// of topic and id; it creates nothing.
+func (c *queueCache) peek(topic string, id commitlog.TopicID) *topicQueues {
+	if c.last == nil || c.lastKey.id != id || c.lastKey.topic != topic {
+		return nil
+	}
+	return c.last
+}
+
 // forget drops an incarnation's entry.
 func (c *queueCache) forget(topic string, id commitlog.TopicID) {
 	delete(c.topics, topicIncarnation{topic: topic, id: id})

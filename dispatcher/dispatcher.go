@@ -71,6 +71,8 @@ type Dispatcher struct {
 	live   liveCache
 	gaps   map[consumequeue.ID]bool // partitions whose gap was already logged
 	grown  grown
+	window []commitlog.Record // the records read ahead (readWindow)
+	warmed int64              // keeps warm's loads from being optimised away
 }
 
 // New returns a dispatcher over an opened log and queue store. Until

@@ -66,25 +66,29 @@ func (d *Dispatcher) DispatchTo(limit int64) error {
 		}
 		d.wakeTouched()
 	}()
-	c := d.cursor
 	for pos < limit {
-		r, err := c.Next()
-		if err != nil {
-			c.Reset(pos)
-			return fmt.Errorf("dispatcher: read commit log at %d: %w", pos, err)
+		w, readErr := d.readWindow(limit)
+		for i := range w {
+			d.warm(&w[i])
 		}
-		if r == nil {
+		for i := range w {
+			if err := d.Index(&w[i]); err != nil {
+				// Read it again on the retry.
+				d.cursor.Reset(w[i].PhysOffset)
+				return err
+			}
+			pos = w[i].End()
+			if n++; n%publishEvery == 0 {
+				d.publish(pos)
+				d.wakeTouched()
+			}
+		}
+		if readErr != nil {
+			d.cursor.Reset(pos)
+			return fmt.Errorf("dispatcher: read commit log at %d: %w", pos, readErr)
+		}
+		if len(w) < readAhead {
 			break
-		}
-		if err := d.Index(r); err != nil {
-			// Read it again on the retry.
-			c.Reset(pos)
-			return err
-		}
-		pos = c.Offset()
-		if n++; n%publishEvery == 0 {
-			d.publish(pos)
-			d.wakeTouched()
 		}
 	}
 	return nil
