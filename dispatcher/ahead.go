@@ -39,6 +39,6 @@ func (d *Dispatcher) warm(r *commitlog.Record) {
 		return
 	}
 	if q := tq.queues.Get(r.Partition).q; q != nil {
-		d.warmed += q.MinOffset() + q.MaxOffset()
+		d.warmed += q.Prefetch()
 	}
 }
