@@ -46,7 +46,7 @@
 //
 // Get, OffsetForTime, Min/MaxOffset, TruncateFrom, DeleteBefore, DeleteTopic
 // and Queues treat small queues like any other; readers copy an entry out
-// under a per-queue read lock that the writer holds only for a slice
+// under a per-queue lock that the writer holds only for a slice
 // access. A small queue maps no file, so MaxMapped counts promoted queues
 // only.
 //

@@ -43,6 +43,8 @@ const (
 	entryBody   = 1 + 4 + 8 + 8 + 8 + 4
 	offsetBody  = 1 + 4 + 8
 	qidBody     = 1 + 4
+	// maxTopic bounds a declare's topic, as validTopic does.
+	maxTopic = 255
 
 	// entryRecordSize is what one small-queue entry costs in the journal.
 	entryRecordSize = recordHeaderSize + entryBody
@@ -88,51 +90,63 @@ func decodeJournalHeader(b []byte) (journalHeader, error) {
 	return h, nil
 }
 
-// appendRecord appends one record with the given body to b.
-func appendRecord(b []byte, body []byte) []byte {
-	b = binary.BigEndian.AppendUint32(b, uint32(len(body)))
-	b = binary.BigEndian.AppendUint32(b, framed.Checksum(body))
-	return append(b, body...)
+// The append* helpers write a record's body straight into b between
+// beginRecord and endRecord. A body built in a buffer of its own would
+// cost an allocation per record: the CRC's argument escapes (crc32 calls
+// through a function value), and the dispatcher appends one entry record
+// per produced batch.
+
+// beginRecord appends a record header to be filled by endRecord, and
+// returns where the record starts.
+func beginRecord(b []byte) ([]byte, int) {
+	return append(b, make([]byte, recordHeaderSize)...), len(b)
 }
 
-// The append* helpers build bodies in a stack buffer and append the record.
+// endRecord writes the length and CRC of the record that starts at at and
+// ends b.
+func endRecord(b []byte, at int) []byte {
+	body := b[at+recordHeaderSize:]
+	binary.BigEndian.PutUint32(b[at:], uint32(len(body)))
+	binary.BigEndian.PutUint32(b[at+4:], framed.Checksum(body))
+	return b
+}
 
 func appendDeclare(b []byte, qid uint32, id ID, start int64) []byte {
-	var body [declareBody + 255]byte
-	body[0] = recDeclare
-	binary.BigEndian.PutUint32(body[1:], qid)
-	binary.BigEndian.PutUint32(body[5:], uint32(id.Partition))
-	binary.BigEndian.PutUint64(body[9:], uint64(start))
-	n := copy(body[declareBody:], id.Topic)
-	return appendRecord(b, body[:declareBody+n])
+	b, at := beginRecord(b)
+	b = append(b, recDeclare)
+	b = binary.BigEndian.AppendUint32(b, qid)
+	b = binary.BigEndian.AppendUint32(b, uint32(id.Partition))
+	b = binary.BigEndian.AppendUint64(b, uint64(start))
+	b = append(b, id.Topic[:min(len(id.Topic), maxTopic)]...)
+	return endRecord(b, at)
 }
 
 func appendEntry(b []byte, qid uint32, off int64, e Entry) []byte {
-	var body [entryBody]byte
-	body[0] = recEntry
-	binary.BigEndian.PutUint32(body[1:], qid)
-	binary.BigEndian.PutUint64(body[5:], uint64(off))
-	binary.BigEndian.PutUint64(body[13:], uint64(e.PhysOffset))
-	binary.BigEndian.PutUint64(body[21:], uint64(e.Timestamp))
-	binary.BigEndian.PutUint32(body[29:], uint32(e.Size))
-	return appendRecord(b, body[:])
+	b, at := beginRecord(b)
+	b = append(b, recEntry)
+	b = binary.BigEndian.AppendUint32(b, qid)
+	b = binary.BigEndian.AppendUint64(b, uint64(off))
+	b = binary.BigEndian.AppendUint64(b, uint64(e.PhysOffset))
+	b = binary.BigEndian.AppendUint64(b, uint64(e.Timestamp))
+	b = binary.BigEndian.AppendUint32(b, uint32(e.Size))
+	return endRecord(b, at)
 }
 
 // appendOffset appends a truncate or set-min record.
 func appendOffset(b []byte, typ byte, qid uint32, off int64) []byte {
-	var body [offsetBody]byte
-	body[0] = typ
-	binary.BigEndian.PutUint32(body[1:], qid)
-	binary.BigEndian.PutUint64(body[5:], uint64(off))
-	return appendRecord(b, body[:])
+	b, at := beginRecord(b)
+	b = append(b, typ)
+	b = binary.BigEndian.AppendUint32(b, qid)
+	b = binary.BigEndian.AppendUint64(b, uint64(off))
+	return endRecord(b, at)
 }
 
 // appendQID appends a promoted or removed record.
 func appendQID(b []byte, typ byte, qid uint32) []byte {
-	var body [qidBody]byte
-	body[0] = typ
-	binary.BigEndian.PutUint32(body[1:], qid)
-	return appendRecord(b, body[:])
+	b, at := beginRecord(b)
+	b = append(b, typ)
+	b = binary.BigEndian.AppendUint32(b, qid)
+	return endRecord(b, at)
 }
 
 // journalRecord is one decoded record; which fields mean something
@@ -170,7 +184,7 @@ func decodeRecord(b []byte, topics intern.Strings) (journalRecord, int, error) {
 	want := 0
 	switch r.Type {
 	case recDeclare:
-		if n <= declareBody || n > declareBody+255 {
+		if n <= declareBody || n > declareBody+maxTopic {
 			return journalRecord{}, 0, fmt.Errorf("declare record of %d bytes: %w", n, ErrCorrupt)
 		}
 		r.ID = ID{Topic: topics.Get(body[declareBody:]), Partition: int32(binary.BigEndian.Uint32(body[5:]))}

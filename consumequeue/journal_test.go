@@ -519,9 +519,9 @@ func TestPromotedEntriesReleased(t *testing.T) {
 	if err := s.Flush(); err != nil {
 		t.Fatal(err)
 	}
-	q.sq.mu.RLock()
+	q.sq.mu.Lock()
 	held := len(q.sq.ents)
-	q.sq.mu.RUnlock()
+	q.sq.mu.Unlock()
 	if held != 0 {
 		t.Fatalf("promoted queue still holds %d entries in memory", held)
 	}

@@ -12,12 +12,15 @@ import (
 // its entries from MinOffset on. The journal's writer changes it under the
 // journal's lock, so a compaction sees every queue as its records left it;
 // mu only keeps readers from copying an entry while its slot is rewritten,
-// and is held for a slice access at a time.
+// and is held for a slice access at a time. It is a Mutex, not an RWMutex:
+// readers of one partition rarely meet, while the dispatcher takes it for
+// every record it indexes, and an RWMutex's write side costs two more
+// atomic operations.
 type smallQueue struct {
 	id  ID
 	qid uint32
 
-	mu    sync.RWMutex
+	mu    sync.Mutex
 	start int64   // MinOffset; also MaxOffset while ents is empty
 	ents  []Entry // offsets start, start+1, ...
 	// cuts counts truncations and retention cuts, so that a promotion
@@ -26,21 +29,21 @@ type smallQueue struct {
 }
 
 func (sq *smallQueue) cutCount() uint64 {
-	sq.mu.RLock()
-	defer sq.mu.RUnlock()
+	sq.mu.Lock()
+	defer sq.mu.Unlock()
 	return sq.cuts
 }
 
 func (sq *smallQueue) bounds() (lo, hi int64) {
-	sq.mu.RLock()
-	defer sq.mu.RUnlock()
+	sq.mu.Lock()
+	defer sq.mu.Unlock()
 	return sq.start, sq.start + int64(len(sq.ents))
 }
 
 // get copies out the entry at off.
 func (sq *smallQueue) get(off int64) (Entry, bool) {
-	sq.mu.RLock()
-	defer sq.mu.RUnlock()
+	sq.mu.Lock()
+	defer sq.mu.Unlock()
 	i := off - sq.start
 	if i < 0 || i >= int64(len(sq.ents)) {
 		return Entry{}, false
@@ -52,16 +55,17 @@ func (sq *smallQueue) get(off int64) (Entry, bool) {
 // while the queue is empty (as Queue.Append allows).
 func (sq *smallQueue) add(off int64, e Entry) error {
 	sq.mu.Lock()
-	defer sq.mu.Unlock()
 	next := sq.start + int64(len(sq.ents))
 	switch {
 	case off == next:
 	case len(sq.ents) == 0 && off > next:
 		sq.start = off
 	default:
+		sq.mu.Unlock()
 		return fmt.Errorf("entry at %d, next is %d: %w", off, next, ErrOffsetGap)
 	}
 	sq.ents = append(sq.ents, e)
+	sq.mu.Unlock()
 	return nil
 }
 
@@ -98,15 +102,15 @@ func (sq *smallQueue) cut(what string, k int64, apply func(i int64)) error {
 // firstFrom is the first offset whose entry has PhysOffset >= phys
 // (MaxOffset if none); PhysOffset grows along a queue.
 func (sq *smallQueue) firstFrom(phys int64) int64 {
-	sq.mu.RLock()
-	defer sq.mu.RUnlock()
+	sq.mu.Lock()
+	defer sq.mu.Unlock()
 	return sq.start + int64(sort.Search(len(sq.ents), func(i int) bool { return sq.ents[i].PhysOffset >= phys }))
 }
 
 // snapshot copies the entries out as FileEntries.
 func (sq *smallQueue) snapshot() []FileEntry {
-	sq.mu.RLock()
-	defer sq.mu.RUnlock()
+	sq.mu.Lock()
+	defer sq.mu.Unlock()
 	out := make([]FileEntry, len(sq.ents))
 	for i, e := range sq.ents {
 		out[i] = FileEntry{Offset: sq.start + int64(i), Entry: e}
@@ -117,8 +121,8 @@ func (sq *smallQueue) snapshot() []FileEntry {
 // appendState appends the records that recreate sq: its declaration at
 // MinOffset and one entry record per entry. Caller holds the journal lock.
 func (sq *smallQueue) appendState(b []byte) []byte {
-	sq.mu.RLock()
-	defer sq.mu.RUnlock()
+	sq.mu.Lock()
+	defer sq.mu.Unlock()
 	b = appendDeclare(b, sq.qid, sq.id, sq.start)
 	for i, e := range sq.ents {
 		b = appendEntry(b, sq.qid, sq.start+int64(i), e)
@@ -128,8 +132,8 @@ func (sq *smallQueue) appendState(b []byte) []byte {
 
 // stateSize is what appendState writes for sq.
 func (sq *smallQueue) stateSize() int64 {
-	sq.mu.RLock()
-	defer sq.mu.RUnlock()
+	sq.mu.Lock()
+	defer sq.mu.Unlock()
 	return declareSize(sq.id) + int64(len(sq.ents))*entryRecordSize
 }
 

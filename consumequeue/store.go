@@ -203,11 +203,11 @@ func (s *Store) get(id ID, create bool) (*Queue, error) {
 	if q, ok := s.queues[id]; ok {
 		return q, nil
 	}
-	dir := s.queueDir(id)
 	if create && s.opts.SmallEntries > 0 && !s.hasDir(id) {
 		// A new queue starts in the journal: no directory, no file.
 		return s.addSmall(s.journal.declare(id)), nil
 	}
+	dir := s.queueDir(id)
 	fresh := false
 	if create {
 		var err error

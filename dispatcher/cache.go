@@ -19,7 +19,14 @@ type topicIncarnation struct {
 // and probes one map per topic.
 type topicQueues struct {
 	name   string
-	queues dense.Table[*consumequeue.Queue]
+	queues dense.Table[queueSlot]
+}
+
+// queueSlot is one partition's entry in topicQueues: its queue once
+// opened, and the round of grown in which the queue was last listed.
+type queueSlot struct {
+	q      *consumequeue.Queue
+	grewIn uint64
 }
 
 // queueCache holds a topicQueues per incarnation; the dispatching
@@ -44,6 +51,15 @@ func (c *queueCache) topic(topic string, id commitlog.TopicID) *topicQueues {
 			c.topics[k] = t
 		}
 		c.lastKey, c.last = k, t
+	}
+	return c.last
+}
+
+// peek returns the entry of the incarnation last asked for, if it is that
+// of topic and id; it creates nothing.
+func (c *queueCache) peek(topic string, id commitlog.TopicID) *topicQueues {
+	if c.last == nil || c.lastKey.id != id || c.lastKey.topic != topic {
+		return nil
 	}
 	return c.last
 }

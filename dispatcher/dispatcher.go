@@ -22,8 +22,9 @@ type Options struct {
 	Queues *consumequeue.Store
 	// Live returns the live incarnation of a topic (see "Topic
 	// incarnations" in package store); nil dispatches every record, each
-	// incarnation into its own queues. It is called for every record, so
-	// it must be cheap.
+	// incarnation into its own queues. It is called for every run of
+	// records of one live incarnation (every record of the others), so it
+	// must be cheap.
 	Live func(topic string) (id commitlog.TopicID, ok bool)
 	// Notify hears of the partitions that grew after each pass; nil if
 	// nobody waits.
@@ -65,10 +66,13 @@ type Dispatcher struct {
 
 	// Used only by the dispatching goroutine (and by its owner before
 	// Start and after Stop).
-	cursor  *commitlog.Cursor // at the dispatched offset between passes
-	cache   queueCache
-	gaps    map[consumequeue.ID]bool // partitions whose gap was already logged
-	touched map[consumequeue.ID]int64
+	cursor *commitlog.Cursor // at the dispatched offset between passes
+	cache  queueCache
+	live   liveCache
+	gaps   map[consumequeue.ID]bool // partitions whose gap was already logged
+	grown  grown
+	window []commitlog.Record // the records read ahead (readWindow)
+	warmed int64              // keeps warm's loads from being optimised away
 }
 
 // New returns a dispatcher over an opened log and queue store. Until
@@ -89,7 +93,7 @@ func New(opts Options) *Dispatcher {
 		done:     make(chan struct{}),
 		cache:    newQueueCache(),
 		gaps:     make(map[consumequeue.ID]bool),
-		touched:  make(map[consumequeue.ID]int64),
+		grown:    newGrown(),
 	}
 	d.retention.Store(-1)
 	return d
@@ -173,6 +177,7 @@ func (d *Dispatcher) ResumeAt(pos int64) {
 func (d *Dispatcher) Forget(topic string, id commitlog.TopicID) {
 	name := QueueName(topic, id)
 	d.cache.forget(topic, id)
+	d.live.forget()
 	for qid := range d.gaps {
 		if qid.Topic == name {
 			delete(d.gaps, qid)

@@ -13,7 +13,9 @@
 // tails were verified by recovery or written by this process) and appends
 // Count consume-queue entries for it at once (all pointing at the same
 // record: physical offset, size, and its batch's max timestamp, which the
-// queue raises to the largest so far). It is the only writer of the
+// queue raises to the largest so far). It reads records a window of 16 at
+// a time and touches their queues before indexing them, so that the cache
+// misses of many partitions' queues overlap. It is the only writer of the
 // consume queues, so they need no writer lock of their own; retention of
 // log files is handed to it as well (OnRetention), and it deletes the
 // consume-queue files that index only deleted log files. After each pass

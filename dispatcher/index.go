@@ -45,10 +45,13 @@ func ParseQueueName(name string) (topic string, id commitlog.TopicID) {
 // start after it). If the topic was deleted instead, the queues are dead
 // weight until the store removes them, or retention passes them.
 func (d *Dispatcher) dispatchable(topic string, id commitlog.TopicID) bool {
-	if d.opts.Live == nil {
+	if d.opts.Live == nil || d.live.live(topic, id) {
 		return true
 	}
 	live, ok := d.opts.Live(topic)
+	if ok && live == id {
+		d.live.remember(topic, id)
+	}
 	return !ok || live == id
 }
 
@@ -62,16 +65,15 @@ func (d *Dispatcher) Index(r *commitlog.Record) error {
 	}
 	tq := d.cache.topic(r.Topic, r.TopicID)
 	slot := tq.queues.Ptr(r.Partition)
-	q := *slot
+	q := slot.q
 	if q == nil {
 		var err error
 		q, err = d.queues.Queue(tq.name, r.Partition)
 		if err != nil {
 			return fmt.Errorf("dispatcher: open queue %s/%d: %w", tq.name, r.Partition, err)
 		}
-		*slot = q
+		slot.q = q
 	}
-	id := q.ID()
 	end := r.QueueOffset + int64(max(r.Count, 1))
 	next := q.MaxOffset()
 	if end <= next {
@@ -83,7 +85,7 @@ func (d *Dispatcher) Index(r *commitlog.Record) error {
 		next = r.QueueOffset
 	}
 	if r.QueueOffset > next {
-		if !d.gaps[id] {
+		if id := q.ID(); !d.gaps[id] {
 			d.gaps[id] = true
 			d.logger.WithFields(map[string]any{
 				"topic": r.Topic, "partition": r.Partition, "queue_max": next,
@@ -97,7 +99,7 @@ func (d *Dispatcher) Index(r *commitlog.Record) error {
 		return fmt.Errorf("dispatcher: index %s/%d offsets %d-%d: %w", r.Topic, r.Partition, next, end-1, err)
 	}
 	if d.opts.Notify != nil && d.opts.Notify.Watching() {
-		d.touched[id] = end
+		d.grown.mark(slot)
 	}
 	return nil
 }

@@ -59,31 +59,36 @@ func (d *Dispatcher) DispatchTo(limit int64) error {
 	start := d.dispatched.Load()
 	pos := start
 	n := 0
+	d.live.forget()
 	defer func() {
 		if pos != start {
 			d.publish(pos)
 		}
 		d.wakeTouched()
 	}()
-	c := d.cursor
 	for pos < limit {
-		r, err := c.Next()
-		if err != nil {
-			c.Reset(pos)
-			return fmt.Errorf("dispatcher: read commit log at %d: %w", pos, err)
+		w, readErr := d.readWindow(limit)
+		for i := range w {
+			d.warm(&w[i])
 		}
-		if r == nil {
+		for i := range w {
+			if err := d.Index(&w[i]); err != nil {
+				// Read it again on the retry.
+				d.cursor.Reset(w[i].PhysOffset)
+				return err
+			}
+			pos = w[i].End()
+			if n++; n%publishEvery == 0 {
+				d.publish(pos)
+				d.wakeTouched()
+			}
+		}
+		if readErr != nil {
+			d.cursor.Reset(pos)
+			return fmt.Errorf("dispatcher: read commit log at %d: %w", pos, readErr)
+		}
+		if len(w) < readAhead {
 			break
-		}
-		if err := d.Index(r); err != nil {
-			// Read it again on the retry.
-			c.Reset(pos)
-			return err
-		}
-		pos = c.Offset()
-		if n++; n%publishEvery == 0 {
-			d.publish(pos)
-			d.wakeTouched()
 		}
 	}
 	return nil
@@ -91,10 +96,10 @@ func (d *Dispatcher) DispatchTo(limit int64) error {
 
 // wakeTouched wakes the waiters of partitions that grew.
 func (d *Dispatcher) wakeTouched() {
-	for id, max := range d.touched {
-		d.opts.Notify.Grew(id, max)
-		delete(d.touched, id)
+	for _, q := range d.grown.queues {
+		d.opts.Notify.Grew(q.ID(), q.MaxOffset())
 	}
+	d.grown.next()
 }
 
 // applyRetention drops consume-queue files that only index deleted log files.
