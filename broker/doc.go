@@ -253,9 +253,11 @@
 // Topics are created by CreateTopics or, with AutoCreateTopics, by Metadata
 // (when the client allows it) and Produce naming an unknown, validly named
 // topic (DefaultPartitions), at most 100 per request (the rest are
-// answered UNKNOWN_TOPIC_OR_PARTITION). Names follow Kafka's rules: 1..249 of
-// [a-zA-Z0-9._-], not "." or "..". Unknown topics or partitions get
-// UNKNOWN_TOPIC_OR_PARTITION.
+// answered UNKNOWN_TOPIC_OR_PARTITION). Names follow Kafka's rules, 1..222
+// of [a-zA-Z0-9._-], not "." or "..", but for the length: Kafka allows 249,
+// and unilog's consume-queue directories add the topic id to the name
+// (INVALID_TOPIC_EXCEPTION names the limit). Unknown topics or partitions
+// get UNKNOWN_TOPIC_OR_PARTITION.
 //
 // Every creation assigns a random 16-byte topic id (Kafka's topic ids),
 // kept in the metadata, returned by Metadata v10+ and CreateTopics v7, and

@@ -79,9 +79,12 @@ var (
 	ErrClosed       = errors.New("broker: closed")
 )
 
-// maxTopicNameLen is Kafka's limit (249, so that partition directory names
-// stay within 255 bytes).
-const maxTopicNameLen = 249
+// maxTopicNameLen is 222, not Kafka's 249: a topic's consume queues live
+// in a directory named <topic>@<32 hex digits of its id> (see package
+// store), and a file name has at most 255 bytes. A longer name made the
+// dispatcher fail on the topic's first record and stop indexing every
+// partition.
+const maxTopicNameLen = 255 - len("@") - 32
 
 // validTopicName applies Kafka's topic name rules.
 func validTopicName(name string) error {
