@@ -69,7 +69,7 @@ type Dispatcher struct {
 	cursor *commitlog.Cursor // at the dispatched offset between passes
 	cache  queueCache
 	live   liveCache
-	gaps   map[consumequeue.ID]bool // partitions whose gap was already logged
+	gaps   map[consumequeue.ID]bool // partitions whose gap or bad name was already logged
 	grown  grown
 	window []commitlog.Record // the records read ahead (readWindow)
 	warmed int64              // keeps warm's loads from being optimised away

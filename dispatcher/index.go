@@ -2,6 +2,7 @@ package dispatcher
 
 import (
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"strings"
 
@@ -69,6 +70,18 @@ func (d *Dispatcher) Index(r *commitlog.Record) error {
 	if q == nil {
 		var err error
 		q, err = d.queues.Queue(tq.name, r.Partition)
+		if errors.Is(err, consumequeue.ErrInvalidName) {
+			// No retry can name this queue (a topic name too long for its
+			// directory, stored by an older build): stopping here would stop
+			// indexing every partition behind it.
+			if id := (consumequeue.ID{Topic: tq.name, Partition: r.Partition}); !d.gaps[id] {
+				d.gaps[id] = true
+				d.logger.WithError(err).WithFields(map[string]any{
+					"topic": r.Topic, "partition": r.Partition, "record_offset": r.QueueOffset, "phys": r.PhysOffset,
+				}).Error("commit-log record's consume queue cannot be named; its partition is not dispatched")
+			}
+			return nil
+		}
 		if err != nil {
 			return fmt.Errorf("dispatcher: open queue %s/%d: %w", tq.name, r.Partition, err)
 		}

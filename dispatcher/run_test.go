@@ -1,7 +1,10 @@
 package dispatcher
 
 import (
+	"strings"
 	"testing"
+
+	logtest "github.com/sirupsen/logrus/hooks/test"
 
 	"github.com/unilog/unilog/commitlog"
 	"github.com/unilog/unilog/consumequeue"
@@ -65,26 +68,51 @@ func TestDispatchToLimit(t *testing.T) {
 	}
 }
 
-// TestDispatchStopsAtFailingRecord: a record whose queue cannot be opened
-// stops the pass after the records before it, in the same window, are
-// indexed and published, and every retry stops at it again.
-func TestDispatchStopsAtFailingRecord(t *testing.T) {
+// TestDispatchSkipsUnnamableQueue: a record whose queue no retry can
+// name (a topic too long for a directory, stored by an older build) is
+// logged once and left out, and the records after it are indexed. Before,
+// the pass stopped at it on every retry: indexing stopped for every
+// partition and every acks=-1 produce timed out.
+func TestDispatchSkipsUnnamableQueue(t *testing.T) {
 	topics := make([]string, readAhead+3)
 	for i := range topics {
 		topics[i] = "t"
 	}
 	const bad = 5
-	topics[bad] = "no/slash" // not a valid queue directory name
+	topics[bad] = strings.Repeat("x", 256)
+	topics[bad+readAhead/2] = topics[bad]
 	d, qs, pos := dispatchLog(t, topics, 1)
+	logger, hook := logtest.NewNullLogger()
+	d.logger = logger
+	end := pos[len(pos)-1].PhysOffset + int64(pos[len(pos)-1].Size)
+	if err := d.DispatchTo(end); err != nil {
+		t.Fatalf("a record whose queue cannot be named stopped the pass: %v", err)
+	}
+	if d.Dispatched() != end {
+		t.Fatalf("dispatched %d, want %d", d.Dispatched(), end)
+	}
+	if q, ok := qs.Lookup("t", 0); !ok || q.MaxOffset() != int64(len(topics)-2) {
+		t.Fatalf("the other records are not all indexed")
+	}
+	if n := len(hook.AllEntries()); n != 1 {
+		t.Fatalf("%d log lines for two records of one unnamable queue, want 1", n)
+	}
+}
+
+// TestDispatchStopsAtFailingRecord: a pass whose queues cannot be opened
+// (the store closed under it) returns the error and does not move the
+// dispatched offset, so that the retry starts at the same record.
+func TestDispatchStopsAtFailingRecord(t *testing.T) {
+	d, qs, pos := dispatchLog(t, []string{"t", "t"}, 1)
+	if err := qs.Close(); err != nil {
+		t.Fatal(err)
+	}
 	for try := range 2 {
-		if err := d.DispatchTo(pos[len(pos)-1].PhysOffset + 1); err == nil {
-			t.Fatalf("try %d: no error for a record whose queue cannot be opened", try)
+		if err := d.DispatchTo(pos[1].PhysOffset + 1); err == nil {
+			t.Fatalf("try %d: no error with the queue store closed", try)
 		}
-		if d.Dispatched() != pos[bad].PhysOffset {
-			t.Fatalf("try %d: dispatched %d, want %d (the failing record's start)", try, d.Dispatched(), pos[bad].PhysOffset)
-		}
-		if q, ok := qs.Lookup("t", 0); !ok || q.MaxOffset() != bad {
-			t.Fatalf("try %d: the records before the failing one are not all indexed", try)
+		if d.Dispatched() != 0 {
+			t.Fatalf("try %d: dispatched %d, want 0", try, d.Dispatched())
 		}
 	}
 }
