@@ -11,6 +11,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/unilog/unilog/auth"
+	"github.com/unilog/unilog/producerstate"
 	"github.com/unilog/unilog/store"
 	"github.com/unilog/unilog/txn"
 )
@@ -259,6 +260,9 @@ type pendingBatch struct {
 	p  *partitionState
 	bi batchInfo
 	sb StorageBatch
+	// chk is the producer state's verdict, kept for recording the batch
+	// once appended (appendGroup).
+	chk producerstate.Checked
 	// start is the log start DeleteRecords set, if later than the
 	// storage's, for the answer's log start offset.
 	start int64
@@ -376,18 +380,20 @@ func (b *Broker) appendGroup(sc *produceScratch, group []pendingBatch) (end int6
 			continue
 		}
 		if pb.bi.producerID >= 0 {
-			switch orig, dup, err := pb.p.Check(pb.bi.producerBatch()); {
+			chk, err := pb.p.Check(pb.bi.producerBatch())
+			switch {
 			case err != nil:
 				pb.rp.ErrorCode = sequenceError(err).Code
 				continue
-			case dup:
-				pb.rp.BaseOffset = orig.Base
+			case chk.Dup:
+				pb.rp.BaseOffset = chk.Orig.Base
 				lo, _ := b.st.Bounds(pb.sb.Topic, pb.sb.Partition)
 				pb.rp.LogStartOffset = max(lo, pb.start)
-				end = max(end, orig.End)
+				end = max(end, chk.Orig.End)
 				nbytes += len(pb.sb.Records)
 				continue
 			}
+			pb.chk = chk
 		}
 		sc.batches = append(sc.batches, pb.sb)
 		sc.refs = append(sc.refs, pb)
@@ -423,7 +429,7 @@ func (b *Broker) appendGroup(sc *produceScratch, group []pendingBatch) (end int6
 		pb := sc.refs[j]
 		pb.rp.BaseOffset, pb.rp.LogStartOffset = a.Base, max(a.LogStart, pb.start)
 		if pb.bi.producerID >= 0 {
-			pb.p.Record(pb.bi.producerBatch(), a.Base, a.End)
+			pb.p.RecordChecked(pb.chk, a.Base, a.End)
 			if pb.bi.transactional() {
 				pb.p.BeginTxn(pb.bi.producerID, a.Base)
 			}
