@@ -122,6 +122,7 @@ func (b *Broker) handleProduce(ctx context.Context, c *conn, kreq kmsg.Request) 
 		rt.Partitions = make([]kmsg.ProduceResponseTopicPartition, len(t.Partitions))
 		meta, known := b.meta.Topic(t.Topic)
 		leads, limits := b.topicLeads(t.Topic), b.produceLimits(meta)
+		topicPending := len(sc.pending)
 		for j := range t.Partitions {
 			p := &t.Partitions[j]
 			rp := &rt.Partitions[j]
@@ -151,6 +152,7 @@ func (b *Broker) handleProduce(ctx context.Context, c *conn, kreq kmsg.Request) 
 				b.prepareBatch(sc, meta, limits, p, rp)
 			}
 		}
+		b.resolveStates(meta.Name, meta.Partitions, sc.pending[topicPending:])
 	}
 	if req.Acks == -1 {
 		if code := b.checkInSync(); code != 0 {
@@ -301,8 +303,10 @@ func (sc *produceScratch) refuse(code int16) {
 }
 
 // prepareBatch up-converts a legacy message set and validates the batch,
-// answering rp on failure and queueing it for appendProduced otherwise.
-// This is the part of a partition's produce that needs no lock.
+// answering rp on failure and queueing it for appendProduced otherwise,
+// its partition's state resolved with the topic's other batches
+// (resolveStates). This is the part of a partition's produce that needs
+// no lock.
 func (b *Broker) prepareBatch(sc *produceScratch, meta TopicMeta, limits produceLimits, p *kmsg.ProduceRequestTopicPartition, rp *kmsg.ProduceResponseTopicPartition) {
 	topic := meta.Name
 	maxBytes := limits.maxMessageBytes
@@ -327,7 +331,6 @@ func (b *Broker) prepareBatch(sc *produceScratch, meta TopicMeta, limits produce
 	}
 	sc.pending = append(sc.pending, pendingBatch{
 		rp:    rp,
-		p:     b.partition(topic, p.Partition),
 		bi:    bi,
 		start: meta.LogStarts[p.Partition],
 		sb:    StorageBatch{Topic: topic, Partition: p.Partition, Count: bi.numRecords, MaxTimestamp: bi.maxTimestamp, Records: records, CRCChecked: true},

@@ -42,7 +42,7 @@ const replicaCatchUpInterval = 500 * time.Millisecond
 // nil while the node is not a follower: Demote sets it, Promote takes it.
 type replicaProducers struct {
 	mu       sync.Mutex
-	parts    map[topicPartition]*partitionState
+	parts    partitionStates
 	replayed int64
 }
 
@@ -153,7 +153,7 @@ func (b *Broker) RestartLog(at int64, next []store.PartitionOffset) error {
 		if err := b.dropSnapshotPast(-1); err != nil {
 			return err
 		}
-		b.replica.parts, b.replica.replayed = make(map[topicPartition]*partitionState), at
+		b.replica.parts, b.replica.replayed = make(partitionStates), at
 		return nil
 	})
 }

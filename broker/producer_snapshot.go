@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"maps"
 	"path/filepath"
 	"time"
 
@@ -53,7 +52,7 @@ func (b *Broker) snapshotProducers() error {
 // topicMu is held shared while copying so that no topic is deleted and
 // created again between reading a partition's state and the incarnation
 // it is filed under.
-func (b *Broker) copyProducers(logOffset int64, parts map[topicPartition]*partitionState) producerstate.Snapshot {
+func (b *Broker) copyProducers(logOffset int64, parts partitionStates) producerstate.Snapshot {
 	b.topicMu.RLock()
 	defer b.topicMu.RUnlock()
 	return b.copyParts(logOffset, parts)
@@ -76,7 +75,7 @@ func (b *Broker) copyLeaderProducers() (s producerstate.Snapshot, copiedThrough 
 	// Every partition appended to below logOffset is in parts: its state
 	// is made before its first append.
 	b.partsMu.Lock()
-	parts := maps.Clone(b.parts)
+	parts := b.parts.clone()
 	b.partsMu.Unlock()
 	s = b.copyProducers(logOffset, parts)
 	if txnChangedPast(s, logOffset) {
@@ -114,27 +113,27 @@ func (b *Broker) copyLeaderProducersExact() producerstate.Snapshot {
 	defer b.appendMu.Unlock()
 	logOffset := b.st.WriteOffset()
 	b.partsMu.Lock()
-	parts := maps.Clone(b.parts)
+	parts := b.parts.clone()
 	b.partsMu.Unlock()
 	return b.copyParts(logOffset, parts)
 }
 
 // copyParts is copyProducers with topicMu held.
-func (b *Broker) copyParts(logOffset int64, parts map[topicPartition]*partitionState) producerstate.Snapshot {
-	s := producerstate.Snapshot{Version: producerstate.Version, LogOffset: logOffset, Parts: make([]producerstate.PartitionSnapshot, 0, len(parts))}
-	for tp, p := range parts {
-		m, live := b.meta.Topic(tp.topic)
+func (b *Broker) copyParts(logOffset int64, parts partitionStates) producerstate.Snapshot {
+	s := producerstate.Snapshot{Version: producerstate.Version, LogOffset: logOffset}
+	parts.each(func(topic string, partition int32, p *partitionState) {
+		m, live := b.meta.Topic(topic)
 		p.mu.Lock()
 		if live && len(p.Aborted) > 0 {
 			// Aborted transactions below the log start are never fetched.
-			lo, _ := b.logBounds(m, tp.partition)
+			lo, _ := b.logBounds(m, partition)
 			p.DropAbortedBefore(lo)
 		}
 		if live && !p.Empty() {
-			s.Parts = append(s.Parts, producerstate.PartitionSnapshot{Topic: tp.topic, Partition: tp.partition, ID: m.RecordID(), State: p.Clone()})
+			s.Parts = append(s.Parts, producerstate.PartitionSnapshot{Topic: topic, Partition: partition, ID: m.RecordID(), State: p.Clone()})
 		}
 		p.mu.Unlock()
-	}
+	})
 	return s
 }
 
@@ -193,7 +192,7 @@ func (b *Broker) loadProducers() error {
 // unflushed tail), or a version 1 snapshot, which cannot tell incarnations
 // apart, is not trusted: the whole log is replayed instead, which is
 // slower but exact.
-func (b *Broker) readProducerSnapshot() (map[topicPartition]*partitionState, int64) {
+func (b *Broker) readProducerSnapshot() (partitionStates, int64) {
 	pre := b.takePreload()
 	if pre == nil {
 		pre = PreloadProducers(b.cfg.DataDir, b.meta)
@@ -202,10 +201,10 @@ func (b *Broker) readProducerSnapshot() (map[topicPartition]*partitionState, int
 	switch {
 	case err == nil:
 	case errors.Is(err, fs.ErrNotExist):
-		return make(map[topicPartition]*partitionState), 0
+		return make(partitionStates), 0
 	default:
 		b.log.WithFields(logrus.Fields{"file": filepath.Join(b.cfg.DataDir, producerstate.FileName), "error": err}).Warn("producer-state snapshot not used; rebuilding idempotence from the whole log")
-		return make(map[topicPartition]*partitionState), 0
+		return make(partitionStates), 0
 	}
 	return parts, from
 }
@@ -224,7 +223,7 @@ func (b *Broker) takePreload() *ProducerPreload {
 // replayProducers applies every idempotent batch stored from the log
 // offset from on to parts and returns how many it read and the end of the
 // last record it scanned (from if none).
-func (b *Broker) replayProducers(parts map[topicPartition]*partitionState, from int64) (batches int, end int64, err error) {
+func (b *Broker) replayProducers(parts partitionStates, from int64) (batches int, end int64, err error) {
 	end = from
 	err = b.st.ScanRecords(from, func(topic string, id store.TopicID, partition int32, base, recEnd int64, batch []byte) {
 		end = recEnd
@@ -232,14 +231,8 @@ func (b *Broker) replayProducers(parts map[topicPartition]*partitionState, from 
 		if !ok || bi.producerID < 0 || !b.liveIncarnation(topic, id) {
 			return
 		}
-		tp := topicPartition{topic, partition}
-		p := parts[tp]
-		if p == nil {
-			p = &partitionState{}
-			parts[tp] = p
-		}
 		batches++
-		p.applyStored(bi, batch, base, recEnd)
+		parts.at(topic, partition).applyStored(bi, batch, base, recEnd)
 	})
 	return batches, end, err
 }
