@@ -68,6 +68,7 @@ type Broker struct {
 	// snapshot is rewritten only when it would differ.
 	producerChanges atomic.Int64
 	snapMu          sync.Mutex
+	snapLen         int // the last producer-state snapshot's length; snapMu
 	// replica is the producer state a follower rebuilds from its log.
 	replica replicaProducers
 

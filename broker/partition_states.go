@@ -50,17 +50,6 @@ func stateIn(t []*partitionState, partition int32) *partitionState {
 	return p
 }
 
-// each calls fn with every partition that has a state.
-func (s partitionStates) each(fn func(topic string, partition int32, p *partitionState)) {
-	for topic, t := range s {
-		for i, p := range t {
-			if p != nil {
-				fn(topic, int32(i), p)
-			}
-		}
-	}
-}
-
 // clone copies the tables (not the states), for reading them without the
 // lock that guards their growth.
 func (s partitionStates) clone() partitionStates {

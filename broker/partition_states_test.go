@@ -38,7 +38,13 @@ func TestPartitionStates(t *testing.T) {
 	c := s.clone()
 	s.at("a", 1)
 	seen := map[topicPartition]*partitionState{}
-	c.each(func(topic string, partition int32, p *partitionState) { seen[topicPartition{topic, partition}] = p })
+	for topic, t := range c {
+		for i, p := range t {
+			if p != nil {
+				seen[topicPartition{topic, int32(i)}] = p
+			}
+		}
+	}
 	if !maps.Equal(seen, made) {
 		t.Fatalf("clone holds %v, want %v", seen, made)
 	}

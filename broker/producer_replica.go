@@ -69,18 +69,19 @@ func (b *Broker) catchUpLocked() error {
 	return nil
 }
 
-// copyReplicaProducers catches a follower's state up and copies it; it
-// reports false on a node that is not following. snapMu held.
-func (b *Broker) copyReplicaProducers() (producerstate.Snapshot, bool, error) {
+// encodeReplicaProducers catches a follower's state up and lays it out
+// as a snapshot; it reports false on a node that is not following. snapMu
+// held.
+func (b *Broker) encodeReplicaProducers(sizeHint int) ([]byte, bool, error) {
 	b.replica.mu.Lock()
 	defer b.replica.mu.Unlock()
 	if b.replica.parts == nil {
-		return producerstate.Snapshot{}, false, nil
+		return nil, false, nil
 	}
 	if err := b.catchUpLocked(); err != nil {
-		return producerstate.Snapshot{}, true, err
+		return nil, true, err
 	}
-	return b.copyProducers(b.replica.replayed, b.replica.parts), true, nil
+	return b.encodeProducers(b.replica.replayed, b.replica.parts, sizeHint), true, nil
 }
 
 // takeReplicaProducers catches a follower's state up and makes it the

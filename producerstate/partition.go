@@ -68,7 +68,14 @@ type Partition struct {
 	Open map[int64]int64
 	// Aborted is the aborted-transaction index, in marker order.
 	Aborted []AbortedTxn
+	// enc is the state's encoding as the last snapshot holds it (Encoder),
+	// nil when the state changed since. Every change goes through a
+	// method, which calls changed.
+	enc []byte
 }
+
+// changed drops the state's encoding, which no longer describes it.
+func (p *Partition) changed() { p.enc = nil }
 
 // Producer returns the state of producer id, nil if the partition has
 // none. It is valid until the next change of the partition.
@@ -167,6 +174,7 @@ func (p *Partition) Record(b Batch, base, end int64) {
 // record is Record with the producer's place in Producers found: at i,
 // or to be inserted there.
 func (p *Partition) record(i int, ok bool, b Batch, base, end int64) {
+	p.changed()
 	if !ok {
 		p.Producers = slices.Insert(p.Producers, i, Producer{ID: b.ProducerID, Epoch: b.Epoch})
 	}
@@ -217,6 +225,7 @@ func (p *Partition) Clone() Partition {
 // any state is left. Transactions are kept: replaying their batches and
 // markers again changes nothing (see EndTxn).
 func (p *Partition) Through(logOffset int64) bool {
+	p.changed()
 	kept := p.Producers[:0]
 	for _, ps := range p.Producers {
 		n := len(ps.Batches)
