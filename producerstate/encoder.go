@@ -2,7 +2,6 @@ package producerstate
 
 import (
 	"encoding/binary"
-	"maps"
 	"slices"
 
 	"github.com/unilog/unilog/commitlog"
@@ -27,9 +26,7 @@ type Encoder struct {
 const countAt = 4 + 2 + 2 + 8
 
 // NewEncoder starts a snapshot at logOffset, its buffer sized for
-// sizeHint bytes (the previous snapshot's length, say) and a little more:
-// append grows a large buffer by a quarter at a time, which allocated
-// five times a 5 MB snapshot's length while it was laid out.
+// sizeHint bytes (the previous snapshot's length, say) and a little more.
 func NewEncoder(logOffset int64, sizeHint int) *Encoder {
 	e := &Encoder{b: make([]byte, 0, max(sizeHint+sizeHint/16, countAt+8))}
 	e.b = snapshotFormat.Open(e.b)
@@ -52,6 +49,11 @@ func (e *Encoder) Add(topic string, id commitlog.TopicID, partition int32, p *Pa
 }
 
 func (e *Encoder) add(topic string, id commitlog.TopicID, partition int32, state []byte) {
+	if need := 2 + len(topic) + len(id) + 4 + len(state); cap(e.b)-len(e.b) < need {
+		// Doubled: append grows a large slice by a quarter, which copied
+		// a snapshot larger than its hint five times over.
+		e.b = slices.Grow(e.b, max(need, cap(e.b)))
+	}
 	e.b = binary.BigEndian.AppendUint16(e.b, uint16(len(topic)))
 	e.b = append(e.b, topic...)
 	e.b = append(e.b, id[:]...)
@@ -92,7 +94,13 @@ func (p *Partition) appendState(b []byte) []byte {
 	}
 	b = binary.BigEndian.AppendUint32(b, uint32(len(p.Open)))
 	// In producer order, so that the same state is always the same bytes.
-	for _, id := range slices.Sorted(maps.Keys(p.Open)) {
+	var few [8]int64
+	ids := few[:0]
+	for id := range p.Open {
+		ids = append(ids, id)
+	}
+	slices.Sort(ids)
+	for _, id := range ids {
 		b = binary.BigEndian.AppendUint64(b, uint64(id))
 		b = binary.BigEndian.AppendUint64(b, uint64(p.Open[id]))
 	}
