@@ -105,3 +105,43 @@ func BenchmarkResolveStates(b *testing.B) {
 	}
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*parts), "ns/batch")
 }
+
+// fenceByTopic is a Moves answering the fence per topic, as the control
+// plane's does.
+type fenceByTopic struct {
+	*fakeMoves
+	fenced []int32
+}
+
+func (f fenceByTopic) FencedInTopic(string) func(int32) bool {
+	return func(p int32) bool { return slices.Contains(f.fenced, p) }
+}
+
+// TestTopicFenced: a produce's fence per partition is the Moves' answer
+// per topic where it gives one, else Move's Fenced per partition; no
+// Moves fences nothing.
+func TestTopicFenced(t *testing.T) {
+	perPartition := &fakeMoves{moves: map[topicPartition]PartitionMove{
+		{"t", 1}: {Topic: "t", Partition: 1, Fenced: true},
+		{"t", 2}: {Topic: "t", Partition: 2},
+	}}
+	for _, tc := range []struct {
+		name  string
+		moves Moves
+		want  []bool // partitions 0-3
+	}{
+		{"no moves", nil, []bool{false, false, false, false}},
+		{"per partition", perPartition, []bool{false, true, false, false}},
+		{"per topic", fenceByTopic{fakeMoves: perPartition, fenced: []int32{0, 3}}, []bool{true, false, false, true}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			b := &Broker{cfg: Config{Moves: tc.moves}}
+			fenced := b.topicFenced("t")
+			for p, want := range tc.want {
+				if got := fenced(int32(p)); got != want {
+					t.Errorf("partition %d fenced %v, want %v", p, got, want)
+				}
+			}
+		})
+	}
+}

@@ -121,7 +121,7 @@ func (b *Broker) handleProduce(ctx context.Context, c *conn, kreq kmsg.Request) 
 		// Allocated whole so that the pending batches can point into it.
 		rt.Partitions = make([]kmsg.ProduceResponseTopicPartition, len(t.Partitions))
 		meta, known := b.meta.Topic(t.Topic)
-		leads, limits := b.topicLeads(t.Topic), b.produceLimits(meta)
+		leads, fenced, limits := b.topicLeads(t.Topic), b.topicFenced(t.Topic), b.produceLimits(meta)
 		topicPending := len(sc.pending)
 		for j := range t.Partitions {
 			p := &t.Partitions[j]
@@ -141,7 +141,7 @@ func (b *Broker) handleProduce(ctx context.Context, c *conn, kreq kmsg.Request) 
 				}
 			case isInternalTopic(t.Topic):
 				rp.ErrorCode = kerr.InvalidTopicException.Code
-			case !leads(p.Partition) || b.produceFenced(t.Topic, p.Partition):
+			case !leads(p.Partition) || fenced(p.Partition):
 				// A partition moving to another replica group takes no
 				// produce while it switches (move.go).
 				rp.ErrorCode = kerr.NotLeaderForPartition.Code
