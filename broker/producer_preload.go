@@ -67,11 +67,19 @@ func (p *ProducerPreload) load(path string, meta MetadataStore) {
 	p.parts = make(partitionStates)
 	p.filed = make(map[string]store.TopicID)
 	for _, s := range p.snap.Parts {
-		if liveIncarnation(meta, s.Topic, s.ID) && s.State.Through(p.snap.LogOffset) {
+		if livePartition(meta, s.Topic, s.ID, s.Partition) && s.State.Through(p.snap.LogOffset) {
 			p.parts.at(s.Topic, s.Partition).Partition = s.State
 			p.filed[s.Topic] = s.ID
 		}
 	}
+}
+
+// livePartition reports whether partition is one of the live
+// incarnation id of topic's: an entry naming another is not filed (its
+// topic's table would be as long as the number it names).
+func livePartition(meta MetadataStore, topic string, id store.TopicID, partition int32) bool {
+	m, ok := meta.Topic(topic)
+	return ok && m.RecordID() == id && partition >= 0 && partition < m.Partitions
 }
 
 // wait returns the state load filed and the log offset it is the state at,
