@@ -69,8 +69,10 @@ type Partition struct {
 	// Aborted is the aborted-transaction index, in marker order.
 	Aborted []AbortedTxn
 	// enc is the state's encoding as the last snapshot holds it (Encoder),
-	// nil when the state changed since. Every change goes through a
-	// method, which calls changed.
+	// nil when the state changed since: every method that changes the
+	// state calls changed. A change made through the exported fields is
+	// not seen, so none is made to a state once snapshotted (only Decode
+	// and tests set them).
 	enc []byte
 }
 
