@@ -432,7 +432,7 @@ func (b *Broker) appendGroup(sc *produceScratch, group []pendingBatch) (end int6
 		pb := sc.refs[j]
 		pb.rp.BaseOffset, pb.rp.LogStartOffset = a.Base, max(a.LogStart, pb.start)
 		if pb.bi.producerID >= 0 {
-			pb.p.RecordChecked(pb.chk, a.Base, a.End)
+			pb.p.RecordChecked(pb.chk, pb.bi.producerBatch(), a.Base, a.End)
 			if pb.bi.transactional() {
 				pb.p.BeginTxn(pb.bi.producerID, a.Base)
 			}

@@ -24,7 +24,7 @@ func BenchmarkCheckRecord(b *testing.B) {
 				if err != nil || c.Dup {
 					b.Fatalf("round %d partition %d: %+v, %v", r, i, c, err)
 				}
-				ps[i].RecordChecked(c, int64(r), int64(r)+1)
+				ps[i].RecordChecked(c, batch, int64(r), int64(r)+1)
 				*s++
 			}
 		}

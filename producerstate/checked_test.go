@@ -30,14 +30,15 @@ func TestRecordChecked(t *testing.T) {
 			for _, id := range tc.before {
 				p.Record(Batch{ProducerID: id, Records: 1}, 0, 1)
 			}
-			c, err := p.Check(Batch{ProducerID: tc.checked.ProducerID, FirstSeq: tc.checked.FirstSeq, Records: 1})
+			batch := Batch{ProducerID: tc.checked.ProducerID, FirstSeq: tc.checked.FirstSeq, Records: 1}
+			c, err := p.Check(batch)
 			if err != nil || c.Dup {
 				t.Fatalf("check: %+v, %v", c, err)
 			}
 			for _, id := range tc.between {
 				p.Record(Batch{ProducerID: id, Records: 1}, 0, 1)
 			}
-			p.RecordChecked(c, 10, 11)
+			p.RecordChecked(c, batch, 10, 11)
 			var got []int64
 			for _, ps := range p.Producers {
 				got = append(got, ps.ID)
@@ -64,11 +65,12 @@ func TestRecordAllocations(t *testing.T) {
 	fill := func() {
 		p = Partition{}
 		for seq := range int32(8) {
-			c, err := p.Check(Batch{ProducerID: 1, FirstSeq: seq, Records: 1})
+			batch := Batch{ProducerID: 1, FirstSeq: seq, Records: 1}
+			c, err := p.Check(batch)
 			if err != nil || c.Dup {
 				t.Fatalf("sequence %d: %+v, %v", seq, c, err)
 			}
-			p.RecordChecked(c, int64(seq), int64(seq)+1)
+			p.RecordChecked(c, batch, int64(seq), int64(seq)+1)
 		}
 	}
 	if n := testing.AllocsPerRun(10, fill); n != 4 {

@@ -27,11 +27,12 @@ func TestEncoderFollowsChanges(t *testing.T) {
 		{"nothing", func(*Partition) {}},
 		{"Record", func(p *Partition) { p.Record(Batch{ProducerID: 1, FirstSeq: 2, Records: 1}, 3, 30) }},
 		{"RecordChecked", func(p *Partition) {
-			c, err := p.Check(Batch{ProducerID: 3, Records: 1})
+			b := Batch{ProducerID: 3, Records: 1}
+			c, err := p.Check(b)
 			if err != nil {
 				t.Fatal(err)
 			}
-			p.RecordChecked(c, 4, 40)
+			p.RecordChecked(c, b, 4, 40)
 		}},
 		{"Replay", func(p *Partition) { p.Replay(Batch{ProducerID: 1, FirstSeq: 3, Records: 1}, 5, 50) }},
 		{"Replay of a batch held", func(p *Partition) { p.Replay(Batch{ProducerID: 1, FirstSeq: 3, Records: 1}, 5, 50) }},

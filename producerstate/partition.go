@@ -106,20 +106,20 @@ func (p *Partition) find(id int64) (int, bool) {
 
 // Checked is Check's answer to a batch it accepts: a retry of Orig when
 // Dup, otherwise a batch to store, which RecordChecked records where Check
-// found its producer instead of searching again.
+// found its producer instead of searching again. Small, as the broker
+// keeps one per pending batch.
 type Checked struct {
 	Orig Stored
 	Dup  bool
-	b    Batch
-	at   int  // where the producer is in Producers, or would be
-	has  bool // the producer is at at
+	has  bool  // the producer is at at
+	at   int32 // where the producer is in Producers, or would be
 }
 
 // Check validates an idempotent batch against its producer's history; an
 // error refuses the batch.
 func (p *Partition) Check(b Batch) (Checked, error) {
 	i, ok := p.find(b.ProducerID)
-	c := Checked{b: b, at: i, has: ok}
+	c := Checked{has: ok, at: int32(i)}
 	if !ok {
 		return c, nil
 	}
@@ -146,25 +146,26 @@ func (p *Partition) Check(b Batch) (Checked, error) {
 	return c, nil
 }
 
-// RecordChecked remembers a batch Check accepted (and found no retry),
-// appended at base and ending at end. A Checked taken before the
+// RecordChecked remembers b, a batch Check accepted as c (and found no
+// retry), appended at base and ending at end. A Checked taken before the
 // partition last changed is looked up again.
-func (p *Partition) RecordChecked(c Checked, base, end int64) {
-	if !p.still(c) {
-		c.at, c.has = p.find(c.b.ProducerID)
+func (p *Partition) RecordChecked(c Checked, b Batch, base, end int64) {
+	i, ok := int(c.at), c.has
+	if !p.still(i, ok, b.ProducerID) {
+		i, ok = p.find(b.ProducerID)
 	}
-	p.record(c.at, c.has, c.b, base, end)
+	p.record(i, ok, b, base, end)
 }
 
-// still reports whether c's position of its producer holds.
-func (p *Partition) still(c Checked) bool {
-	id := c.b.ProducerID
-	if c.has {
-		return c.at < len(p.Producers) && p.Producers[c.at].ID == id
+// still reports whether producer id is at i in Producers (has), or would
+// be inserted there.
+func (p *Partition) still(i int, has bool, id int64) bool {
+	if has {
+		return i < len(p.Producers) && p.Producers[i].ID == id
 	}
-	return c.at <= len(p.Producers) &&
-		(c.at == 0 || p.Producers[c.at-1].ID < id) &&
-		(c.at == len(p.Producers) || p.Producers[c.at].ID > id)
+	return i <= len(p.Producers) &&
+		(i == 0 || p.Producers[i-1].ID < id) &&
+		(i == len(p.Producers) || p.Producers[i].ID > id)
 }
 
 // Record remembers an appended batch.

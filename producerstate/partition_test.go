@@ -37,7 +37,7 @@ func TestCheck(t *testing.T) {
 		case c.Dup != (s.dupBase >= 0) || c.Dup && c.Orig.Base != s.dupBase:
 			t.Fatalf("%s: duplicate %v of %+v, want base %d", s.name, c.Dup, c.Orig, s.dupBase)
 		case err == nil && !c.Dup:
-			p.RecordChecked(c, base, base*10+100)
+			p.RecordChecked(c, s.b, base, base*10+100)
 			base += int64(s.b.Records)
 		}
 	}
