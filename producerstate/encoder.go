@@ -16,8 +16,7 @@ import (
 // file is still written whole; its format is the one Snapshot.Encode
 // writes, byte for byte.
 type Encoder struct {
-	b     []byte
-	start int // the frame's start in b
+	b     []byte // the frame, from its start
 	count uint32
 }
 
@@ -64,8 +63,8 @@ func (e *Encoder) add(topic string, id commitlog.TopicID, partition int32, state
 
 // Finish returns the snapshot file's bytes. The Encoder is done.
 func (e *Encoder) Finish() []byte {
-	binary.BigEndian.PutUint32(e.b[e.start+countAt:], e.count)
-	return snapshotFormat.Seal(e.b, e.start)
+	binary.BigEndian.PutUint32(e.b[countAt:], e.count)
+	return snapshotFormat.Seal(e.b, 0)
 }
 
 // stateLen is the length of appendState's bytes.
