@@ -280,6 +280,7 @@ type produceScratch struct {
 	txn     *txn.Writer // the request's transactional id's (txn_produce.go)
 	// txnElsewhere: the id's coordinator is another node (txn_produce.go).
 	txnElsewhere bool
+	warm         int64 // what appendGroup read ahead of the checks, kept
 }
 
 var produceScratchPool = sync.Pool{New: func() any { return new(produceScratch) }}
@@ -377,6 +378,11 @@ func (b *Broker) appendProduced(sc *produceScratch) (end int64, nbytes int) {
 func (b *Broker) appendGroup(sc *produceScratch, group []pendingBatch) (end int64, nbytes int) {
 	end = -1
 	sc.batches, sc.refs = sc.batches[:0], sc.refs[:0]
+	for i := range group {
+		if pb := &group[i]; pb.bi.producerID >= 0 {
+			sc.warm += pb.p.Warm(pb.bi.producerID)
+		}
+	}
 	for i := range group {
 		pb := &group[i]
 		if !sc.checkTxnBatch(pb) {

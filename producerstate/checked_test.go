@@ -87,3 +87,20 @@ func TestRecordAllocations(t *testing.T) {
 		t.Fatalf("after a new epoch: %+v", ps)
 	}
 }
+
+// TestWarm: Warm reads the checked producer's batches (their bases'
+// sum), nothing for a producer the partition does not have.
+func TestWarm(t *testing.T) {
+	var p Partition
+	p.Record(Batch{ProducerID: 4, Records: 1}, 10, 11)
+	p.Record(Batch{ProducerID: 4, FirstSeq: 1, Records: 1}, 20, 21)
+	p.Record(Batch{ProducerID: 9, Records: 1}, 30, 31)
+	for _, tc := range []struct {
+		id   int64
+		want int64
+	}{{4, 30}, {9, 30}, {5, 0}, {-1, 0}} {
+		if got := p.Warm(tc.id); got != tc.want {
+			t.Errorf("Warm(%d) = %d, want %d", tc.id, got, tc.want)
+		}
+	}
+}
