@@ -63,11 +63,12 @@ type Broker struct {
 	// may then lock all the request's partitions without lock ordering.
 	appendMu sync.Mutex
 	partsMu  sync.Mutex
-	parts    map[topicPartition]*partitionState
+	parts    partitionStates
 	// producerChanges counts changes of idempotent-producer state, so the
 	// snapshot is rewritten only when it would differ.
 	producerChanges atomic.Int64
 	snapMu          sync.Mutex
+	snapLen         int // the last producer-state snapshot's length; snapMu
 	// replica is the producer state a follower rebuilds from its log.
 	replica replicaProducers
 
@@ -200,7 +201,7 @@ func newBroker(cfg Config, wrap func(Storage) Storage) (_ *Broker, meta Metadata
 		log:     cfg.Logger,
 		meta:    meta,
 		st:      cfg.Storage,
-		parts:   make(map[topicPartition]*partitionState),
+		parts:   make(partitionStates),
 		closing: make(chan struct{}),
 		conns:   make(map[*conn]struct{}),
 		perHost: make(map[string]int),
@@ -367,28 +368,11 @@ func (b *Broker) Close() error {
 	return b.closeErr
 }
 
-// partition returns the per-partition produce state.
-func (b *Broker) partition(topic string, partition int32) *partitionState {
-	tp := topicPartition{topic, partition}
-	b.partsMu.Lock()
-	defer b.partsMu.Unlock()
-	p, ok := b.parts[tp]
-	if !ok {
-		p = &partitionState{}
-		b.parts[tp] = p
-	}
-	return p
-}
-
 // forgetTopic drops the produce state of a deleted topic.
 func (b *Broker) forgetTopic(topic string) {
 	b.partsMu.Lock()
 	defer b.partsMu.Unlock()
-	for tp := range b.parts {
-		if tp.topic == topic {
-			delete(b.parts, tp)
-		}
-	}
+	delete(b.parts, topic)
 	b.producerChanges.Add(1)
 	if b.metrics != nil {
 		b.metrics.topicFetched.DeleteLabelValues(topic)

@@ -63,10 +63,8 @@ func (b *Broker) handleDescribeProducers(_ context.Context, _ *conn, kreq kmsg.R
 // activeProducers lists the partition's idempotent producers by id, with
 // the first offset of the transaction each has open here.
 func (b *Broker) activeProducers(topic string, partition int32) []kmsg.DescribeProducersResponseTopicPartitionActiveProducer {
-	b.partsMu.Lock()
-	ps, ok := b.parts[topicPartition{topic, partition}]
-	b.partsMu.Unlock()
-	if !ok {
+	ps := b.knownPartition(topic, partition)
+	if ps == nil {
 		return nil
 	}
 	ps.mu.Lock()

@@ -11,6 +11,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/unilog/unilog/auth"
+	"github.com/unilog/unilog/producerstate"
 	"github.com/unilog/unilog/store"
 	"github.com/unilog/unilog/txn"
 )
@@ -120,7 +121,8 @@ func (b *Broker) handleProduce(ctx context.Context, c *conn, kreq kmsg.Request) 
 		// Allocated whole so that the pending batches can point into it.
 		rt.Partitions = make([]kmsg.ProduceResponseTopicPartition, len(t.Partitions))
 		meta, known := b.meta.Topic(t.Topic)
-		leads, limits := b.topicLeads(t.Topic), b.produceLimits(meta)
+		leads, fenced, limits := b.topicLeads(t.Topic), b.topicFenced(t.Topic), b.produceLimits(meta)
+		topicPending := len(sc.pending)
 		for j := range t.Partitions {
 			p := &t.Partitions[j]
 			rp := &rt.Partitions[j]
@@ -139,7 +141,7 @@ func (b *Broker) handleProduce(ctx context.Context, c *conn, kreq kmsg.Request) 
 				}
 			case isInternalTopic(t.Topic):
 				rp.ErrorCode = kerr.InvalidTopicException.Code
-			case !leads(p.Partition) || b.produceFenced(t.Topic, p.Partition):
+			case !leads(p.Partition) || fenced(p.Partition):
 				// A partition moving to another replica group takes no
 				// produce while it switches (move.go).
 				rp.ErrorCode = kerr.NotLeaderForPartition.Code
@@ -150,6 +152,7 @@ func (b *Broker) handleProduce(ctx context.Context, c *conn, kreq kmsg.Request) 
 				b.prepareBatch(sc, meta, limits, p, rp)
 			}
 		}
+		b.resolveStates(meta.Name, meta.Partitions, sc.pending[topicPending:])
 	}
 	if req.Acks == -1 {
 		if code := b.checkInSync(); code != 0 {
@@ -259,6 +262,9 @@ type pendingBatch struct {
 	p  *partitionState
 	bi batchInfo
 	sb StorageBatch
+	// chk is the producer state's verdict, kept for recording the batch
+	// once appended (appendGroup).
+	chk producerstate.Checked
 	// start is the log start DeleteRecords set, if later than the
 	// storage's, for the answer's log start offset.
 	start int64
@@ -274,6 +280,7 @@ type produceScratch struct {
 	txn     *txn.Writer // the request's transactional id's (txn_produce.go)
 	// txnElsewhere: the id's coordinator is another node (txn_produce.go).
 	txnElsewhere bool
+	warm         int64 // what appendGroup read ahead of the checks, kept
 }
 
 var produceScratchPool = sync.Pool{New: func() any { return new(produceScratch) }}
@@ -297,8 +304,10 @@ func (sc *produceScratch) refuse(code int16) {
 }
 
 // prepareBatch up-converts a legacy message set and validates the batch,
-// answering rp on failure and queueing it for appendProduced otherwise.
-// This is the part of a partition's produce that needs no lock.
+// answering rp on failure and queueing it for appendProduced otherwise,
+// its partition's state resolved with the topic's other batches
+// (resolveStates). This is the part of a partition's produce that needs
+// no lock.
 func (b *Broker) prepareBatch(sc *produceScratch, meta TopicMeta, limits produceLimits, p *kmsg.ProduceRequestTopicPartition, rp *kmsg.ProduceResponseTopicPartition) {
 	topic := meta.Name
 	maxBytes := limits.maxMessageBytes
@@ -323,7 +332,6 @@ func (b *Broker) prepareBatch(sc *produceScratch, meta TopicMeta, limits produce
 	}
 	sc.pending = append(sc.pending, pendingBatch{
 		rp:    rp,
-		p:     b.partition(topic, p.Partition),
 		bi:    bi,
 		start: meta.LogStarts[p.Partition],
 		sb:    StorageBatch{Topic: topic, Partition: p.Partition, Count: bi.numRecords, MaxTimestamp: bi.maxTimestamp, Records: records, CRCChecked: true},
@@ -371,23 +379,30 @@ func (b *Broker) appendGroup(sc *produceScratch, group []pendingBatch) (end int6
 	end = -1
 	sc.batches, sc.refs = sc.batches[:0], sc.refs[:0]
 	for i := range group {
+		if pb := &group[i]; pb.bi.producerID >= 0 {
+			sc.warm += pb.p.Warm(pb.bi.producerID)
+		}
+	}
+	for i := range group {
 		pb := &group[i]
 		if !sc.checkTxnBatch(pb) {
 			continue
 		}
 		if pb.bi.producerID >= 0 {
-			switch orig, dup, err := pb.p.Check(pb.bi.producerBatch()); {
+			chk, err := pb.p.Check(pb.bi.producerBatch())
+			switch {
 			case err != nil:
 				pb.rp.ErrorCode = sequenceError(err).Code
 				continue
-			case dup:
-				pb.rp.BaseOffset = orig.Base
+			case chk.Dup:
+				pb.rp.BaseOffset = chk.Orig.Base
 				lo, _ := b.st.Bounds(pb.sb.Topic, pb.sb.Partition)
 				pb.rp.LogStartOffset = max(lo, pb.start)
-				end = max(end, orig.End)
+				end = max(end, chk.Orig.End)
 				nbytes += len(pb.sb.Records)
 				continue
 			}
+			pb.chk = chk
 		}
 		sc.batches = append(sc.batches, pb.sb)
 		sc.refs = append(sc.refs, pb)
@@ -423,7 +438,7 @@ func (b *Broker) appendGroup(sc *produceScratch, group []pendingBatch) (end int6
 		pb := sc.refs[j]
 		pb.rp.BaseOffset, pb.rp.LogStartOffset = a.Base, max(a.LogStart, pb.start)
 		if pb.bi.producerID >= 0 {
-			pb.p.Record(pb.bi.producerBatch(), a.Base, a.End)
+			pb.p.RecordChecked(pb.chk, pb.bi.producerBatch(), a.Base, a.End)
 			if pb.bi.transactional() {
 				pb.p.BeginTxn(pb.bi.producerID, a.Base)
 			}

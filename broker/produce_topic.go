@@ -23,6 +23,26 @@ func (b *Broker) topicLeads(topic string) func(partition int32) bool {
 	return func(p int32) bool { return b.leads(topic, p) }
 }
 
+// topicFence is a Moves that answers which partitions of a topic a move
+// has fenced at once (the control plane's): a produce to 10,000
+// partitions asked Move once per partition, 1-3% of the broker's samples.
+type topicFence interface {
+	// FencedInTopic reports, as of the call, which partitions of topic a
+	// move stopped taking produce here.
+	FencedInTopic(topic string) func(partition int32) bool
+}
+
+// topicFenced returns whether a move stopped produce to each partition of
+// topic (produceFenced), resolved once for the partitions of one request;
+// asked under topicMu, so a fence stopProducing waits out covers the
+// request's appends.
+func (b *Broker) topicFenced(topic string) func(partition int32) bool {
+	if tf, ok := b.cfg.Moves.(topicFence); ok {
+		return tf.FencedInTopic(topic)
+	}
+	return func(p int32) bool { return b.produceFenced(topic, p) }
+}
+
 // produceLimits are the configs of a topic every batch of a produce is
 // held to, read once per topic of a request: per batch, the config
 // lookups were 3% of the broker's samples at 10,000 partitions.

@@ -19,7 +19,7 @@ type ProducerPreload struct {
 	done  chan struct{}
 	snap  producerstate.Snapshot
 	reach int64 // snap.Reach() before Through trimmed it
-	parts map[topicPartition]*partitionState
+	parts partitionStates
 	// filed is the incarnation each topic in parts was filed under, for
 	// wait to drop a topic deleted while the store opened.
 	filed map[string]store.TopicID
@@ -64,14 +64,22 @@ func (p *ProducerPreload) load(path string, meta MetadataStore) {
 		return
 	}
 	p.reach = p.snap.Reach()
-	p.parts = make(map[topicPartition]*partitionState, len(p.snap.Parts))
+	p.parts = make(partitionStates)
 	p.filed = make(map[string]store.TopicID)
 	for _, s := range p.snap.Parts {
-		if liveIncarnation(meta, s.Topic, s.ID) && s.State.Through(p.snap.LogOffset) {
-			p.parts[topicPartition{s.Topic, s.Partition}] = &partitionState{Partition: s.State}
+		if livePartition(meta, s.Topic, s.ID, s.Partition) && s.State.Through(p.snap.LogOffset) {
+			p.parts.at(s.Topic, s.Partition).Partition = s.State
 			p.filed[s.Topic] = s.ID
 		}
 	}
+}
+
+// livePartition reports whether partition is one of the live
+// incarnation id of topic's: an entry naming another is not filed (its
+// topic's table would be as long as the number it names).
+func livePartition(meta MetadataStore, topic string, id store.TopicID, partition int32) bool {
+	m, ok := meta.Topic(topic)
+	return ok && m.RecordID() == id && partition >= 0 && partition < m.Partitions
 }
 
 // wait returns the state load filed and the log offset it is the state at,
@@ -80,7 +88,7 @@ func (p *ProducerPreload) load(path string, meta MetadataStore) {
 // the topics whose filed incarnation meta no longer holds: a deletion
 // since load read meta must not hand its producers to the topic created
 // again under its name.
-func (p *ProducerPreload) wait(meta MetadataStore, writeOffset int64) (map[topicPartition]*partitionState, int64, error) {
+func (p *ProducerPreload) wait(meta MetadataStore, writeOffset int64) (partitionStates, int64, error) {
 	<-p.done
 	if p.err != nil {
 		return nil, 0, p.err
@@ -89,13 +97,8 @@ func (p *ProducerPreload) wait(meta MetadataStore, writeOffset int64) (map[topic
 		return nil, 0, fmt.Errorf("%w: it reaches log offset %d, the log ends at %d", producerstate.ErrSnapshot, p.reach, writeOffset)
 	}
 	for topic, id := range p.filed {
-		if liveIncarnation(meta, topic, id) {
-			continue
-		}
-		for tp := range p.parts {
-			if tp.topic == topic {
-				delete(p.parts, tp)
-			}
+		if !liveIncarnation(meta, topic, id) {
+			delete(p.parts, topic)
 		}
 	}
 	return p.parts, p.snap.LogOffset, nil

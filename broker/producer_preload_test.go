@@ -1,11 +1,15 @@
 package broker
 
 import (
+	"os"
+	"path/filepath"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
+
+	"github.com/unilog/unilog/producerstate"
 )
 
 // TestProducerPreloadDropsDeletedTopic: the snapshot is filed while the
@@ -22,8 +26,8 @@ func TestProducerPreloadDropsDeletedTopic(t *testing.T) {
 	defer meta.Close()
 	pre := PreloadProducers(cfg.DataDir, meta)
 	<-pre.done
-	if len(pre.parts) != 2 {
-		t.Fatalf("filed %d partitions, want 2", len(pre.parts))
+	if pre.parts.get("idem", 0) == nil || pre.parts.get("kept", 0) == nil {
+		t.Fatalf("filed %v, want idem/0 and kept/0", pre.parts)
 	}
 	if err := meta.DeleteTopic("idem"); err != nil {
 		t.Fatal(err)
@@ -32,10 +36,10 @@ func TestProducerPreloadDropsDeletedTopic(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, ok := parts[topicPartition{"idem", 0}]; ok {
+	if parts.get("idem", 0) != nil {
 		t.Fatal("the deleted topic kept its producers")
 	}
-	if p := parts[topicPartition{"kept", 0}]; p == nil || len(p.Producers) != 1 || p.Producers[0].ID != pid {
+	if p := parts.get("kept", 0); p == nil || len(p.Producers) != 1 || p.Producers[0].ID != pid {
 		t.Fatalf("the remaining topic's state: %+v", p)
 	}
 }
@@ -126,4 +130,51 @@ func producersIn(t *testing.T, cfg Config, topics ...string) int64 {
 		t.Fatal(err)
 	}
 	return pid
+}
+
+// TestProducerPreloadFilesOnlyTopicPartitions: a snapshot entry naming a
+// partition the topic does not have (a negative one, or one past its
+// count) is not filed, and the topic's table stays the topic's length.
+func TestProducerPreloadFilesOnlyTopicPartitions(t *testing.T) {
+	cfg := testConfig(t, t.TempDir())
+	pid := producersIn(t, cfg, "idem", "kept")
+	path := filepath.Join(cfg.DataDir, producerstate.FileName)
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := producerstate.Decode(raw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var kept producerstate.PartitionSnapshot
+	for _, p := range s.Parts {
+		if p.Topic == "kept" {
+			kept = p
+		}
+	}
+	for _, partition := range []int32{-1, 1, 1 << 30} {
+		bogus := kept
+		bogus.Partition = partition
+		bogus.State = kept.State.Clone()
+		s.Parts = append(s.Parts, bogus)
+	}
+	if err := os.WriteFile(path, s.Encode(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	meta, err := openFileMetadata(cfg.DataDir, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer meta.Close()
+	parts, _, err := PreloadProducers(cfg.DataDir, meta).wait(meta, 1<<62)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p := parts.get("kept", 0); p == nil || p.Producer(pid) == nil {
+		t.Fatalf("kept/0 not filed: %+v", p)
+	}
+	if n := len(parts["kept"]); n != 1 {
+		t.Fatalf("kept's table has %d slots, want 1", n)
+	}
 }

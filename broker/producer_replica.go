@@ -42,7 +42,7 @@ const replicaCatchUpInterval = 500 * time.Millisecond
 // nil while the node is not a follower: Demote sets it, Promote takes it.
 type replicaProducers struct {
 	mu       sync.Mutex
-	parts    map[topicPartition]*partitionState
+	parts    partitionStates
 	replayed int64
 }
 
@@ -69,18 +69,19 @@ func (b *Broker) catchUpLocked() error {
 	return nil
 }
 
-// copyReplicaProducers catches a follower's state up and copies it; it
-// reports false on a node that is not following. snapMu held.
-func (b *Broker) copyReplicaProducers() (producerstate.Snapshot, bool, error) {
+// encodeReplicaProducers catches a follower's state up and lays it out
+// as a snapshot; it reports false on a node that is not following. snapMu
+// held.
+func (b *Broker) encodeReplicaProducers(sizeHint int) ([]byte, bool, error) {
 	b.replica.mu.Lock()
 	defer b.replica.mu.Unlock()
 	if b.replica.parts == nil {
-		return producerstate.Snapshot{}, false, nil
+		return nil, false, nil
 	}
 	if err := b.catchUpLocked(); err != nil {
-		return producerstate.Snapshot{}, true, err
+		return nil, true, err
 	}
-	return b.copyProducers(b.replica.replayed, b.replica.parts), true, nil
+	return b.encodeProducers(b.replica.replayed, b.replica.parts, sizeHint), true, nil
 }
 
 // takeReplicaProducers catches a follower's state up and makes it the
@@ -153,7 +154,7 @@ func (b *Broker) RestartLog(at int64, next []store.PartitionOffset) error {
 		if err := b.dropSnapshotPast(-1); err != nil {
 			return err
 		}
-		b.replica.parts, b.replica.replayed = make(map[topicPartition]*partitionState), at
+		b.replica.parts, b.replica.replayed = make(partitionStates), at
 		return nil
 	})
 }

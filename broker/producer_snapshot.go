@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"maps"
 	"path/filepath"
 	"time"
 
@@ -25,125 +24,126 @@ import (
 const producerSnapshotInterval = 10 * time.Second
 
 // snapshotProducers writes the producer state of every partition. A
-// leader's is its live state as of the log's end (copyLeaderProducers). A
-// follower's is the state it rebuilt from the log it replicates, caught up
-// first, at the offset it reached (producer_replica.go).
+// leader's is its live state as of the log's end (encodeLeaderProducers).
+// A follower's is the state it rebuilt from the log it replicates, caught
+// up first, at the offset it reached (producer_replica.go).
 func (b *Broker) snapshotProducers() error {
 	b.snapMu.Lock() // one writer of producer-state.tmp
 	defer b.snapMu.Unlock()
-	s, following, err := b.copyReplicaProducers()
+	raw, following, err := b.encodeReplicaProducers(b.snapLen)
 	if err != nil {
 		return err
 	}
 	if !following {
 		var copiedThrough int64
-		s, copiedThrough = b.copyLeaderProducers()
+		raw, copiedThrough = b.encodeLeaderProducers(b.snapLen)
 		// What the copy holds past its offset must not be lost in a crash
-		// that keeps the snapshot (see copyLeaderProducers).
+		// that keeps the snapshot (see encodeLeaderProducers).
 		ctx, cancel := context.WithTimeout(context.Background(), producerSnapshotInterval)
 		defer cancel()
 		if err := b.st.WaitDurable(ctx, copiedThrough); err != nil {
 			return fmt.Errorf("broker: producer-state snapshot: flush the log through %d: %w", copiedThrough, err)
 		}
 	}
-	return fileops.ReplaceFile(b.cfg.FS, filepath.Join(b.cfg.DataDir, producerstate.FileName), s.Encode(), 0o644)
+	b.snapLen = len(raw)
+	return fileops.ReplaceFile(b.cfg.FS, filepath.Join(b.cfg.DataDir, producerstate.FileName), raw, 0o644)
 }
 
-// copyProducers copies the state of parts as a snapshot at logOffset.
-// topicMu is held shared while copying so that no topic is deleted and
-// created again between reading a partition's state and the incarnation
-// it is filed under.
-func (b *Broker) copyProducers(logOffset int64, parts map[topicPartition]*partitionState) producerstate.Snapshot {
+// encodeProducers lays out the state of parts as a snapshot at logOffset
+// (sizeHint: the last snapshot's length). topicMu is held shared
+// meanwhile so that no topic is deleted and created again between reading
+// a partition's state and the incarnation it is filed under.
+func (b *Broker) encodeProducers(logOffset int64, parts partitionStates, sizeHint int) []byte {
 	b.topicMu.RLock()
 	defer b.topicMu.RUnlock()
-	return b.copyParts(logOffset, parts)
+	raw, _ := b.encodeParts(logOffset, parts, sizeHint)
+	return raw
 }
 
-// copyLeaderProducers copies a leader's live state as of logOffset, the
-// log's end when it starts, without stopping appends: every partition is
-// copied under its own lock only, so a snapshot of a million partitions
-// does not hold up every produce while it is copied. The copy may then
-// hold batches appended after logOffset, which Through takes back at load
-// and the replay adds again. A transaction opened or aborted after
-// logOffset cannot be taken back that way (its marker replayed against
-// the newer opening would file a wrong aborted range), so a copy holding
-// one is taken again exactly (copyLeaderProducersExact). It also returns
-// the log's end after the copy: the caller makes the log durable through
-// it before writing the snapshot, so that no crash loses a record whose
+// encodeLeaderProducers lays out a leader's live state as of logOffset,
+// the log's end when it starts, without stopping appends: every partition
+// is read under its own lock only, so a snapshot of a million partitions
+// does not hold up every produce meanwhile. The snapshot may then hold
+// batches appended after logOffset, which Through takes back at load and
+// the replay adds again. A transaction opened or aborted after logOffset
+// cannot be taken back that way (its marker replayed against the newer
+// opening would file a wrong aborted range), so a snapshot holding one is
+// taken again exactly (encodeLeaderProducersExact). It also returns the
+// log's end after the copy: the caller makes the log durable through it
+// before writing the snapshot, so that no crash loses a record whose
 // effect the snapshot holds.
-func (b *Broker) copyLeaderProducers() (s producerstate.Snapshot, copiedThrough int64) {
+func (b *Broker) encodeLeaderProducers(sizeHint int) (raw []byte, copiedThrough int64) {
 	logOffset := b.st.WriteOffset()
 	// Every partition appended to below logOffset is in parts: its state
 	// is made before its first append.
 	b.partsMu.Lock()
-	parts := maps.Clone(b.parts)
+	parts := b.parts.clone()
 	b.partsMu.Unlock()
-	s = b.copyProducers(logOffset, parts)
-	if txnChangedPast(s, logOffset) {
-		s = b.copyLeaderProducersExact()
+	b.topicMu.RLock()
+	raw, txnPast := b.encodeParts(logOffset, parts, sizeHint)
+	b.topicMu.RUnlock()
+	if txnPast {
+		raw = b.encodeLeaderProducersExact(sizeHint)
 	}
-	return s, b.st.WriteOffset()
+	return raw, b.st.WriteOffset()
 }
 
-// txnChangedPast reports whether s holds a transaction opened or aborted
-// at or after logOffset.
-func txnChangedPast(s producerstate.Snapshot, logOffset int64) bool {
-	for _, p := range s.Parts {
-		for _, first := range p.State.Open {
-			if first >= logOffset {
-				return true
-			}
-		}
-		for _, a := range p.State.Aborted {
-			if a.LastOffset >= logOffset {
-				return true
-			}
-		}
-	}
-	return false
-}
-
-// copyLeaderProducersExact copies a leader's live state as of the log's
-// end exactly: topicMu shared, then appendMu (the order a produce takes
-// them), so that no append changes producer state between reading the
-// end and copying. Appends wait for the copy.
-func (b *Broker) copyLeaderProducersExact() producerstate.Snapshot {
+// encodeLeaderProducersExact lays out a leader's live state as of the
+// log's end exactly: topicMu shared, then appendMu (the order a produce
+// takes them), so that no append changes producer state between reading
+// the end and encoding. Appends wait for it.
+func (b *Broker) encodeLeaderProducersExact(sizeHint int) []byte {
 	b.topicMu.RLock()
 	defer b.topicMu.RUnlock()
 	b.appendMu.Lock()
 	defer b.appendMu.Unlock()
 	logOffset := b.st.WriteOffset()
 	b.partsMu.Lock()
-	parts := maps.Clone(b.parts)
+	parts := b.parts.clone()
 	b.partsMu.Unlock()
-	return b.copyParts(logOffset, parts)
+	raw, _ := b.encodeParts(logOffset, parts, sizeHint)
+	return raw
 }
 
-// copyParts is copyProducers with topicMu held.
-func (b *Broker) copyParts(logOffset int64, parts map[topicPartition]*partitionState) producerstate.Snapshot {
-	s := producerstate.Snapshot{Version: producerstate.Version, LogOffset: logOffset, Parts: make([]producerstate.PartitionSnapshot, 0, len(parts))}
-	for tp, p := range parts {
-		m, live := b.meta.Topic(tp.topic)
-		p.mu.Lock()
-		if live && len(p.Aborted) > 0 {
-			// Aborted transactions below the log start are never fetched.
-			lo, _ := b.logBounds(m, tp.partition)
-			p.DropAbortedBefore(lo)
+// encodeParts is encodeProducers with topicMu held; txnPast reports a
+// transaction opened or aborted at or after logOffset in the state. Each
+// topic's incarnation is looked up once; a partition's state is encoded
+// again only if it changed since the last snapshot (producerstate.Encoder).
+func (b *Broker) encodeParts(logOffset int64, parts partitionStates, sizeHint int) (raw []byte, txnPast bool) {
+	e := producerstate.NewEncoder(logOffset, sizeHint)
+	for topic, t := range parts {
+		m, live := b.meta.Topic(topic)
+		if !live {
+			continue
 		}
-		if live && !p.Empty() {
-			s.Parts = append(s.Parts, producerstate.PartitionSnapshot{Topic: tp.topic, Partition: tp.partition, ID: m.RecordID(), State: p.Clone()})
+		id := m.RecordID()
+		for i, p := range t {
+			if p == nil {
+				continue
+			}
+			partition := int32(i)
+			p.mu.Lock()
+			if len(p.Aborted) > 0 {
+				// Aborted transactions below the log start are never fetched.
+				lo, _ := b.logBounds(m, partition)
+				p.DropAbortedBefore(lo)
+			}
+			if !p.Empty() {
+				e.Add(topic, id, partition, &p.Partition)
+				txnPast = txnPast || p.TxnFrom(logOffset)
+			}
+			p.mu.Unlock()
 		}
-		p.mu.Unlock()
 	}
-	return s
+	return e.Finish(), txnPast
 }
 
 // snapshotSpacing bounds the share of the time the periodic producer
 // snapshot takes: after one that took d, the next waits at least
-// snapshotSpacing*d. A snapshot copies every partition's state with
-// appends held off; at 1,000,000 partitions, taken every 10 s, it was half
-// the broker's CPU during a first produce and stalled every produce while
-// it copied.
+// snapshotSpacing*d. A snapshot reads every partition's state and writes
+// the whole file; at 1,000,000 partitions, taken every 10 s with appends
+// held off, it was half the broker's CPU during a first produce and
+// stalled every produce while it copied.
 const snapshotSpacing = 20
 
 // snapshotProducersIfChanged returns what rewrites the snapshot each
@@ -193,7 +193,7 @@ func (b *Broker) loadProducers() error {
 // unflushed tail), or a version 1 snapshot, which cannot tell incarnations
 // apart, is not trusted: the whole log is replayed instead, which is
 // slower but exact.
-func (b *Broker) readProducerSnapshot() (map[topicPartition]*partitionState, int64) {
+func (b *Broker) readProducerSnapshot() (partitionStates, int64) {
 	pre := b.takePreload()
 	if pre == nil {
 		pre = PreloadProducers(b.cfg.DataDir, b.meta)
@@ -202,10 +202,10 @@ func (b *Broker) readProducerSnapshot() (map[topicPartition]*partitionState, int
 	switch {
 	case err == nil:
 	case errors.Is(err, fs.ErrNotExist):
-		return make(map[topicPartition]*partitionState), 0
+		return make(partitionStates), 0
 	default:
 		b.log.WithFields(logrus.Fields{"file": filepath.Join(b.cfg.DataDir, producerstate.FileName), "error": err}).Warn("producer-state snapshot not used; rebuilding idempotence from the whole log")
-		return make(map[topicPartition]*partitionState), 0
+		return make(partitionStates), 0
 	}
 	return parts, from
 }
@@ -224,7 +224,7 @@ func (b *Broker) takePreload() *ProducerPreload {
 // replayProducers applies every idempotent batch stored from the log
 // offset from on to parts and returns how many it read and the end of the
 // last record it scanned (from if none).
-func (b *Broker) replayProducers(parts map[topicPartition]*partitionState, from int64) (batches int, end int64, err error) {
+func (b *Broker) replayProducers(parts partitionStates, from int64) (batches int, end int64, err error) {
 	end = from
 	err = b.st.ScanRecords(from, func(topic string, id store.TopicID, partition int32, base, recEnd int64, batch []byte) {
 		end = recEnd
@@ -232,14 +232,8 @@ func (b *Broker) replayProducers(parts map[topicPartition]*partitionState, from 
 		if !ok || bi.producerID < 0 || !b.liveIncarnation(topic, id) {
 			return
 		}
-		tp := topicPartition{topic, partition}
-		p := parts[tp]
-		if p == nil {
-			p = &partitionState{}
-			parts[tp] = p
-		}
 		batches++
-		p.applyStored(bi, batch, base, recEnd)
+		parts.at(topic, partition).applyStored(bi, batch, base, recEnd)
 	})
 	return batches, end, err
 }

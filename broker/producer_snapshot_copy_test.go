@@ -1,6 +1,7 @@
 package broker
 
 import (
+	"fmt"
 	"testing"
 	"time"
 
@@ -43,13 +44,13 @@ func TestProducerSnapshotDoesNotStopAppends(t *testing.T) {
 
 			b.appendMu.Lock() // an append in progress, as long as the test likes
 			type copied struct {
-				s       producerstate.Snapshot
+				raw     []byte
 				through int64
 			}
 			done := make(chan copied, 1)
 			go func() {
-				s, through := b.copyLeaderProducers()
-				done <- copied{s, through}
+				raw, through := b.encodeLeaderProducers(0)
+				done <- copied{raw, through}
 			}()
 			wait := 30 * time.Second // only against a hang
 			if tc.exact {
@@ -70,11 +71,12 @@ func TestProducerSnapshotDoesNotStopAppends(t *testing.T) {
 				got = <-done
 			}
 
-			if len(got.s.Parts) != 3 {
-				t.Fatalf("snapshot of %d partitions, want 3: %+v", len(got.s.Parts), got.s.Parts)
+			s, err := producerstate.Decode(got.raw)
+			if err != nil || len(s.Parts) != 3 {
+				t.Fatalf("snapshot of %d partitions, want 3: %+v, %v", len(s.Parts), s.Parts, err)
 			}
-			if got.s.LogOffset <= 0 || got.through < got.s.LogOffset {
-				t.Errorf("snapshot at %d copied through %d", got.s.LogOffset, got.through)
+			if s.LogOffset <= 0 || got.through < s.LogOffset {
+				t.Errorf("snapshot at %d copied through %d", s.LogOffset, got.through)
 			}
 			if err := b.snapshotProducers(); err != nil {
 				t.Fatal(err)
@@ -83,40 +85,57 @@ func TestProducerSnapshotDoesNotStopAppends(t *testing.T) {
 	}
 }
 
-// BenchmarkProducerSnapshotCopy copies the producer state of a topic of
-// 10,000 partitions, each written by 4 idempotent producers (the state
-// `unilog bench produce` leaves): exact is the copy that used to hold the
-// append lock, and so every produce, for its whole duration every 10 s;
-// concurrent is the copy a snapshot makes now, under each partition's
-// lock only.
+// BenchmarkProducerSnapshotCopy copies and encodes the producer state of
+// a topic of 10,000 partitions, each written by 4 idempotent producers
+// (the state `unilog bench produce` leaves), after a new batch in every
+// partition (all) or in one partition of a hundred (1pct): exact is the
+// copy that holds the append lock, and so every produce, for its whole
+// duration; concurrent is the periodic snapshot's, under each
+// partition's lock only.
 //
-//	go test -run '^$' -bench ProducerSnapshotCopy -benchtime 20x ./broker/
+//	go test -run '^$' -bench ProducerSnapshotCopy -count 6 ./broker/
 func BenchmarkProducerSnapshotCopy(b *testing.B) {
 	const partitions, producers = 10_000, 4
 	br := startBroker(b, testConfig(b, b.TempDir()))
 	createTopic(b, newClient(b, br.Addr()), "snap", partitions)
-	for i := range int32(partitions) {
-		p := br.partition("snap", i)
-		for id := range int64(producers) {
-			for seq := range int32(producerstate.DedupWindow) {
+	seq := int32(0)
+	for ; seq < producerstate.DedupWindow; seq++ {
+		for i := range int32(partitions) {
+			p := br.partition("snap", i)
+			for id := range int64(producers) {
 				p.Record(producerstate.Batch{ProducerID: id, FirstSeq: seq, Records: 1}, int64(seq), int64(seq)+1)
 			}
 		}
 	}
+	hint := 0 // the last snapshot's length, as snapshotProducers keeps it
 	for _, bc := range []struct {
 		name string
-		copy func() producerstate.Snapshot
+		copy func() []byte
 	}{
-		{"exact", br.copyLeaderProducersExact},
-		{"concurrent", func() producerstate.Snapshot { s, _ := br.copyLeaderProducers(); return s }},
+		{"exact", func() []byte { raw := br.encodeLeaderProducersExact(hint); hint = len(raw); return raw }},
+		{"concurrent", func() []byte { raw, _ := br.encodeLeaderProducers(hint); hint = len(raw); return raw }},
 	} {
-		b.Run(bc.name, func(b *testing.B) {
-			b.ReportAllocs()
-			for range b.N {
-				if s := bc.copy(); len(s.Parts) != partitions {
-					b.Fatalf("%d partitions copied", len(s.Parts))
+		for _, every := range []int32{1, 100} {
+			b.Run(fmt.Sprintf("%s/changed=%d%%", bc.name, 100/every), func(b *testing.B) {
+				b.ReportAllocs()
+				var raw []byte
+				for range b.N {
+					b.StopTimer()
+					for i := int32(0); i < partitions; i += every {
+						p := br.partition("snap", i)
+						p.mu.Lock()
+						p.Record(producerstate.Batch{ProducerID: 0, FirstSeq: seq, Records: 1}, int64(seq), int64(seq)+1)
+						p.mu.Unlock()
+					}
+					seq++
+					b.StartTimer()
+					raw = bc.copy()
 				}
-			}
-		})
+				b.StopTimer()
+				if s, err := producerstate.Decode(raw); err != nil || len(s.Parts) != partitions {
+					b.Fatalf("%d partitions copied: %v", len(s.Parts), err)
+				}
+			})
+		}
 	}
 }

@@ -35,7 +35,7 @@ func BenchmarkPromote(b *testing.B) {
 							b.Fatal(err)
 						}
 					} else {
-						br.replica.parts, br.replica.replayed = make(map[topicPartition]*partitionState), 0
+						br.replica.parts, br.replica.replayed = make(partitionStates), 0
 					}
 					br.replica.mu.Unlock()
 					b.StartTimer()

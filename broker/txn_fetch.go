@@ -47,15 +47,6 @@ func (b *Broker) abortedIn(topic string, partition int32, from, to int64) []kmsg
 	return out
 }
 
-// knownPartition is the partition's produce state, nil if nothing was
-// produced to it: unlike partition, it creates none, so fetches of
-// partitions never written add nothing.
-func (b *Broker) knownPartition(topic string, partition int32) *partitionState {
-	b.partsMu.Lock()
-	defer b.partsMu.Unlock()
-	return b.parts[topicPartition{topic, partition}]
-}
-
 // fetchEnd is where a fetch of the partition stops reading: the high
 // watermark, or for read_committed the last stable offset, which the
 // answer carries.

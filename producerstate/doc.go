@@ -57,9 +57,15 @@
 //	      then per batch, oldest first: int32 first sequence,
 //	      int32 last sequence, int64 base offset, int64 physical end,
 //	      then (version 3) uint32 open transactions, each int64 producer id,
-//	      int64 first offset; uint32 aborted transactions, each int64
+//	      int64 first offset (in producer order; older builds wrote a map's); uint32 aborted transactions, each int64
 //	      producer id, int64 first offset, int64 marker offset
 //	end uint32 CRC32C      Castagnoli, over every byte before it
+//
+// A broker writes the snapshot with an Encoder from its live state,
+// partition by partition under each partition's lock; a partition keeps
+// its state's encoding until the state changes, so a snapshot re-encodes
+// only the partitions changed since the last one (the file is still
+// rewritten whole: it has one CRC).
 //
 // Version 1 had no topic id; it is read (Snapshot.Version says which),
 // and TellsIncarnations says whether its entries can be trusted. Version

@@ -4,13 +4,14 @@ import (
 	"runtime"
 	"testing"
 
+	"github.com/unilog/unilog/commitlog"
 	"github.com/unilog/unilog/internal/heaptest"
 )
 
 // BenchmarkPartitionMemory measures the heap the state of 100,000
 // partitions keeps when one idempotent producer wrote one batch to each
-// (the 1,000,000-partition row of docs/BENCHMARKS.md, per partition), and
-// after a snapshot round trip.
+// (the 1,000,000-partition row of docs/BENCHMARKS.md, per partition),
+// once a snapshot encoded it, and after a snapshot round trip.
 //
 //	go test -run '^$' -bench PartitionMemory -benchtime 1x ./producerstate/
 func BenchmarkPartitionMemory(b *testing.B) {
@@ -22,6 +23,14 @@ func BenchmarkPartitionMemory(b *testing.B) {
 			ps[i].Record(Batch{ProducerID: 7, Epoch: 0, FirstSeq: 0, Records: 2}, 0, int64(i+1)*100)
 		}
 		b.ReportMetric(float64(heaptest.Live()-base)/parts, "B/partition")
+		e := NewEncoder(parts*100, 0)
+		for i := range ps {
+			e.Add("m0", commitlog.TopicID{}, int32(i), &ps[i])
+		}
+		e.Finish()
+		e = nil
+		// What a partition keeps of the periodic snapshot: its encoding.
+		b.ReportMetric(float64(heaptest.Live()-base)/parts, "B/partition-snapshotted")
 		s := Snapshot{Version: Version, LogOffset: parts * 100}
 		for i := range ps {
 			s.Parts = append(s.Parts, PartitionSnapshot{Topic: "m0", Partition: int32(i), State: ps[i]})

@@ -68,7 +68,16 @@ type Partition struct {
 	Open map[int64]int64
 	// Aborted is the aborted-transaction index, in marker order.
 	Aborted []AbortedTxn
+	// enc is the state's encoding as the last snapshot holds it (Encoder),
+	// nil when the state changed since: every method that changes the
+	// state calls changed. A change made through the exported fields is
+	// not seen, so none is made to a state once snapshotted (only Decode
+	// and tests set them).
+	enc []byte
 }
+
+// changed drops the state's encoding, which no longer describes it.
+func (p *Partition) changed() { p.enc = nil }
 
 // Producer returns the state of producer id, nil if the partition has
 // none. It is valid until the next change of the partition.
@@ -79,52 +88,132 @@ func (p *Partition) Producer(id int64) *Producer {
 	return nil
 }
 
-// find returns where producer id is in Producers, or would be.
+// find returns where producer id is in Producers, or would be. Written
+// out rather than slices.BinarySearchFunc, whose comparison call copied a
+// Producer per step: the search was half of Check at 10,000 partitions.
 func (p *Partition) find(id int64) (int, bool) {
-	return slices.BinarySearchFunc(p.Producers, Producer{ID: id}, compareProducers)
+	lo, hi := 0, len(p.Producers)
+	for lo < hi {
+		m := int(uint(lo+hi) >> 1)
+		if p.Producers[m].ID < id {
+			lo = m + 1
+		} else {
+			hi = m
+		}
+	}
+	return lo, lo < len(p.Producers) && p.Producers[lo].ID == id
 }
 
-// Check validates an idempotent batch against its producer's history: dup
-// reports a retry of orig, err a batch to refuse.
-func (p *Partition) Check(b Batch) (orig Stored, dup bool, err error) {
-	ps := p.Producer(b.ProducerID)
-	if ps == nil {
-		return Stored{}, false, nil
+// Warm reads what Check of a batch of producer id reads and returns a
+// value of it for the caller to keep, so that the read is not dropped. A
+// caller about to check the batches of many partitions, whose states are
+// cache misses (at 10,000 partitions each a chain of three: the state,
+// its producers, their batches), warms them in a loop of their own first:
+// there the chains of many partitions are in flight at once.
+func (p *Partition) Warm(id int64) int64 {
+	i, ok := p.find(id)
+	if !ok {
+		return 0
 	}
+	var sum int64
+	for _, sb := range p.Producers[i].Batches {
+		sum += sb.Base
+	}
+	return sum
+}
+
+// Checked is Check's answer to a batch it accepts: a retry of Orig when
+// Dup, otherwise a batch to store, which RecordChecked records where Check
+// found its producer instead of searching again. Small, as the broker
+// keeps one per pending batch.
+type Checked struct {
+	Orig Stored
+	Dup  bool
+	has  bool  // the producer is at at
+	at   int32 // where the producer is in Producers, or would be
+}
+
+// Check validates an idempotent batch against its producer's history; an
+// error refuses the batch.
+func (p *Partition) Check(b Batch) (Checked, error) {
+	i, ok := p.find(b.ProducerID)
+	c := Checked{has: ok, at: int32(i)}
+	if !ok {
+		return c, nil
+	}
+	ps := &p.Producers[i]
 	switch {
 	case b.Epoch < ps.Epoch:
-		return Stored{}, false, ErrInvalidEpoch
+		return Checked{}, ErrInvalidEpoch
 	case b.Epoch > ps.Epoch:
 		if b.FirstSeq != 0 {
-			return Stored{}, false, ErrOutOfOrderSequence
+			return Checked{}, ErrOutOfOrderSequence
 		}
-		return Stored{}, false, nil
+		return c, nil
 	}
 	last := b.LastSeq()
 	for _, sb := range ps.Batches {
 		if sb.FirstSeq == b.FirstSeq && sb.LastSeq == last {
-			return sb, true, nil
+			c.Orig, c.Dup = sb, true
+			return c, nil
 		}
 	}
 	if n := len(ps.Batches); n > 0 && b.FirstSeq != addSeq(ps.Batches[n-1].LastSeq, 1) {
-		return Stored{}, false, ErrOutOfOrderSequence
+		return Checked{}, ErrOutOfOrderSequence
 	}
-	return Stored{}, false, nil
+	return c, nil
+}
+
+// RecordChecked remembers b, a batch Check accepted as c (and found no
+// retry), appended at base and ending at end. A Checked taken before the
+// partition last changed is looked up again.
+func (p *Partition) RecordChecked(c Checked, b Batch, base, end int64) {
+	i, ok := int(c.at), c.has
+	if !p.still(i, ok, b.ProducerID) {
+		i, ok = p.find(b.ProducerID)
+	}
+	p.record(i, ok, b, base, end)
+}
+
+// still reports whether producer id is at i in Producers (has), or would
+// be inserted there.
+func (p *Partition) still(i int, has bool, id int64) bool {
+	if has {
+		return i < len(p.Producers) && p.Producers[i].ID == id
+	}
+	return i <= len(p.Producers) &&
+		(i == 0 || p.Producers[i-1].ID < id) &&
+		(i == len(p.Producers) || p.Producers[i].ID > id)
 }
 
 // Record remembers an appended batch.
 func (p *Partition) Record(b Batch, base, end int64) {
 	i, ok := p.find(b.ProducerID)
+	p.record(i, ok, b, base, end)
+}
+
+// record is Record with the producer's place in Producers found: at i,
+// or to be inserted there.
+func (p *Partition) record(i int, ok bool, b Batch, base, end int64) {
+	p.changed()
 	if !ok {
 		p.Producers = slices.Insert(p.Producers, i, Producer{ID: b.ProducerID, Epoch: b.Epoch})
 	}
 	ps := &p.Producers[i]
 	if b.Epoch != ps.Epoch {
-		*ps = Producer{ID: b.ProducerID, Epoch: b.Epoch}
+		*ps = Producer{ID: b.ProducerID, Epoch: b.Epoch, Batches: ps.Batches[:0]}
 	}
-	if len(ps.Batches) == DedupWindow {
+	switch n := len(ps.Batches); {
+	case n == DedupWindow:
 		copy(ps.Batches, ps.Batches[1:])
 		ps.Batches = ps.Batches[:DedupWindow-1]
+	case n == cap(ps.Batches) && n >= 2:
+		// Straight to the window: append's doubling went 1, 2, 4, 8,
+		// an allocation more per producer and partition and 3 slots
+		// never used.
+		grown := make([]Stored, n, DedupWindow)
+		copy(grown, ps.Batches)
+		ps.Batches = grown
 	}
 	ps.Batches = append(ps.Batches, Stored{FirstSeq: b.FirstSeq, LastSeq: b.LastSeq(), Base: base, End: end})
 }
@@ -133,12 +222,13 @@ func (p *Partition) Record(b Batch, base, end int64) {
 // holds it or a later batch of its producer (a snapshot may have been taken
 // after some of the records it is replayed with).
 func (p *Partition) Replay(b Batch, base, end int64) {
-	if ps := p.Producer(b.ProducerID); ps != nil {
-		if n := len(ps.Batches); n > 0 && ps.Batches[n-1].Base >= base {
+	i, ok := p.find(b.ProducerID)
+	if ok {
+		if bs := p.Producers[i].Batches; len(bs) > 0 && bs[len(bs)-1].Base >= base {
 			return
 		}
 	}
-	p.Record(b, base, end)
+	p.record(i, ok, b, base, end)
 }
 
 // Clone copies the state, for a snapshot taken while appends go on.
@@ -156,6 +246,7 @@ func (p *Partition) Clone() Partition {
 // any state is left. Transactions are kept: replaying their batches and
 // markers again changes nothing (see EndTxn).
 func (p *Partition) Through(logOffset int64) bool {
+	p.changed()
 	kept := p.Producers[:0]
 	for _, ps := range p.Producers {
 		n := len(ps.Batches)

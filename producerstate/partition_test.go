@@ -30,14 +30,14 @@ func TestCheck(t *testing.T) {
 		{"newer epoch at 0", Batch{1, 1, 0, 2}, -1, nil},
 		{"other producer, any sequence", Batch{2, 0, 77, 1}, -1, nil},
 	} {
-		orig, dup, err := p.Check(s.b)
+		c, err := p.Check(s.b)
 		switch {
 		case !errors.Is(err, s.err):
 			t.Fatalf("%s: error %v, want %v", s.name, err, s.err)
-		case dup != (s.dupBase >= 0) || dup && orig.Base != s.dupBase:
-			t.Fatalf("%s: duplicate %v of %+v, want base %d", s.name, dup, orig, s.dupBase)
-		case err == nil && !dup:
-			p.Record(s.b, base, base*10+100)
+		case c.Dup != (s.dupBase >= 0) || c.Dup && c.Orig.Base != s.dupBase:
+			t.Fatalf("%s: duplicate %v of %+v, want base %d", s.name, c.Dup, c.Orig, s.dupBase)
+		case err == nil && !c.Dup:
+			p.RecordChecked(c, s.b, base, base*10+100)
 			base += int64(s.b.Records)
 		}
 	}
@@ -54,11 +54,11 @@ func TestDedupWindow(t *testing.T) {
 	if n := len(p.Producer(1).Batches); n != DedupWindow {
 		t.Fatalf("%d batches kept, want %d", n, DedupWindow)
 	}
-	if _, dup, _ := p.Check(Batch{1, 0, 1, 1}); dup {
+	if c, _ := p.Check(Batch{1, 0, 1, 1}); c.Dup {
 		t.Fatal("a batch older than the window is still a duplicate")
 	}
-	if orig, dup, _ := p.Check(Batch{1, 0, 2, 1}); !dup || orig.Base != 2 {
-		t.Fatalf("the oldest batch in the window: %+v, %v", orig, dup)
+	if c, _ := p.Check(Batch{1, 0, 2, 1}); !c.Dup || c.Orig.Base != 2 {
+		t.Fatalf("the oldest batch in the window: %+v", c)
 	}
 }
 
@@ -69,12 +69,12 @@ func TestSequenceWraps(t *testing.T) {
 	}
 	var p Partition
 	p.Record(b, 0, 10)
-	if _, _, err := p.Check(Batch{ProducerID: 1, FirstSeq: 1, Records: 1}); err != nil {
+	if _, err := p.Check(Batch{ProducerID: 1, FirstSeq: 1, Records: 1}); err != nil {
 		t.Fatalf("the batch after the wrap: %v", err)
 	}
 	var q Partition
 	q.Record(Batch{ProducerID: 1, FirstSeq: math.MaxInt32, Records: 1}, 0, 10)
-	if _, _, err := q.Check(Batch{ProducerID: 1, FirstSeq: 0, Records: 1}); err != nil {
+	if _, err := q.Check(Batch{ProducerID: 1, FirstSeq: 0, Records: 1}); err != nil {
 		t.Fatalf("sequence 0 after math.MaxInt32: %v", err)
 	}
 }
@@ -164,10 +164,10 @@ func TestTransactions(t *testing.T) {
 	p.Record(Batch{3, 0, 0, 1}, 16, 160)
 	p.BeginTxn(3, 16)
 	p.EndTxn(3, 1, false, 17)
-	if _, _, err := p.Check(Batch{3, 0, 1, 1}); !errors.Is(err, ErrInvalidEpoch) {
+	if _, err := p.Check(Batch{3, 0, 1, 1}); !errors.Is(err, ErrInvalidEpoch) {
 		t.Fatalf("epoch 0 after the abort at epoch 1: %v, want ErrInvalidEpoch", err)
 	}
-	if _, _, err := p.Check(Batch{3, 2, 0, 1}); err != nil {
+	if _, err := p.Check(Batch{3, 2, 0, 1}); err != nil {
 		t.Fatalf("epoch 2 from sequence 0: %v", err)
 	}
 	c := p.Clone()
@@ -186,10 +186,10 @@ func TestManyProducers(t *testing.T) {
 		p.Record(Batch{ProducerID: id, Epoch: 1, FirstSeq: 0, Records: 1}, int64(i), int64(i)+1)
 	}
 	for i, id := range order {
-		if _, dup, err := p.Check(Batch{ProducerID: id, Epoch: 1, FirstSeq: 0, Records: 1}); !dup || err != nil {
+		if c, err := p.Check(Batch{ProducerID: id, Epoch: 1, FirstSeq: 0, Records: 1}); !c.Dup || err != nil {
 			t.Errorf("producer %d: retry not found as a duplicate (%v)", id, err)
 		}
-		if _, _, err := p.Check(Batch{ProducerID: id, Epoch: 1, FirstSeq: 5, Records: 1}); !errors.Is(err, ErrOutOfOrderSequence) {
+		if _, err := p.Check(Batch{ProducerID: id, Epoch: 1, FirstSeq: 5, Records: 1}); !errors.Is(err, ErrOutOfOrderSequence) {
 			t.Errorf("producer %d (%d): gap answered %v", id, i, err)
 		}
 	}

@@ -2,7 +2,6 @@ package producerstate
 
 import (
 	"cmp"
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"slices"
@@ -43,39 +42,13 @@ type PartitionSnapshot struct {
 
 // Encode lays the snapshot out as the package doc says, at Version.
 func (s Snapshot) Encode() []byte {
-	b := binary.BigEndian.AppendUint16(nil, 0) // reserved
-	b = binary.BigEndian.AppendUint64(b, uint64(s.LogOffset))
-	b = binary.BigEndian.AppendUint32(b, uint32(len(s.Parts)))
+	e := NewEncoder(s.LogOffset, 0)
+	var state []byte
 	for _, p := range s.Parts {
-		b = binary.BigEndian.AppendUint16(b, uint16(len(p.Topic)))
-		b = append(b, p.Topic...)
-		b = append(b, p.ID[:]...)
-		b = binary.BigEndian.AppendUint32(b, uint32(p.Partition))
-		b = binary.BigEndian.AppendUint32(b, uint32(len(p.State.Producers)))
-		for _, ps := range p.State.Producers {
-			b = binary.BigEndian.AppendUint64(b, uint64(ps.ID))
-			b = binary.BigEndian.AppendUint16(b, uint16(ps.Epoch))
-			b = append(b, byte(len(ps.Batches)))
-			for _, sb := range ps.Batches {
-				b = binary.BigEndian.AppendUint32(b, uint32(sb.FirstSeq))
-				b = binary.BigEndian.AppendUint32(b, uint32(sb.LastSeq))
-				b = binary.BigEndian.AppendUint64(b, uint64(sb.Base))
-				b = binary.BigEndian.AppendUint64(b, uint64(sb.End))
-			}
-		}
-		b = binary.BigEndian.AppendUint32(b, uint32(len(p.State.Open)))
-		for id, first := range p.State.Open {
-			b = binary.BigEndian.AppendUint64(b, uint64(id))
-			b = binary.BigEndian.AppendUint64(b, uint64(first))
-		}
-		b = binary.BigEndian.AppendUint32(b, uint32(len(p.State.Aborted)))
-		for _, a := range p.State.Aborted {
-			b = binary.BigEndian.AppendUint64(b, uint64(a.ProducerID))
-			b = binary.BigEndian.AppendUint64(b, uint64(a.FirstOffset))
-			b = binary.BigEndian.AppendUint64(b, uint64(a.LastOffset))
-		}
+		state = p.State.appendState(state[:0])
+		e.add(p.Topic, p.ID, p.Partition, state)
 	}
-	return snapshotFormat.Append(nil, b)
+	return e.Finish()
 }
 
 // Decode reads a snapshot file's bytes; any failed check wraps ErrSnapshot.

@@ -20,6 +20,7 @@ func (p *Partition) BeginTxn(producerID, base int64) {
 		p.Open = make(map[int64]int64)
 	}
 	p.Open[producerID] = base
+	p.changed()
 }
 
 // EndTxn applies a commit or abort marker of the producer, written at
@@ -35,12 +36,14 @@ func (p *Partition) EndTxn(producerID int64, epoch int16, commit bool, offset in
 		// The batches stay for the snapshot, which keeps at least one a
 		// producer; a batch of a newer epoch still starts at sequence 0.
 		ps.Epoch = epoch
+		p.changed()
 	}
 	first, ok := p.Open[producerID]
 	if !ok {
 		return
 	}
 	delete(p.Open, producerID)
+	p.changed()
 	if commit {
 		return
 	}
@@ -84,8 +87,27 @@ func (p *Partition) DropAbortedBefore(start int64) {
 			n++
 		}
 	}
-	clear(p.Aborted[n:])
-	p.Aborted = p.Aborted[:n]
+	if n < len(p.Aborted) {
+		clear(p.Aborted[n:])
+		p.Aborted = p.Aborted[:n]
+		p.changed()
+	}
+}
+
+// TxnFrom reports whether the state holds a transaction opened, or
+// aborted, at or after offset.
+func (p *Partition) TxnFrom(offset int64) bool {
+	for _, first := range p.Open {
+		if first >= offset {
+			return true
+		}
+	}
+	for _, a := range p.Aborted {
+		if a.LastOffset >= offset {
+			return true
+		}
+	}
+	return false
 }
 
 // Empty reports a partition with no state to keep: no producer, no open

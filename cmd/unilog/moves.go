@@ -44,6 +44,18 @@ func (s haMoves) Move(topic string, partition int32) (broker.PartitionMove, bool
 	return toPartitionMove(pm), ok
 }
 
+// haMoves answers a produce's fence once per topic: without this method
+// the broker falls back to Move per partition, silently.
+var _ interface {
+	FencedInTopic(topic string) func(partition int32) bool
+} = haMoves{}
+
+// FencedInTopic is Move's Fenced over the partitions of a topic, resolved
+// once (broker.topicFence).
+func (s haMoves) FencedInTopic(topic string) func(partition int32) bool {
+	return s.m.FencedInTopic(topic)
+}
+
 func (s haMoves) StartMove(topic string, partition int32, to string) error {
 	return moveError(s.m.StartMove(topic, partition, to, time.Now().UnixMilli()))
 }

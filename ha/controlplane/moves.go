@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 
 	"github.com/nats-io/nats.go"
@@ -205,6 +206,27 @@ func (m *Metadata) Move(topic string, partition int32) (PartitionMove, bool) {
 	}
 	return PartitionMove{Topic: topic, Partition: partition, From: e.t.Groups[partition], Move: mv}, true
 }
+
+// FencedInTopic reports, as of the call, which partitions of topic have a
+// move that stopped their source's produce (Move's Fenced), for a produce
+// to ask once per topic of a request rather than once per partition.
+func (m *Metadata) FencedInTopic(topic string) func(partition int32) bool {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	if !m.moving[topic] {
+		return fencedNone
+	}
+	e := m.topics[topic]
+	var fenced []int32
+	for p, mv := range e.t.Moves {
+		if mv.Fenced && int(p) < len(e.t.Groups) {
+			fenced = append(fenced, p)
+		}
+	}
+	return func(p int32) bool { return slices.Contains(fenced, p) }
+}
+
+func fencedNone(int32) bool { return false }
 
 // Epoch is a partition's PartitionEpoch; zero for one that never moved.
 // Every Metadata answer and produce asks it: two map lookups.

@@ -42,6 +42,19 @@ func TestMoveSteps(t *testing.T) {
 		if err := s.do(); !errors.Is(err, s.want) || (s.want == nil) != (err == nil) {
 			t.Fatalf("%s: got %v, want %v", s.name, err, s.want)
 		}
+		switch s.name {
+		case "start again", "cancel before the fence":
+			if n1.FencedInTopic("orders")(0) {
+				t.Fatalf("%s: partition 0 fenced", s.name)
+			}
+		case "fence":
+			poll.True(t, "node 1 to see partition 0 fenced, and only it", func() bool {
+				fenced := n1.FencedInTopic("orders")
+				return fenced(0) && !fenced(1) && !n1.FencedInTopic("nope")(0)
+			})
+		case "finish":
+			poll.True(t, "node 1 to see no partition fenced", func() bool { return !n1.FencedInTopic("orders")(0) })
+		}
 		if s.name == "start again" {
 			if mv := n1.Moves(); len(mv) != 1 || mv[0].From != "g1" || mv[0].To != "g2" || mv[0].End != -1 || mv[0].StartedMs != 2 {
 				t.Fatalf("moves after start: %+v", mv)

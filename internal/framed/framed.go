@@ -58,22 +58,40 @@ func (f Format) Overhead() int {
 
 // Append appends the frame of payload to dst.
 func (f Format) Append(dst, payload []byte) []byte {
-	if len(f.Magic) != magicLen {
-		panic(fmt.Sprintf("framed: %s: magic %q is not %d bytes", f.Name, f.Magic, magicLen))
-	}
 	start := len(dst)
-	dst = append(dst, f.Magic...)
-	dst = binary.BigEndian.AppendUint16(dst, f.Version)
 	if f.Shape == Prefixed {
 		if uint64(len(payload)) > maxBody {
 			panic(fmt.Sprintf("framed: %s: payload of %d bytes", f.Name, len(payload)))
 		}
+		dst = f.appendHead(dst)
 		dst = binary.BigEndian.AppendUint32(dst, uint32(len(payload)))
 		dst = binary.BigEndian.AppendUint32(dst, Checksum(payload))
 		return append(dst, payload...)
 	}
-	dst = append(dst, payload...)
+	return f.Seal(append(f.Open(dst), payload...), start)
+}
+
+// Open appends the head of a Sealed frame to dst, for a writer that
+// appends the payload in place (no second copy of a large one) and then
+// calls Seal with the frame's start, len(dst) before Open.
+func (f Format) Open(dst []byte) []byte {
+	if f.Shape != Sealed {
+		panic(fmt.Sprintf("framed: %s: Open of a frame that is not Sealed", f.Name))
+	}
+	return f.appendHead(dst)
+}
+
+// Seal closes the Sealed frame Open began at dst[start:].
+func (f Format) Seal(dst []byte, start int) []byte {
 	return binary.BigEndian.AppendUint32(dst, Checksum(dst[start:]))
+}
+
+func (f Format) appendHead(dst []byte) []byte {
+	if len(f.Magic) != magicLen {
+		panic(fmt.Sprintf("framed: %s: magic %q is not %d bytes", f.Name, f.Magic, magicLen))
+	}
+	dst = append(dst, f.Magic...)
+	return binary.BigEndian.AppendUint16(dst, f.Version)
 }
 
 // Decode checks that b is exactly one frame of f and returns its version

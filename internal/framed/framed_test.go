@@ -26,6 +26,24 @@ func TestRoundTrip(t *testing.T) {
 	}
 }
 
+// TestOpenSeal: a Sealed frame written in place, its payload appended
+// between Open and Seal, is the frame Append writes.
+func TestOpenSeal(t *testing.T) {
+	for _, payload := range [][]byte{{}, []byte("x"), bytes.Repeat([]byte("payload"), 100)} {
+		b := []byte("keep")
+		b = sealed.Seal(append(sealed.Open(b), payload...), 4)
+		if want := sealed.Append([]byte("keep"), payload); !bytes.Equal(b, want) {
+			t.Fatalf("Open and Seal wrote %x, Append %x", b, want)
+		}
+	}
+	defer func() {
+		if recover() == nil {
+			t.Fatal("Open of a Prefixed frame did not panic")
+		}
+	}()
+	prefixed.Open(nil)
+}
+
 // TestDecodeRefuses lists each way a frame can be wrong and the error it
 // must give: everything but an intact newer version is damage.
 func TestDecodeRefuses(t *testing.T) {
