@@ -29,6 +29,11 @@ type file struct {
 	ops  FileOps
 
 	mu sync.RWMutex
+	// addr and size publish f.m's first byte and length to Prefetch, which
+	// takes no lock (a lock's atomic instruction would wait for the very
+	// miss it is meant to overlap). Written under mu with f.m.
+	addr atomic.Pointer[byte]
+	size atomic.Int64
 	// full maps the file's full size (header+epf slots) whatever its
 	// length, so growing it is a fallocate and nothing else: no munmap and
 	// mmap, and no fault on the pages already mapped. m is full cut to the
@@ -91,7 +96,7 @@ func (f *file) mapLocked() error {
 // Caller holds mu for writing.
 func (f *file) setMapping(full mmap.MMap, size int64) {
 	f.full = full
-	f.m = full[:size:size]
+	f.setView(size)
 	f.lru.mapped.Add(1)
 }
 
@@ -139,6 +144,8 @@ func (f *file) unmapLocked(sync bool) error {
 			err = fmt.Errorf("consumequeue: msync %s: %w", f.path, err)
 		}
 	}
+	f.size.Store(0)
+	f.addr.Store(nil)
 	if uerr := f.full.Unmap(); uerr != nil && err == nil {
 		err = fmt.Errorf("consumequeue: munmap %s: %w", f.path, uerr)
 	}
@@ -168,8 +175,16 @@ func (f *file) resizeLocked(size int64) error {
 	} else if err := fd.Truncate(size); err != nil {
 		return fmt.Errorf("consumequeue: truncate %s to %d: %w", f.path, size, err)
 	}
-	f.m = f.full[:size:size]
+	f.setView(size)
 	return nil
+}
+
+// setView cuts f.m to the first size bytes of the full mapping and
+// publishes it to Prefetch. Caller holds mu for writing.
+func (f *file) setView(size int64) {
+	f.m = f.full[:size:size]
+	f.addr.Store(&f.m[0])
+	f.size.Store(size)
 }
 
 // allocate extends fd to size with real blocks. On a file system without

@@ -1,10 +1,12 @@
 package dispatcher
 
 import (
+	"context"
 	"fmt"
 	"testing"
 
 	"github.com/unilog/unilog/commitlog"
+	"github.com/unilog/unilog/consumequeue"
 )
 
 // BenchmarkIndex indexes one-record batches round robin over many
@@ -37,6 +39,51 @@ func BenchmarkIndex(b *testing.B) {
 				if err := d.Index(&r); err != nil {
 					b.Fatal(err)
 				}
+			}
+		})
+	}
+}
+
+// BenchmarkDispatchPass indexes one-record messages round robin over many
+// partitions whose queues already have their files, through a whole pass
+// (the cursor, the read-ahead and Index), as the dispatcher runs beside a
+// producer's linger. One op is one record.
+func BenchmarkDispatchPass(b *testing.B) {
+	for _, parts := range []int32{1_000, 10_000} {
+		b.Run(fmt.Sprintf("partitions=%d", parts), func(b *testing.B) {
+			l, err := commitlog.Open(commitlog.Options{Dir: b.TempDir(), FileSize: 64 << 20, Logger: quietLogger(), RetentionAge: -1})
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer l.Close()
+			if _, err := l.Recover(0, nil); err != nil {
+				b.Fatal(err)
+			}
+			body := make([]byte, 100)
+			appendN := func(n int) {
+				for i := range n {
+					if _, err := l.Append(&commitlog.Message{Topic: "t", Partition: int32(i) % parts, Count: 1, Body: body}); err != nil {
+						b.Fatal(err)
+					}
+				}
+			}
+			qs := openQueues(b, b.TempDir())
+			d := New(Options{Log: l, Queues: qs, Logger: quietLogger()})
+			d.cursor = l.Cursor(0)
+			defer d.cursor.Close()
+			// Every queue past its promotion point, and promoted.
+			appendN(int(parts) * consumequeue.DefaultSmallEntries)
+			if err := d.DispatchTo(l.WriteOffset()); err != nil {
+				b.Fatal(err)
+			}
+			if err := qs.WaitPromotions(context.Background()); err != nil {
+				b.Fatal(err)
+			}
+			appendN(b.N)
+			b.ReportAllocs()
+			b.ResetTimer()
+			if err := d.DispatchTo(l.WriteOffset()); err != nil {
+				b.Fatal(err)
 			}
 		})
 	}

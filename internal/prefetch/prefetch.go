@@ -1,0 +1,11 @@
+// Package prefetch asks the CPU to bring a line of memory into its cache
+// ahead of a write, without waiting for it.
+//
+// A plain load to warm memory waits for the miss like the access it warms,
+// and with a few hundred instructions between two such loads the core
+// cannot keep more than one outstanding: the dispatcher's read-ahead
+// warmed the slots it was about to write into and saved nothing. A
+// prefetch instruction retires at once and never faults (a prefetch of an
+// address that is not mapped is dropped), so several misses overlap and a
+// stale address is harmless.
+package prefetch

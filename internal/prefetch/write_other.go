@@ -1,0 +1,8 @@
+//go:build !amd64 && !arm64
+
+package prefetch
+
+import "unsafe"
+
+// Write does nothing where no prefetch instruction is wired up.
+func Write(unsafe.Pointer) {}
