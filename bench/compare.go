@@ -195,7 +195,7 @@ func compareCases(cfg *CompareConfig) []compareCase {
 // Compare runs every configuration Trials times, interleaved, after an
 // unreported warm-up run when WarmUp is set. A run that fails is kept with
 // Error set; Compare fails only on configuration.
-func Compare(ctx context.Context, cfg CompareConfig) ([]CompareRun, error) {
+func Compare(ctx context.Context, cfg CompareConfig) (_ []CompareRun, err error) {
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
@@ -205,10 +205,19 @@ func Compare(ctx context.Context, cfg CompareConfig) ([]CompareRun, error) {
 	if err := os.MkdirAll(cfg.Dir, 0o755); err != nil {
 		return nil, fmt.Errorf("bench: compare: %w", err)
 	}
+	ret, err := newRetirement(cfg.Dir)
+	if err != nil {
+		return nil, err
+	}
+	defer func() {
+		if cerr := ret.Close(); cerr != nil && err == nil {
+			err = cerr
+		}
+	}()
 	cases := compareCases(&cfg)
 	trials := max(cfg.Trials, 1)
 	if cfg.WarmUp {
-		r := compareOne(ctx, &cfg, cases[0], 0, LoadPeak)
+		r := compareOne(ctx, &cfg, ret, cases[0], 0, LoadPeak)
 		fmt.Fprintf(cfg.Notes, "warm-up, not reported: %s\n", r.summary())
 	}
 	p := runCounter{total: len(cases) * trials, started: time.Now()}
@@ -228,17 +237,17 @@ func Compare(ctx context.Context, cfg CompareConfig) ([]CompareRun, error) {
 	}
 	for t, order := range interleave(cases, trials) {
 		for _, c := range order {
-			r := compareOne(ctx, &cfg, c, 0, LoadPeak)
+			r := compareOne(ctx, &cfg, ret, c, 0, LoadPeak)
 			report(r, t+1)
 			if cfg.HalfPeak {
 				if r.produced && r.RecordsPerS > 0 {
-					report(compareOne(ctx, &cfg, c, r.RecordsPerS/2, LoadHalfPeak), t+1)
+					report(compareOne(ctx, &cfg, ret, c, r.RecordsPerS/2, LoadHalfPeak), t+1)
 				} else {
 					p.total--
 				}
 			}
 			if cfg.Rate > 0 {
-				report(compareOne(ctx, &cfg, c, cfg.Rate, loadAtRate(cfg.Rate)), t+1)
+				report(compareOne(ctx, &cfg, ret, c, cfg.Rate, loadAtRate(cfg.Rate)), t+1)
 			}
 			if err := ctx.Err(); err != nil {
 				return runs, err
@@ -287,8 +296,8 @@ func (r *CompareRun) summary() string {
 
 // compareOne starts the system in a fresh directory, creates the topic,
 // produces the load (at rate when it is not 0), reads everything back, and
-// stops the system; kind is the run's Load.
-func compareOne(ctx context.Context, cfg *CompareConfig, c compareCase, rate float64, kind string) (r CompareRun) {
+// stops the system, whose directory ret then keeps; kind is the run's Load.
+func compareOne(ctx context.Context, cfg *CompareConfig, ret *retirement, c compareCase, rate float64, kind string) (r CompareRun) {
 	sys, flush, parts := c.system, c.flush, c.parts
 	load := cfg.Load
 	load.Partitions, load.Rate = parts, rate
@@ -311,8 +320,8 @@ func compareOne(ctx context.Context, cfg *CompareConfig, c compareCase, rate flo
 		return r
 	}
 	defer func() {
-		if err := os.RemoveAll(dir); err != nil {
-			fail("removing the run directory", err)
+		if err := ret.retire(dir); err != nil {
+			fail("retiring the run directory", err)
 		}
 	}()
 	scfg := ServerConfig{System: sys, Flush: flush, Dir: dir, FileSize: cfg.FileSize, StopWait: cfg.StopWait}

@@ -81,7 +81,9 @@ func WriteCompareMarkdown(path string, runs []CompareRun, info CompareInfo) erro
 		"bytes produced (in) and read (out), %s. No JVM Kafka or Redpanda can be installed on this machine; JetStream is the peer it can run, and "+
 		"unilog-kafka-layout is unilog's own broker over the Kafka layout of bench/kafkalayout (async: every partition flushed every 500 ms; "+
 		"sync: an fsync per partition append, flush.messages=1), so that the layouts meet end to end; kfake is franz-go's in-memory Kafka "+
-		"(flush *memory*), the floor without storage.\n\n",
+		"(flush *memory*), the floor without storage. A finished run's files are cut to zero bytes and removed only when every run is done: "+
+		"on ext4 without a journal, files deleted between runs make every file created in the next minutes slower, which charged one run "+
+		"for the files of the one before.\n\n",
 		bound, c.Load.MessageSize, c.Load.Producers, c.Acks, c.Linger, cpuSourceText(runs))
 	if c.ClientGC != "" {
 		fmt.Fprintf(&b, "The load generator's process, which holds only the clients, runs its garbage collector at %s "+

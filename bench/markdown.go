@@ -58,7 +58,7 @@ func WriteMarkdown(path string, rep *Report, m Machine, info MarkdownInfo) error
 	fmt.Fprintf(&b, "## Workload\n\n")
 	fmt.Fprintf(&b, "Each run writes %s of %d-byte payloads (%d-byte keys, commitlog v1 records on both sides) with %d producer goroutines, "+
 		"in append batches of %d records all for one partition (a Kafka producer's per-partition batch), partitions drawn %s. "+
-		"Segments / commit-log files are %s. Every run starts in an empty directory after `sync`, and its directory is deleted afterwards. "+
+		"Segments / commit-log files are %s. Every run starts in an empty directory after `sync`; afterwards its files are cut to zero bytes and the directory is removed when the sweep ends: on ext4 without a journal, files deleted between runs make every file created in the next minutes slower. "+
 		"MB/s counts payload bytes (10^6 bytes); *of disk* compares the stored record bytes per second with the raw bandwidth above "+
 		"(a sustained row's with the probe of its own size written right before it, see below). "+
 		"Latency is per append batch. Open files and map areas are the whole process's at the end of the run (`/proc/self/fd`, `/proc/self/maps`); "+

@@ -128,10 +128,11 @@ func (c *Config) validate() error {
 }
 
 // Run probes the disk, then runs every combination in turn, each in a fresh
-// directory under cfg.Dir that is deleted afterwards. A run that fails, for
-// example on a machine limit, is reported as a row with Error set; Run
-// itself fails only on bad configuration or an unusable directory.
-func Run(cfg Config) (*Report, error) {
+// directory under cfg.Dir, emptied afterwards and removed when Run ends
+// (see retirement). A run that fails, for example on a machine limit, is
+// reported as a row with Error set; Run itself fails only on bad
+// configuration or an unusable directory.
+func Run(cfg Config) (_ *Report, err error) {
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
@@ -141,6 +142,15 @@ func Run(cfg Config) (*Report, error) {
 	if err := os.MkdirAll(cfg.Dir, 0o755); err != nil {
 		return nil, fmt.Errorf("bench: %w", err)
 	}
+	ret, err := newRetirement(cfg.Dir)
+	if err != nil {
+		return nil, err
+	}
+	defer func() {
+		if cerr := ret.Close(); cerr != nil && err == nil {
+			err = cerr
+		}
+	}()
 	rep := &Report{}
 	if cfg.DiskProbe > 0 {
 		d, err := MeasureDisk(cfg.Dir, cfg.DiskProbe)
@@ -160,7 +170,7 @@ func Run(cfg Config) (*Report, error) {
 		if p.kind == KindSustained && cfg.DiskProbe > 0 {
 			disk, note = probeBeforeSustained(&cfg, rep, p.total)
 		}
-		res := runOne(&c, p.layout, p.parts, p.flush)
+		res := runOne(&c, ret, p.layout, p.parts, p.flush)
 		res.Kind, res.Trial = p.kind, trial
 		res.DiskMBPerS, res.DiskNote = disk.MBPerS, note
 		if disk.MBPerS > 0 {
@@ -252,7 +262,7 @@ func runDir(cfg *Config, layout string, parts int, f Flush) string {
 	return filepath.Join(cfg.Dir, name)
 }
 
-func runOne(cfg *Config, layout string, parts int, f Flush) (res Result) {
+func runOne(cfg *Config, ret *retirement, layout string, parts int, f Flush) (res Result) {
 	res = Result{Layout: layout, Partitions: parts, MessageSize: cfg.MessageSize, Flush: f.String(),
 		Producers: cfg.Producers, Batch: cfg.Batch, Keys: cfg.Keys}
 	dir := runDir(cfg, layout, parts, f)
@@ -266,8 +276,8 @@ func runOne(cfg *Config, layout string, parts int, f Flush) (res Result) {
 	// The previous run's deletes and write-back must not land in this one.
 	unix.Sync()
 	defer func() {
-		if err := os.RemoveAll(dir); err != nil && res.Error == "" {
-			fail("removing the run directory", err)
+		if err := ret.retire(dir); err != nil && res.Error == "" {
+			fail("retiring the run directory", err)
 		}
 		unix.Sync()
 	}()

@@ -41,7 +41,7 @@ func benchStorageCommand() *cli.Command {
 		Usage: "compare the unified commit log with a Kafka-style per-partition layout as partitions grow",
 		Description: "Measures the raw sequential write bandwidth of --dir first, then runs every layout x flush x partition count\n" +
 			"--trials times in an interleaved order after one unreported warm-up run, each in a fresh directory under --dir that\n" +
-			"is deleted afterwards; the table shows the median and min-max, --json every trial. A run that hits a machine limit\n" +
+			"is emptied afterwards and removed when all have run; the table shows the median and min-max, --json every trial. A run that hits a machine limit\n" +
 			"(open files, vm.max_map_count) becomes a row saying where and why.",
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "layouts", Value: "unified,kafka", Usage: "layouts to run: unified, kafka, kafka-madv (the Kafka layout with MADV_RANDOM index mappings, which Kafka does not do)"},

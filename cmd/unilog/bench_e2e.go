@@ -173,7 +173,7 @@ func benchCompareCommand() *cli.Command {
 			&cli.BoolFlag{Name: "warm", Usage: "write one record to every partition before each measured run, so that it does not pay for creating per-partition files"},
 			&cli.StringFlag{Name: "transactional", Value: "false", Usage: "producer kinds, comma separated, each run in turn like --flush: false (plain), true (a transactional id per producer, a transaction committed every --commit-interval, read back read_committed; needs --acks -1; not jetstream)"},
 			&cli.DurationFlag{Name: "commit-interval", Value: bench.DefaultCommitInterval, Usage: "how often a transactional producer commits (Kafka Streams' commit.interval.ms under exactly-once)"},
-			&cli.StringFlag{Name: "dir", Value: "bench-data", Usage: "directory for the systems' data (each run's is deleted after it)"},
+			&cli.StringFlag{Name: "dir", Value: "bench-data", Usage: "directory for the systems' data (each run's is emptied after it and removed when all have run)"},
 			&cli.StringFlag{Name: "file-size", Value: "1GiB", Usage: "unilog commit-log file size"},
 			&cli.BoolFlag{Name: "in-process", Usage: "run the systems in this process instead of child processes"},
 			&cli.DurationFlag{Name: "stop-wait", Value: time.Minute, Usage: "how long a system may take to stop gracefully (SIGTERM) before it is killed; the run then says so"},
