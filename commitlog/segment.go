@@ -187,7 +187,7 @@ func (s *segment) writeAt(b []byte, pos int64) (int64, error) {
 	}
 	var written int64
 	for len(b) > 0 {
-		n, err := unix.Pwrite(int(s.f.Fd()), b, pos+written)
+		n, err := unix.Pwrite(int(s.f.Fd()), b[:pieceLen(pos+written, int64(len(b)))], pos+written)
 		if errors.Is(err, unix.EINTR) {
 			continue
 		}

@@ -91,7 +91,9 @@ func (s *segment) writevAt(iov [][]byte, pos int64) (int64, error) {
 	}
 	var written int64
 	for len(iov) > 0 {
-		n, err := unix.Pwritev(int(s.f.Fd()), iov[:min(len(iov), iovMax)], pos+written)
+		piece, cut, whole := cutVector(iov[:min(len(iov), iovMax)], pieceLen(pos+written, total-written))
+		n, err := unix.Pwritev(int(s.f.Fd()), piece, pos+written)
+		iov[cut] = whole
 		if errors.Is(err, unix.EINTR) {
 			continue
 		}

@@ -36,6 +36,9 @@ func TestExternalBodies(t *testing.T) {
 		{"mixed", 1 << 20, []int{100, externalMin, externalMin - 1, 20 << 10, 8, externalMin + 1}, 1},
 		{"across files", 64 << 10, []int{30 << 10, 100, 17 << 10, 5000}, 4},
 		{"past iovMax", 8 << 20, []int{externalMin}, iovMax},
+		// Writes cut at every multiple of zeroChunk (piece.go), inside
+		// buffered bytes and inside bodies, one longer than a piece.
+		{"across pieces", 4 << 20, []int{3000, zeroChunk + 12345, 70000, 100, zeroChunk - 7}, 3},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			opts := testOptions(t, "", tc.fileSize)
