@@ -5,30 +5,35 @@ import (
 	"testing"
 )
 
-// TestPrefetchBesideAppends: Prefetch runs beside appends, promotion,
-// truncation and reads of the same queues without a data race (run with
-// -race), and the queues hold what was appended.
-func TestPrefetchBesideAppends(t *testing.T) {
-	s := mustOpen(t, smallOptions(t.TempDir()))
-	qs := []*Queue{mustQueue(t, s, "t", 0), mustQueue(t, s, "t", 1)}
+// prefetchUntilStopped calls Prefetch on each of qs, on a goroutine each,
+// until the returned function is called, which waits for them.
+func prefetchUntilStopped(qs ...*Queue) (stop func()) {
 	var wg sync.WaitGroup
-	stop := make(chan struct{})
+	done := make(chan struct{})
 	for _, q := range qs {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
+		wg.Go(func() {
 			var sink int64
 			for {
 				select {
-				case <-stop:
+				case <-done:
 					_ = sink
 					return
 				default:
 					sink += q.Prefetch()
 				}
 			}
-		}()
+		})
 	}
+	return func() { close(done); wg.Wait() }
+}
+
+// TestPrefetchBesideAppends: Prefetch runs beside appends, promotion,
+// truncation and reads of the same queues without a data race (run with
+// -race), and the queues hold what was appended.
+func TestPrefetchBesideAppends(t *testing.T) {
+	s := mustOpen(t, smallOptions(t.TempDir()))
+	qs := []*Queue{mustQueue(t, s, "t", 0), mustQueue(t, s, "t", 1)}
+	stop := prefetchUntilStopped(qs...)
 	for _, q := range qs {
 		appendRange(t, q, 0, 30)
 		if err := q.TruncateFrom(entryAt(20).PhysOffset); err != nil {
@@ -37,8 +42,7 @@ func TestPrefetchBesideAppends(t *testing.T) {
 		appendRange(t, q, 20, 40)
 	}
 	waitPromotions(t, s)
-	close(stop)
-	wg.Wait()
+	stop()
 	for _, q := range qs {
 		checkRange(t, q, 0, 40)
 	}
@@ -56,24 +60,7 @@ func TestPrefetchBesideEviction(t *testing.T) {
 	for p := range int32(parts) {
 		qs = append(qs, mustQueue(t, s, "t", p))
 	}
-	var wg sync.WaitGroup
-	stop := make(chan struct{})
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		var sink int64
-		for {
-			select {
-			case <-stop:
-				_ = sink
-				return
-			default:
-				for _, q := range qs {
-					sink += q.Prefetch()
-				}
-			}
-		}
-	}()
+	stop := prefetchUntilStopped(qs...)
 	const n = 3 * epf
 	for from := int64(0); from < n; from += 50 {
 		for _, q := range qs {
@@ -89,8 +76,7 @@ func TestPrefetchBesideEviction(t *testing.T) {
 	if err := s.DeleteBefore(entryAt(epf + 10).PhysOffset); err != nil {
 		t.Fatal(err)
 	}
-	close(stop)
-	wg.Wait()
+	stop()
 	if got := s.MappedFiles(); got > 1 {
 		t.Fatalf("%d files mapped, want at most 1: the appends did not evict", got)
 	}
