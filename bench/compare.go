@@ -209,11 +209,7 @@ func Compare(ctx context.Context, cfg CompareConfig) (_ []CompareRun, err error)
 	if err != nil {
 		return nil, err
 	}
-	defer func() {
-		if cerr := ret.Close(); cerr != nil && err == nil {
-			err = cerr
-		}
-	}()
+	defer func() { err = errors.Join(err, ret.Close()) }()
 	cases := compareCases(&cfg)
 	trials := max(cfg.Trials, 1)
 	if cfg.WarmUp {

@@ -146,11 +146,7 @@ func Run(cfg Config) (_ *Report, err error) {
 	if err != nil {
 		return nil, err
 	}
-	defer func() {
-		if cerr := ret.Close(); cerr != nil && err == nil {
-			err = cerr
-		}
-	}()
+	defer func() { err = errors.Join(err, ret.Close()) }()
 	rep := &Report{}
 	if cfg.DiskProbe > 0 {
 		d, err := MeasureDisk(cfg.Dir, cfg.DiskProbe)
