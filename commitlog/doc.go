@@ -152,7 +152,7 @@
 // (ErrIO) rather than call the hole where its records were durable. In both modes WaitDurable(ctx, end)
 // returns once FlushedOffset >= end, asking for a flush if needed.
 //
-// After each flush the pages more than Options.CacheWindow (1 GiB) before
+// After each flush the pages more than Options.CacheWindow (256 MiB) before
 // FlushedOffset are dropped from the page cache, so that a log written at
 // disk speed recycles pages rather than growing the cache until the
 // kernel must find every new page by reclaim (cache.go). They are clean,

@@ -50,7 +50,7 @@ const (
 	DefaultFileSize               = 1 << 30
 	DefaultFlushInterval          = 500 * time.Millisecond
 	DefaultRetentionAge           = 72 * time.Hour
-	DefaultCacheWindow            = 1 << 30
+	DefaultCacheWindow            = 256 << 20
 	DefaultRetentionCheckInterval = time.Minute
 	// DefaultMaxRecordSize caps MaxRecordSize when it is left zero; the
 	// default is min(FileSize/2, DefaultMaxRecordSize).
@@ -90,7 +90,7 @@ type Options struct {
 	// CacheWindow is how many bytes before FlushedOffset the log leaves
 	// in the page cache; after each flush it drops the older pages, so a
 	// log written at disk speed recycles pages instead of growing the
-	// cache (cache.go). Default 1 GiB; negative leaves every page to the
+	// cache (cache.go). Default 256 MiB; negative leaves every page to the
 	// kernel.
 	CacheWindow int64
 	// RecoverTruncate lets Recover cut the log at damage before the mark,

@@ -73,7 +73,7 @@ func TestBrokerFlags(t *testing.T) {
 		MaxConnections: 4096, MaxConnectionsPerIP: 1024, IdleTimeout: 10 * time.Minute, ReadTimeout: time.Minute, WriteTimeout: 30 * time.Second,
 		MaxInflightBytes: 512 << 20, MaxFetchBytes: 55 << 20,
 	}
-	wantStore := storeFlags{Flush: commitlog.FlushAsync, FileSize: 1 << 30, CacheWindow: 1 << 30, CheckpointInterval: 10 * time.Second, CheckpointBytes: 1 << 30}
+	wantStore := storeFlags{Flush: commitlog.FlushAsync, FileSize: 1 << 30, CacheWindow: commitlog.DefaultCacheWindow, CheckpointInterval: 10 * time.Second, CheckpointBytes: 1 << 30}
 	cfg.Logger = nil
 	if cfg != want || sf != wantStore {
 		t.Errorf("defaults:\n got %+v %+v\nwant %+v %+v", cfg, sf, want, wantStore)
