@@ -28,16 +28,18 @@ import (
 // Firecracker VM reporting freed memory to its host, module parameter
 // max_waiting_mib=1024, and paging out cold unmapped file pages with
 // DAMON), a broker given four `bench produce` runs of 300,000 1 KiB
-// records into one partition used 126-137 CPU ticks for them with
-// windows of 128 and 256 MiB, 153-157 with 512 MiB and 208-224 with
-// 1 GiB, where the copy into new page-cache pages rose from 6% of its
-// samples in the first run to 51% in the fourth (perf): past about
-// 600 MiB written, new pages were memory the host had to fault in.
-// Reading the 1.2 GiB back, mostly from the disk, cost it 66-72 ticks,
-// against 94-96 from a 1 GiB window (10,000 partitions: produce 606-639
-// against 724-791, read 350-386 against 588-679). A consumer more than the window behind reads from the disk;
-// where the host does not take memory back, a larger CacheWindow keeps
-// such readers in the cache.
+// records into one partition, then a read-back of them, used for the
+// produce 125-137 CPU ticks with windows of 128 and 256 MiB, 153-157
+// with 512 MiB and 208-224 with 1 GiB (windows interleaved, two rounds
+// with each). With 1 GiB the copy into new page-cache pages was 6% of
+// the broker's samples over the first run and 51% over the fourth
+// (perf, two brokers): most likely, past about 600 MiB written, new
+// pages were memory the host had to fault in. The read-back, mostly
+// from the disk, cost 66-72 ticks against 93-96 from a 1 GiB window
+// (10,000 partitions: produce 606-639 against 724-777, read 350-386
+// against 588-679). A consumer more than the window behind reads from
+// the disk; where the host does not take memory back, a larger
+// CacheWindow keeps such readers in the cache.
 //
 // So after each flush the log drops from the page cache the pages of the
 // bytes more than CacheWindow before the new FlushedOffset (Options); a
