@@ -13,11 +13,10 @@ func TestAppendLargeGroupAllocatesBufferOnce(t *testing.T) {
 		fileSize int64
 		records  int
 		// maxAllocs bounds the allocations per append, the group's
-		// buffer among them and the log's other goroutines' (AllocsPerRun
-		// counts the process's, so 8 runs keep a stray one from the mean),
-		// against the 34 or more of a buffer grown by doubling; -1 for none
-		// (a roll creates files and logs). 9 appends of the largest group
-		// (~160 MB) stay within one 256 MiB file.
+		// buffer among them, against the 34 or more of a buffer grown by
+		// doubling; -1 for none (a roll creates files and logs). 10
+		// appends of the largest group (~176 MB, leastAllocs) stay within
+		// one 256 MiB file.
 		maxAllocs float64
 	}{
 		{"one file", 256 << 20, 6000, 8},       // ~6.2 MB, above maxGroupBytes
@@ -34,7 +33,7 @@ func TestAppendLargeGroupAllocatesBufferOnce(t *testing.T) {
 			}
 			dst := make([]Position, 0, len(ms))
 			var err error
-			allocs := testing.AllocsPerRun(8, func() {
+			allocs := leastAllocs(5, func() {
 				dst, err = l.AppendBatchTo(dst[:0], ms)
 			})
 			if err != nil {
@@ -55,4 +54,18 @@ func TestAppendLargeGroupAllocatesBufferOnce(t *testing.T) {
 			}
 		})
 	}
+}
+
+// leastAllocs is the fewest allocations of f over n measurements (each
+// runs f twice, AllocsPerRun's warm-up and one counted). AllocsPerRun
+// counts the whole process's allocations, so the log's own goroutines and
+// the test binary's can only add to f's: on a loaded machine a mean over
+// 3 and then 8 runs still exceeded the bound now and then, the least of a
+// few counts does not.
+func leastAllocs(n int, f func()) float64 {
+	least := testing.AllocsPerRun(1, f)
+	for range n - 1 {
+		least = min(least, testing.AllocsPerRun(1, f))
+	}
+	return least
 }
