@@ -68,7 +68,10 @@ type Broker struct {
 	// snapshot is rewritten only when it would differ.
 	producerChanges atomic.Int64
 	snapMu          sync.Mutex
-	snapLen         int // the last producer-state snapshot's length; snapMu
+	// snapLen and snapRoom are the last producer-state snapshot's length
+	// and, unless large, its bytes, reused by the next (snapshotRoom); snapMu.
+	snapLen  int
+	snapRoom []byte
 	// replica is the producer state a follower rebuilds from its log.
 	replica replicaProducers
 

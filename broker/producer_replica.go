@@ -72,7 +72,7 @@ func (b *Broker) catchUpLocked() error {
 // encodeReplicaProducers catches a follower's state up and lays it out
 // as a snapshot; it reports false on a node that is not following. snapMu
 // held.
-func (b *Broker) encodeReplicaProducers(sizeHint int) ([]byte, bool, error) {
+func (b *Broker) encodeReplicaProducers(room []byte) ([]byte, bool, error) {
 	b.replica.mu.Lock()
 	defer b.replica.mu.Unlock()
 	if b.replica.parts == nil {
@@ -81,7 +81,7 @@ func (b *Broker) encodeReplicaProducers(sizeHint int) ([]byte, bool, error) {
 	if err := b.catchUpLocked(); err != nil {
 		return nil, true, err
 	}
-	return b.encodeProducers(b.replica.replayed, b.replica.parts, sizeHint), true, nil
+	return b.encodeProducers(b.replica.replayed, b.replica.parts, room), true, nil
 }
 
 // takeReplicaProducers catches a follower's state up and makes it the

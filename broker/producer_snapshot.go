@@ -30,13 +30,14 @@ const producerSnapshotInterval = 10 * time.Second
 func (b *Broker) snapshotProducers() error {
 	b.snapMu.Lock() // one writer of producer-state.tmp
 	defer b.snapMu.Unlock()
-	raw, following, err := b.encodeReplicaProducers(b.snapLen)
+	room := b.snapshotRoom()
+	raw, following, err := b.encodeReplicaProducers(room)
 	if err != nil {
 		return err
 	}
 	if !following {
 		var copiedThrough int64
-		raw, copiedThrough = b.encodeLeaderProducers(b.snapLen)
+		raw, copiedThrough = b.encodeLeaderProducers(room)
 		// What the copy holds past its offset must not be lost in a crash
 		// that keeps the snapshot (see encodeLeaderProducers).
 		ctx, cancel := context.WithTimeout(context.Background(), producerSnapshotInterval)
@@ -45,18 +46,37 @@ func (b *Broker) snapshotProducers() error {
 			return fmt.Errorf("broker: producer-state snapshot: flush the log through %d: %w", copiedThrough, err)
 		}
 	}
-	b.snapLen = len(raw)
-	return fileops.ReplaceFile(b.cfg.FS, filepath.Join(b.cfg.DataDir, producerstate.FileName), raw, 0o644)
+	err = fileops.ReplaceFile(b.cfg.FS, filepath.Join(b.cfg.DataDir, producerstate.FileName), raw, 0o644)
+	b.snapLen, b.snapRoom = len(raw), nil
+	if cap(raw) <= maxKeptSnapshot {
+		b.snapRoom = raw
+	}
+	return err
+}
+
+// maxKeptSnapshot bounds the snapshot buffer kept for the next snapshot
+// between periods. Larger ones (hundreds of thousands of partitions) are
+// left to the collector rather than pinned in the heap, where they would
+// also raise its growth target.
+const maxKeptSnapshot = 64 << 20
+
+// snapshotRoom is the storage the next snapshot is laid out in: the last
+// one's bytes, or room for its length and a little more. snapMu held.
+func (b *Broker) snapshotRoom() []byte {
+	if b.snapRoom != nil {
+		return b.snapRoom
+	}
+	return make([]byte, 0, b.snapLen+b.snapLen/16)
 }
 
 // encodeProducers lays out the state of parts as a snapshot at logOffset
-// (sizeHint: the last snapshot's length). topicMu is held shared
+// in room (snapshotRoom). topicMu is held shared
 // meanwhile so that no topic is deleted and created again between reading
 // a partition's state and the incarnation it is filed under.
-func (b *Broker) encodeProducers(logOffset int64, parts partitionStates, sizeHint int) []byte {
+func (b *Broker) encodeProducers(logOffset int64, parts partitionStates, room []byte) []byte {
 	b.topicMu.RLock()
 	defer b.topicMu.RUnlock()
-	raw, _ := b.encodeParts(logOffset, parts, sizeHint)
+	raw, _ := b.encodeParts(logOffset, parts, room)
 	return raw
 }
 
@@ -72,7 +92,7 @@ func (b *Broker) encodeProducers(logOffset int64, parts partitionStates, sizeHin
 // log's end after the copy: the caller makes the log durable through it
 // before writing the snapshot, so that no crash loses a record whose
 // effect the snapshot holds.
-func (b *Broker) encodeLeaderProducers(sizeHint int) (raw []byte, copiedThrough int64) {
+func (b *Broker) encodeLeaderProducers(room []byte) (raw []byte, copiedThrough int64) {
 	logOffset := b.st.WriteOffset()
 	// Every partition appended to below logOffset is in parts: its state
 	// is made before its first append.
@@ -80,10 +100,10 @@ func (b *Broker) encodeLeaderProducers(sizeHint int) (raw []byte, copiedThrough 
 	parts := b.parts.clone()
 	b.partsMu.Unlock()
 	b.topicMu.RLock()
-	raw, txnPast := b.encodeParts(logOffset, parts, sizeHint)
+	raw, txnPast := b.encodeParts(logOffset, parts, room)
 	b.topicMu.RUnlock()
 	if txnPast {
-		raw = b.encodeLeaderProducersExact(sizeHint)
+		raw = b.encodeLeaderProducersExact(room)
 	}
 	return raw, b.st.WriteOffset()
 }
@@ -92,7 +112,7 @@ func (b *Broker) encodeLeaderProducers(sizeHint int) (raw []byte, copiedThrough 
 // log's end exactly: topicMu shared, then appendMu (the order a produce
 // takes them), so that no append changes producer state between reading
 // the end and encoding. Appends wait for it.
-func (b *Broker) encodeLeaderProducersExact(sizeHint int) []byte {
+func (b *Broker) encodeLeaderProducersExact(room []byte) []byte {
 	b.topicMu.RLock()
 	defer b.topicMu.RUnlock()
 	b.appendMu.Lock()
@@ -101,7 +121,7 @@ func (b *Broker) encodeLeaderProducersExact(sizeHint int) []byte {
 	b.partsMu.Lock()
 	parts := b.parts.clone()
 	b.partsMu.Unlock()
-	raw, _ := b.encodeParts(logOffset, parts, sizeHint)
+	raw, _ := b.encodeParts(logOffset, parts, room)
 	return raw
 }
 
@@ -109,8 +129,8 @@ func (b *Broker) encodeLeaderProducersExact(sizeHint int) []byte {
 // transaction opened or aborted at or after logOffset in the state. Each
 // topic's incarnation is looked up once; a partition's state is encoded
 // again only if it changed since the last snapshot (producerstate.Encoder).
-func (b *Broker) encodeParts(logOffset int64, parts partitionStates, sizeHint int) (raw []byte, txnPast bool) {
-	e := producerstate.NewEncoder(logOffset, sizeHint)
+func (b *Broker) encodeParts(logOffset int64, parts partitionStates, room []byte) (raw []byte, txnPast bool) {
+	e := producerstate.NewEncoder(logOffset, room)
 	for topic, t := range parts {
 		m, live := b.meta.Topic(topic)
 		if !live {

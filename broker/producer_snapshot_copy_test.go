@@ -49,7 +49,7 @@ func TestProducerSnapshotDoesNotStopAppends(t *testing.T) {
 			}
 			done := make(chan copied, 1)
 			go func() {
-				raw, through := b.encodeLeaderProducers(0)
+				raw, through := b.encodeLeaderProducers(nil)
 				done <- copied{raw, through}
 			}()
 			wait := 30 * time.Second // only against a hang
@@ -107,13 +107,13 @@ func BenchmarkProducerSnapshotCopy(b *testing.B) {
 			}
 		}
 	}
-	hint := 0 // the last snapshot's length, as snapshotProducers keeps it
+	var room []byte // the last snapshot's bytes, as snapshotProducers keeps them
 	for _, bc := range []struct {
 		name string
 		copy func() []byte
 	}{
-		{"exact", func() []byte { raw := br.encodeLeaderProducersExact(hint); hint = len(raw); return raw }},
-		{"concurrent", func() []byte { raw, _ := br.encodeLeaderProducers(hint); hint = len(raw); return raw }},
+		{"exact", func() []byte { raw := br.encodeLeaderProducersExact(room); room = raw; return raw }},
+		{"concurrent", func() []byte { raw, _ := br.encodeLeaderProducers(room); room = raw; return raw }},
 	} {
 		for _, every := range []int32{1, 100} {
 			b.Run(fmt.Sprintf("%s/changed=%d%%", bc.name, 100/every), func(b *testing.B) {

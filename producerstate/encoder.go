@@ -24,10 +24,14 @@ type Encoder struct {
 // version, reserved, LogOffset.
 const countAt = 4 + 2 + 2 + 8
 
-// NewEncoder starts a snapshot at logOffset, its buffer sized for
-// sizeHint bytes (the previous snapshot's length, say) and a little more.
-func NewEncoder(logOffset int64, sizeHint int) *Encoder {
-	e := &Encoder{b: make([]byte, 0, max(sizeHint+sizeHint/16, countAt+8))}
+// NewEncoder starts a snapshot at logOffset in room's storage, which
+// grows (doubling) only if the snapshot does not fit. A caller taking
+// snapshots periodically passes the last one's bytes once written, or
+// room for its length and a little more: growing a fresh buffer every
+// period (a copy per doubling, into memory never touched before) was a
+// tenth of the broker's CPU during a first produce to 40,000 partitions.
+func NewEncoder(logOffset int64, room []byte) *Encoder {
+	e := &Encoder{b: slices.Grow(room[:0], countAt+8)}
 	e.b = snapshotFormat.Open(e.b)
 	e.b = binary.BigEndian.AppendUint16(e.b, 0) // reserved
 	e.b = binary.BigEndian.AppendUint64(e.b, uint64(logOffset))

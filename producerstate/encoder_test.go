@@ -46,7 +46,7 @@ func TestEncoderFollowsChanges(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			tc.change(&parts[1])
 			encoded := parts[1].enc != nil
-			e := NewEncoder(1000, 0)
+			e := NewEncoder(1000, nil)
 			want := Snapshot{LogOffset: 1000}
 			for i := range parts {
 				e.Add("t", id, int32(i), &parts[i])
@@ -60,6 +60,49 @@ func TestEncoderFollowsChanges(t *testing.T) {
 			}
 			if tc.name != "nothing" && tc.name != "Replay of a batch held" && encoded {
 				t.Fatalf("%s kept the partition's old encoding", tc.name)
+			}
+		})
+	}
+}
+
+// TestEncoderRoom: a snapshot laid out in a room holding an earlier,
+// longer snapshot's bytes is the same as one laid out fresh, in the room's
+// storage when it fits and in new storage when it does not.
+func TestEncoderRoom(t *testing.T) {
+	parts := make([]Partition, 50)
+	for i := range parts {
+		parts[i].Record(Batch{ProducerID: int64(i), Records: 3}, int64(i), int64(i)*10)
+	}
+	encode := func(n int, room []byte) []byte {
+		e := NewEncoder(int64(n), room)
+		for i := range parts[:n] {
+			e.Add("t", commitlog.TopicID{1}, int32(i), &parts[i])
+		}
+		return e.Finish()
+	}
+	big := encode(50, nil)
+	stale := bytes.Clone(big)
+	for _, tc := range []struct {
+		name    string
+		room    []byte
+		n       int
+		inPlace bool
+	}{
+		{"shorter than the room", stale, 10, true},
+		{"as long as the room", stale, 50, true},
+		{"longer than the room", stale[: 0 : len(stale)/3], 50, false},
+		{"no room", nil, 10, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got := encode(tc.n, tc.room)
+			if want := encode(tc.n, nil); !bytes.Equal(got, want) {
+				t.Fatalf("laid out in a used room: %x\nfresh: %x", got, want)
+			}
+			if d, err := Decode(got); err != nil || len(d.Parts) != tc.n {
+				t.Fatalf("decode: %d partitions, %v", len(d.Parts), err)
+			}
+			if inPlace := cap(tc.room) > 0 && &got[0] == &tc.room[:1][0]; inPlace != tc.inPlace {
+				t.Fatalf("laid out in the room's storage: %v, want %v", inPlace, tc.inPlace)
 			}
 		})
 	}

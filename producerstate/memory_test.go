@@ -23,7 +23,7 @@ func BenchmarkPartitionMemory(b *testing.B) {
 			ps[i].Record(Batch{ProducerID: 7, Epoch: 0, FirstSeq: 0, Records: 2}, 0, int64(i+1)*100)
 		}
 		b.ReportMetric(float64(heaptest.Live()-base)/parts, "B/partition")
-		e := NewEncoder(parts*100, 0)
+		e := NewEncoder(parts*100, nil)
 		for i := range ps {
 			e.Add("m0", commitlog.TopicID{}, int32(i), &ps[i])
 		}

@@ -42,7 +42,7 @@ type PartitionSnapshot struct {
 
 // Encode lays the snapshot out as the package doc says, at Version.
 func (s Snapshot) Encode() []byte {
-	e := NewEncoder(s.LogOffset, 0)
+	e := NewEncoder(s.LogOffset, nil)
 	var state []byte
 	for _, p := range s.Parts {
 		state = p.State.appendState(state[:0])
