@@ -138,14 +138,16 @@ func (l *Log) encodeBatch(group []*appendReq, now int64) error {
 		// Not slices.Grow, which copies the old buffer's whole capacity.
 		buf = make([]byte, 0, need)
 	}
-	ends, undo, exts := l.wends[:0], l.wundo[:0], l.wexts[:0]
+	ends, undo, exts, hand := l.wends[:0], l.wundo[:0], l.wexts[:0], l.whand[:0]
+	handing := l.handoff.on.Load()
 	defer func() {
 		if cap(buf) <= maxKeptWriteBuf {
 			l.wbuf = buf
 		}
 		clear(undo) // the counters of deleted topics must not stay reachable
 		clear(exts) // nor the callers' bodies
-		l.wends, l.wundo, l.wexts = ends, undo[:0], exts[:0]
+		clear(hand) // nor their topic names
+		l.wends, l.wundo, l.wexts, l.whand = ends, undo[:0], exts[:0], hand[:0]
 	}()
 	file, pos := l.cur, l.wpos
 	external := 0 // bytes of exts: ends count them, buf does not
@@ -179,6 +181,13 @@ func (l *Log) encodeBatch(group []*appendReq, now int64) error {
 			}
 			pos += n
 			r.dst = append(r.dst, Position{PhysOffset: phys, Size: int32(n), QueueOffset: q, Count: count, StoreTimestamp: now})
+			if handing {
+				hand = append(hand, handed{
+					PhysOffset: phys, QueueOffset: q, StoreTimestamp: now, ProducerTimestamp: m.ProducerTimestamp,
+					TotalSize: int32(n), Count: count, Partition: m.Partition, Flags: m.Flags,
+					Topic: m.Topic, TopicID: m.TopicID,
+				})
+			}
 		}
 	}
 	ends = append(ends, len(buf)+external)
@@ -191,6 +200,7 @@ func (l *Log) encodeBatch(group []*appendReq, now int64) error {
 		}
 		return err
 	}
+	l.handoff.put(hand)
 	for range len(ends) - 1 {
 		l.roll(now)
 	}

@@ -27,6 +27,11 @@ type Cursor struct {
 	seg *segment // file holding pos, with a reference; nil if not acquired
 	pos int64
 	rec Record
+	// headers is set for the header cursor, which takes records from the
+	// writer's hand-off: handed, from next on (handoff.go).
+	headers bool
+	handed  []handed
+	next    int
 }
 
 // Cursor returns a Cursor positioned at phys, which must be a record
@@ -43,6 +48,7 @@ func (c *Cursor) Reset(phys int64) {
 		c.drop()
 	}
 	c.pos = phys
+	c.next = len(c.handed) // the log may have been cut under them
 }
 
 // Next returns the record at Offset and moves past it, rolling over
@@ -60,6 +66,9 @@ func (c *Cursor) Next() (*Record, error) {
 		w := l.writeOff.Load()
 		if c.pos >= w {
 			return nil, nil
+		}
+		if c.headers && c.fromHandoff() {
+			return &c.rec, nil
 		}
 		if c.seg == nil {
 			if err := c.acquire(w); err != nil {

@@ -206,7 +206,12 @@
 // costs no allocation, no chain search and no reference count. It skips the
 // CRC check for records at or after the offset Recover started from (those
 // were verified by Recover or encoded by this process); before it, it
-// checks CRCs as Read does.
+// checks CRCs as Read does. The log's one HeaderCursor (the dispatcher's)
+// takes the records this process appends from a hand-off the writer
+// fills with each record's header as it encodes it, so that the reader of
+// every header right behind the writer does not fault the mapping in page
+// by page; it reads the mapping for anything else (handoff.go). The
+// hand-off is memory only: nothing of it is on disk.
 //
 // Read checks a record's CRC only before where Recover started, as Cursor
 // does: a record from there on was CRC-checked by Recover or encoded by this

@@ -23,6 +23,7 @@ type counters struct {
 	rolls      atomic.Int64
 	syncAllocs atomic.Int64
 	writes     atomic.Int64
+	handedOff  atomic.Int64
 
 	preallocWaits     atomic.Int64
 	preallocWaitNanos atomic.Int64
@@ -46,6 +47,9 @@ type Stats struct {
 	// prepared and waited PreallocWait in total for it.
 	PreallocWaits int64
 	PreallocWait  time.Duration
+	// HandedOff counts records the header cursor took from the writer's
+	// hand-off rather than reading them from the mapping.
+	HandedOff int64
 	// FlushFailed is set once a flush has failed: the log refuses appends
 	// (ErrFlushFailed) until a restart recovers it.
 	FlushFailed bool
@@ -61,6 +65,7 @@ func (l *Log) Stats() Stats {
 		SyncAllocs:    l.stats.syncAllocs.Load(),
 		PreallocWaits: l.stats.preallocWaits.Load(),
 		PreallocWait:  time.Duration(l.stats.preallocWaitNanos.Load()),
+		HandedOff:     l.stats.handedOff.Load(),
 		FlushFailed:   l.failure() != nil,
 	}
 }

@@ -46,6 +46,7 @@ type Log struct {
 	wundo []queueUndo
 	wexts []extBody    // bodies written from the callers' memory (writev.go)
 	wiov  [][]byte     // the system call's vector
+	whand []handed     // the batch's headers for the hand-off (handoff.go)
 	group []*appendReq // the batches being written, kept for its array
 
 	// qmu guards queue: the appends waiting for wmu (group.go).
@@ -83,8 +84,11 @@ type Log struct {
 	// liveStart is SetLiveStart's; nil: files go by age and size alone.
 	liveStart func() int64
 
-	stats  counters
-	intern *interner
+	stats counters
+	// handoff holds the headers of records appended, for the header
+	// cursor (handoff.go).
+	handoff handoff
+	intern  *interner
 
 	stop      chan struct{}
 	wg        sync.WaitGroup

@@ -98,6 +98,7 @@ func (l *Log) Truncate(to int64) error {
 		*l.queueNext(k.topic, k.id, k.partition) = v
 	}
 	l.cur, l.wpos = s, to-s.base
+	l.handoff.reset()
 	l.writeOff.Store(to)
 	// The bytes written again from to on are cached afresh; the next
 	// drops must reach them, from the whole zero chunk they start in.
@@ -196,6 +197,7 @@ func (l *Log) Restart(at int64) error {
 	}
 	l.setChain([]*segment{s})
 	l.cur, l.wpos = s, 0
+	l.handoff.reset()
 	l.writeOff.Store(at)
 	l.flushed.Store(at)
 	if err := l.lowerMark(at); err != nil {

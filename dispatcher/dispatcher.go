@@ -102,7 +102,7 @@ func New(opts Options) *Dispatcher {
 // Start publishes at as dispatched and starts tailing the log from there.
 func (d *Dispatcher) Start(at int64) {
 	d.publish(at)
-	d.cursor = d.log.Cursor(at)
+	d.cursor = d.log.HeaderCursor(at)
 	go d.run()
 }
 

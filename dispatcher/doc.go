@@ -9,8 +9,9 @@
 //
 // Producers append to the commit log only. The dispatcher waits on
 // commitlog.Log.Appended, reads every record up to the write offset with
-// one commitlog.Cursor (no allocation or CRC per record: the records it
-// tails were verified by recovery or written by this process) and appends
+// the log's commitlog.HeaderCursor (no allocation or CRC per record: the
+// records it tails were verified by recovery or written by this process,
+// which hands it their headers without a read of the mapping) and appends
 // Count consume-queue entries for it at once (all pointing at the same
 // record: physical offset, size, and its batch's max timestamp, which the
 // queue raises to the largest so far). It reads records a window of 16 at
