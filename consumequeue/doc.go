@@ -27,7 +27,10 @@
 // or faults on the pages already mapped. Where the file system has no fallocate the new bytes are
 // written as zeros, never left as a sparse hole, and a failed write cuts
 // the file back to its old size. A new file gets its header right after creation; a crash
-// in between leaves an all-zero last file, which opening the queue removes.
+// in between leaves an all-zero last file, which opening the queue removes. Ahead
+// of the entries the dispatcher writes zeros over the bytes they hold
+// already, 256 KiB at a time, so that the kernel makes the pages in its
+// write path rather than one fault per page of the stores (zeroahead.go).
 //
 // # Small queues
 //

@@ -45,6 +45,10 @@ type file struct {
 
 	dirty atomic.Bool // written since the last msync
 
+	// zeroed is where the zeros written ahead of the entries end; no
+	// entry is at or past it (zeroahead.go). Guarded by mu.
+	zeroed int64
+
 	// lru bookkeeping; elem is guarded by lru.mu.
 	elem     *lruElem
 	listed   atomic.Bool
@@ -88,15 +92,16 @@ func (f *file) mapLocked() error {
 		_ = full.Unmap()
 		return err
 	}
-	f.setMapping(full, st.Size())
+	f.setMapping(full, st.Size(), st.Size())
 	return nil
 }
 
-// setMapping installs a full-size mapping of a file size bytes long.
-// Caller holds mu for writing.
-func (f *file) setMapping(full mmap.MMap, size int64) {
+// setMapping installs a full-size mapping of a file size bytes long,
+// whose bytes from zeroed on hold no entry. Caller holds mu for writing.
+func (f *file) setMapping(full mmap.MMap, size, zeroed int64) {
 	f.full = full
 	f.setView(size)
+	f.zeroed = zeroed
 	f.lru.mapped.Add(1)
 }
 
@@ -202,8 +207,9 @@ func allocate(ops FileOps, fd *os.File, size int64) error {
 	return err
 }
 
-// zeroChunk is the largest write of writeZeros; files grow by doubling
-// from 4 KiB to 9.6 MB, so most growths are one write.
+// zeroChunk is the largest write of writeZeros (files grow by doubling
+// from 4 KiB to 9.6 MB, so most growths are one write) and holds the
+// zeros of zeroAheadLocked.
 var zeroChunk = make([]byte, 1<<20)
 
 // writeZeros extends fd to size by writing zeros after its current end.
@@ -312,6 +318,7 @@ func (f *file) put(slot int, offset int64, e Entry) error {
 			return err
 		}
 	}
+	f.zeroAheadLocked(int64(HeaderSize + (slot+1)*EntrySize))
 	if err := guard(f.path, func() { encodeEntry(f.slotBytes(slot), offset, e) }); err != nil {
 		return err
 	}

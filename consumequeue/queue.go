@@ -297,8 +297,10 @@ func (q *Queue) createFile(base, start int64) (*file, error) {
 		return nil, fmt.Errorf("consumequeue: create %s: %w", path, err)
 	}
 	q.s.dirChanged(q.dir())
+	// The header's write made the file's first page, and no entry is in
+	// the file yet.
 	f := q.newFile(base)
-	f.setMapping(m, size)
+	f.setMapping(m, size, min(size, minFileSize))
 	return f, nil
 }
 
