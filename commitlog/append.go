@@ -180,12 +180,12 @@ func (l *Log) encodeBatch(group []*appendReq, now int64) error {
 				buf = Encode(buf, m, phys, q, now)
 			}
 			pos += n
-			r.dst = append(r.dst, Position{PhysOffset: phys, Size: int32(n), QueueOffset: q, Count: count, StoreTimestamp: now})
+			p := Position{PhysOffset: phys, Size: int32(n), QueueOffset: q, Count: count, StoreTimestamp: now}
+			r.dst = append(r.dst, p)
 			if handing {
 				hand = append(hand, handed{
-					PhysOffset: phys, QueueOffset: q, StoreTimestamp: now, ProducerTimestamp: m.ProducerTimestamp,
-					TotalSize: int32(n), Count: count, Partition: m.Partition, Flags: m.Flags,
-					Topic: m.Topic, TopicID: m.TopicID,
+					Position: p, ProducerTimestamp: m.ProducerTimestamp, Partition: m.Partition,
+					Flags: m.Flags, Topic: m.Topic, TopicID: m.TopicID,
 				})
 			}
 		}

@@ -30,14 +30,11 @@ import (
 const maxHandoff = 16384
 
 // handed is what the hand-off keeps of a record: its header without the
-// CRC, which the writer computes in the encoding.
+// CRC, which the writer computes in the encoding. Position is what the
+// append returned for it.
 type handed struct {
-	PhysOffset        int64
-	QueueOffset       int64
-	StoreTimestamp    int64
+	Position
 	ProducerTimestamp int64
-	TotalSize         int32
-	Count             int32
 	Partition         int32
 	Flags             uint16
 	Topic             string
@@ -53,6 +50,9 @@ type handoff struct {
 // put hands over the headers of records the writer has written, before
 // it publishes them (writeOff); wmu held.
 func (h *handoff) put(recs []handed) {
+	if len(recs) == 0 {
+		return
+	}
 	h.mu.Lock()
 	if len(h.recs)+len(recs) <= maxHandoff {
 		h.recs = append(h.recs, recs...)
@@ -106,7 +106,7 @@ func (c *Cursor) fromHandoff() bool {
 	h := &c.handed[c.next]
 	c.next++
 	c.rec = Record{
-		TotalSize:         h.TotalSize,
+		TotalSize:         h.Size,
 		Version:           Version,
 		Flags:             h.Flags,
 		PhysOffset:        h.PhysOffset,
@@ -118,7 +118,7 @@ func (c *Cursor) fromHandoff() bool {
 		Topic:             h.Topic,
 		TopicID:           h.TopicID,
 	}
-	c.pos += int64(h.TotalSize)
+	c.pos = h.End()
 	if c.seg != nil && c.pos >= c.seg.end() {
 		// A record that ends its file: the mapping path, which rolls by
 		// the file it holds, must not find the cursor past that file.

@@ -15,8 +15,7 @@ type header struct {
 
 func headerOf(r *Record) header {
 	return header{handed{
-		PhysOffset: r.PhysOffset, QueueOffset: r.QueueOffset, StoreTimestamp: r.StoreTimestamp,
-		ProducerTimestamp: r.ProducerTimestamp, TotalSize: r.TotalSize, Count: r.Count,
+		Position: r.Position(), ProducerTimestamp: r.ProducerTimestamp,
 		Partition: r.Partition, Flags: r.Flags, Topic: r.Topic, TopicID: r.TopicID,
 	}, r.Version}
 }
