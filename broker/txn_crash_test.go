@@ -10,6 +10,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/unilog/unilog/internal/txntest"
 )
 
 // childCrashEnv makes a child broker (runChildBroker) kill itself with
@@ -91,7 +93,7 @@ func TestTxnCrash(t *testing.T) {
 				}
 			}
 			endCtx, cancel := context.WithTimeout(ctx, 5*time.Second)
-			if err := pr.EndTransaction(endCtx, kgo.TransactionEndTry(tc.commit)); err == nil {
+			if err := txntest.End(endCtx, pr, kgo.TransactionEndTry(tc.commit), "cx"); err == nil {
 				t.Fatal("EndTxn answered by a broker that should have been killed")
 			}
 			cancel()

@@ -15,6 +15,7 @@ import (
 	"github.com/unilog/unilog/commitlog"
 	"github.com/unilog/unilog/internal/fileops"
 	"github.com/unilog/unilog/internal/fileops/fileopstest"
+	"github.com/unilog/unilog/internal/txntest"
 )
 
 // The workload of TestTxnPowerCut: pcProducers transactional producers,
@@ -277,7 +278,7 @@ func pcTransact(ctx context.Context, t *testing.T, pr *kgo.Client, p, n int, cut
 		t.Errorf("producer %d transaction %d: flush: %v", p, n, err)
 	}
 	commit := pcCommits(n)
-	if err := pr.EndTransaction(ctx, kgo.TransactionEndTry(commit)); err != nil {
+	if err := txntest.End(ctx, pr, kgo.TransactionEndTry(commit), pcTopic); err != nil {
 		t.Errorf("producer %d transaction %d: end (commit %v): %v", p, n, commit, err)
 		return pcTxn{commit: commit}
 	}

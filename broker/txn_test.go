@@ -14,6 +14,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/unilog/unilog/internal/txntest"
 	"github.com/unilog/unilog/producerstate"
 	"github.com/unilog/unilog/txn"
 )
@@ -43,7 +44,7 @@ func produceTxns(t *testing.T, cl *kgo.Client, topic string, from, n, perTxn int
 		if err := cl.Flush(ctx); err != nil {
 			t.Fatal(err)
 		}
-		if err := cl.EndTransaction(ctx, kgo.TransactionEndTry(i%2 == 0)); err != nil {
+		if err := txntest.End(ctx, cl, kgo.TransactionEndTry(i%2 == 0), topic); err != nil {
 			t.Fatalf("end %d: %v", i, err)
 		}
 	}
@@ -178,7 +179,7 @@ func TestLastStableOffset(t *testing.T) {
 	if seen := countValues(t, b.Addr(), "lso", 1, true); seen["plain"] != 1 || len(seen) != 1 {
 		t.Errorf("read_committed before the commit: %v, want only plain", seen)
 	}
-	if err := open.EndTransaction(ctx, kgo.TryCommit); err != nil {
+	if err := txntest.End(ctx, open, kgo.TryCommit, "lso"); err != nil {
 		t.Fatal(err)
 	}
 	if got := latestOffset(t, cl, "lso", 0, readCommitted); got != 5 {

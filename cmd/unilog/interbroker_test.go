@@ -19,6 +19,7 @@ import (
 	"github.com/unilog/unilog/auth"
 	"github.com/unilog/unilog/internal/poll"
 	"github.com/unilog/unilog/internal/tlsconf/tlstest"
+	"github.com/unilog/unilog/internal/txntest"
 )
 
 // secureCluster is two single-node replica groups whose Kafka listeners
@@ -113,7 +114,7 @@ func TestInterBrokerCalls(t *testing.T) {
 				t.Fatalf("transaction %d, partition %d: %v", i, p, err)
 			}
 		}
-		if err := txp.EndTransaction(ctx, kgo.TransactionEndTry(commit)); err != nil {
+		if err := txntest.End(ctx, txp, kgo.TransactionEndTry(commit), "span"); err != nil {
 			t.Fatalf("end transaction %d: %v", i, err)
 		}
 	}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/unilog/unilog/broker"
 	"github.com/unilog/unilog/internal/poll"
+	"github.com/unilog/unilog/internal/txntest"
 )
 
 // TestPartitionMoveDuringTransaction moves a partition while a
@@ -58,7 +59,7 @@ func moveDuringTransaction(t *testing.T, groups []string) {
 		}
 		end := func(commit bool) {
 			t.Helper()
-			if err := txp.EndTransaction(ctx, kgo.TransactionEndTry(commit)); err != nil {
+			if err := txntest.End(ctx, txp, kgo.TransactionEndTry(commit), topic); err != nil {
 				t.Fatalf("end transaction (commit %t): %v", commit, err)
 			}
 		}
@@ -237,7 +238,7 @@ func txnMarkerWhileMoveSwitches(t *testing.T, groups []string) {
 		}
 		once.Do(func() {
 			commit := make(chan error, 1)
-			go func() { commit <- txp.EndTransaction(ctx, kgo.TransactionEndTry(kgo.TryCommit)) }()
+			go func() { commit <- txntest.End(ctx, txp, kgo.TryCommit, topic) }()
 			// The commit cannot complete before the switch, its marker
 			// refused by the fenced source; it did before the fix. Up
 			// to 2 s for it to reach the coordinator and its markers

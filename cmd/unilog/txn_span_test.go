@@ -9,6 +9,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/unilog/unilog/internal/poll"
+	"github.com/unilog/unilog/internal/txntest"
 )
 
 // TestTxnSpansReplicaGroups: a franz-go transactional producer writes each
@@ -59,7 +60,7 @@ func TestTxnSpansReplicaGroups(t *testing.T) {
 				}
 			}
 		}
-		if err := producer.EndTransaction(ctx, kgo.TransactionEndTry(i%2 == 0)); err != nil {
+		if err := txntest.End(ctx, producer, kgo.TransactionEndTry(i%2 == 0), "span"); err != nil {
 			t.Fatalf("end %d: %v", i, err)
 		}
 	}
