@@ -117,3 +117,30 @@ func BenchmarkReplay100k(b *testing.B) {
 		}
 	}
 }
+
+// TestCountDeclares: the count that sizes replay's maps reads frames only,
+// and stops at a frame that cannot be a record or runs past the bytes.
+func TestCountDeclares(t *testing.T) {
+	a, b := ID{Topic: "t", Partition: 1}, ID{Topic: "t", Partition: 2}
+	j := make([]byte, JournalHeaderSize)
+	j = appendDeclare(j, 1, a, 0)
+	j = appendEntry(j, 1, 0, entryAt(0))
+	j = appendDeclare(j, 2, b, 0)
+	j = appendQID(j, recPromoted, 1)
+	whole := len(j)
+	j = appendDeclare(j, 3, a, 1)
+	for _, tc := range []struct {
+		name string
+		b    []byte
+		want int
+	}{
+		{"header only", j[:JournalHeaderSize], 0},
+		{"all records", j, 3},
+		{"last record cut", j[:len(j)-1], 2},
+		{"garbage length after the records", append(j[:whole:whole], 0xff, 0xff, 0xff, 0xff, 0, 0, 0, 0, recDeclare), 2},
+	} {
+		if got := countDeclares(tc.b); got != tc.want {
+			t.Errorf("%s: %d declares, want %d", tc.name, got, tc.want)
+		}
+	}
+}
