@@ -73,6 +73,9 @@ func TestReplayRecords(t *testing.T) {
 			if !maps.Equal(counts, r.topics) {
 				t.Errorf("queues per topic %v, counted %v", counts, r.topics)
 			}
+			if state := int64(len(journalOf(r.queues, 1, 0)) - JournalHeaderSize); r.live != state {
+				t.Errorf("live bytes %d, the queues' state takes %d", r.live, state)
+			}
 			got := map[ID]int64{}
 			for _, sq := range r.queues {
 				lo, hi := sq.bounds()
