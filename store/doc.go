@@ -157,7 +157,10 @@
 //     at the right logical offsets.
 //
 // A clean start skips step 2 and scans only what follows the checkpoint,
-// normally nothing, so start-up cost is opening the queues.
+// normally nothing, so start-up cost is opening the queues. Opening them
+// (Prepare: the files, and the journal's replay) needs no Options.Live,
+// which only the steps above call (Prepared.Open), so a broker opens its
+// queues while the control plane that answers Live starts.
 //
 // Retention never deletes what is not dispatched: the dispatched offset is
 // the commit log's retention floor (commitlog.Log.AddRetentionFloor), so a

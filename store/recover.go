@@ -12,35 +12,45 @@ import (
 	"github.com/unilog/unilog/dispatcher"
 )
 
-// open opens both stores and brings the consume queues in line with the
-// commit log; see "Recovery" in the package doc.
-func (s *Store) open(crashed bool) (end int64, err error) {
+// loaded is what recovery starts from: the checkpoint, if one was read.
+type loaded struct {
+	cp         Checkpoint
+	haveCP     bool
+	unreadable bool          // a checkpoint was there and could not be read
+	took       time.Duration // opening both stores
+}
+
+// load opens both stores; see "Recovery" in the package doc.
+func (s *Store) load() (l loaded, err error) {
 	began := time.Now()
-	cpPath := filepath.Join(s.opts.Dir, checkpointName)
-	var cp Checkpoint
-	cp, err = ReadCheckpoint(cpPath)
-	haveCP := err == nil
-	switch {
-	case errors.Is(err, fs.ErrNotExist):
-	case err != nil:
+	l.cp, err = ReadCheckpoint(filepath.Join(s.opts.Dir, checkpointName))
+	l.haveCP = err == nil
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
 		// The log is the authority and the queues can be rebuilt from it, so
 		// a damaged checkpoint costs a full scan, not the data directory.
 		s.logger.WithError(err).Warn("checkpoint unreadable; recovering from the start of the commit log")
-		crashed = true
+		l.unreadable = true
 	}
-
 	logOpts := s.opts.CommitLog
-	if haveCP {
-		logOpts.Flushed = cp.CommitLogFlushed
+	if l.haveCP {
+		logOpts.Flushed = l.cp.CommitLogFlushed
 	}
-	s.log, err = commitlog.Open(logOpts)
-	if err != nil {
-		return 0, fmt.Errorf("store: %w", err)
+	if s.log, err = commitlog.Open(logOpts); err != nil {
+		return l, fmt.Errorf("store: %w", err)
 	}
-	s.queues, err = consumequeue.Open(s.opts.ConsumeQueue)
-	if err != nil {
-		return 0, fmt.Errorf("store: %w", err)
+	if s.queues, err = consumequeue.Open(s.opts.ConsumeQueue); err != nil {
+		return l, fmt.Errorf("store: %w", err)
 	}
+	l.took = time.Since(began)
+	return l, nil
+}
+
+// recover brings the consume queues of the loaded stores in line with the
+// commit log; see "Recovery" in the package doc.
+func (s *Store) recover(crashed bool, l loaded) (end int64, err error) {
+	began := time.Now()
+	cp, haveCP := l.cp, l.haveCP
+	crashed = crashed || l.unreadable
 	s.d = dispatcher.New(dispatcher.Options{
 		Log: s.log, Queues: s.queues, Live: s.opts.Live, Notify: s.watches,
 		AfterPass: s.kickCheckpoint, Logger: s.opts.Logger,
@@ -109,7 +119,7 @@ func (s *Store) open(crashed bool) (end int64, err error) {
 	s.cpFrom.Store(cp.Dispatched)
 	s.logger.WithFields(map[string]any{
 		"crashed": crashed, "rebuild": rebuild, "from": start, "end": end,
-		"records": records, "elapsed": time.Since(began).String(),
+		"records": records, "elapsed": (l.took + time.Since(began)).String(),
 	}).Info("data directory recovered")
 	return end, nil
 }

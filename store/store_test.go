@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -303,5 +304,51 @@ func TestRetentionDeletesQueueFiles(t *testing.T) {
 	}
 	if err := Verify(opts.Dir); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestPrepareThenOpen: a prepared directory holds the lock and calls no
+// Live (what answers it is still starting); Close releases it; Open
+// recovers with the Live it is given and serves what was stored.
+func TestPrepareThenOpen(t *testing.T) {
+	dir := t.TempDir()
+	d := mustOpen(t, testOptions(dir))
+	recs := appendN(t, d, 1, 0, 200)
+	waitDispatched(t, d)
+	if err := d.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	opts := testOptions(dir)
+	opts.Live = func(string) (commitlog.TopicID, bool) {
+		t.Error("Live called by Prepare")
+		return commitlog.TopicID{}, true
+	}
+	p, err := Prepare(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Prepare(testOptions(dir)); !errors.Is(err, ErrLocked) {
+		t.Fatalf("Prepare beside a prepared directory: %v, want ErrLocked", err)
+	}
+	p.Close()
+
+	if p, err = Prepare(opts); err != nil {
+		t.Fatalf("Prepare after Close: %v", err)
+	}
+	var asked atomic.Int64
+	d, err = p.Open(func(string) (commitlog.TopicID, bool) {
+		asked.Add(1)
+		return commitlog.TopicID{}, true
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	if asked.Load() == 0 {
+		t.Error("Open recovered without asking its Live")
+	}
+	for _, a := range recs {
+		checkReadable(t, d, a)
 	}
 }

@@ -185,15 +185,32 @@ func runBroker(c *cli.Context) error {
 	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
 	defer signal.Stop(sigs)
 
+	// The store opens its files and replays its queues' journal while the
+	// control plane starts; it recovers once the metadata is there, since
+	// it dispatches only the records of the topics that metadata holds.
+	so.Dir, so.Logger = cfg.DataDir, log
+	type preparedStore struct {
+		p   *store.Prepared
+		err error
+	}
+	prepared := make(chan preparedStore, 1)
+	go func() {
+		p, err := store.Prepare(so)
+		prepared <- preparedStore{p, err}
+	}()
 	cp, err := startControlPlane(c, &cfg, so.CommitLog.FlushMode == commitlog.FlushSync)
 	if err != nil {
+		if ps := <-prepared; ps.p != nil {
+			ps.p.Close()
+		}
 		return fmt.Errorf("broker: control plane: %w", err)
 	}
-	// The metadata first, then the store, which dispatches only the
-	// records of the topics it holds, then the broker serving both.
-	so.Dir, so.Live, so.Logger = cfg.DataDir, broker.Live(cfg.Metadata), log
 	cfg.Producers = broker.PreloadProducers(cfg.DataDir, cfg.Metadata)
-	st, err := store.Open(so)
+	ps := <-prepared
+	var st *store.Store
+	if err = ps.err; err == nil {
+		st, err = ps.p.Open(broker.Live(cfg.Metadata))
+	}
 	if err != nil {
 		cfg.Producers.Abandon()
 	}

@@ -14,6 +14,7 @@ import (
 
 	"github.com/unilog/unilog/broker"
 	"github.com/unilog/unilog/commitlog"
+	"github.com/unilog/unilog/internal/testnet"
 	"github.com/unilog/unilog/store"
 )
 
@@ -265,5 +266,24 @@ func TestBrokerCommandFailsOnBusyPort(t *testing.T) {
 	r := runCLI(t, "", "broker", "--data-dir", t.TempDir(), "--listen", addr, "--admin", "", "--file-size", "8MiB", "--nats-listen", "127.0.0.1:0")
 	if r.err == nil || !strings.Contains(r.err.Error(), "address already in use") {
 		t.Fatalf("second broker on %s: %v", addr, r.err)
+	}
+}
+
+// TestBrokerCommandControlPlaneFails: the store opens while the control
+// plane starts; a control plane that cannot start ends the command with
+// its error and releases the data directory, which the next start opens.
+func TestBrokerCommandControlPlaneFails(t *testing.T) {
+	dir := t.TempDir()
+	args := []string{"broker", "--data-dir", dir, "--listen", "127.0.0.1:0", "--admin", "127.0.0.1:0", "--file-size", "8MiB"}
+	r := runCLI(t, "", append(args, "--nats", "nats://"+testnet.FreeAddr(t))...)
+	if r.err == nil || !strings.Contains(r.err.Error(), "control plane") {
+		t.Fatalf("broker with no NATS to reach: %v, want a control plane error", r.err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	addr, done := runBrokerCommand(ctx, t, args[1:]...)
+	createTopic(t, addr, "after", 1)
+	cancel()
+	if r := <-done; r.err != nil {
+		t.Fatalf("broker after the failed start: %v\n%s", r.err, r.stderr)
 	}
 }
