@@ -45,9 +45,9 @@ func (s *Store) load() (l loaded, err error) {
 	return l, nil
 }
 
-// recover brings the consume queues of the loaded stores in line with the
+// recoverQueues brings the consume queues of the loaded stores in line with the
 // commit log; see "Recovery" in the package doc.
-func (s *Store) recover(crashed bool, l loaded) (end int64, err error) {
+func (s *Store) recoverQueues(crashed bool, l loaded) (end int64, err error) {
 	began := time.Now()
 	cp, haveCP := l.cp, l.haveCP
 	crashed = crashed || l.unreadable

@@ -177,7 +177,7 @@ func Prepare(opts Options) (*Prepared, error) {
 func (p *Prepared) Open(live func(topic string) (commitlog.TopicID, bool)) (*Store, error) {
 	s := p.s
 	s.opts.Live = live
-	end, err := s.recover(p.crashed, p.state)
+	end, err := s.recoverQueues(p.crashed, p.state)
 	if err != nil {
 		p.Close()
 		return nil, err
