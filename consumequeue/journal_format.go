@@ -159,6 +159,43 @@ type journalRecord struct {
 	Entry  Entry // entry
 }
 
+// recordBody is the body of the record framed at the start of b, its CRC
+// not checked; a frame too short, too long or past b is an error wrapping
+// ErrCorrupt.
+func recordBody(b []byte) ([]byte, error) {
+	if len(b) < recordHeaderSize {
+		return nil, fmt.Errorf("%d bytes left, short of a record header: %w", len(b), ErrCorrupt)
+	}
+	n := int(binary.BigEndian.Uint32(b[0:]))
+	if n < qidBody || n > maxRecordBody {
+		return nil, fmt.Errorf("record length %d: %w", n, ErrCorrupt)
+	}
+	if len(b) < recordHeaderSize+n {
+		return nil, fmt.Errorf("record of %d bytes, %d left: %w", n, len(b)-recordHeaderSize, ErrCorrupt)
+	}
+	return b[recordHeaderSize : recordHeaderSize+n], nil
+}
+
+// countDeclares counts the declare records in a journal's bytes by their
+// frames alone (no CRC, so damage may miscount: the count only sizes
+// replay's maps). Grown one doubling at a time, the maps of a million
+// declared queues took 0.38 s of CPU in rehashes in a 5.8 s restart
+// (`unilog broker --start-profile`, 1,000,000 partitions).
+func countDeclares(b []byte) int {
+	n := 0
+	for pos := JournalHeaderSize; pos < len(b); {
+		body, err := recordBody(b[pos:])
+		if err != nil {
+			break
+		}
+		if body[0] == recDeclare {
+			n++
+		}
+		pos += recordHeaderSize + len(body)
+	}
+	return n
+}
+
 // decodeRecord decodes the record at the start of b and returns its size.
 // Anything short, over-long, failing its CRC or malformed is an error
 // wrapping ErrCorrupt: zeros (an unwritten tail) fail the length check.
@@ -166,17 +203,11 @@ type journalRecord struct {
 // million allocations, kept for the life of the queues, at 1,000,000
 // queues.
 func decodeRecord(b []byte, topics intern.Strings) (journalRecord, int, error) {
-	if len(b) < recordHeaderSize {
-		return journalRecord{}, 0, fmt.Errorf("%d bytes left, short of a record header: %w", len(b), ErrCorrupt)
+	body, err := recordBody(b)
+	if err != nil {
+		return journalRecord{}, 0, err
 	}
-	n := int(binary.BigEndian.Uint32(b[0:]))
-	if n < qidBody || n > maxRecordBody {
-		return journalRecord{}, 0, fmt.Errorf("record length %d: %w", n, ErrCorrupt)
-	}
-	if len(b) < recordHeaderSize+n {
-		return journalRecord{}, 0, fmt.Errorf("record of %d bytes, %d left: %w", n, len(b)-recordHeaderSize, ErrCorrupt)
-	}
-	body := b[recordHeaderSize : recordHeaderSize+n]
+	n := len(body)
 	if got, want := binary.BigEndian.Uint32(b[4:]), framed.Checksum(body); got != want {
 		return journalRecord{}, 0, fmt.Errorf("record crc %08x, computed %08x: %w", got, want, ErrCorrupt)
 	}
