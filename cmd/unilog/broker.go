@@ -67,7 +67,8 @@ a plain byte count or a unit: KiB, MiB, GiB, TiB (powers of 1024) or KB, MB, GB,
 }
 
 // storeOptions turns the storage flags into the options of the data
-// directory's store; its Dir, Live and Logger are filled in by runBroker.
+// directory's store; runBroker fills in its Dir and Logger and gives
+// Prepared.Open the Live.
 func storeOptions(c *cli.Context) (store.Options, error) {
 	so := store.Options{
 		CommitLog:          commitlog.Options{RecoverTruncate: c.Bool("recover-truncate")},
