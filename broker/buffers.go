@@ -9,14 +9,13 @@ import (
 
 // The memory of the request path comes from pools shared by all
 // connections, not from each connection: a request frame and a response
-// buffer are taken for one request and given back when it is answered. bytebufferpool sizes what it keeps
-// by the sizes it has seen and drops buffers far above them, so one 50 MiB
-// fetch does not leave 50 MiB pinned to the connection that made it, while
-// steady traffic reuses its buffers without allocating.
-var (
-	requestFrames   bytebufferpool.Pool
-	responseBuffers bytebufferpool.Pool
-)
+// buffer are taken for one request and given back when it is answered.
+// Request frames are kept by the broker's framePool (frames.go).
+// bytebufferpool sizes the response buffers it keeps by the sizes it has
+// seen and drops buffers far above them, so one 50 MiB fetch does not
+// leave 50 MiB pinned to the connection that made it, while steady traffic
+// reuses its buffers without allocating.
+var responseBuffers bytebufferpool.Pool
 
 // recycleFrame gives a handled frame back to the pool when no handler can
 // still refer to it. Decoded requests alias their frame (kmsg keeps byte
@@ -25,13 +24,13 @@ var (
 // what they keep are recycled: Produce copies the batch into the log
 // before it returns and Fetch keeps only topic names, which decoding
 // copies. Other frames are left to the garbage collector.
-func recycleFrame(f *bytebufferpool.ByteBuffer, raw bool) {
+func (b *Broker) recycleFrame(f *bytebufferpool.ByteBuffer, raw bool) {
 	if raw || len(f.B) < 2 {
 		return
 	}
 	switch kmsg.Key(binary.BigEndian.Uint16(f.B)) {
 	case kmsg.Produce, kmsg.Fetch:
-		requestFrames.Put(f)
+		b.frames.put(f)
 	}
 }
 

@@ -188,7 +188,7 @@ func (c *conn) serve() {
 		raw := c.auth.raw
 		c.readAt = f.at
 		out, err := c.handle(f.buf.B)
-		recycleFrame(f.buf, raw)
+		c.b.recycleFrame(f.buf, raw)
 		if err != nil {
 			c.finishDeferred()
 			c.logDrop(err)
@@ -257,8 +257,7 @@ func (c *conn) readFrame() (*bytebufferpool.ByteBuffer, error) {
 		return nil, err
 	}
 	c.readBody(true)
-	frame := requestFrames.Get()
-	frame.B = frame.B[:0]
+	frame := c.b.frames.get(int(n))
 	reserved, err := c.readFrameBody(frame, int(n))
 	c.readBody(false)
 	if err != nil {

@@ -239,7 +239,7 @@ func BenchmarkReadFrame(b *testing.B) {
 					b.Fatal(err)
 				}
 				c.releaseFrame(f.B)
-				requestFrames.Put(f)
+				br.frames.put(f)
 			}
 		})
 	}

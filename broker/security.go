@@ -80,6 +80,7 @@ func (c Config) validateLimits() error {
 type guards struct {
 	secMetrics securityMetrics
 	inflight   *byteBudget
+	frames     *framePool  // request frames kept for reuse (frames.go)
 	readOnly   atomic.Bool // the disk is full (readonly.go)
 }
 
@@ -127,6 +128,7 @@ type securityMetrics struct {
 
 func (b *Broker) initGuards() {
 	b.inflight = newByteBudget(b.cfg.MaxInflightBytes)
+	b.frames = newFramePool(min(maxKeptFrames, b.cfg.MaxInflightBytes/8))
 	b.secMetrics = securityMetrics{
 		logins: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Namespace: "unilog", Name: "sasl_authentications_total", Help: "SASL logins, by mechanism and result (ok, failed).",

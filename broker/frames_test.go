@@ -1,0 +1,120 @@
+package broker
+
+import (
+	"crypto/rand"
+	"runtime"
+	"testing"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/valyala/bytebufferpool"
+)
+
+func frameOf(n int) *bytebufferpool.ByteBuffer {
+	return &bytebufferpool.ByteBuffer{B: make([]byte, 10, n)}
+}
+
+func caps(p *framePool) []int {
+	var out []int
+	for _, f := range p.free {
+		out = append(out, cap(f.B))
+	}
+	return out
+}
+
+func TestFramePool(t *testing.T) {
+	const limit = 8 << 20
+	tests := []struct {
+		name    string
+		kept    []int // put in this order
+		get     int   // request size
+		gotCap  int   // 0: a new frame
+		keptNow []int // after the get
+	}{
+		{"empty", nil, 1000, 0, nil},
+		{"smallest that fits", []int{4 << 10, 1 << 20, 2 << 20}, 900 << 10, 1 << 20, []int{4 << 10, 2 << 20}},
+		{"exact", []int{1 << 20}, 1 << 20, 1 << 20, nil},
+		{"too small", []int{1 << 20}, 1<<20 + 1, 0, []int{1 << 20}},
+		{"far too large for a small request", []int{1 << 20}, 100, 0, []int{1 << 20}},
+		{"within the slack", []int{64 << 10}, 1, 64 << 10, nil},
+		{"a frame above a quarter of the limit is not kept", []int{limit/4 + 1}, limit / 4, 0, nil},
+		{"room made by dropping smaller frames", []int{1 << 20, 1 << 20, 2 << 20, 2 << 20, 2 << 20, 2 << 20}, 1, 0, []int{2 << 20, 2 << 20, 2 << 20, 2 << 20}},
+		{"no room: the larger kept", []int{2 << 20, 2 << 20, 2 << 20, 2 << 20, 1 << 20}, 1, 0, []int{2 << 20, 2 << 20, 2 << 20, 2 << 20}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			p := newFramePool(limit)
+			for _, c := range tt.kept {
+				p.put(frameOf(c))
+			}
+			f := p.get(tt.get)
+			if len(f.B) != 0 {
+				t.Errorf("got a frame of length %d, want 0", len(f.B))
+			}
+			if cap(f.B) != tt.gotCap {
+				t.Errorf("got a frame of cap %d, want %d", cap(f.B), tt.gotCap)
+			}
+			if got := caps(p); !equalInts(got, tt.keptNow) {
+				t.Errorf("kept %v, want %v", got, tt.keptNow)
+			}
+			var held int64
+			for _, c := range caps(p) {
+				held += int64(c)
+			}
+			if held != p.held || held > limit {
+				t.Errorf("held %d, counted %d, limit %d", p.held, held, limit)
+			}
+		})
+	}
+}
+
+func equalInts(a, b []int) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}
+
+// TestFramePoolSurvivesGC is why the pool is not a sync.Pool: a produce
+// frame recycled before two collections is there after them.
+func TestFramePoolSurvivesGC(t *testing.T) {
+	p := newFramePool(64 << 20)
+	f := frameOf(2 << 20)
+	p.put(f)
+	runtime.GC()
+	runtime.GC()
+	if got := p.get(2 << 20); got != f {
+		t.Fatalf("after two collections got a frame of cap %d, want the one kept", cap(got.B))
+	}
+}
+
+// TestProduceFramesKept produces through a real connection with
+// collections in between and checks that a produce request's frame is
+// kept for the next ones.
+func TestProduceFramesKept(t *testing.T) {
+	br := startBroker(t, testConfig(t, t.TempDir()))
+	cl := newClient(t, br.Addr())
+	createTopic(t, cl, "frames", 1)
+	value := make([]byte, 64<<10)
+	rand.Read(value) // incompressible, whatever the client's codec
+	for i := 0; i < 5; i++ {
+		var rs []*kgo.Record
+		for range 8 {
+			rs = append(rs, &kgo.Record{Topic: "frames", Value: value})
+		}
+		if err := cl.ProduceSync(testCtx(t), rs...).FirstErr(); err != nil {
+			t.Fatal(err)
+		}
+		runtime.GC()
+		runtime.GC()
+	}
+	br.frames.mu.Lock()
+	defer br.frames.mu.Unlock()
+	if n := len(br.frames.free); n == 0 || cap(br.frames.free[n-1].B) < len(value) {
+		t.Fatalf("kept frames of caps %v after five produces of 64 KiB records and ten collections", caps(br.frames))
+	}
+}
