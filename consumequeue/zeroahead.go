@@ -1,8 +1,12 @@
 package consumequeue
 
-import "os"
+import (
+	"os"
 
-// Zeros ahead of the entries.
+	"golang.org/x/sys/unix"
+)
+
+// Zeros ahead of the entries, and their pages mapped.
 //
 // A file grows by fallocate (resizeLocked), which gives it blocks but no
 // page-cache pages: the first store into each page of the mapping then
@@ -17,6 +21,22 @@ import "os"
 // of eight files each way). At one partition the stores into fresh pages
 // of the queue's files were 14% of the broker's CPU samples.
 //
+// MADV_POPULATE_WRITE (Linux 5.14) makes the chunk's pages and maps them
+// writable in one call, zeroing them in the kernel instead of copying a
+// buffer of zeros in: 5.7 µs a page against 6.7-9.0 for the pwrite of
+// zeros and 6.9-9.0 for the stores' own faults (64 MiB fallocated files
+// filled with 32-byte stores, three rounds of each, stop 33). In the
+// broker at one partition, the first store of each entry
+// (consumequeue.encodeEntry) fell from 0.13 to 0.07 s of samples over
+// four 300,000-record produces, and broker CPU over them from 186 to 155
+// ticks (medians of six runs, rotated with the build before; one more
+// build in the rotation, without the frame pool either, had 174). The
+// stores take no fault either way (TestZeroAheadMapsPages: the pwrite's
+// large folios are mapped whole by one fault); what remains on that
+// store is most likely the cache line's miss, the chunk being made 8,192
+// entries, megabytes of log, before the entries reach it. The zeros stay
+// as the fallback where the kernel lacks the call.
+//
 // The zeros are what those bytes hold already (the file is fallocated,
 // and no entry is at or past zeroed), so no crash image changes. They
 // are dirty, though: a flush before the entries fill the chunk writes its
@@ -26,9 +46,10 @@ import "os"
 const zeroAhead = 256 << 10
 
 // zeroAheadLocked makes sure no entry is stored at or past f.zeroed
-// without zeros written there first: for a store ending at end past
-// f.zeroed it writes zeros up to the end of end's zeroAhead chunk (within
-// the file's size), at most one chunk of them, and moves f.zeroed there.
+// without its page made first: for a store ending at end past f.zeroed
+// it populates (or writes zeros over) up to the end of end's zeroAhead
+// chunk (within the file's size), at most one chunk, and moves f.zeroed
+// there.
 // Nothing at or past f.zeroed is an entry, so the zeros never cover one.
 // Best effort: a failed write leaves the pages to the stores' faults, as
 // without it. Caller holds mu for writing and the file is mapped.
@@ -41,6 +62,10 @@ func (f *file) zeroAheadLocked(end int64) {
 	if from >= to {
 		return
 	}
+	if populateWrite(f.m[from&^int64(pageSize-1) : to]) {
+		f.zeroed = to
+		return
+	}
 	fd, err := os.OpenFile(f.path, os.O_WRONLY, 0)
 	if err != nil {
 		return
@@ -50,4 +75,14 @@ func (f *file) zeroAheadLocked(end int64) {
 		return
 	}
 	f.zeroed = to
+}
+
+var pageSize = os.Getpagesize()
+
+// populateWrite makes the pages of b, which starts on a page boundary of
+// a shared file mapping, present and writable in one system call
+// (MADV_POPULATE_WRITE, Linux 5.14), as a store into each would, and
+// reports whether the kernel did. It leaves their bytes as they are.
+func populateWrite(b []byte) bool {
+	return unix.Madvise(b, unix.MADV_POPULATE_WRITE) == nil
 }

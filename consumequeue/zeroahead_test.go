@@ -2,7 +2,10 @@ package consumequeue
 
 import (
 	"os"
+	"runtime"
 	"testing"
+
+	"golang.org/x/sys/unix"
 )
 
 // TestZeroAheadKeepsEntries appends across many zero-ahead chunks while
@@ -84,4 +87,43 @@ func TestZeroAheadKeepsEntries(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestZeroAheadMapsPages checks that the pages of the chunk ahead of the
+// entries are mapped writable before any store reaches them: storing the
+// entries that fill the chunk's remaining pages takes (almost) no page
+// fault on the storing thread.
+func TestZeroAheadMapsPages(t *testing.T) {
+	s := openStore(t, t.TempDir(), 40_000, 0)
+	q := mustQueue(t, s, "t", 0)
+	const n = 5000 // 160 KB of entries: the file has grown past them
+	appendRange(t, q, 0, n)
+	f := q.snapshot()[0]
+	f.mu.RLock()
+	zeroed := f.zeroed
+	f.mu.RUnlock()
+	page := int64(pageSize)
+	from := (HeaderSize + n*EntrySize + page - 1) / page * page
+	if zeroed < from+8*page {
+		t.Fatalf("zeroed up to %d, want 8 pages past the entries' end at %d", zeroed, from)
+	}
+	end := (zeroed - HeaderSize) / EntrySize // the last entry ends at zeroed
+
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	before := threadMinorFaults(t)
+	appendRange(t, q, n, end)
+	faults := threadMinorFaults(t) - before
+	if pages := (zeroed - from) / page; faults > pages/4 {
+		t.Fatalf("%d page faults storing entries into %d pages made ahead", faults, pages)
+	}
+}
+
+// threadMinorFaults is the calling thread's count of minor page faults.
+func threadMinorFaults(t *testing.T) int64 {
+	var ru unix.Rusage
+	if err := unix.Getrusage(unix.RUSAGE_THREAD, &ru); err != nil {
+		t.Fatal(err)
+	}
+	return ru.Minflt
 }
