@@ -46,6 +46,9 @@ type journal struct {
 	nextQID   uint32
 	pending   []uint32 // promoted queues whose files are not yet known durable
 	liveBytes int64    // bytes a compaction would write for live
+	// physEnd bounds the PhysOffsets of the entries small queues hold:
+	// every one is below it (truncations leave it where it was).
+	physEnd int64
 
 	wmu  sync.Mutex
 	f    *os.File
@@ -135,6 +138,7 @@ func openJournal(s *Store) (*journal, *replayed, error) {
 	j.topics = r.topics
 	j.nextQID = r.maxQID + 1
 	j.liveBytes = r.live
+	j.physEnd = r.physEnd
 	return j, r, nil
 }
 
@@ -213,6 +217,7 @@ func (j *journal) add(sq *smallQueue, off int64, e Entry) error {
 		return err
 	}
 	j.liveBytes += entryRecordSize
+	j.physEnd = max(j.physEnd, e.PhysOffset+1)
 	full := false
 	if j.recording() {
 		j.buf = appendEntry(j.buf, sq.qid, off, e)
@@ -226,6 +231,14 @@ func (j *journal) add(sq *smallQueue, off int64, e Entry) error {
 		}
 	}
 	return nil
+}
+
+// holdsFrom reports whether a small queue may hold an entry pointing at
+// or past phys.
+func (j *journal) holdsFrom(phys int64) bool {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	return j.physEnd > phys
 }
 
 // truncate drops a small queue's entries from k on.

@@ -527,3 +527,54 @@ func TestPromotedEntriesReleased(t *testing.T) {
 	}
 	checkRange(t, q, 0, 10)
 }
+
+// TestStoreTruncateFromSmall cuts a store holding small queues and queues
+// with files, in one process and after a reopen (which learns how far
+// the small queues' entries reach from the journal): a cut past every
+// small entry visits only the queues with files, and a cut below some
+// reaches the small queues too.
+func TestStoreTruncateFromSmall(t *testing.T) {
+	tests := []struct {
+		name     string
+		reopen   bool
+		cut      int64 // entry offset whose PhysOffset is the cut
+		wantFile int64 // MaxOffset after, of the queue with files (20 entries)
+		wantSmal int64 // of the small queues (6 entries)
+	}{
+		{"past everything", false, 30, 20, 6},
+		{"past the small entries", false, 10, 10, 6},
+		{"past the small entries, reopened", true, 10, 10, 6},
+		{"through the small entries", false, 4, 4, 4},
+		{"through the small entries, reopened", true, 4, 4, 4},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s := mustOpen(t, smallOptions(t.TempDir()))
+			filed := mustQueue(t, s, "f", 0)
+			appendRange(t, filed, 0, 20)
+			waitPromotions(t, s)
+			for p := range int32(3) {
+				appendRange(t, mustQueue(t, s, "s", p), 0, 6)
+			}
+			if tt.reopen {
+				s = reopen(t, s)
+			}
+			if err := s.TruncateFrom(entryAt(tt.cut).PhysOffset); err != nil {
+				t.Fatal(err)
+			}
+			if q := mustQueue(t, s, "f", 0); q.small.Load() || q.MaxOffset() != tt.wantFile {
+				t.Errorf("queue with files: small %v, MaxOffset %d, want %d", q.small.Load(), q.MaxOffset(), tt.wantFile)
+			}
+			for p := range int32(3) {
+				q := mustQueue(t, s, "s", p)
+				if !q.small.Load() || q.MaxOffset() != tt.wantSmal {
+					t.Errorf("small queue %d: small %v, MaxOffset %d, want %d", p, q.small.Load(), q.MaxOffset(), tt.wantSmal)
+				}
+			}
+			s = reopen(t, s)
+			if got := mustQueue(t, s, "s", 0).MaxOffset(); got != tt.wantSmal {
+				t.Errorf("small queue after a reopen: MaxOffset %d, want %d", got, tt.wantSmal)
+			}
+		})
+	}
+}

@@ -146,6 +146,7 @@ type replayed struct {
 	last    *smallQueue            // the queue of the last record: most often the next one's too
 	maxQID  uint32
 	live    int64 // bytes appendState would write for queues
+	physEnd int64 // past the highest PhysOffset of an entry record
 	end     int64 // end of the last good record
 	stopped error // why replay stopped before the end of the bytes, or nil
 }
@@ -210,6 +211,7 @@ func (r *replayed) apply(rec journalRecord, byID map[ID]uint32) error {
 			return fmt.Errorf("%w (%w)", ErrCorrupt, err)
 		}
 		r.live += entryRecordSize
+		r.physEnd = max(r.physEnd, rec.Entry.PhysOffset+1)
 		return nil
 	}
 	before := sq.stateSize()

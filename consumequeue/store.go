@@ -4,7 +4,6 @@ import (
 	"cmp"
 	"errors"
 	"fmt"
-	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -406,20 +405,53 @@ func (s *Store) all() ([]*Queue, error) {
 		}
 	}
 	s.mu.RLock()
-	qs := slices.Collect(maps.Values(s.queues))
+	qs := make([]*Queue, 0, len(s.queues))
+	for _, q := range s.queues {
+		qs = append(qs, q)
+	}
 	s.mu.RUnlock()
 	return qs, errors.Join(errs...)
 }
 
 // TruncateFrom truncates every queue at phys (see Queue.TruncateFrom).
 // Recovery calls it with the dispatcher's checkpoint before re-dispatching.
+// Where no small queue holds an entry at or past phys (a checkpoint that
+// covers the journal, as after any stop but a crash in the middle of
+// appends), only the queues with files are visited: visiting a million
+// small queues that have nothing to cut was 0.6 s of a restart after
+// kill -9.
 func (s *Store) TruncateFrom(phys int64) error {
-	qs, err := s.all()
+	var qs []*Queue
+	var err error
+	if s.journal.holdsFrom(phys) {
+		qs, err = s.all()
+	} else {
+		qs, err = s.filed()
+	}
 	errs := []error{err}
 	for _, q := range qs {
-		errs = append(errs, q.TruncateFrom(phys))
+		if err := q.TruncateFrom(phys); err != nil {
+			errs = append(errs, err)
+		}
 	}
 	return errors.Join(errs...)
+}
+
+// filed returns the queues that have directories, opening them, and the
+// errors of those that would not open. A small queue being promoted is
+// among them.
+func (s *Store) filed() ([]*Queue, error) {
+	var qs []*Queue
+	var errs []error
+	for _, id := range s.dirQueues() {
+		q, err := s.get(id, false)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		qs = append(qs, q)
+	}
+	return qs, errors.Join(errs...)
 }
 
 // DeleteBefore drops, in every queue, the entries pointing below minPhys
@@ -429,7 +461,9 @@ func (s *Store) DeleteBefore(minPhys int64) error {
 	qs, err := s.all()
 	errs := []error{err}
 	for _, q := range qs {
-		errs = append(errs, q.deleteBefore(minPhys))
+		if err := q.deleteBefore(minPhys); err != nil {
+			errs = append(errs, err)
+		}
 	}
 	return errors.Join(errs...)
 }
