@@ -3,6 +3,7 @@ package broker
 import (
 	"crypto/rand"
 	"runtime"
+	"slices"
 	"testing"
 
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -53,7 +54,7 @@ func TestFramePool(t *testing.T) {
 			if cap(f.B) != tt.gotCap {
 				t.Errorf("got a frame of cap %d, want %d", cap(f.B), tt.gotCap)
 			}
-			if got := caps(p); !equalInts(got, tt.keptNow) {
+			if got := caps(p); !slices.Equal(got, tt.keptNow) {
 				t.Errorf("kept %v, want %v", got, tt.keptNow)
 			}
 			var held int64
@@ -65,18 +66,6 @@ func TestFramePool(t *testing.T) {
 			}
 		})
 	}
-}
-
-func equalInts(a, b []int) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
 }
 
 // TestFramePoolSurvivesGC is why the pool is not a sync.Pool: a produce
