@@ -16,15 +16,19 @@ import (
 // produce`, a quarter of those frames (104 of 467 at 10,000 partitions)
 // found the pool empty and grew from nothing, by doubling, into fresh
 // heap: growFrame was 8% of the broker's CPU at 1 and at 10,000
-// partitions, most of it faulting in and zeroing memory the runtime had
-// just given back to the kernel.
+// partitions (most likely faulting in and zeroing memory the runtime had
+// given back to the kernel).
 //
-// get hands out a kept frame only if it is at most 4x (plus 64 KiB) the
-// request it is for: a frame that is not recycled (recycleFrame) goes to
-// the garbage collector, and a metadata request should not take a produce
-// frame with it. A frame taken before its bytes arrive allocates nothing,
-// so the pool does not weaken readFrameBody's rule that an announced size
-// allocates nothing ahead of its bytes.
+// Only frames of at least minKeptFrame are kept here, so the list holds
+// at most limit/minKeptFrame of them and its inserts stay short however
+// many connections fetch; smaller frames (fetches, metadata), cheap to
+// make again, stay in bytebufferpool. get hands out a kept frame only if
+// it is at most 4x (plus minKeptFrame) the request it is for: a frame
+// that is not recycled (recycleFrame) goes to the garbage collector, and
+// a small request should not take a produce frame with it. A frame taken
+// before its bytes arrive allocates nothing, so the pool does not weaken
+// readFrameBody's rule that an announced size allocates nothing ahead of
+// its bytes.
 type framePool struct {
 	mu    sync.Mutex
 	free  []*bytebufferpool.ByteBuffer // by capacity, smallest first
@@ -36,8 +40,12 @@ type framePool struct {
 // in flight on each of a few producers' connections.
 const maxKeptFrames = 64 << 20
 
-// frameSlack is what get allows a kept frame beyond 4x the request.
-const frameSlack = 64 << 10
+// minKeptFrame is the smallest frame kept in the list, and what get
+// allows a kept frame beyond 4x the request.
+const minKeptFrame = 64 << 10
+
+// smallFrames holds the frames below minKeptFrame.
+var smallFrames bytebufferpool.Pool
 
 func newFramePool(limit int64) *framePool {
 	return &framePool{limit: limit}
@@ -46,12 +54,15 @@ func newFramePool(limit int64) *framePool {
 // get returns an empty frame for an n-byte request: the smallest kept
 // frame that holds it and is not far larger, or a new one.
 func (p *framePool) get(n int) *bytebufferpool.ByteBuffer {
+	if n < minKeptFrame {
+		f := smallFrames.Get()
+		f.B = f.B[:0]
+		return f
+	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	i, _ := slices.BinarySearchFunc(p.free, n, func(f *bytebufferpool.ByteBuffer, n int) int {
-		return cap(f.B) - n
-	})
-	if i == len(p.free) || cap(p.free[i].B) > 4*n+frameSlack {
+	i := p.search(n)
+	if i == len(p.free) || cap(p.free[i].B) > 4*n+minKeptFrame {
 		return &bytebufferpool.ByteBuffer{}
 	}
 	f := p.free[i]
@@ -65,7 +76,11 @@ func (p *framePool) get(n int) *bytebufferpool.ByteBuffer {
 // a frame that does not fit is left to the garbage collector.
 func (p *framePool) put(f *bytebufferpool.ByteBuffer) {
 	c := int64(cap(f.B))
-	if c == 0 || c > p.limit/4 {
+	switch {
+	case c < minKeptFrame:
+		smallFrames.Put(f)
+		return
+	case c > p.limit/4:
 		return
 	}
 	p.mu.Lock()
@@ -77,9 +92,14 @@ func (p *framePool) put(f *bytebufferpool.ByteBuffer) {
 	if p.held+c > p.limit {
 		return
 	}
-	i, _ := slices.BinarySearchFunc(p.free, int(c), func(f *bytebufferpool.ByteBuffer, n int) int {
+	p.free = slices.Insert(p.free, p.search(int(c)), f)
+	p.held += c
+}
+
+// search is where a frame of capacity n goes in free; mu held.
+func (p *framePool) search(n int) int {
+	i, _ := slices.BinarySearchFunc(p.free, n, func(f *bytebufferpool.ByteBuffer, n int) int {
 		return cap(f.B) - n
 	})
-	p.free = slices.Insert(p.free, i, f)
-	p.held += c
+	return i
 }

@@ -28,15 +28,17 @@ func TestFramePool(t *testing.T) {
 		name    string
 		kept    []int // put in this order
 		get     int   // request size
-		gotCap  int   // 0: a new frame
+		gotCap  int   // 0: a new frame; -1: a small one from bytebufferpool
 		keptNow []int // after the get
 	}{
-		{"empty", nil, 1000, 0, nil},
-		{"smallest that fits", []int{4 << 10, 1 << 20, 2 << 20}, 900 << 10, 1 << 20, []int{4 << 10, 2 << 20}},
+		{"empty", nil, 1 << 20, 0, nil},
+		{"smallest that fits", []int{64 << 10, 1 << 20, 2 << 20}, 900 << 10, 1 << 20, []int{64 << 10, 2 << 20}},
 		{"exact", []int{1 << 20}, 1 << 20, 1 << 20, nil},
 		{"too small", []int{1 << 20}, 1<<20 + 1, 0, []int{1 << 20}},
-		{"far too large for a small request", []int{1 << 20}, 100, 0, []int{1 << 20}},
-		{"within the slack", []int{64 << 10}, 1, 64 << 10, nil},
+		{"far too large for the request", []int{1 << 20}, 200 << 10, 0, []int{1 << 20}},
+		{"within the slack", []int{128 << 10}, 64 << 10, 128 << 10, nil},
+		{"a small request takes no kept frame", []int{64 << 10}, 100, -1, []int{64 << 10}},
+		{"a small frame is not kept in the list", []int{64<<10 - 1}, 64 << 10, 0, nil},
 		{"a frame above a quarter of the limit is not kept", []int{limit/4 + 1}, limit / 4, 0, nil},
 		{"room made by dropping smaller frames", []int{1 << 20, 1 << 20, 2 << 20, 2 << 20, 2 << 20, 2 << 20}, 1, 0, []int{2 << 20, 2 << 20, 2 << 20, 2 << 20}},
 		{"no room: the larger kept", []int{2 << 20, 2 << 20, 2 << 20, 2 << 20, 1 << 20}, 1, 0, []int{2 << 20, 2 << 20, 2 << 20, 2 << 20}},
@@ -51,7 +53,12 @@ func TestFramePool(t *testing.T) {
 			if len(f.B) != 0 {
 				t.Errorf("got a frame of length %d, want 0", len(f.B))
 			}
-			if cap(f.B) != tt.gotCap {
+			switch {
+			case tt.gotCap < 0:
+				if cap(f.B) >= minKeptFrame {
+					t.Errorf("got a frame of cap %d for a small request, want one below %d", cap(f.B), minKeptFrame)
+				}
+			case cap(f.B) != tt.gotCap:
 				t.Errorf("got a frame of cap %d, want %d", cap(f.B), tt.gotCap)
 			}
 			if got := caps(p); !slices.Equal(got, tt.keptNow) {
