@@ -226,13 +226,14 @@ func BenchmarkAppendAcrossFlushes(b *testing.B) {
 }
 
 // minorFaults is the process's minor page faults so far.
-func minorFaults(b *testing.B) int64 { return rusage(b).Minflt }
+func minorFaults(b *testing.B) int64 { return rusage(b, syscall.RUSAGE_SELF).Minflt }
 
-// rusage is the process's resource usage so far.
-func rusage(b *testing.B) syscall.Rusage {
+// rusage is the resource usage so far of the process (RUSAGE_SELF) or
+// the calling thread (RUSAGE_THREAD).
+func rusage(tb testing.TB, who int) syscall.Rusage {
 	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		b.Fatal(err)
+	if err := syscall.Getrusage(who, &ru); err != nil {
+		tb.Fatal(err)
 	}
 	return ru
 }
@@ -265,7 +266,7 @@ func BenchmarkPromoteBurst(b *testing.B) {
 					qs[p] = mustQueue(b, s, "t", int32(p))
 				}
 				b.StartTimer()
-				ru0 := rusage(b)
+				ru0 := rusage(b, syscall.RUSAGE_SELF)
 				for off := range int64(DefaultSmallEntries + 1) {
 					t0 := time.Now()
 					for _, q := range qs {
@@ -279,7 +280,7 @@ func BenchmarkPromoteBurst(b *testing.B) {
 				}
 				b.StopTimer()
 				waitPromotions(b, s)
-				ru1 := rusage(b)
+				ru1 := rusage(b, syscall.RUSAGE_SELF)
 				cpu += time.Duration(ru1.Utime.Nano() + ru1.Stime.Nano() - ru0.Utime.Nano() - ru0.Stime.Nano())
 				for _, q := range qs {
 					if q.small.Load() {

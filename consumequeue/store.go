@@ -398,19 +398,14 @@ func (f *file) sync() error {
 // directories are opened before the open ones are listed, so each is
 // listed once without a set of every ID.
 func (s *Store) all() ([]*Queue, error) {
-	var errs []error
-	for _, id := range s.dirQueues() {
-		if _, err := s.get(id, false); err != nil {
-			errs = append(errs, err)
-		}
-	}
+	_, err := s.filed()
 	s.mu.RLock()
 	qs := make([]*Queue, 0, len(s.queues))
 	for _, q := range s.queues {
 		qs = append(qs, q)
 	}
 	s.mu.RUnlock()
-	return qs, errors.Join(errs...)
+	return qs, err
 }
 
 // TruncateFrom truncates every queue at phys (see Queue.TruncateFrom).

@@ -3,9 +3,8 @@ package consumequeue
 import (
 	"os"
 	"runtime"
+	"syscall"
 	"testing"
-
-	"golang.org/x/sys/unix"
 )
 
 // TestZeroAheadKeepsEntries appends across many zero-ahead chunks while
@@ -111,19 +110,10 @@ func TestZeroAheadMapsPages(t *testing.T) {
 
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
-	before := threadMinorFaults(t)
+	before := rusage(t, syscall.RUSAGE_THREAD).Minflt
 	appendRange(t, q, n, end)
-	faults := threadMinorFaults(t) - before
+	faults := rusage(t, syscall.RUSAGE_THREAD).Minflt - before
 	if pages := (zeroed - from) / page; faults > pages/4 {
 		t.Fatalf("%d page faults storing entries into %d pages made ahead", faults, pages)
 	}
-}
-
-// threadMinorFaults is the calling thread's count of minor page faults.
-func threadMinorFaults(t *testing.T) int64 {
-	var ru unix.Rusage
-	if err := unix.Getrusage(unix.RUSAGE_THREAD, &ru); err != nil {
-		t.Fatal(err)
-	}
-	return ru.Minflt
 }
