@@ -101,7 +101,7 @@ func openJournal(s *Store) (*journal, *replayed, error) {
 		j.nextQID = 1
 		j.live = make(map[uint32]*smallQueue)
 		j.topics = make(map[string]int)
-		return j, &replayed{queues: j.live}, nil
+		return j, &replayed{queues: j.live, byID: make(map[ID]*Queue)}, nil
 	}
 	for _, old := range seqs[:len(seqs)-1] {
 		if err := os.Remove(journalPath(j.dir, old)); err != nil {
@@ -198,7 +198,7 @@ func (j *journal) recording() bool { return j.s.failure() == nil }
 func (j *journal) declare(id ID) *smallQueue {
 	j.mu.Lock()
 	defer j.mu.Unlock()
-	sq := &smallQueue{id: id, qid: j.nextQID}
+	sq := newSmallQueue(id, j.nextQID, 0)
 	j.nextQID++
 	j.live[sq.qid] = sq
 	j.topics[id.Topic]++

@@ -329,7 +329,8 @@ func (q *Queue) removeFiles(fs []*file) error {
 // last file, to find MaxOffset by binary search, and reads the first
 // file's header for MinOffset.
 func openQueue(s *Store, id ID, dir string, fresh bool) (*Queue, error) {
-	q := &Queue{s: s, id: id, epf: int64(s.opts.EntriesPerFile)}
+	q := &Queue{}
+	s.initQueue(q, id)
 	if fresh {
 		return q, nil
 	}

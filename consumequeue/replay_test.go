@@ -2,7 +2,10 @@ package consumequeue
 
 import (
 	"errors"
+	"fmt"
 	"maps"
+	"os"
+	"path/filepath"
 	"testing"
 )
 
@@ -76,8 +79,14 @@ func TestReplayRecords(t *testing.T) {
 			if state := int64(len(journalOf(r.queues, 1, 0)) - JournalHeaderSize); r.live != state {
 				t.Errorf("live bytes %d, the queues' state takes %d", r.live, state)
 			}
+			if len(r.byID) != len(r.queues) {
+				t.Errorf("%d queues by id, %d by queue id", len(r.byID), len(r.queues))
+			}
 			got := map[ID]int64{}
 			for _, sq := range r.queues {
+				if r.byID[sq.id] != &sq.q {
+					t.Errorf("%v: byID does not hold its queue", sq.id)
+				}
 				lo, hi := sq.bounds()
 				got[sq.id] = hi
 				for off := lo; off < hi; off++ {
@@ -95,6 +104,67 @@ func TestReplayRecords(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestOpenTornDeclaration: a second declaration of a live queue past the
+// synced mark is a torn tail, cut at Open, and the queue the records
+// before it declared is the one the store serves: the replay's map,
+// which Open adopts, must not point at the refused declaration's queue.
+func TestOpenTornDeclaration(t *testing.T) {
+	a := ID{Topic: "t", Partition: 1}
+	j := make([]byte, JournalHeaderSize)
+	j = appendDeclare(j, 1, a, 0)
+	j = appendEntry(j, 1, 0, entryAt(0))
+	synced := len(j)
+	j = appendDeclare(j, 2, a, 7)
+	encodeJournalHeader(j, 1, int64(synced))
+	dir := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(dir, journalDirName), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(journalPath(filepath.Join(dir, journalDirName), 1), j, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	s := mustOpen(t, Options{Dir: dir, Logger: quietLogger()})
+	q, ok := s.Lookup(a.Topic, a.Partition)
+	if !ok {
+		t.Fatal("queue lost")
+	}
+	if q.MinOffset() != 0 || q.MaxOffset() != 1 {
+		t.Fatalf("queue [%d, %d), want [0, 1)", q.MinOffset(), q.MaxOffset())
+	}
+	appendRange(t, q, 1, 3)
+	if e, err := q.Get(2); err != nil || e != entryAt(2) {
+		t.Fatalf("get 2: %+v, %v", e, err)
+	}
+	s = reopen(t, s)
+	if q, ok := s.Lookup(a.Topic, a.Partition); !ok || q.MaxOffset() != 3 {
+		t.Fatalf("after reopen: %v, %v", q, ok)
+	}
+}
+
+// TestReplayAllocs: replaying a queue of two entries allocates twice (the
+// small queue with its Queue, and room for two entries); it was three,
+// with room for one entry first (issue 19).
+func TestReplayAllocs(t *testing.T) {
+	const queues = 1000
+	j := make([]byte, JournalHeaderSize)
+	for q := range uint32(queues) {
+		j = appendDeclare(j, q+1, ID{Topic: "t", Partition: int32(q)}, 0)
+		j = appendEntry(j, q+1, 0, entryAt(0))
+	}
+	for q := range uint32(queues) {
+		j = appendEntry(j, q+1, 1, entryAt(1))
+	}
+	encodeJournalHeader(j, 1, int64(len(j)))
+	allocs := testing.AllocsPerRun(5, func() {
+		if _, err := replayJournal(j, 1); err != nil {
+			t.Fatal(err)
+		}
+	})
+	if per := allocs / queues; per > 2.1 {
+		t.Fatalf("%.0f allocations for %d queues: %.2f a queue, want at most 2.1", allocs, queues, per)
 	}
 }
 
@@ -146,4 +216,63 @@ func TestCountDeclares(t *testing.T) {
 			t.Errorf("%s: %d declares, want %d", tc.name, got, tc.want)
 		}
 	}
+}
+
+// BenchmarkOpenJournal opens a store whose journal is laid out as `make
+// bench-million` leaves it: topics of 100,000 partitions, two keyed
+// records per partition on average, so each queue's declaration is
+// followed by its first entry and its second entry comes among the other
+// queues' records. Open's replay and queue registration are most of a
+// restart at a million partitions (issue 19).
+func BenchmarkOpenJournal(b *testing.B) {
+	for _, topics := range []int{1, 10} {
+		b.Run(fmt.Sprintf("partitions=%d", topics*100_000), func(b *testing.B) {
+			dir := b.TempDir()
+			j := benchJournal(topics, 100_000)
+			if err := os.MkdirAll(filepath.Join(dir, journalDirName), 0o755); err != nil {
+				b.Fatal(err)
+			}
+			if err := os.WriteFile(journalPath(filepath.Join(dir, journalDirName), 1), j, 0o644); err != nil {
+				b.Fatal(err)
+			}
+			b.SetBytes(int64(len(j)))
+			for b.Loop() {
+				s, err := Open(Options{Dir: dir, Logger: quietLogger()})
+				if err != nil {
+					b.Fatal(err)
+				}
+				b.StopTimer()
+				if err := s.Close(); err != nil {
+					b.Fatal(err)
+				}
+				b.StartTimer()
+			}
+		})
+	}
+}
+
+// benchJournal is the journal of 2*parts records per topic, each to
+// partition hash(i) mod parts, in the order a producer sends them.
+func benchJournal(topics, parts int) []byte {
+	j := make([]byte, JournalHeaderSize)
+	qid := uint32(0)
+	var phys int64
+	for t := range topics {
+		topic := fmt.Sprintf("m%d", t)
+		qids := make([]uint32, parts)
+		next := make([]int64, parts)
+		for i := range 2 * parts {
+			p := int(uint32(i*2654435761) % uint32(parts))
+			if qids[p] == 0 {
+				qid++
+				qids[p] = qid
+				j = appendDeclare(j, qid, ID{Topic: topic, Partition: int32(p)}, 0)
+			}
+			j = appendEntry(j, qids[p], next[p], Entry{PhysOffset: phys, Size: 100, Timestamp: int64(i)})
+			next[p]++
+			phys += 100
+		}
+	}
+	encodeJournalHeader(j, 1, int64(len(j)))
+	return j
 }
