@@ -46,3 +46,27 @@ func BenchmarkPartitionMemory(b *testing.B) {
 		runtime.KeepAlive(d)
 	}
 }
+
+// BenchmarkDecode decodes the snapshot of 1,000,000 partitions with one
+// producer and two batches each, what a restart of `make bench-million`
+// reads (issue 19).
+//
+//	go test -run '^$' -bench Decode -benchmem ./producerstate/
+func BenchmarkDecode(b *testing.B) {
+	const parts = 1_000_000
+	s := Snapshot{Version: Version, LogOffset: parts * 100}
+	for i := range parts {
+		base := int64(i) * 100
+		s.Parts = append(s.Parts, PartitionSnapshot{Topic: "m0", Partition: int32(i), State: Partition{
+			Producers: []Producer{{ID: 7, Batches: []Stored{{0, 1, base, base + 50}, {2, 3, base + 50, base + 100}}}},
+		}})
+	}
+	raw := s.Encode()
+	s = Snapshot{}
+	b.SetBytes(int64(len(raw)))
+	for b.Loop() {
+		if _, err := Decode(raw); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
