@@ -149,15 +149,7 @@ func TestOpenTornDeclaration(t *testing.T) {
 // with room for one entry first (issue 19).
 func TestReplayAllocs(t *testing.T) {
 	const queues = 1000
-	j := make([]byte, JournalHeaderSize)
-	for q := range uint32(queues) {
-		j = appendDeclare(j, q+1, ID{Topic: "t", Partition: int32(q)}, 0)
-		j = appendEntry(j, q+1, 0, entryAt(0))
-	}
-	for q := range uint32(queues) {
-		j = appendEntry(j, q+1, 1, entryAt(1))
-	}
-	encodeJournalHeader(j, 1, int64(len(j)))
+	j := twoEntryJournal("t", queues)
 	allocs := testing.AllocsPerRun(5, func() {
 		if _, err := replayJournal(j, 1); err != nil {
 			t.Fatal(err)
@@ -168,27 +160,33 @@ func TestReplayAllocs(t *testing.T) {
 	}
 }
 
-// BenchmarkReplay100k replays a journal of 100,000 queues of two entries,
-// laid out as the first produce of make bench-million leaves it: each
-// queue declared with its first entry, the second entries after all of
-// them.
+// BenchmarkReplay100k replays a journal of 100,000 queues of two entries
+// (twoEntryJournal).
 func BenchmarkReplay100k(b *testing.B) {
-	const queues = 100_000
-	j := make([]byte, JournalHeaderSize)
-	for q := range uint32(queues) {
-		j = appendDeclare(j, q+1, ID{Topic: "m0", Partition: int32(q)}, 0)
-		j = appendEntry(j, q+1, 0, entryAt(0))
-	}
-	for q := range uint32(queues) {
-		j = appendEntry(j, q+1, 1, entryAt(1))
-	}
-	encodeJournalHeader(j, 1, int64(len(j)))
+	j := twoEntryJournal("m0", 100_000)
 	b.SetBytes(int64(len(j)))
 	for b.Loop() {
 		if _, err := replayJournal(j, 1); err != nil {
 			b.Fatal(err)
 		}
 	}
+}
+
+// twoEntryJournal is a journal of queues partitions of topic with two
+// entries each, laid out as the first produce of make bench-million leaves
+// it: each queue declared with its first entry, the second entries after
+// all of them.
+func twoEntryJournal(topic string, queues int) []byte {
+	j := make([]byte, JournalHeaderSize)
+	for q := range uint32(queues) {
+		j = appendDeclare(j, q+1, ID{Topic: topic, Partition: int32(q)}, 0)
+		j = appendEntry(j, q+1, 0, entryAt(0))
+	}
+	for q := range uint32(queues) {
+		j = appendEntry(j, q+1, 1, entryAt(1))
+	}
+	encodeJournalHeader(j, 1, int64(len(j)))
+	return j
 }
 
 // TestCountDeclares: the count that sizes replay's maps reads frames only,
