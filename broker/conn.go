@@ -179,8 +179,12 @@ func (c *conn) serve() {
 	}()
 	c.pipelined = true
 	for {
+		// A request already read is answered even when the broker is
+		// closing (it stops reading more): dropped, the first request
+		// of a new connection looks to franz-go like a missing SASL
+		// handshake, which fails its records without retry.
 		f, ok := c.nextFrame(frames)
-		if !ok || c.closing() {
+		if !ok {
 			c.finishDeferred()
 			return
 		}

@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/unilog/unilog/internal/poll"
 )
 
 // TestProducePipelined: a produce read while the one before it on the
@@ -168,3 +170,56 @@ type discardConn struct{ net.Conn }
 
 func (discardConn) Write(p []byte) (int, error)      { return len(p), nil }
 func (discardConn) SetWriteDeadline(time.Time) error { return nil }
+
+// TestRequestReadBeforeCloseAnswered: a request the broker has read when
+// it begins to close is answered, not dropped with the connection. A
+// client's first request on a connection closed unanswered looks to
+// franz-go like a missing SASL handshake (ErrFirstReadEOF), which it does
+// not retry: a move's source stopping while the producer connected to it
+// failed 200 buffered records at once (TestPartitionMoveSourceFailover,
+// seen once in CI).
+func TestRequestReadBeforeCloseAnswered(t *testing.T) {
+	repl := newFakeReplication()
+	cfg := testConfig(t, t.TempDir())
+	cfg.Replication, cfg.SyncReplication = repl, true
+	b := startBroker(t, cfg)
+	createTopic(t, newClient(t, b.Addr()), "closing", 1)
+	full := b.inflight.available()
+
+	// The produce waits for followers, which holds the next request read
+	// but not yet handled.
+	raw := dialRaw(t, b.Addr())
+	sendProduce(t, raw, "closing", 0, -1)
+	waitStored(t, b, "closing", 0)
+	versions := kmsg.NewPtrApiVersionsRequest()
+	versions.Version = 3
+	if err := raw.write(raw.frame(versions)); err != nil {
+		t.Fatal(err)
+	}
+	poll.True(t, "the ApiVersions request read", func() bool { return b.inflight.available() < full })
+
+	closed := make(chan error, 1)
+	go func() { closed <- b.Close() }()
+	poll.True(t, "the broker closing", func() bool {
+		select {
+		case <-b.closing:
+			return true
+		default:
+			return false
+		}
+	})
+	repl.set(1<<62, nil)
+	readProduceAnswer(t, raw, 1)
+	resp := kmsg.NewPtrApiVersionsResponse()
+	resp.Version = 3
+	if !raw.readResponse(resp) {
+		t.Fatal("the ApiVersions request read before the close was not answered")
+	}
+	if resp.ErrorCode != 0 || len(resp.ApiKeys) == 0 {
+		t.Fatalf("ApiVersions answer: error %d, %d keys", resp.ErrorCode, len(resp.ApiKeys))
+	}
+	raw.expectClosed()
+	if err := <-closed; err != nil {
+		t.Fatal(err)
+	}
+}
