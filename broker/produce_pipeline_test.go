@@ -18,13 +18,7 @@ import (
 // that one's answer, and the answers, with a request of another kind
 // behind them, still leave in request order.
 func TestProducePipelined(t *testing.T) {
-	repl := newFakeReplication()
-	cfg := testConfig(t, t.TempDir())
-	cfg.Replication, cfg.SyncReplication = repl, true
-	b := startBroker(t, cfg)
-	createTopic(t, newClient(t, b.Addr()), "pipe", 2)
-
-	raw := dialRaw(t, b.Addr())
+	b, repl, raw := waitingBroker(t, "pipe", 2)
 	for p := range int32(2) {
 		sendProduce(t, raw, "pipe", p, -1)
 	}
@@ -51,13 +45,7 @@ func TestProducePipelined(t *testing.T) {
 // earlier produce waits is stored and leaves that one waiting (it has no
 // answer of its own to order), and the next answers still come in order.
 func TestProducePipelinedAcksZero(t *testing.T) {
-	repl := newFakeReplication()
-	cfg := testConfig(t, t.TempDir())
-	cfg.Replication, cfg.SyncReplication = repl, true
-	b := startBroker(t, cfg)
-	createTopic(t, newClient(t, b.Addr()), "pipe0", 3)
-
-	raw := dialRaw(t, b.Addr())
+	b, repl, raw := waitingBroker(t, "pipe0", 3)
 	// Each is sent once the one before is stored, so that the first
 	// waits on its own when the others arrive.
 	for p, acks := range []int16{-1, 0, -1} {
@@ -75,6 +63,18 @@ func TestProducePipelinedAcksZero(t *testing.T) {
 
 // sendProduce writes an acks produce of one record to topic/partition on
 // raw, version 7, without reading its answer.
+// waitingBroker is a broker whose acks=-1 produces wait for followers
+// until repl is set, a topic of partitions, and a raw connection to it.
+func waitingBroker(t *testing.T, topic string, partitions int32) (*Broker, *fakeReplication, *rawConn) {
+	t.Helper()
+	repl := newFakeReplication()
+	cfg := testConfig(t, t.TempDir())
+	cfg.Replication, cfg.SyncReplication = repl, true
+	b := startBroker(t, cfg)
+	createTopic(t, newClient(t, b.Addr()), topic, partitions)
+	return b, repl, dialRaw(t, b.Addr())
+}
+
 func sendProduce(t *testing.T, raw *rawConn, topic string, partition int32, acks int16) {
 	t.Helper()
 	req := kmsg.NewPtrProduceRequest()
@@ -179,16 +179,11 @@ func (discardConn) SetWriteDeadline(time.Time) error { return nil }
 // failed 200 buffered records at once (TestPartitionMoveSourceFailover,
 // seen once in CI).
 func TestRequestReadBeforeCloseAnswered(t *testing.T) {
-	repl := newFakeReplication()
-	cfg := testConfig(t, t.TempDir())
-	cfg.Replication, cfg.SyncReplication = repl, true
-	b := startBroker(t, cfg)
-	createTopic(t, newClient(t, b.Addr()), "closing", 1)
+	b, repl, raw := waitingBroker(t, "closing", 1)
 	full := b.inflight.available()
 
 	// The produce waits for followers, which holds the next request read
 	// but not yet handled.
-	raw := dialRaw(t, b.Addr())
 	sendProduce(t, raw, "closing", 0, -1)
 	waitStored(t, b, "closing", 0)
 	versions := kmsg.NewPtrApiVersionsRequest()
