@@ -51,11 +51,10 @@ func Open(opts Options) (*Store, error) {
 	}
 	log := opts.Logger.WithField("component", "consumequeue")
 	s := &Store{
-		opts:   opts,
-		log:    log,
-		lru:    newLRU(opts.MaxMapped, log),
-		queues: make(map[ID]*Queue),
-		dirs:   make(map[string]struct{}),
+		opts: opts,
+		log:  log,
+		lru:  newLRU(opts.MaxMapped, log),
+		dirs: make(map[string]struct{}),
 	}
 	topics, err := os.ReadDir(opts.Dir)
 	if err != nil {
