@@ -172,10 +172,10 @@ func BenchmarkReplay100k(b *testing.B) {
 	}
 }
 
-// twoEntryJournal is a journal of queues partitions of topic with two
-// entries each, laid out as the first produce of make bench-million leaves
-// it: each queue declared with its first entry, the second entries after
-// all of them.
+// twoEntryJournal is a journal of queues partitions of topic with exactly
+// two entries each: each queue declared with its first entry, the second
+// entries after all of them in queue order. (benchJournal spreads keyed
+// records as make bench-million does, so its queues hold one to several.)
 func twoEntryJournal(topic string, queues int) []byte {
 	j := make([]byte, JournalHeaderSize)
 	for q := range uint32(queues) {
