@@ -2,8 +2,11 @@ package controlplane
 
 import (
 	"context"
+	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/unilog/unilog/internal/clock/clocktest"
 	"github.com/unilog/unilog/internal/poll"
@@ -90,4 +93,46 @@ func TestMembershipJoinLeaveExpire(t *testing.T) {
 		t.Fatal(err)
 	}
 	poll.True(t, "node 2 to come back", func() bool { return sameIDs(liveIDs(watcher), []int32{2}) })
+}
+
+// lostPutKV loses its first Put, as a write sent to a stream that has no
+// leader yet is lost: the caller hears nothing until its context ends.
+type lostPutKV struct {
+	jetstream.KeyValue
+	lost atomic.Bool
+}
+
+func (kv *lostPutKV) Put(ctx context.Context, key string, value []byte) (uint64, error) {
+	if !kv.lost.Swap(true) {
+		<-ctx.Done()
+		return 0, ctx.Err()
+	}
+	return kv.KeyValue.Put(ctx, key, value)
+}
+
+// TestJoinRetriesALostWrite: a first heartbeat lost to a stream still
+// electing its leader costs one try, not the node's whole start deadline
+// (CI saw a three-node cluster's node fail to start so).
+func TestJoinRetriesALostWrite(t *testing.T) {
+	srv := startServer(t)
+	ctx := context.Background()
+	b, err := OpenBuckets(ctx, dial(t, srv.ClientURL()), 1, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kv := &lostPutKV{KeyValue: b.Members}
+	m, err := WatchMembers(ctx, kv, DefaultMemberDeadline, clocktest.New(), quietLogger())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(m.Stop)
+	jctx, cancel := context.WithTimeout(ctx, 5*joinTryTimeout)
+	defer cancel()
+	if err := m.Join(jctx, Member{NodeID: 7, ReplicaGroup: "g1"}); err != nil {
+		t.Fatalf("join: %v", err)
+	}
+	if !kv.lost.Load() {
+		t.Fatal("no write was lost: the test tests nothing")
+	}
+	poll.True(t, "node 7 to be seen", func() bool { return sameIDs(liveIDs(m), []int32{7}) })
 }

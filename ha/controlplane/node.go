@@ -133,7 +133,7 @@ func (n *Node) open(ctx context.Context) error {
 		return err
 	}
 	// Announce this node before anything can place partitions on it.
-	if err := n.members.Heartbeat(ctx, n.self()); err != nil {
+	if err := n.members.Join(ctx, n.self()); err != nil {
 		return err
 	}
 	if n.leaders, err = WatchLeaders(ctx, n.buckets.Leases, n.log); err != nil {
