@@ -91,7 +91,7 @@ func TestJournalTopicCounts(t *testing.T) {
 		defer s.journal.mu.Unlock()
 		counts := map[string]int{}
 		for _, sq := range s.journal.live {
-			counts[sq.id.Topic]++
+			counts[sq.q.id.Topic]++
 		}
 		if !maps.Equal(counts, s.journal.topics) {
 			t.Fatalf("%s: queues per topic %v, counted %v", when, counts, s.journal.topics)

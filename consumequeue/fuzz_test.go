@@ -159,7 +159,7 @@ func FuzzJournalReplay(f *testing.F) {
 			a := again.queues[qid]
 			alo, ahi := a.bounds()
 			lo, hi := sq.bounds()
-			if a.id != sq.id || alo != lo || ahi != hi || !slices.Equal(a.snapshot(), sq.snapshot()) {
+			if a.q.id != sq.q.id || alo != lo || ahi != hi || !slices.Equal(a.snapshot(), sq.snapshot()) {
 				t.Fatalf("queue %d changed by compaction", qid)
 			}
 		}

@@ -287,7 +287,7 @@ func (j *journal) drop(sq *smallQueue, typ byte) {
 		return
 	}
 	delete(j.live, sq.qid)
-	dropTopic(j.topics, sq.id.Topic)
+	dropTopic(j.topics, sq.q.id.Topic)
 	j.liveBytes -= sq.stateSize()
 	if j.recording() {
 		j.buf = appendQID(j.buf, typ, sq.qid)
@@ -305,7 +305,7 @@ func (j *journal) ids() []ID {
 	defer j.mu.Unlock()
 	ids := make([]ID, 0, len(j.live))
 	for _, sq := range j.live {
-		ids = append(ids, sq.id)
+		ids = append(ids, sq.q.id)
 	}
 	return ids
 }
@@ -474,7 +474,7 @@ func ReadJournal(dir string) ([]JournalQueue, error) {
 	out := make([]JournalQueue, 0, len(r.queues))
 	for _, sq := range r.queues {
 		lo, hi := sq.bounds()
-		out = append(out, JournalQueue{ID: sq.id, Min: lo, Max: hi, Entries: sq.snapshot()})
+		out = append(out, JournalQueue{ID: sq.q.id, Min: lo, Max: hi, Entries: sq.snapshot()})
 	}
 	slices.SortFunc(out, func(a, b JournalQueue) int { return a.ID.Compare(b.ID) })
 	return out, nil

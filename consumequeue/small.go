@@ -6,6 +6,7 @@ import (
 	"sync"
 
 	"github.com/unilog/unilog/internal/intern"
+	"github.com/unilog/unilog/internal/slab"
 )
 
 // smallQueue is the in-memory state of a queue that lives in the journal:
@@ -17,8 +18,10 @@ import (
 // every record it indexes, and an RWMutex's write side costs two more
 // atomic operations.
 type smallQueue struct {
-	id  ID
 	qid uint32
+	// gone marks a queue a replay saw promoted or removed, which Open
+	// passes over in the replay's declared list.
+	gone bool
 
 	mu    sync.Mutex
 	start int64   // MinOffset; also MaxOffset while ents is empty
@@ -29,13 +32,16 @@ type smallQueue struct {
 
 	// q is the Queue that serves this small queue, allocated with it: at
 	// a million partitions a replay made a million of each, and fewer
-	// objects are less for the collector to mark (issue 19).
+	// objects are less for the collector to mark (issue 19). Its id is
+	// the small queue's too.
 	q Queue
 }
 
 // newSmallQueue returns the small queue qid of id, from offset start on.
 func newSmallQueue(id ID, qid uint32, start int64) *smallQueue {
-	return &smallQueue{id: id, qid: qid, start: start}
+	sq := &smallQueue{qid: qid, start: start}
+	sq.q.id = id
+	return sq
 }
 
 func (sq *smallQueue) cutCount() uint64 {
@@ -139,7 +145,7 @@ func (sq *smallQueue) snapshot() []FileEntry {
 func (sq *smallQueue) appendState(b []byte) []byte {
 	sq.mu.Lock()
 	defer sq.mu.Unlock()
-	b = appendDeclare(b, sq.qid, sq.id, sq.start)
+	b = appendDeclare(b, sq.qid, sq.q.id, sq.start)
 	for i, e := range sq.ents {
 		b = appendEntry(b, sq.qid, sq.start+int64(i), e)
 	}
@@ -150,22 +156,29 @@ func (sq *smallQueue) appendState(b []byte) []byte {
 func (sq *smallQueue) stateSize() int64 {
 	sq.mu.Lock()
 	defer sq.mu.Unlock()
-	return declareSize(sq.id) + int64(len(sq.ents))*entryRecordSize
+	return declareSize(sq.q.id) + int64(len(sq.ents))*entryRecordSize
 }
 
 func declareSize(id ID) int64 { return recordHeaderSize + declareBody + int64(len(id.Topic)) }
 
 // replayed is what a journal's records leave: the queues still small.
 type replayed struct {
-	queues  map[uint32]*smallQueue // declared, neither promoted nor removed
-	byID    map[ID]*Queue          // the same queues' Queues, which Open adopts as its map
-	topics  map[string]int         // queues' count per topic
-	last    *smallQueue            // the queue of the last record: most often the next one's too
-	maxQID  uint32
-	live    int64 // bytes appendState would write for queues
-	physEnd int64 // past the highest PhysOffset of an entry record
-	end     int64 // end of the last good record
-	stopped error // why replay stopped before the end of the bytes, or nil
+	queues map[uint32]*smallQueue // declared, neither promoted nor removed
+	byID   map[ID]*Queue          // the same queues' Queues, which Open adopts as its map
+	topics map[string]int         // queues' count per topic
+	last   *smallQueue            // the queue of the last record: most often the next one's too
+	// declared holds every queue declared, in the order of the records
+	// and so of memory: the replay carves queues and their first entries
+	// from slabs, and Open initializes them in this order instead of the
+	// map's, which missed the cache for each of a million queues.
+	declared []*smallQueue
+	sqs      slab.Slab[smallQueue]
+	ents     slab.Slab[Entry]
+	maxQID   uint32
+	live     int64 // bytes appendState would write for queues
+	physEnd  int64 // past the highest PhysOffset of an entry record
+	end      int64 // end of the last good record
+	stopped  error // why replay stopped before the end of the bytes, or nil
 }
 
 // replay applies the records of a journal file's bytes after its header.
@@ -176,10 +189,11 @@ type replayed struct {
 func replay(b []byte) *replayed {
 	declares := countDeclares(b)
 	r := &replayed{
-		queues: make(map[uint32]*smallQueue, declares),
-		byID:   make(map[ID]*Queue, declares),
-		topics: make(map[string]int),
-		end:    JournalHeaderSize,
+		queues:   make(map[uint32]*smallQueue, declares),
+		byID:     make(map[ID]*Queue, declares),
+		topics:   make(map[string]int),
+		end:      JournalHeaderSize,
+		declared: make([]*smallQueue, 0, declares),
 	}
 	topics := intern.New()
 	for pos := int64(JournalHeaderSize); pos < int64(len(b)); {
@@ -210,7 +224,12 @@ func (r *replayed) apply(rec journalRecord) error {
 		if _, ok := r.byID[rec.ID]; ok {
 			return fmt.Errorf("declare of %s/%d as %d while another queue id holds it: %w", rec.ID.Topic, rec.ID.Partition, rec.QID, ErrCorrupt)
 		}
-		sq := newSmallQueue(rec.ID, rec.QID, rec.Offset)
+		sq := r.sqs.New()
+		sq.qid, sq.start, sq.q.id = rec.QID, rec.Offset, rec.ID
+		// Room for two, as add makes: most queues at a million
+		// partitions hold one or two entries.
+		sq.ents = r.ents.Take(2)
+		r.declared = append(r.declared, sq)
 		r.byID[rec.ID] = &sq.q
 		r.queues[rec.QID] = sq
 		r.topics[rec.ID.Topic]++
@@ -245,9 +264,10 @@ func (r *replayed) apply(rec journalRecord) error {
 	case recSetMin:
 		err = sq.setMin(rec.Offset)
 	case recPromoted, recRemoved:
+		sq.gone = true
 		delete(r.queues, rec.QID)
-		dropTopic(r.topics, sq.id.Topic)
-		delete(r.byID, sq.id)
+		dropTopic(r.topics, sq.q.id.Topic)
+		delete(r.byID, sq.q.id)
 		r.last = nil
 		r.live -= before
 		return nil

@@ -74,7 +74,10 @@ func Open(opts Options) (*Store, error) {
 	// ones open so far. Building a second map of a million entries,
 	// with a Queue allocated for each, was a quarter of Open.
 	s.queues = r.byID
-	for _, sq := range r.queues {
+	for _, sq := range r.declared {
+		if sq.gone {
+			continue
+		}
 		q := s.initSmall(sq)
 		lo, hi := sq.bounds()
 		q.min.Store(lo)
@@ -119,16 +122,16 @@ func (s *Store) promoteAt(id ID) int64 {
 // addSmall registers the queue whose entries sq holds. Caller holds mu.
 func (s *Store) addSmall(sq *smallQueue) *Queue {
 	q := s.initSmall(sq)
-	s.queues[sq.id] = q
+	s.queues[sq.q.id] = q
 	return q
 }
 
 // initSmall readies sq's Queue to serve it.
 func (s *Store) initSmall(sq *smallQueue) *Queue {
 	q := &sq.q
-	s.initQueue(q, sq.id)
+	s.initQueue(q, sq.q.id)
 	q.sq = sq
-	q.promoteAt = s.promoteAt(sq.id)
+	q.promoteAt = s.promoteAt(sq.q.id)
 	q.small.Store(true)
 	return q
 }

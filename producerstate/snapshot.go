@@ -9,6 +9,7 @@ import (
 	"github.com/unilog/unilog/commitlog"
 	"github.com/unilog/unilog/internal/framed"
 	"github.com/unilog/unilog/internal/intern"
+	"github.com/unilog/unilog/internal/slab"
 )
 
 // FileName is the snapshot file in a data directory.
@@ -70,8 +71,8 @@ func Decode(b []byte) (Snapshot, error) {
 	}
 	s.Parts = make([]PartitionSnapshot, 0, min(int(nparts), r.Len()/minPart))
 	topics := intern.New()
-	var producers slab[Producer]
-	var batches slab[Stored]
+	var producers slab.Slab[Producer]
+	var batches slab.Slab[Stored]
 	for i := uint32(0); i < nparts && r.Err() == nil; i++ {
 		var p PartitionSnapshot
 		p.Topic = topics.Get(r.Bytes(int(r.U16())))
@@ -82,7 +83,7 @@ func Decode(b []byte) (Snapshot, error) {
 		nprod := r.U32()
 		// A producer takes at least 11 bytes: the count cannot size an
 		// allocation beyond what the payload could hold.
-		p.State.Producers = producers.take(int(min(nprod, uint32(r.Len()/11))))
+		p.State.Producers = producers.Take(int(min(nprod, uint32(r.Len()/11))))
 		for j := uint32(0); j < nprod && r.Err() == nil; j++ {
 			id := int64(r.U64())
 			ps := Producer{ID: id, Epoch: int16(r.U16())}
@@ -90,7 +91,7 @@ func Decode(b []byte) (Snapshot, error) {
 			if n == 0 || n > DedupWindow {
 				return Snapshot{}, fmt.Errorf("%w: producer %d of %s/%d has %d batches", ErrSnapshot, id, p.Topic, p.Partition, n)
 			}
-			ps.Batches = batches.take(int(n))
+			ps.Batches = batches.Take(int(n))
 			for range n {
 				ps.Batches = append(ps.Batches, Stored{
 					FirstSeq: int32(r.U32()),
