@@ -298,3 +298,33 @@ func BenchmarkPromoteBurst(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkLookup finds queues of a store holding a million small ones
+// (10 topics of 100,000 partitions), in a scattered order, as the broker
+// does for the batches of a produce over many partitions.
+func BenchmarkLookup(b *testing.B) {
+	dir := b.TempDir()
+	s, err := Open(Options{Dir: dir, Logger: quietLogger()})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer s.Close()
+	const topics, parts = 10, 100_000
+	names := make([]string, topics)
+	for t := range names {
+		names[t] = fmt.Sprintf("m%d", t)
+		for p := range int32(parts) {
+			if _, err := s.Queue(names[t], p); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+	i := 0
+	for b.Loop() {
+		n := uint32(i) * 2654435761
+		if _, ok := s.Lookup(names[n%topics], int32(n/topics%parts)); !ok {
+			b.Fatal("queue missing")
+		}
+		i++
+	}
+}

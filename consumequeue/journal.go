@@ -101,7 +101,7 @@ func openJournal(s *Store) (*journal, *replayed, error) {
 		j.nextQID = 1
 		j.live = make(map[uint32]*smallQueue)
 		j.topics = make(map[string]int)
-		return j, &replayed{queues: j.live, byID: make(map[ID]*Queue)}, nil
+		return j, &replayed{queues: j.live, byID: newQueueIndex()}, nil
 	}
 	for _, old := range seqs[:len(seqs)-1] {
 		if err := os.Remove(journalPath(j.dir, old)); err != nil {

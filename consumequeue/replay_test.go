@@ -79,12 +79,12 @@ func TestReplayRecords(t *testing.T) {
 			if state := int64(len(journalOf(r.queues, 1, 0)) - JournalHeaderSize); r.live != state {
 				t.Errorf("live bytes %d, the queues' state takes %d", r.live, state)
 			}
-			if len(r.byID) != len(r.queues) {
-				t.Errorf("%d queues by id, %d by queue id", len(r.byID), len(r.queues))
+			if r.byID.len() != len(r.queues) {
+				t.Errorf("%d queues by id, %d by queue id", r.byID.len(), len(r.queues))
 			}
 			got := map[ID]int64{}
 			for _, sq := range r.queues {
-				if r.byID[sq.q.id] != &sq.q {
+				if r.byID.get(sq.q.id) != &sq.q {
 					t.Errorf("%v: byID does not hold its queue", sq.q.id)
 				}
 				lo, hi := sq.bounds()

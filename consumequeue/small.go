@@ -164,7 +164,7 @@ func declareSize(id ID) int64 { return recordHeaderSize + declareBody + int64(le
 // replayed is what a journal's records leave: the queues still small.
 type replayed struct {
 	queues map[uint32]*smallQueue // declared, neither promoted nor removed
-	byID   map[ID]*Queue          // the same queues' Queues, which Open adopts as its map
+	byID   queueIndex             // the same queues' Queues, which Open adopts as its index
 	topics map[string]int         // queues' count per topic
 	last   *smallQueue            // the queue of the last record: most often the next one's too
 	// declared holds every queue declared, in the order of the records
@@ -190,7 +190,7 @@ func replay(b []byte) *replayed {
 	declares := countDeclares(b)
 	r := &replayed{
 		queues:   make(map[uint32]*smallQueue, declares),
-		byID:     make(map[ID]*Queue, declares),
+		byID:     newQueueIndex(),
 		topics:   make(map[string]int),
 		end:      JournalHeaderSize,
 		declared: make([]*smallQueue, 0, declares),
@@ -221,7 +221,7 @@ func (r *replayed) apply(rec journalRecord) error {
 		// here at a torn tail, and Open adopts byID. (The insert finds
 		// the lookup's group in the cache: measured, one map operation
 		// with a repair on refusal was no faster.)
-		if _, ok := r.byID[rec.ID]; ok {
+		if r.byID.get(rec.ID) != nil {
 			return fmt.Errorf("declare of %s/%d as %d while another queue id holds it: %w", rec.ID.Topic, rec.ID.Partition, rec.QID, ErrCorrupt)
 		}
 		sq := r.sqs.New()
@@ -230,7 +230,7 @@ func (r *replayed) apply(rec journalRecord) error {
 		// partitions hold one or two entries.
 		sq.ents = r.ents.Take(2)
 		r.declared = append(r.declared, sq)
-		r.byID[rec.ID] = &sq.q
+		r.byID.put(rec.ID, &sq.q)
 		r.queues[rec.QID] = sq
 		r.topics[rec.ID.Topic]++
 		r.last = sq
@@ -267,7 +267,7 @@ func (r *replayed) apply(rec journalRecord) error {
 		sq.gone = true
 		delete(r.queues, rec.QID)
 		dropTopic(r.topics, sq.q.id.Topic)
-		delete(r.byID, sq.q.id)
+		r.byID.remove(sq.q.id)
 		r.last = nil
 		r.live -= before
 		return nil

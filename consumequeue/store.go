@@ -29,7 +29,7 @@ type Store struct {
 	topicDirs sync.Map // string -> struct{}
 
 	mu     sync.RWMutex
-	queues map[ID]*Queue
+	queues queueIndex
 	closed bool
 
 	dirsMu sync.Mutex
@@ -86,7 +86,7 @@ func Open(opts Options) (*Store, error) {
 	// A directory of a queue the journal still holds is a promotion that
 	// no Flush confirmed: its files may not be durable, the journal is.
 	for _, id := range s.dirQueues() {
-		if s.queues[id] == nil {
+		if s.queues.get(id) == nil {
 			continue
 		}
 		dir := s.queueDir(id)
@@ -122,7 +122,7 @@ func (s *Store) promoteAt(id ID) int64 {
 // addSmall registers the queue whose entries sq holds. Caller holds mu.
 func (s *Store) addSmall(sq *smallQueue) *Queue {
 	q := s.initSmall(sq)
-	s.queues[sq.q.id] = q
+	s.queues.put(sq.q.id, q)
 	return q
 }
 
@@ -173,11 +173,11 @@ func (s *Store) Lookup(topic string, partition int32) (*Queue, bool) {
 		return nil, false
 	}
 	s.mu.RLock()
-	q, ok := s.queues[id]
+	q := s.queues.get(id)
 	closed := s.closed
 	s.mu.RUnlock()
-	if ok || closed {
-		return q, ok
+	if q != nil || closed {
+		return q, q != nil
 	}
 	if !s.hasDir(id) {
 		return nil, false
@@ -197,13 +197,13 @@ func (s *Store) get(id ID, create bool) (*Queue, error) {
 		return nil, fmt.Errorf("consumequeue: queue %q/%d: %w", id.Topic, id.Partition, ErrInvalidName)
 	}
 	s.mu.RLock()
-	q, ok := s.queues[id]
+	q := s.queues.get(id)
 	closed := s.closed
 	s.mu.RUnlock()
 	if closed {
 		return nil, ErrClosed
 	}
-	if ok {
+	if q != nil {
 		return q, nil
 	}
 	s.mu.Lock()
@@ -211,7 +211,7 @@ func (s *Store) get(id ID, create bool) (*Queue, error) {
 	if s.closed {
 		return nil, ErrClosed
 	}
-	if q, ok := s.queues[id]; ok {
+	if q := s.queues.get(id); q != nil {
 		return q, nil
 	}
 	if create && s.opts.SmallEntries > 0 && !s.hasDir(id) {
@@ -230,7 +230,7 @@ func (s *Store) get(id ID, create bool) (*Queue, error) {
 	if err != nil {
 		return nil, err
 	}
-	s.queues[id] = q
+	s.queues.put(id, q)
 	return q, nil
 }
 
@@ -412,8 +412,8 @@ func (f *file) sync() error {
 func (s *Store) all() ([]*Queue, error) {
 	_, err := s.filed()
 	s.mu.RLock()
-	qs := make([]*Queue, 0, len(s.queues))
-	for _, q := range s.queues {
+	qs := make([]*Queue, 0, s.queues.len())
+	for q := range s.queues.all() {
 		qs = append(qs, q)
 	}
 	s.mu.RUnlock()
@@ -489,10 +489,7 @@ func (s *Store) DeleteTopic(topic string) error {
 		return ErrClosed
 	}
 	var errs []error
-	for id, q := range s.queues {
-		if id.Topic != topic {
-			continue
-		}
+	for q := range s.queues.topic(topic) {
 		q.mu.Lock()
 		q.closed.Store(true)
 		errs = append(errs, q.closeFiles(false))
@@ -500,7 +497,7 @@ func (s *Store) DeleteTopic(topic string) error {
 			s.journal.remove(q.sq)
 		}
 		q.mu.Unlock()
-		delete(s.queues, id)
+		s.queues.remove(q.id)
 	}
 	dir := filepath.Join(s.opts.Dir, topic)
 	if err := os.RemoveAll(dir); err != nil {
@@ -529,13 +526,13 @@ func (s *Store) Close() error {
 	// After a failed flush, msyncing again on the way out is the retry
 	// that fail forbids.
 	sync := s.failure() == nil
-	for _, q := range s.queues {
+	for q := range s.queues.all() {
 		q.mu.Lock()
 		q.closed.Store(true)
 		errs = append(errs, q.closeFiles(sync))
 		q.mu.Unlock()
 	}
-	s.queues = nil
+	s.queues = queueIndex{}
 	errs = append(errs, s.journal.close())
 	return errors.Join(errs...)
 }

@@ -5,6 +5,8 @@
 // collector scans; a table costs the value's size and one object per block.
 package dense
 
+import "iter"
+
 // blockSize is how many partitions one block holds: a 100,000-partition
 // topic is 391 blocks.
 const blockSize = 256
@@ -37,4 +39,22 @@ func (t *Table[T]) Get(p int32) T {
 		return zero
 	}
 	return t.blocks[b][i]
+}
+
+// All yields the partition number and value pointer of every slot in the
+// allocated blocks, in partition order: the zero T for a partition never
+// set, as Get returns. The table must not grow while it runs.
+func (t *Table[T]) All() iter.Seq2[int32, *T] {
+	return func(yield func(int32, *T) bool) {
+		for b, blk := range t.blocks {
+			if blk == nil {
+				continue
+			}
+			for i := range blk {
+				if !yield(int32(b*blockSize+i), &blk[i]) {
+					return
+				}
+			}
+		}
+	}
 }

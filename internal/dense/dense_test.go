@@ -36,3 +36,30 @@ func TestTable(t *testing.T) {
 		t.Errorf("%d blocks, want %d", len(tab.blocks), 99_999/blockSize+1)
 	}
 }
+
+func TestTableAll(t *testing.T) {
+	var tab Table[int64]
+	set := []int32{2, blockSize + 1, 3 * blockSize}
+	for _, p := range set {
+		*tab.Ptr(p) = int64(p) + 1
+	}
+	var got []int32
+	slots := 0
+	for p, v := range tab.All() {
+		slots++
+		if *v != 0 {
+			got = append(got, p)
+			if *v != int64(p)+1 {
+				t.Errorf("partition %d holds %d", p, *v)
+			}
+		}
+	}
+	// Blocks 0, 1 and 3 are allocated, block 2 is not.
+	if slots != 3*blockSize || len(got) != len(set) || got[0] != set[0] || got[1] != set[1] || got[2] != set[2] {
+		t.Fatalf("%d slots, set %v, want %d and %v", slots, got, 3*blockSize, set)
+	}
+	// Go panics if an iterator yields again after its loop broke.
+	for range tab.All() {
+		break
+	}
+}
