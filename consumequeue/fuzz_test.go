@@ -138,7 +138,7 @@ func seedJournal() []byte {
 func FuzzJournalReplay(f *testing.F) {
 	f.Add(seedJournal())
 	f.Fuzz(func(t *testing.T, data []byte) {
-		r, err := replayJournal(data, 1)
+		r, err := replayBytes(data, 1)
 		if err != nil {
 			if !errors.Is(err, ErrCorrupt) {
 				t.Fatalf("error %v is not ErrCorrupt", err)
@@ -148,7 +148,7 @@ func FuzzJournalReplay(f *testing.F) {
 		if r.stopped != nil && !errors.Is(r.stopped, ErrCorrupt) {
 			t.Fatalf("stop %v is not ErrCorrupt", r.stopped)
 		}
-		again, err := replayJournal(journalOf(r.queues, 1, r.live), 1)
+		again, err := replayBytes(journalOf(r.queues, 1, r.live), 1)
 		if err != nil || again.stopped != nil {
 			t.Fatalf("compacted state does not replay: %v, %v", err, again.stopped)
 		}

@@ -143,3 +143,8 @@ func waitPromotions(t testing.TB, s *Store) {
 		return len(p.waiting) == 0 && !p.busy
 	})
 }
+
+// replayBytes replays a journal file's bytes, as Open replays the file.
+func replayBytes(b []byte, seq uint64) (*replayed, error) {
+	return replayJournal(bytes.NewReader(b), int64(len(b)), seq)
+}

@@ -3,6 +3,7 @@ package consumequeue
 import (
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"slices"
@@ -110,21 +111,23 @@ func openJournal(s *Store) (*journal, *replayed, error) {
 	}
 	j.seq = seqs[len(seqs)-1]
 	j.path = journalPath(j.dir, j.seq)
-	b, err := os.ReadFile(j.path)
-	if err != nil {
-		return nil, nil, fmt.Errorf("consumequeue: read %s: %w", j.path, err)
-	}
-	r, err := replayJournal(b, j.seq)
-	if err != nil {
-		return nil, nil, fmt.Errorf("consumequeue: journal %s: %w", j.path, err)
-	}
 	if j.f, err = os.OpenFile(j.path, os.O_RDWR, 0); err != nil {
 		return nil, nil, fmt.Errorf("consumequeue: open %s: %w", j.path, err)
 	}
-	if r.end < int64(len(b)) {
+	fi, err := j.f.Stat()
+	if err != nil {
+		_ = j.f.Close()
+		return nil, nil, fmt.Errorf("consumequeue: stat %s: %w", j.path, err)
+	}
+	r, err := replayJournal(j.f, fi.Size(), j.seq)
+	if err != nil {
+		_ = j.f.Close()
+		return nil, nil, fmt.Errorf("consumequeue: journal %s: %w", j.path, err)
+	}
+	if r.end < fi.Size() {
 		// New records go where the tail was: cut it, so that no stale
 		// record can follow them, and make the cut durable first.
-		s.log.WithError(r.stopped).WithFields(logrus.Fields{"file": j.path, "offset": r.end, "size": len(b)}).Warn("cutting the torn tail of the consume-queue journal")
+		s.log.WithError(r.stopped).WithFields(logrus.Fields{"file": j.path, "offset": r.end, "size": fi.Size()}).Warn("cutting the torn tail of the consume-queue journal")
 		if err := j.f.Truncate(r.end); err == nil {
 			err = s.opts.FS.Fdatasync(j.f)
 		}
@@ -142,21 +145,34 @@ func openJournal(s *Store) (*journal, *replayed, error) {
 	return j, r, nil
 }
 
-// replayJournal checks a journal file's header and replays its records.
-// It fails (ErrCorrupt) if the records stop before the synced mark.
-func replayJournal(b []byte, seq uint64) (*replayed, error) {
-	h, err := decodeJournalHeader(b)
+// replayJournal checks the header of the journal file f, of size bytes,
+// and replays its records. It fails (ErrCorrupt) if the records stop
+// before the synced mark.
+func replayJournal(f io.ReaderAt, size int64, seq uint64) (*replayed, error) {
+	hdr := make([]byte, min(size, JournalHeaderSize))
+	if _, err := f.ReadAt(hdr, 0); err != nil {
+		return nil, fmt.Errorf("consumequeue: read journal header: %w", err)
+	}
+	h, err := decodeJournalHeader(hdr)
 	if err != nil {
 		return nil, err
 	}
 	if h.Seq != seq {
 		return nil, fmt.Errorf("header sequence %d, file named %d: %w", h.Seq, seq, ErrCorrupt)
 	}
-	r := replay(b)
+	buf := make([]byte, windowSize)
+	declares, err := countDeclares(newWindow(f, size, buf))
+	if err != nil {
+		return nil, err
+	}
+	r, err := replay(newWindow(f, size, buf), declares)
+	if err != nil {
+		return nil, err
+	}
 	if r.end < h.Synced {
 		why := r.stopped
 		if why == nil {
-			why = fmt.Errorf("file ends at %d: %w", len(b), ErrCorrupt)
+			why = fmt.Errorf("file ends at %d: %w", size, ErrCorrupt)
 		}
 		return nil, fmt.Errorf("damaged before its synced mark %d: %w", h.Synced, why)
 	}
@@ -463,11 +479,16 @@ func ReadJournal(dir string) ([]JournalQueue, error) {
 		return nil, nil
 	}
 	path := journalPath(jdir, uint64(seq))
-	b, err := os.ReadFile(path)
+	f, err := os.Open(path)
 	if err != nil {
 		return nil, fmt.Errorf("consumequeue: read journal: %w", err)
 	}
-	r, err := replayJournal(b, uint64(seq))
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return nil, fmt.Errorf("consumequeue: read journal: %w", err)
+	}
+	r, err := replayJournal(f, fi.Size(), uint64(seq))
 	if err != nil {
 		return nil, fmt.Errorf("consumequeue: journal %s: %w", path, err)
 	}

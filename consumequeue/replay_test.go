@@ -1,6 +1,7 @@
 package consumequeue
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"maps"
@@ -59,7 +60,7 @@ func TestReplayRecords(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			j := tc.records(make([]byte, JournalHeaderSize))
 			encodeJournalHeader(j, 1, int64(len(j)))
-			r, err := replayJournal(j, 1)
+			r, err := replayBytes(j, 1)
 			if tc.corrupt {
 				if !errors.Is(err, ErrCorrupt) {
 					t.Fatalf("replay: %v, want ErrCorrupt", err)
@@ -153,7 +154,7 @@ func TestReplayAllocs(t *testing.T) {
 	const queues = 1000
 	j := twoEntryJournal("t", queues)
 	allocs := testing.AllocsPerRun(5, func() {
-		if _, err := replayJournal(j, 1); err != nil {
+		if _, err := replayBytes(j, 1); err != nil {
 			t.Fatal(err)
 		}
 	})
@@ -168,7 +169,7 @@ func BenchmarkReplay100k(b *testing.B) {
 	j := twoEntryJournal("m0", 100_000)
 	b.SetBytes(int64(len(j)))
 	for b.Loop() {
-		if _, err := replayJournal(j, 1); err != nil {
+		if _, err := replayBytes(j, 1); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -212,8 +213,8 @@ func TestCountDeclares(t *testing.T) {
 		{"last record cut", j[:len(j)-1], 2},
 		{"garbage length after the records", append(j[:whole:whole], 0xff, 0xff, 0xff, 0xff, 0, 0, 0, 0, recDeclare), 2},
 	} {
-		if got := countDeclares(tc.b); got != tc.want {
-			t.Errorf("%s: %d declares, want %d", tc.name, got, tc.want)
+		if got, err := countDeclares(newWindow(bytes.NewReader(tc.b), int64(len(tc.b)), make([]byte, windowSize))); err != nil || got != tc.want {
+			t.Errorf("%s: %d declares (%v), want %d", tc.name, got, err, tc.want)
 		}
 	}
 }

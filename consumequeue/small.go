@@ -181,34 +181,37 @@ type replayed struct {
 	stopped  error // why replay stopped before the end of the bytes, or nil
 }
 
-// replay applies the records of a journal file's bytes after its header.
-// It stops at the first record that fails to decode or does not apply to
-// the state so far (a queue never declared, an offset out of sequence):
-// written records are always valid, so whatever stops it is a torn tail or
-// damage, and the caller tells the two apart by the synced mark.
-func replay(b []byte) *replayed {
-	declares := countDeclares(b)
+// replay applies the records of a journal file read through w, which
+// holds declares declarations. It stops at the first record that fails to
+// decode or does not apply to the state so far (a queue never declared,
+// an offset out of sequence): written records are always valid, so
+// whatever stops it is a torn tail or damage, and the caller tells the
+// two apart by the synced mark. A failure to read the file is an error.
+func replay(w *window, declares int) (*replayed, error) {
 	r := &replayed{
 		queues:   make(map[uint32]*smallQueue, declares),
 		byID:     newQueueIndex(),
 		topics:   make(map[string]int),
-		end:      JournalHeaderSize,
+		end:      w.pos,
 		declared: make([]*smallQueue, 0, declares),
 	}
 	topics := intern.New()
-	for pos := int64(JournalHeaderSize); pos < int64(len(b)); {
-		rec, n, err := decodeRecord(b[pos:], topics)
+	for b := w.next(); len(b) > 0; b = w.next() {
+		rec, n, err := decodeRecord(b, topics)
 		if err == nil {
 			err = r.apply(rec)
 		}
 		if err != nil {
-			r.stopped = fmt.Errorf("record at %d: %w", pos, err)
-			return r
+			r.stopped = fmt.Errorf("record at %d: %w", w.pos, err)
+			break
 		}
-		pos += int64(n)
-		r.end = pos
+		w.skip(n)
+		r.end = w.pos
 	}
-	return r
+	if w.err != nil {
+		return nil, w.err
+	}
+	return r, nil
 }
 
 func (r *replayed) apply(rec journalRecord) error {
