@@ -178,7 +178,7 @@ func runBroker(c *cli.Context) error {
 		return fmt.Errorf("broker: %w", err)
 	}
 	defer func() { _ = stopProfile() }()
-	restoreGC := startGC()
+	restoreGC := brokerStartGC()
 	defer restoreGC()
 
 	// Subscribe before Start so a signal during recovery is not lost.
