@@ -141,7 +141,10 @@
 // damaged queue file fails to open. The queues are derived data: removing
 // the consume-queue directory makes the dispatcher rebuild them from the
 // commit log. A mark that fails its CRC reads as 0 (nothing known durable).
-// ReadJournal reads the same without changing anything, for inspection.
+// A failure to read the file is neither: Open fails with it. The file is
+// read through a 1 MiB window (window.go), never whole: at a million
+// partitions it is 128 MB. ReadJournal reads the same without changing
+// anything, for inspection.
 //
 // # File format, version 2 (all integers big-endian)
 //
