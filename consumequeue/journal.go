@@ -150,10 +150,12 @@ func openJournal(s *Store) (*journal, *replayed, error) {
 // before the synced mark.
 func replayJournal(f io.ReaderAt, size int64, seq uint64) (*replayed, error) {
 	hdr := make([]byte, min(size, JournalHeaderSize))
-	if _, err := f.ReadAt(hdr, 0); err != nil {
+	n, err := f.ReadAt(hdr, 0)
+	if err != nil && !errors.Is(err, io.EOF) {
 		return nil, fmt.Errorf("consumequeue: read journal header: %w", err)
 	}
-	h, err := decodeJournalHeader(hdr)
+	// A file shorter than a header is damage, which decoding reports.
+	h, err := decodeJournalHeader(hdr[:n])
 	if err != nil {
 		return nil, err
 	}
