@@ -244,3 +244,17 @@ func BenchmarkReadFrame(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkTopicMetadata builds the Metadata answer for one topic of
+// 100,000 partitions, which each producer of `make bench-million` asks
+// for.
+func BenchmarkTopicMetadata(b *testing.B) {
+	br := &Broker{}
+	t := TopicMeta{Name: "m0", Partitions: 100_000}
+	b.ReportAllocs()
+	for b.Loop() {
+		if mt := br.topicMetadata(t); len(mt.Partitions) != int(t.Partitions) {
+			b.Fatalf("%d partitions", len(mt.Partitions))
+		}
+	}
+}
