@@ -138,7 +138,7 @@ func openJournal(s *Store) (*journal, *replayed, error) {
 	}
 	j.size = r.end
 	j.live = r.queues
-	j.topics = r.topics
+	j.topics = r.topicCounts()
 	j.nextQID = r.maxQID + 1
 	j.liveBytes = r.live
 	j.physEnd = r.physEnd

@@ -74,8 +74,8 @@ func TestReplayRecords(t *testing.T) {
 			for _, sq := range r.queues {
 				counts[sq.q.id.Topic]++
 			}
-			if !maps.Equal(counts, r.topics) {
-				t.Errorf("queues per topic %v, counted %v", counts, r.topics)
+			if !maps.Equal(counts, r.topicCounts()) {
+				t.Errorf("queues per topic %v, counted %v", counts, r.topicCounts())
 			}
 			if state := int64(len(journalOf(r.queues, 1, 0)) - JournalHeaderSize); r.live != state {
 				t.Errorf("live bytes %d, the queues' state takes %d", r.live, state)

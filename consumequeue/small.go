@@ -165,7 +165,6 @@ func declareSize(id ID) int64 { return recordHeaderSize + declareBody + int64(le
 type replayed struct {
 	queues map[uint32]*smallQueue // declared, neither promoted nor removed
 	byID   queueIndex             // the same queues' Queues, which Open adopts as its index
-	topics map[string]int         // queues' count per topic
 	last   *smallQueue            // the queue of the last record: most often the next one's too
 	// declared holds every queue declared, in the order of the records
 	// and so of memory: the replay carves queues and their first entries
@@ -191,7 +190,6 @@ func replay(w *window, declares int) (*replayed, error) {
 	r := &replayed{
 		queues:   make(map[uint32]*smallQueue, declares),
 		byID:     newQueueIndex(),
-		topics:   make(map[string]int),
 		end:      w.pos,
 		declared: make([]*smallQueue, 0, declares),
 	}
@@ -235,7 +233,6 @@ func (r *replayed) apply(rec journalRecord) error {
 		r.declared = append(r.declared, sq)
 		r.byID.put(rec.ID, &sq.q)
 		r.queues[rec.QID] = sq
-		r.topics[rec.ID.Topic]++
 		r.last = sq
 		r.maxQID = rec.QID
 		r.live += declareSize(rec.ID)
@@ -269,7 +266,6 @@ func (r *replayed) apply(rec journalRecord) error {
 	case recPromoted, recRemoved:
 		sq.gone = true
 		delete(r.queues, rec.QID)
-		dropTopic(r.topics, sq.q.id.Topic)
 		r.byID.remove(sq.q.id)
 		r.last = nil
 		r.live -= before
@@ -277,6 +273,16 @@ func (r *replayed) apply(rec journalRecord) error {
 	}
 	r.live += sq.stateSize() - before
 	return err
+}
+
+// topicCounts is the number of queues per topic, which the journal keeps
+// from here on: every queue a replay indexes is small.
+func (r *replayed) topicCounts() map[string]int {
+	counts := make(map[string]int, len(r.byID.topics))
+	for topic, t := range r.byID.topics {
+		counts[topic] = t.n
+	}
+	return counts
 }
 
 // dropTopic counts one queue of topic less in counts.

@@ -7,9 +7,9 @@ import (
 
 // windowSize is the buffer a journal is read through. Reading a journal
 // whole cost its size in fresh heap, and the first touch of each page
-// is dear (a quarter-second per 128 MB on the 2-core VM of
-// docs/BENCHMARKS.md); a window is touched once and reused for both of a
-// replay's passes.
+// is dear (0.45-0.57 s of system time to read 128 MB into fresh memory on
+// the 2-core VM of docs/BENCHMARKS.md); a window is touched once and
+// reused for both of a replay's passes.
 const windowSize = 1 << 20
 
 // window reads a journal's records through one buffer: at each record it
