@@ -106,24 +106,43 @@ func OpenBuckets(ctx context.Context, nc *nats.Conn, replicas int, memberDeadlin
 	}
 	kvs := make([]jetstream.KeyValue, len(cfgs))
 	for i, c := range cfgs {
-		for {
-			// Each try gets its own timeout: a request sent before the
-			// meta leader exists is never answered.
-			tctx, cancel := context.WithTimeout(ctx, time.Second)
+		// A request sent before the meta leader exists is never answered.
+		err := retry(ctx, func(tctx context.Context) (err error) {
 			kvs[i], err = js.CreateOrUpdateKeyValue(tctx, c)
-			cancel()
-			if err == nil {
-				break
-			}
-			select {
-			case <-ctx.Done():
-				return Buckets{}, fmt.Errorf("ha: bucket %s (%d replicas): %w", c.Bucket, replicas, err)
-			case <-time.After(250 * time.Millisecond):
-			}
+			return err
+		})
+		if err != nil {
+			return Buckets{}, fmt.Errorf("ha: bucket %s (%d replicas): %w", c.Bucket, replicas, err)
 		}
 	}
 	return Buckets{Members: kvs[0], Leases: kvs[1], Metadata: kvs[2]}, nil
 }
+
+// retry calls try until it succeeds or ctx ends, giving each call its own
+// timeout of retryTryTimeout, and returns the last error. It is for
+// requests that a JetStream cluster still electing a leader (its meta
+// leader, or a stream's) leaves unanswered: one try with the caller's
+// whole deadline would spend it all.
+func retry(ctx context.Context, try func(context.Context) error) error {
+	for {
+		tctx, cancel := context.WithTimeout(ctx, retryTryTimeout)
+		err := try(tctx)
+		cancel()
+		if err == nil {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return err
+		case <-time.After(retryWait):
+		}
+	}
+}
+
+const (
+	retryTryTimeout = time.Second
+	retryWait       = 250 * time.Millisecond
+)
 
 // validToken accepts names usable as one KV key token.
 func validToken(s string) bool {

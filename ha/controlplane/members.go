@@ -180,32 +180,13 @@ func (m *Membership) Heartbeat(ctx context.Context, mem Member) error {
 	return nil
 }
 
-// Join writes a node's first heartbeat. The members stream of a
-// JetStream cluster that has just formed may have no leader yet, and a
-// write sent then is never answered: one try with the caller's whole
-// deadline would spend it all. So each try gets joinTryTimeout, until
-// ctx ends. A heartbeat is a plain put, so a try applied after all does
-// no harm.
+// Join writes a node's first heartbeat, retried (see retry): the members
+// stream of a JetStream cluster that has just formed may have no leader
+// yet. A heartbeat is a plain put, so a try applied after all does no
+// harm.
 func (m *Membership) Join(ctx context.Context, mem Member) error {
-	for {
-		tctx, cancel := context.WithTimeout(ctx, joinTryTimeout)
-		err := m.Heartbeat(tctx, mem)
-		cancel()
-		if err == nil {
-			return nil
-		}
-		select {
-		case <-ctx.Done():
-			return err
-		case <-time.After(joinRetryWait):
-		}
-	}
+	return retry(ctx, func(tctx context.Context) error { return m.Heartbeat(tctx, mem) })
 }
-
-const (
-	joinTryTimeout = time.Second
-	joinRetryWait  = 250 * time.Millisecond
-)
 
 // Leave removes a node's heartbeat so the others see it gone at once.
 func (m *Membership) Leave(ctx context.Context, id int32) error {

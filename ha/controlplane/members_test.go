@@ -126,7 +126,7 @@ func TestJoinRetriesALostWrite(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(m.Stop)
-	jctx, cancel := context.WithTimeout(ctx, 5*joinTryTimeout)
+	jctx, cancel := context.WithTimeout(ctx, 5*retryTryTimeout)
 	defer cancel()
 	if err := m.Join(jctx, Member{NodeID: 7, ReplicaGroup: "g1"}); err != nil {
 		t.Fatalf("join: %v", err)
