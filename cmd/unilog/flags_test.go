@@ -3,7 +3,6 @@ package main
 import (
 	"bufio"
 	"bytes"
-	"context"
 	"fmt"
 	"reflect"
 	"strings"
@@ -367,31 +366,6 @@ func TestParseProduceFlags(t *testing.T) {
 		}
 		if (tc.key == "") != (po.key == nil) {
 			t.Errorf("%q: key %q nil=%v", tc.args, po.key, po.key == nil)
-		}
-	}
-}
-
-func TestReadAllLines(t *testing.T) {
-	for _, tc := range []struct {
-		in      string
-		want    []string
-		wantErr string
-	}{
-		{in: "", want: nil},
-		{in: "a\nb\n", want: []string{"a", "b"}},
-		{in: "a\nb", want: []string{"a", "b"}},
-		{in: "a\n\nb\n", want: []string{"a", "", "b"}},
-		{in: "a\r\n", want: []string{"a"}},
-		{in: "0123456789\n", want: []string{"0123456789"}},
-		{in: "ok\n0123456789a\nlost\n", want: []string{"ok"}, wantErr: "line 2 is longer than 10 bytes"},
-	} {
-		var got []string
-		err := readAllLines(context.Background(), strings.NewReader(tc.in), 10, func(b []byte) { got = append(got, string(b)) })
-		if tc.wantErr == "" && err != nil || tc.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tc.wantErr)) {
-			t.Errorf("%q: error %v, want %q", tc.in, err, tc.wantErr)
-		}
-		if !reflect.DeepEqual(got, tc.want) {
-			t.Errorf("%q: lines %q, want %q", tc.in, got, tc.want)
 		}
 	}
 }

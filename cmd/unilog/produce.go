@@ -1,8 +1,7 @@
 package main
 
 import (
-	"bufio"
-	"context"
+	"bytes"
 	"errors"
 	"fmt"
 	"io"
@@ -11,6 +10,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -39,6 +39,12 @@ a key goes to murmur2(key) mod partitions, exactly as the Java client and
 librdkafka's murmur2 partitioner place it, and records without a key go
 round-robin over the partitions (--partitioner sticky fills one partition's batch
 before moving on, which gives bigger batches).
+
+Order: with --parse-key, lines read ahead together (up to 256Ki lines or 32 MiB
+of a file; what has arrived of a pipe or terminal) go to the client grouped by
+partition when every one has a key, so that each partition's records travel in
+one batch. Each partition's records keep their input order; records of
+different partitions may be sent in another order than the input's.
 
 A summary (records, bytes of keys and values, partitions, errors, elapsed) goes to
 stderr. The command fails if any record failed.`,
@@ -71,10 +77,13 @@ type produceOptions struct {
 	separator []byte
 	headers   []kgo.RecordHeader
 	opts      []kgo.Opt
+	// partitions is the topic's partition count as the partitioner last
+	// saw it placing a keyed record (produce_group.go).
+	partitions *atomic.Int64
 }
 
 func parseProduceFlags(c *cli.Context) (*produceOptions, error) {
-	po := &produceOptions{topic: c.String("topic"), partition: -1}
+	po := &produceOptions{topic: c.String("topic"), partition: -1, partitions: new(atomic.Int64)}
 	if c.IsSet("key") && c.Bool("parse-key") {
 		return nil, errors.New("--key and --parse-key exclude each other")
 	}
@@ -116,7 +125,7 @@ func parseProduceFlags(c *cli.Context) (*produceOptions, error) {
 		if err != nil {
 			return nil, err
 		}
-		po.opts = append(po.opts, kgo.RecordPartitioner(part))
+		po.opts = append(po.opts, kgo.RecordPartitioner(partitionCounter{Partitioner: part, n: po.partitions}))
 	}
 	po.opts = append(po.opts, kgo.RecordDeliveryTimeout(c.Duration("timeout")))
 	// No linger: franz-go's default 10 ms arms a timer per partition that
@@ -198,10 +207,8 @@ func (p *keyOrRoundRobinTopicPartitioner) Partition(r *kgo.Record, n int) int {
 
 // splitKey applies --parse-key to one line.
 func splitKey(line, sep []byte) (key, value []byte) {
-	for i := 0; i+len(sep) <= len(line); i++ {
-		if string(line[i:i+len(sep)]) == string(sep) {
-			return line[:i], line[i+len(sep):]
-		}
+	if i := bytes.Index(line, sep); i >= 0 {
+		return line[:i], line[i+len(sep):]
 	}
 	return nil, line
 }
@@ -272,24 +279,40 @@ func runProduce(c *cli.Context) error {
 	stats := &produceStats{errCounts: make(map[string]int64)}
 	start := time.Now()
 	first := true
-	readErr := readAllLines(ctx, in, maxProduceLine, func(line []byte) {
+	record := func(line []byte) *kgo.Record {
 		r := &kgo.Record{Value: line, Key: po.key, Headers: po.headers, Partition: po.partition}
 		if po.parseKey {
 			r.Key, r.Value = splitKey(line, po.separator)
 		}
-		// Not ctx: franz-go fails buffered records whose context ends,
-		// and records handed over before SIGINT are still delivered.
+		return r
+	}
+	readErr := readChunks(ctx, in, maxProduceLine, func(lines [][]byte) {
 		if first {
 			// Waiting for the first record's answer lets franz-go learn
 			// the topic's partitions before it is handed more: records
 			// produced while the first Metadata is read each ask for
 			// another, and a second Metadata of 100,000 partitions cost
 			// the client 0.17 CPU s and the broker its encoding (issue 19).
+			// Not ctx: franz-go fails buffered records whose context
+			// ends, and records handed over before SIGINT are still
+			// delivered.
 			first = false
-			stats.done(cl.ProduceSync(c.Context, r).First())
-			return
+			stats.done(cl.ProduceSync(c.Context, record(lines[0])).First())
+			lines = lines[1:]
 		}
-		cl.Produce(c.Context, r, stats.done)
+		var order []int32
+		if po.parseKey {
+			order = partitionOrder(lines, po.separator, int(po.partitions.Load()))
+		}
+		for i, line := range lines {
+			if ctx.Err() != nil {
+				return
+			}
+			if order != nil {
+				line = lines[order[i]]
+			}
+			cl.Produce(c.Context, record(line), stats.done)
+		}
 	})
 	// A second SIGINT while the flush below waits kills the process. The
 	// flush needs no deadline of its own: --timeout is the records'
@@ -326,55 +349,6 @@ func openProduceInput(c *cli.Context) (io.Reader, func(), error) {
 		return nil, nil, fmt.Errorf("open input: %w", err)
 	}
 	return f, func() { f.Close() }, nil
-}
-
-// readAllLines calls fn for each line of in until EOF, a read error or the
-// end of ctx. Reading happens in its own goroutine so that SIGINT stops a
-// produce that waits on a terminal or a pipe; that goroutine is abandoned
-// blocked in Read, which is harmless as the command is about to exit.
-func readAllLines(ctx context.Context, in io.Reader, maxLine int, fn func([]byte)) error {
-	lines := make(chan []byte, 1024)
-	errc := make(chan error, 1)
-	go func() {
-		defer close(lines)
-		sc := bufio.NewScanner(in)
-		// +2: the buffer also holds the line's CR LF.
-		sc.Buffer(make([]byte, min(64<<10, maxLine+2)), maxLine+2)
-		n := 0
-		for sc.Scan() {
-			n++
-			if len(sc.Bytes()) > maxLine {
-				errc <- fmt.Errorf("line %d is longer than %d bytes", n, maxLine)
-				return
-			}
-			select {
-			case lines <- append([]byte(nil), sc.Bytes()...):
-			case <-ctx.Done():
-				return
-			}
-		}
-		err := sc.Err()
-		if errors.Is(err, bufio.ErrTooLong) {
-			err = fmt.Errorf("line %d is longer than %d bytes", n+1, maxLine)
-		}
-		errc <- err
-	}()
-	for {
-		select {
-		case line, ok := <-lines:
-			if !ok {
-				select {
-				case err := <-errc:
-					return err
-				default:
-					return nil // stopped by ctx
-				}
-			}
-			fn(line)
-		case <-ctx.Done():
-			return nil
-		}
-	}
 }
 
 // writeErrorCounts lists each distinct delivery error once, most frequent

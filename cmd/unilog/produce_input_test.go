@@ -1,0 +1,130 @@
+package main
+
+import (
+	"context"
+	"io"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestReadChunksLines(t *testing.T) {
+	for _, tc := range []struct {
+		in      string
+		want    []string
+		wantErr string
+	}{
+		{in: "", want: nil},
+		{in: "a\nb\n", want: []string{"a", "b"}},
+		{in: "a\nb", want: []string{"a", "b"}},
+		{in: "a\n\nb\n", want: []string{"a", "", "b"}},
+		{in: "\n", want: []string{""}},
+		{in: "a\r\n", want: []string{"a"}},
+		{in: "a\r", want: []string{"a"}},
+		{in: "a\rb\n", want: []string{"a\rb"}},
+		{in: "0123456789\n", want: []string{"0123456789"}},
+		{in: "0123456789\r\n", want: []string{"0123456789"}},
+		{in: "0123456789", want: []string{"0123456789"}},
+		{in: "ok\n0123456789a\nlost\n", want: []string{"ok"}, wantErr: "line 2 is longer than 10 bytes"},
+		{in: "ok\n0123456789a", want: []string{"ok"}, wantErr: "line 2 is longer than 10 bytes"},
+	} {
+		var got []string
+		err := readChunks(context.Background(), strings.NewReader(tc.in), 10, func(lines [][]byte) {
+			for _, l := range lines {
+				got = append(got, string(l))
+			}
+		})
+		if tc.wantErr == "" && err != nil || tc.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tc.wantErr)) {
+			t.Errorf("%q: error %v, want %q", tc.in, err, tc.wantErr)
+		}
+		if !reflect.DeepEqual(got, tc.want) {
+			t.Errorf("%q: lines %q, want %q", tc.in, got, tc.want)
+		}
+	}
+}
+
+// TestReadChunksLongLine: a line longer than the reader's 64 KiB buffer is
+// read whole, and one longer than the limit is refused without reading
+// all of it into memory.
+func TestReadChunksLongLine(t *testing.T) {
+	long := strings.Repeat("x", 200<<10)
+	var got []string
+	if err := readChunks(context.Background(), strings.NewReader("a\n"+long+"\nb\n"), len(long), func(lines [][]byte) {
+		for _, l := range lines {
+			got = append(got, string(l))
+		}
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 3 || got[0] != "a" || got[1] != long || got[2] != "b" {
+		t.Fatalf("got %d lines, want a, %d bytes, b", len(got), len(long))
+	}
+	err := readChunks(context.Background(), io.MultiReader(strings.NewReader(long), endless{}), 1000, func([][]byte) {})
+	if err == nil || !strings.Contains(err.Error(), "line 1 is longer than 1000 bytes") {
+		t.Fatalf("an endless line: %v", err)
+	}
+}
+
+// endless is a line that never ends.
+type endless struct{}
+
+func (endless) Read(p []byte) (int, error) {
+	for i := range p {
+		p[i] = 'y'
+	}
+	return len(p), nil
+}
+
+// TestReadChunksCuts: a regular file is handed over in chunks as large as
+// the caps allow, while a pipe's lines are handed over as soon as they
+// have arrived, without waiting for the next ones.
+func TestReadChunksCuts(t *testing.T) {
+	var in strings.Builder
+	const lines = chunkRecords + 1000
+	for range lines {
+		in.WriteString("k\tv\n")
+	}
+	path := filepath.Join(t.TempDir(), "in")
+	if err := os.WriteFile(path, []byte(in.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	var sizes []int
+	if err := readChunks(context.Background(), f, 100, func(l [][]byte) { sizes = append(sizes, len(l)) }); err != nil {
+		t.Fatal(err)
+	}
+	if want := []int{chunkRecords, 1000}; !reflect.DeepEqual(sizes, want) {
+		t.Fatalf("a file of %d lines came in chunks of %v, want %v", lines, sizes, want)
+	}
+
+	pr, pw := io.Pipe()
+	defer pw.Close()
+	got := make(chan []string, 10)
+	go readChunks(context.Background(), pr, 100, func(lines [][]byte) {
+		var s []string
+		for _, l := range lines {
+			s = append(s, string(l))
+		}
+		got <- s
+	})
+	for _, write := range []string{"one\n", "two\nthree\n"} {
+		if _, err := io.WriteString(pw, write); err != nil {
+			t.Fatal(err)
+		}
+		select {
+		case s := <-got:
+			if want := strings.Fields(write); !reflect.DeepEqual(s, want) {
+				t.Fatalf("after writing %q to the pipe: chunk %q, want %q", write, s, want)
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatalf("the pipe's %q was not handed over before more input", write)
+		}
+	}
+}
