@@ -2,6 +2,7 @@ package broker
 
 import (
 	"encoding/binary"
+	"net"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 	"github.com/valyala/bytebufferpool"
@@ -41,6 +42,9 @@ func (c *conn) write(out []byte) (int64, error) {
 	if len(c.vec) == 0 {
 		n, err := c.nc.Write(out)
 		return int64(n), err
+	}
+	if tcp, ok := c.nc.(*net.TCPConn); ok && c.fetch.sendfiles() {
+		return c.writeSendfile(tcp, out)
 	}
 	// WriteTo consumes the slice it is called on; c.vec keeps the
 	// backing array for the next response.

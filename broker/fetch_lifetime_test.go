@@ -172,19 +172,26 @@ func TestFetchWriteAcrossTruncate(t *testing.T) {
 // TestFetchFaultFailsCleanly: a log file cut under the broker (something
 // outside it truncating the file) makes its mapping fault. A response
 // holding views of it fails with an error that closes the connection,
-// whether written as a vector (the kernel's EFAULT) or copied (the
-// copy's fault caught by Guard), and the broker lives.
+// whether written as a vector (the kernel's EFAULT), by sendfile (the
+// file ends early) or copied (the copy's fault caught by Guard), and the
+// broker lives.
 func TestFetchFaultFailsCleanly(t *testing.T) {
 	for _, tc := range []struct {
 		name     string
 		vectored bool
-	}{{"vectored", true}, {"copied", false}} {
+		size     int
+		want     error
+	}{
+		{"vectored", true, 10000, syscall.EFAULT},
+		{"sendfile", true, sendfileMin + 1000, io.ErrUnexpectedEOF},
+		{"copied", false, 10000, fileops.ErrFault},
+	} {
 		t.Run(tc.name, func(t *testing.T) {
 			cfg := testConfig(t, t.TempDir())
 			b := startBroker(t, cfg)
 			cl := newClient(t, b.Addr())
 			createTopic(t, cl, "f", 1)
-			if rp := rawProduce(t, cl, "f", 0, rawBatch(-1, -1, -1, strings.Repeat("x", 10000))); rp.ErrorCode != 0 {
+			if rp := rawProduce(t, cl, "f", 0, rawBatch(-1, -1, -1, strings.Repeat("x", tc.size))); rp.ErrorCode != 0 {
 				t.Fatalf("produce: error %d", rp.ErrorCode)
 			}
 			files := logFiles(t, cfg.DataDir)
@@ -217,9 +224,12 @@ func TestFetchFaultFailsCleanly(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
+				if got := c.fetch.sendfiles(); got != (tc.size >= sendfileMin) {
+					t.Fatalf("a batch of %d bytes: sendfile %v", tc.size, got)
+				}
 				cut()
-				if _, err := c.write(out); !errors.Is(err, syscall.EFAULT) {
-					t.Fatalf("write from a cut file: %v, want EFAULT", err)
+				if _, err := c.write(out); !errors.Is(err, tc.want) {
+					t.Fatalf("write from a cut file: %v, want %v", err, tc.want)
 				}
 				return
 			}
@@ -231,8 +241,8 @@ func TestFetchFaultFailsCleanly(t *testing.T) {
 				t.Fatal(err)
 			}
 			cut()
-			if _, err := c.encodeFetch(1, resp.(*kmsg.FetchResponse)); !errors.Is(err, fileops.ErrFault) {
-				t.Fatalf("copy from a cut file: %v, want a fault", err)
+			if _, err := c.encodeFetch(1, resp.(*kmsg.FetchResponse)); !errors.Is(err, tc.want) {
+				t.Fatalf("copy from a cut file: %v, want %v", err, tc.want)
 			}
 		})
 	}

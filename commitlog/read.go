@@ -2,7 +2,9 @@ package commitlog
 
 import (
 	"fmt"
+	"os"
 	"sort"
+	"unsafe"
 )
 
 // View is one record read from the log. It holds a reference on the mapped
@@ -53,6 +55,22 @@ func (v *View) Pin() Pin {
 
 // Pin is a reference on a log file taken from a View (View.Pin).
 type Pin struct{ seg *segment }
+
+// FileRange returns the log file the Pin holds and the offset in it of
+// b, a slice of a record read through that file (View.Record), for a
+// reader that hands the bytes to sendfile(2) instead of loading them. ok
+// is false when b does not lie in the file's mapping. The file is open
+// until Release.
+func (p *Pin) FileRange(b []byte) (f *os.File, off int64, ok bool) {
+	if p.seg == nil || len(b) == 0 || len(p.seg.ro) == 0 {
+		return nil, 0, false
+	}
+	off = int64(uintptr(unsafe.Pointer(unsafe.SliceData(b))) - uintptr(unsafe.Pointer(unsafe.SliceData(p.seg.ro))))
+	if off < 0 || off+int64(len(b)) > p.seg.size {
+		return nil, 0, false
+	}
+	return p.seg.f, off, true
+}
 
 // Release drops the reference. Calling it again, or on the zero Pin, is a
 // no-op.

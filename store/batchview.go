@@ -1,6 +1,10 @@
 package store
 
-import "github.com/unilog/unilog/commitlog"
+import (
+	"os"
+
+	"github.com/unilog/unilog/commitlog"
+)
 
 // BatchView is a stored batch read in place: Bytes alias the commit log's
 // read-only mapping, so a fetch can hand them to the socket without
@@ -27,3 +31,8 @@ func (b *BatchView) Release() {
 	b.pin.Release()
 	b.Bytes = nil
 }
+
+// File returns the log file holding Bytes and their offset in it, for
+// sendfile(2); ok is false for a view that holds no file. The file is open
+// until Release.
+func (b *BatchView) File() (f *os.File, off int64, ok bool) { return b.pin.FileRange(b.Bytes) }
