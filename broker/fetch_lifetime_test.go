@@ -48,6 +48,16 @@ func holdFetch(t *testing.T, b *Broker, req *kmsg.FetchRequest) *heldFetch {
 // write sends the held response and returns the records the client reads.
 func (h *heldFetch) write(t *testing.T) []byte {
 	t.Helper()
+	rp := h.response(t).Topics[0].Partitions[0]
+	if rp.ErrorCode != 0 {
+		t.Fatalf("fetch error %d", rp.ErrorCode)
+	}
+	return rp.RecordBatches
+}
+
+// response sends the held response and returns it as the client reads it.
+func (h *heldFetch) response(t *testing.T) *kmsg.FetchResponse {
+	t.Helper()
 	if _, err := h.c.write(h.out); err != nil {
 		t.Fatal(err)
 	}
@@ -57,19 +67,22 @@ func (h *heldFetch) write(t *testing.T) []byte {
 	if !h.client.readResponse(resp) {
 		t.Fatal("connection closed instead of a response")
 	}
-	rp := resp.Topics[0].Partitions[0]
-	if rp.ErrorCode != 0 {
-		t.Fatalf("fetch error %d", rp.ErrorCode)
-	}
-	return rp.RecordBatches
+	return resp
 }
 
-// storedBatches is what the partition's batches in [from, to) read as,
+// storedBatches is what partition 0's batches in [from, to) read as,
 // copied.
 func storedBatches(t *testing.T, b *Broker, topic string, from, to int64) []byte {
 	t.Helper()
+	return storedPartition(t, b, topic, 0, from, to)
+}
+
+// storedPartition is what the partition's batches in [from, to) read as,
+// copied.
+func storedPartition(t *testing.T, b *Broker, topic string, partition int32, from, to int64) []byte {
+	t.Helper()
 	var out []byte
-	h := b.st.Partition(topic, 0)
+	h := b.st.Partition(topic, partition)
 	for off := from; off < to; {
 		var err error
 		out, _, off, err = h.ReadBatch(off, out)

@@ -4,8 +4,6 @@ import (
 	"bytes"
 	"strings"
 	"testing"
-
-	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
 // TestFetchSendfile: a response whose large batches go by sendfile,
@@ -34,27 +32,12 @@ func TestFetchSendfile(t *testing.T) {
 	if !h.c.fetch.sendfiles() {
 		t.Fatal("no batch of the response goes by sendfile")
 	}
-	if _, err := h.c.write(h.out); err != nil {
-		t.Fatal(err)
-	}
-	h.c.releaseResponse()
-	resp := kmsg.NewPtrFetchResponse()
-	resp.Version = 11
-	if !h.client.readResponse(resp) {
-		t.Fatal("connection closed instead of a response")
-	}
+	resp := h.response(t)
 	for _, rp := range resp.Topics[0].Partitions {
 		if rp.ErrorCode != 0 {
 			t.Fatalf("partition %d: error %d", rp.Partition, rp.ErrorCode)
 		}
-		var stored []byte
-		for off := int64(0); off < want[rp.Partition]; {
-			var err error
-			if stored, _, off, err = b.st.Partition("s", rp.Partition).ReadBatch(off, stored); err != nil {
-				t.Fatal(err)
-			}
-		}
-		if !bytes.Equal(rp.RecordBatches, stored) {
+		if stored := storedPartition(t, b, "s", rp.Partition, 0, want[rp.Partition]); !bytes.Equal(rp.RecordBatches, stored) {
 			t.Fatalf("partition %d: read %d bytes, stored %d, not the same", rp.Partition, len(rp.RecordBatches), len(stored))
 		}
 	}
