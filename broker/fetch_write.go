@@ -18,9 +18,11 @@ import (
 // the socket is given a vector (writev) of the encoded response around
 // them, so a record goes from the page cache to the socket in the
 // kernel's one copy instead of mapping → arena → response buffer →
-// socket. The views hold their log files, so retention deleting a file
-// while its bytes are being sent leaves them valid; they are released
-// once the response is written (conn.releaseResponse).
+// socket. Batches of sendfileMin and more skip even that copy: they go
+// by sendfile from the log file (fetch_sendfile.go). The views hold their
+// log files, so retention deleting a file while its bytes are being sent
+// leaves them valid; they are released once the response is written
+// (conn.releaseResponse).
 //
 // kmsg encodes a partition's records as one byte slice, which would have
 // to be a copy, so the response is encoded here as kmsg does for the
