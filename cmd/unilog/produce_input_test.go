@@ -1,7 +1,11 @@
 package main
 
 import (
+	"bufio"
+	"bytes"
 	"context"
+	"errors"
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
@@ -127,4 +131,41 @@ func TestReadChunksCuts(t *testing.T) {
 			t.Fatalf("the pipe's %q was not handed over before more input", write)
 		}
 	}
+}
+
+// FuzzReadChunks: readChunks splits any input into the lines, and fails on
+// the same overlong line, as bufio.Scanner's ScanLines with the same limit.
+func FuzzReadChunks(f *testing.F) {
+	for _, s := range []string{"", "a", "a\nb", "a\r\nb\r", "\n\n", "\r", strings.Repeat("x", 17) + "\ny", strings.Repeat("x", 16) + "\r\n"} {
+		f.Add([]byte(s))
+	}
+	const maxLine = 16
+	f.Fuzz(func(t *testing.T, in []byte) {
+		var want []string
+		var wantErr string
+		sc := bufio.NewScanner(bytes.NewReader(in))
+		sc.Buffer(make([]byte, maxLine+2), maxLine+2)
+		for sc.Scan() {
+			if len(sc.Bytes()) > maxLine {
+				wantErr = fmt.Sprintf("line %d is longer than %d bytes", len(want)+1, maxLine)
+				break
+			}
+			want = append(want, sc.Text())
+		}
+		if errors.Is(sc.Err(), bufio.ErrTooLong) {
+			wantErr = fmt.Sprintf("line %d is longer than %d bytes", len(want)+1, maxLine)
+		}
+		var got []string
+		err := readChunks(context.Background(), bytes.NewReader(in), maxLine, func(lines [][]byte) {
+			for _, l := range lines {
+				got = append(got, string(l))
+			}
+		})
+		if gotErr := fmt.Sprint(err); err == nil && wantErr != "" || err != nil && gotErr != wantErr {
+			t.Fatalf("%q: error %v, want %q", in, err, wantErr)
+		}
+		if !reflect.DeepEqual(got, want) {
+			t.Fatalf("%q: lines %q, want %q", in, got, want)
+		}
+	})
 }
