@@ -22,8 +22,12 @@ import (
 // A page the disk cannot return fails the sendfile with an error of the
 // write (EIO), as a writev's fault is EFAULT: the connection is closed.
 
-// sendfileMin is the smallest batch sent by sendfile.
-const sendfileMin = 64 << 10
+// sendfileMin is the smallest batch sent by sendfile. Each one also cuts
+// the writev around it in two, so a batch must save more copy than two
+// syscalls cost: reading back 100 partitions, 32 KiB took 15-28% less
+// broker CPU than 64 KiB, while 16 KiB and less lost at 1,000 partitions
+// (docs/BENCHMARKS.md).
+const sendfileMin = 32 << 10
 
 // sendfiles reports whether the response has a batch worth a sendfile.
 func (r *fetchRecords) sendfiles() bool {
