@@ -86,26 +86,47 @@ func (endless) Read(p []byte) (int, error) {
 // the caps allow, while a pipe's lines are handed over as soon as they
 // have arrived, without waiting for the next ones.
 func TestReadChunksCuts(t *testing.T) {
-	var in strings.Builder
-	const lines = chunkRecords + 1000
-	for range lines {
-		in.WriteString("k\tv\n")
-	}
-	path := filepath.Join(t.TempDir(), "in")
-	if err := os.WriteFile(path, []byte(in.String()), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	f, err := os.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	var sizes []int
-	if err := readChunks(context.Background(), f, 100, func(l [][]byte) { sizes = append(sizes, len(l)) }); err != nil {
-		t.Fatal(err)
-	}
-	if want := []int{chunkRecords, 1000}; !reflect.DeepEqual(sizes, want) {
-		t.Fatalf("a file of %d lines came in chunks of %v, want %v", lines, sizes, want)
+	long := strings.Repeat("v", 4000)
+	for _, tc := range []struct {
+		name  string
+		lines int
+		value string
+		want  []int // lines per chunk
+	}{
+		{name: "by lines", lines: chunkRecords + 1000, value: "v", want: []int{chunkRecords, 1000}},
+		// Lines of about 4 KiB: the 8,379th takes the first chunk past 32 MiB.
+		{name: "by bytes", lines: 8500, value: long, want: []int{8379, 121}},
+	} {
+		var in strings.Builder
+		for i := range tc.lines {
+			fmt.Fprintf(&in, "%d\t%s\n", i, tc.value)
+		}
+		path := filepath.Join(t.TempDir(), "in")
+		if err := os.WriteFile(path, []byte(in.String()), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		f, err := os.Open(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var sizes []int
+		n := 0
+		err = readChunks(context.Background(), f, 8000, func(l [][]byte) {
+			sizes = append(sizes, len(l))
+			for _, line := range l {
+				if want := fmt.Sprintf("%d\t%s", n, tc.value); string(line) != want {
+					t.Fatalf("%s: line %d is %.20q..., want %.20q...", tc.name, n, line, want)
+				}
+				n++
+			}
+		})
+		f.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !reflect.DeepEqual(sizes, tc.want) {
+			t.Fatalf("%s: a file of %d lines came in chunks of %v, want %v", tc.name, tc.lines, sizes, tc.want)
+		}
 	}
 
 	pr, pw := io.Pipe()
@@ -168,4 +189,29 @@ func FuzzReadChunks(f *testing.F) {
 			t.Fatalf("%q: lines %q, want %q", in, got, want)
 		}
 	})
+}
+
+// BenchmarkScanChunks reads the million row's input of one topic (200,000
+// keyed lines, 6 MB) from a file, as `produce --file` does.
+func BenchmarkScanChunks(b *testing.B) {
+	var in strings.Builder
+	for i := range 200_000 {
+		fmt.Fprintf(&in, "key-%d\tvalue %d\n", i, i)
+	}
+	path := filepath.Join(b.TempDir(), "in")
+	if err := os.WriteFile(path, []byte(in.String()), 0o644); err != nil {
+		b.Fatal(err)
+	}
+	b.SetBytes(int64(in.Len()))
+	b.ReportAllocs()
+	for b.Loop() {
+		f, err := os.Open(path)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if err := readChunks(context.Background(), f, maxProduceLine, func([][]byte) {}); err != nil {
+			b.Fatal(err)
+		}
+		f.Close()
+	}
 }
