@@ -27,9 +27,12 @@ type Machine struct {
 	Filesystem   string // of the benchmark directory
 	DiskFree     string
 	DiskRotation string
+	Costs        UnitCosts // zero when the probe failed (CostsErr)
+	CostsErr     error
 }
 
-// DescribeMachine reads /proc and the file system of dir.
+// DescribeMachine reads /proc and the file system of dir, and probes the
+// kernel's unit costs there (unitcost.go).
 func DescribeMachine(dir string) Machine {
 	m := Machine{NumCPU: runtime.NumCPU(), GoVersion: runtime.Version(), MaxMapCount: readLimit("/proc/sys/vm/max_map_count")}
 	m.CPU = procField("/proc/cpuinfo", "model name")
@@ -64,6 +67,7 @@ func DescribeMachine(dir string) Machine {
 	if unix.Statfs(dir, &fs) == nil {
 		m.DiskFree = bytesize.Format(int64(fs.Bavail) * fs.Bsize)
 	}
+	m.Costs, m.CostsErr = ProbeUnitCosts(dir)
 	return m
 }
 

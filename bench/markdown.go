@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"cmp"
 	"fmt"
+	"io"
 	"slices"
 	"strings"
 	"time"
@@ -33,15 +34,7 @@ func WriteMarkdown(path string, rep *Report, m Machine, info MarkdownInfo) error
 	fmt.Fprintf(&b, "```\n%s\n```\n\n", info.Command)
 
 	fmt.Fprintf(&b, "## Machine\n\n")
-	fmt.Fprintf(&b, "| | |\n|---|---|\n")
-	fmt.Fprintf(&b, "| CPU | %s, %d logical CPUs (nproc) |\n", m.CPU, m.NumCPU)
-	fmt.Fprintf(&b, "| Memory | %s |\n", m.MemTotal)
-	fmt.Fprintf(&b, "| Kernel | %s |\n", m.Kernel)
-	fmt.Fprintf(&b, "| Go | %s |\n", m.GoVersion)
-	fmt.Fprintf(&b, "| Benchmark file system | %s, %s, %s free |\n", m.Filesystem, m.DiskRotation, m.DiskFree)
-	fmt.Fprintf(&b, "| vm.dirty_ratio / vm.dirty_background_ratio | %s (about %s of dirty page cache before writers are throttled) |\n", m.DirtyRatio, m.DirtyLimit)
-	fmt.Fprintf(&b, "| read_ahead_kb of the device | %s |\n", m.ReadAheadKB)
-	fmt.Fprintf(&b, "| ulimit -n / vm.max_map_count | %d / %d |\n", m.NoFile, m.MaxMapCount)
+	WriteMachineRows(&b, m)
 	d := rep.Disk
 	mode := "O_DIRECT, 1 MiB aligned writes, fsync at the end"
 	if !d.Direct {
@@ -103,6 +96,27 @@ func WriteMarkdown(path string, rep *Report, m Machine, info MarkdownInfo) error
 		fmt.Fprintf(&b, "\n![write throughput vs partition count](%s)\n", info.Plot)
 	}
 	return writeSection(path, b.Bytes())
+}
+
+// WriteMachineRows writes the Markdown table of m: the host, its file
+// system and its kernel's unit costs. The storage report adds the disk's
+// probes below it.
+func WriteMachineRows(w io.Writer, m Machine) {
+	fmt.Fprintf(w, "| | |\n|---|---|\n")
+	fmt.Fprintf(w, "| CPU | %s, %d logical CPUs (nproc) |\n", m.CPU, m.NumCPU)
+	fmt.Fprintf(w, "| Memory | %s |\n", m.MemTotal)
+	fmt.Fprintf(w, "| Kernel | %s |\n", m.Kernel)
+	fmt.Fprintf(w, "| Go | %s |\n", m.GoVersion)
+	fmt.Fprintf(w, "| Benchmark file system | %s, %s, %s free |\n", m.Filesystem, m.DiskRotation, m.DiskFree)
+	fmt.Fprintf(w, "| vm.dirty_ratio / vm.dirty_background_ratio | %s (about %s of dirty page cache before writers are throttled) |\n", m.DirtyRatio, m.DirtyLimit)
+	fmt.Fprintf(w, "| read_ahead_kb of the device | %s |\n", m.ReadAheadKB)
+	fmt.Fprintf(w, "| ulimit -n / vm.max_map_count | %d / %d |\n", m.NoFile, m.MaxMapCount)
+	switch {
+	case m.CostsErr != nil:
+		fmt.Fprintf(w, "| The kernel's unit costs | not measured: %v |\n", m.CostsErr)
+	case m.Costs != UnitCosts{}:
+		fmt.Fprintf(w, "| The kernel's unit costs (CPU s/GB carry to another machine only as far as these do) | %s |\n", m.Costs)
+	}
 }
 
 // findings checks the two stated expectations against the results, for

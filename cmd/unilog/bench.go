@@ -31,6 +31,7 @@ func benchCommand() *cli.Command {
 			benchServeCommand(),
 			benchServingCommand(),
 			benchSectionCommand(),
+			benchMachineCommand(),
 		},
 	}
 }
