@@ -4,9 +4,12 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"os"
 	"syscall"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/unilog/unilog/store"
 )
 
 // Large batches of a Fetch response go to a plain TCP socket by
@@ -32,13 +35,20 @@ const sendfileMin = 32 << 10
 // sendfiles reports whether the response has a batch worth a sendfile.
 func (r *fetchRecords) sendfiles() bool {
 	for i := range r.views {
-		if len(r.views[i].Bytes) >= sendfileMin {
-			if _, _, ok := r.views[i].File(); ok {
-				return true
-			}
+		if _, _, ok := bySendfile(&r.views[i]); ok {
+			return true
 		}
 	}
 	return false
+}
+
+// bySendfile returns the log file and offset of v's bytes if v is a batch
+// to send by sendfile: large enough, and read through a log file.
+func bySendfile(v *store.BatchView) (f *os.File, off int64, ok bool) {
+	if len(v.Bytes) < sendfileMin {
+		return nil, 0, false
+	}
+	return v.File()
 }
 
 // writeSendfile writes the Fetch response whose head is head (encodeFetch)
@@ -74,8 +84,8 @@ func (c *conn) writeSendfile(tcp *net.TCPConn, head []byte) (int64, error) {
 			at = s.at
 			for i := s.from; i < s.to; i++ {
 				v := &c.fetch.views[i]
-				f, off, ok := v.File()
-				if !ok || len(v.Bytes) < sendfileMin {
+				f, off, ok := bySendfile(v)
+				if !ok {
 					vec = append(vec, v.Bytes)
 					continue
 				}
