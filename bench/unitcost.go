@@ -17,10 +17,10 @@ import (
 // request frame the pool has not got yet) and a page of the page cache
 // mapped into the process (a reader of the commit log's mapping). CPU
 // seconds per GB carry from one machine to another only as far as these
-// do: measured on the 2-core virtual machine of docs/BENCHMARKS.md, the
-// first touch of an anonymous page cost 13-15 µs and a system call 1.1 µs,
-// ten to fifty times what bare metal charges, so a figure dominated by
-// faults or calls says more about the host than about the code.
+// do. On the 2-core virtual machine of docs/BENCHMARKS.md (`unilog bench
+// machine`, four runs) the first touch of an anonymous page cost
+// 11.6-16.4 µs and a system call 0.98-1.19 µs, so there a figure
+// dominated by faults says as much about the host as about the code.
 type UnitCosts struct {
 	Syscall  time.Duration // one getppid(2), the cheapest call there is
 	AnonPage time.Duration // first write to a 4 KiB page of fresh anonymous memory
