@@ -39,6 +39,17 @@ type CompareConfig struct {
 	// files and state (consume queues, Kafka-layout segments, JetStream
 	// subjects): a broker's first minute is not its steady state.
 	Warm bool
+	// WarmRecords writes this many records before each measured run, at
+	// full speed from the load's producers, round robin, bounded by the
+	// load's Duration, unreported (with Warm, at least one per
+	// partition). One record per partition makes the files; a warm-up as
+	// large as the run also pays, before it is measured, what a system
+	// spends once in its first minute: the heap and request buffers grown
+	// from nothing, and unilog's consume queues promoted from the shared
+	// journal to files of their own at their 64th batch (at 1,000
+	// partitions 0.3-1.1 s of broker CPU in a 300,000-record run). The
+	// read-back reads the warm-up's records too.
+	WarmRecords int64
 	// HalfPeak reruns every configuration at half the rate its full-speed
 	// run reached in the same trial, for latency at a load the system can
 	// sustain. Half of the trial's own peak rather than of the median
@@ -90,6 +101,8 @@ type CompareRun struct {
 	Load        string `json:"load"`  // "peak", "half-peak" or the fixed rate, "N/s"
 	Trial       int    `json:"trial"` // 1..Trials; the warm-up run is not kept
 	Warm        bool   `json:"warm,omitempty"`
+	// WarmRecords is how many records were written before the run.
+	WarmRecords int64 `json:"warm_records,omitempty"`
 	// Transactional runs put their records in transactions.
 	Transactional bool    `json:"transactional,omitempty"`
 	Rate          float64 `json:"rate,omitempty"`
@@ -121,6 +134,15 @@ const (
 	LoadHalfPeak = "half-peak"
 )
 
+// warmRecords is how many records to write before a measured run over
+// parts partitions.
+func (c *CompareConfig) warmRecords(parts int) int64 {
+	if c.Warm {
+		return max(c.WarmRecords, int64(parts))
+	}
+	return c.WarmRecords
+}
+
 // loadAtRate is the load kind of a CompareConfig.Rate run.
 func loadAtRate(rate float64) string { return fmt.Sprintf("%.0f/s", rate) }
 
@@ -134,6 +156,8 @@ func (c *CompareConfig) validate() error {
 		return fmt.Errorf("bench: compare: trials %d: want at least 1 (0 is once)", c.Trials)
 	case c.Rate < 0:
 		return fmt.Errorf("bench: compare: rate %v: want 0 (none) or more", c.Rate)
+	case c.WarmRecords < 0:
+		return fmt.Errorf("bench: compare: warm-up records %d: want 0 (none) or more", c.WarmRecords)
 	}
 	for _, s := range c.Systems {
 		if !slices.Contains(Systems, s) {
@@ -269,8 +293,8 @@ func (p *runCounter) step() string {
 
 func (r *CompareRun) summary() string {
 	load := r.Load
-	if r.Warm {
-		load += ", warm"
+	if r.WarmRecords > 0 {
+		load += fmt.Sprintf(", after %d warm-up records", r.WarmRecords)
 	}
 	if r.Transactional {
 		load += ", transactional"
@@ -298,7 +322,7 @@ func compareOne(ctx context.Context, cfg *CompareConfig, ret *retirement, c comp
 	load := cfg.Load
 	load.Partitions, load.Rate = parts, rate
 	r = CompareRun{System: sys, Flush: flush, Partitions: parts, MessageSize: load.MessageSize, Producers: load.Producers,
-		Acks: cfg.Acks, Load: kind, Rate: rate, Warm: cfg.Warm, Transactional: c.txn}
+		Acks: cfg.Acks, Load: kind, Rate: rate, Transactional: c.txn}
 	switch sys {
 	case SystemJetStream:
 		r.Acks = -1
@@ -350,13 +374,17 @@ func compareOne(ctx context.Context, cfg *CompareConfig, ret *retirement, c comp
 		fail("creating the topic", err)
 		return r
 	}
-	if cfg.Warm {
-		// Round robin from partition 0: one record each.
-		warm := Load{Partitions: parts, MessageSize: load.MessageSize, Records: int64(parts), Producers: 1}
-		if w, err := produce(ctx, t, warm); err != nil || w.FirstError != "" {
-			fail("warming up", cmp.Or(err, errors.New(w.FirstError)))
+	if n := cfg.warmRecords(parts); n > 0 {
+		warm := Load{Partitions: parts, MessageSize: load.MessageSize, Records: n, Duration: load.Duration, Producers: load.Producers}
+		w, err := produce(ctx, t, warm)
+		if err == nil && w.FirstError != "" {
+			err = errors.New(w.FirstError)
+		}
+		if err != nil {
+			fail("warming up", err)
 			return r
 		}
+		r.Warm, r.WarmRecords = true, w.Records
 	}
 	cpu := func() (cpuSample, bool) {
 		s, err := sampleCPU(srv)
@@ -386,10 +414,7 @@ func compareOne(ctx context.Context, cfg *CompareConfig, ret *retirement, c comp
 	// Offsets count the transactions' markers too: read the records.
 	var want int64
 	if c.txn {
-		want = r.Records
-		if cfg.Warm {
-			want += int64(parts)
-		}
+		want = r.Records + r.WarmRecords
 	}
 	cr, err := consume(ctx, t, parts, want, cfg.Load.Duration, false)
 	r.Consume = &cr

@@ -3,6 +3,7 @@ package bench
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -94,6 +95,45 @@ func TestCompareTransactional(t *testing.T) {
 	}
 }
 
+// TestCompareWarmRecords: a warm-up of WarmRecords goes before every
+// measured run, plain and transactional, and counts in nothing measured
+// but the read-back, which reads it too; Warm alone writes one record per
+// partition.
+func TestCompareWarmRecords(t *testing.T) {
+	for _, c := range []struct {
+		name  string
+		warm  bool
+		n     int64
+		wantN int64
+	}{
+		{"records", false, 300, 300},
+		{"one per partition", true, 0, 3},
+		{"both", true, 2, 3},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			runs, err := Compare(context.Background(), CompareConfig{
+				Systems: []string{SystemUnilog}, Flushes: []string{"async"}, Partitions: []int{3},
+				Load: Load{MessageSize: 32, Records: 200, Producers: 2}, Acks: -1, Transactional: []bool{false, true},
+				CommitInterval: time.Millisecond, Warm: c.warm, WarmRecords: c.n, Dir: t.TempDir(), FileSize: 8 << 20,
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(runs) != 2 {
+				t.Fatalf("%d runs, want 2", len(runs))
+			}
+			for _, r := range runs {
+				if r.Error != "" || !r.Warm || r.WarmRecords != c.wantN || r.Records != 200 || r.Consume == nil || r.Consume.Records != 200+c.wantN {
+					t.Errorf("transactional %v run: %+v", r.Transactional, r)
+				}
+				if !strings.Contains(r.summary(), fmt.Sprintf("after %d warm-up records", c.wantN)) {
+					t.Errorf("summary %q does not give the warm-up", r.summary())
+				}
+			}
+		})
+	}
+}
+
 // TestCompareRejects checks the configuration errors Compare reports
 // before starting anything.
 func TestCompareRejects(t *testing.T) {
@@ -112,6 +152,7 @@ func TestCompareRejects(t *testing.T) {
 		{"transactional acks 1", func(c *CompareConfig) { c.Acks, c.Transactional = 1, []bool{true} }},
 		{"no dir", func(c *CompareConfig) { c.Dir = "" }},
 		{"negative rate", func(c *CompareConfig) { c.Rate = -1 }},
+		{"negative warm-up", func(c *CompareConfig) { c.WarmRecords = -1 }},
 	} {
 		cfg := ok
 		c.edit(&cfg)

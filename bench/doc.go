@@ -28,7 +28,9 @@
 // gets the same bound of unacknowledged records per producer
 // (KafkaClient.MaxInFlight, JetStream's pending publishes), and Warm writes
 // one record per partition before the measured run, so that per-partition
-// files created on first use are not counted as the steady state. Compare
+// files created on first use are not counted as the steady state
+// (WarmRecords writes as many records as asked, for a run past the
+// system's first minute). Compare
 // repeats every configuration in trials ordered like the storage ones,
 // after one unreported warm-up run; AggregateCompare makes the CompareRows
 // (median and min-max) the table and plot show, while the JSON keeps every

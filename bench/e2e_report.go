@@ -97,6 +97,18 @@ func WriteCompareMarkdown(path string, runs []CompareRun, info CompareInfo) erro
 	fmt.Fprintf(&b, "Every configuration runs %d times, interleaved: trial t starts t configurations further into the list, so no configuration "+
 		"always runs first or always follows the same one. %s Each figure is the median of the trials with their range (min–max); "+
 		"the JSON (`--json`) keeps every trial with its `trial` number and leaves the warm-up out.", max(c.Trials, 1), warm)
+	if c.WarmRecords > 0 || c.Warm {
+		n := fmt.Sprintf("%d records", c.WarmRecords)
+		if c.Warm {
+			n = fmt.Sprintf("max(%d records, one per partition)", c.WarmRecords)
+			if c.WarmRecords == 0 {
+				n = "one record per partition"
+			}
+		}
+		fmt.Fprintf(&b, " Every measured run follows, on the same system and topic, an unreported warm-up of %s at full speed from the same "+
+			"producers (bounded by the run's duration), so that it measures the system past its first minute (per-partition files and state, "+
+			"a heap and buffers grown from nothing); the read-back reads the warm-up's records too.", n)
+	}
 	if c.HalfPeak {
 		fmt.Fprintf(&b, " Every peak run is followed at once by a rerun rate-limited to half the rate that run reached (*half-peak*), "+
 			"for the latency at a load the system sustains: half of the trial's own peak, not of the median peak, so that the rerun "+

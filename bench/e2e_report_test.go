@@ -43,3 +43,39 @@ func TestWriteCompareMarkdownSections(t *testing.T) {
 		t.Errorf("markdown:\n%s", s)
 	}
 }
+
+// TestWriteCompareMarkdownWarm: the section says what warm-up went before
+// the measured runs, and says nothing of one when there was none.
+func TestWriteCompareMarkdownWarm(t *testing.T) {
+	runs := []CompareRun{{System: SystemUnilog, Flush: "async", Partitions: 10, Load: LoadPeak, Trial: 1}}
+	for _, c := range []struct {
+		name string
+		warm bool
+		n    int64
+		want string
+	}{
+		{"none", false, 0, ""},
+		{"records", false, 300000, "an unreported warm-up of 300000 records at full speed"},
+		{"one per partition", true, 0, "an unreported warm-up of one record per partition at full speed"},
+		{"both", true, 5, "an unreported warm-up of max(5 records, one per partition) at full speed"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "BENCHMARKS.md")
+			if err := WriteCompareMarkdown(path, runs, CompareInfo{Config: CompareConfig{Warm: c.warm, WarmRecords: c.n}}); err != nil {
+				t.Fatal(err)
+			}
+			b, err := os.ReadFile(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			s := string(b)
+			if c.want == "" {
+				if strings.Contains(s, "unreported warm-up of") {
+					t.Errorf("a warm-up is described where none ran:\n%s", s)
+				}
+			} else if !strings.Contains(s, c.want) {
+				t.Errorf("missing %q in:\n%s", c.want, s)
+			}
+		})
+	}
+}

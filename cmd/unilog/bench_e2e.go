@@ -171,6 +171,7 @@ func benchCompareCommand() *cli.Command {
 			&cli.IntFlag{Name: "trials", Value: 3, Usage: "runs of every configuration, interleaved; the table shows the median and min–max, --json every trial"},
 			&cli.BoolFlag{Name: "warm-up", Value: true, Usage: "run the first configuration once before the trials and report nothing of it (--warm-up=false to see the first-run bias)"},
 			&cli.BoolFlag{Name: "warm", Usage: "write one record to every partition before each measured run, so that it does not pay for creating per-partition files"},
+			&cli.Int64Flag{Name: "warm-records", Usage: "write `N` records (round robin, at full speed, bounded by --duration) before each measured run and report nothing of them, so that it measures the system past its first minute (a heap grown, consume queues promoted); the read-back reads them too"},
 			&cli.StringFlag{Name: "transactional", Value: "false", Usage: "producer kinds, comma separated, each run in turn like --flush: false (plain), true (a transactional id per producer, a transaction committed every --commit-interval, read back read_committed; needs --acks -1; not jetstream)"},
 			&cli.DurationFlag{Name: "commit-interval", Value: bench.DefaultCommitInterval, Usage: "how often a transactional producer commits (Kafka Streams' commit.interval.ms under exactly-once)"},
 			&cli.StringFlag{Name: "dir", Value: "bench-data", Usage: "directory for the systems' data (each run's is emptied after it and removed when all have run)"},
@@ -219,7 +220,7 @@ func runBenchCompare(c *cli.Context) error {
 		Systems: splitList(c.String("systems")), Flushes: splitList(c.String("flush")), Partitions: parts,
 		Load: load, Acks: kc.Acks, Linger: kc.Linger, BatchBytes: kc.BatchBytes, MaxInFlight: kc.MaxInFlight, Compression: kc.Compression,
 		Transactional: txns, CommitInterval: c.Duration("commit-interval"),
-		Warm: c.Bool("warm"), HalfPeak: c.Bool("half-peak"), Rate: rate, Trials: c.Int("trials"), WarmUp: c.Bool("warm-up"),
+		Warm: c.Bool("warm"), WarmRecords: c.Int64("warm-records"), HalfPeak: c.Bool("half-peak"), Rate: rate, Trials: c.Int("trials"), WarmUp: c.Bool("warm-up"),
 		Dir: c.String("dir"), FileSize: fileSize, StopWait: c.Duration("stop-wait"),
 	}
 	if c.String("json") == "" {
