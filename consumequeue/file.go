@@ -48,6 +48,9 @@ type file struct {
 	// zeroed is where the zeros written ahead of the entries end; no
 	// entry is at or past it (zeroahead.go). Guarded by mu.
 	zeroed int64
+	// stored counts the entries stored since the last flush took the
+	// file (unmapdirty.go). Guarded by mu.
+	stored int
 
 	// lru bookkeeping; elem is guarded by lru.mu.
 	elem     *lruElem
@@ -144,6 +147,7 @@ func (f *file) unmapLocked(sync bool) error {
 	}
 	var err error
 	if sync && f.dirty.Swap(false) {
+		f.unmapDirtyLocked()
 		if err = f.ops.Msync(f.path, f.m, 0); err != nil {
 			f.dirty.Store(true)
 			err = fmt.Errorf("consumequeue: msync %s: %w", f.path, err)
@@ -322,6 +326,7 @@ func (f *file) put(slot int, offset int64, e Entry) error {
 	if err := guard(f.path, func() { encodeEntry(f.slotBytes(slot), offset, e) }); err != nil {
 		return err
 	}
+	f.stored++
 	f.markDirty()
 	return nil
 }

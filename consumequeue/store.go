@@ -332,6 +332,7 @@ func (s *Store) flushFiles() error {
 		// Dirty flags are cleared before the call so that writes racing
 		// it stay dirty.
 		for _, f := range dirty {
+			f.unmapDirty()
 			f.dirty.Store(false)
 		}
 		if err := s.opts.FS.Syncfs(s.opts.Dir); err != nil {
@@ -382,6 +383,10 @@ func (s *Store) FlushFailed() bool { return s.failure() != nil }
 // sync makes a written file durable: msync while mapped, fdatasync through
 // a short-lived descriptor once the LRU has unmapped it.
 func (f *file) sync() error {
+	if !f.dirty.Load() {
+		return nil
+	}
+	f.unmapDirty()
 	f.mu.RLock()
 	defer f.mu.RUnlock()
 	if f.removed || !f.dirty.Swap(false) {

@@ -1,0 +1,57 @@
+package consumequeue
+
+import "golang.org/x/sys/unix"
+
+// Dirty pages leave the mapping before they are written back.
+//
+// The dispatcher stores entries through a writable shared mapping. To
+// write a dirty page back, the kernel first write-protects it in every
+// mapping that holds it (folio_mkclean), and each page-table entry it
+// changes there is a TLB flush of its own, an interprocessor interrupt to
+// the other cores running the broker's threads. On the 2-core virtual
+// machine of docs/BENCHMARKS.md that came to about 25 µs a page: a
+// checkpoint after a gigabyte at one partition msyncs about 10,000 queue
+// pages (32 bytes an entry, one entry a record), and that msync was 30% of
+// the broker's CPU samples over the 300,000-record run it fell in (perf,
+// smp_call_function_many_cond under page_vma_mkclean_one), holding the
+// file's read lock, so the dispatcher's appends to it, all that time.
+//
+// MADV_DONTNEED on a shared file mapping drops the page-table entries of
+// the range with one TLB flush for all of them; the pages stay in the page
+// cache with their data, and the dirty bits of the entries move to the
+// pages, so the flush that follows writes the same bytes and finds them
+// mapped nowhere. The next access to a page faults it back in: a read
+// maps it read-only (about 1.5 µs a page here, bench/unitcost.go), the
+// appender's next store into its tail page makes it writable again, once
+// a file per flush.
+
+// unmapDirtyMin is the fewest entries stored into a file since its last
+// flush for which its page-table entries are dropped: four pages of them.
+// Dropping costs one TLB flush for the call and a fault to map the tail
+// page again; a file holding a page or two of new entries, as each does at
+// 10,000 partitions, costs no more flushes when written back in place.
+// Dropping every file there raised a 1,500,000-record run's TLB flushes
+// from 4,592 to 41,136 and its page faults from 65,370 to 96,362 (perf
+// stat -e tlb:tlb_flush,page-faults on the broker), where at one partition
+// they fell from 15,982 to 104.
+const unmapDirtyMin = 4 * 4096 / EntrySize
+
+// unmapDirtyLocked drops the page-table entries of f's mapping ahead of a
+// flush when enough entries were stored since the last (unmapDirtyMin).
+// Best effort: if the kernel refuses, the flush cleans the pages one by
+// one as before. Caller holds mu for writing and f is mapped.
+func (f *file) unmapDirtyLocked() {
+	if f.stored >= unmapDirtyMin {
+		_ = unix.Madvise(f.m, unix.MADV_DONTNEED)
+	}
+	f.stored = 0
+}
+
+// unmapDirty is unmapDirtyLocked for a flush that holds no lock of f's.
+func (f *file) unmapDirty() {
+	f.mu.Lock()
+	if f.m != nil && !f.removed {
+		f.unmapDirtyLocked()
+	}
+	f.mu.Unlock()
+}

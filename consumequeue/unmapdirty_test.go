@@ -1,0 +1,95 @@
+package consumequeue
+
+import (
+	"encoding/binary"
+	"os"
+	"testing"
+	"unsafe"
+)
+
+// TestFlushUnmapsDirtyPages: a Flush leaves no page of the files it wrote
+// back in the store's page tables (unmapdirty.go) where at least
+// unmapDirtyMin entries went into each since the last, whether it msyncs
+// each file or, past syncfsThreshold, syncs the file system once; files
+// with fewer new entries keep their pages mapped; the entries read back
+// the same from the mapping and after a reopen.
+func TestFlushUnmapsDirtyPages(t *testing.T) {
+	for _, c := range []struct {
+		name           string
+		queues, recent int64
+		kept           bool
+	}{
+		{"msync per file", 1, 20_000, false},
+		{"syncfs", syncfsThreshold + 36, unmapDirtyMin, false},
+		{"msync per file, few entries", 1, unmapDirtyMin - 1, true},
+		{"syncfs, few entries", syncfsThreshold + 36, unmapDirtyMin - 1, true},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			dir := t.TempDir()
+			s := openStore(t, dir, 30_000, 0)
+			var qs []*Queue
+			for p := range c.queues {
+				q := mustQueue(t, s, "t", int32(p))
+				appendRange(t, q, 0, c.recent)
+				qs = append(qs, q)
+			}
+			mapped := func() (n int) {
+				for _, q := range qs {
+					for _, f := range q.snapshot() {
+						f.mu.RLock()
+						n += presentPages(t, f.m)
+						f.mu.RUnlock()
+					}
+				}
+				return n
+			}
+			if n := mapped(); n == 0 {
+				t.Fatal("no written page is mapped before the Flush: the test would show nothing")
+			}
+			if err := s.Flush(); err != nil {
+				t.Fatal(err)
+			}
+			if n := mapped(); (n != 0) != c.kept {
+				t.Errorf("%d pages of the flushed files mapped, want them kept: %v", n, c.kept)
+			}
+			for _, q := range qs {
+				checkRange(t, q, 0, c.recent)
+			}
+			if err := s.Close(); err != nil {
+				t.Fatal(err)
+			}
+			s = openStore(t, dir, 30_000, 0)
+			for p := range c.queues {
+				checkRange(t, mustQueue(t, s, "t", int32(p)), 0, c.recent)
+			}
+		})
+	}
+}
+
+// presentPages counts the pages of b present in this process's page
+// tables (/proc/self/pagemap, bit 63).
+func presentPages(t *testing.T, b []byte) int {
+	t.Helper()
+	if len(b) == 0 {
+		return 0
+	}
+	pm, err := os.Open("/proc/self/pagemap")
+	if err != nil {
+		t.Skipf("no pagemap: %v", err)
+	}
+	defer pm.Close()
+	ps := uintptr(os.Getpagesize())
+	first := uintptr(unsafe.Pointer(&b[0])) / ps
+	pages := (uintptr(len(b)) + ps - 1) / ps
+	buf := make([]byte, 8*pages)
+	if _, err := pm.ReadAt(buf, int64(first*8)); err != nil {
+		t.Fatalf("read pagemap: %v", err)
+	}
+	n := 0
+	for i := range pages {
+		if binary.LittleEndian.Uint64(buf[8*i:])&(1<<63) != 0 {
+			n++
+		}
+	}
+	return n
+}
