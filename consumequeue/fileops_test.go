@@ -37,31 +37,32 @@ func syncCalls(f *fileopstest.Faults) int {
 	return n
 }
 
-// TestFlushFailureIsSticky fails each kind of sync a Flush makes: msync of
-// a mapped file, fdatasync of one the LRU unmapped, fsync of a directory
-// that gained a queue, and syncfs when many files are dirty. The Flush and
+// TestFlushFailureIsSticky fails each kind of sync a Flush makes:
+// fdatasync of a mapped file and of one the LRU unmapped, fsync of a
+// directory that gained a queue, and syncfs when many files are dirty. The Flush and
 // every later one fail with ErrFlushFailed without syncing again (a retry
 // can succeed after the kernel dropped the dirty pages, and the dispatcher
 // would checkpoint entries that are gone), one error line is logged, and
 // after a restart every entry of the last good Flush is there.
 func TestFlushFailureIsSticky(t *testing.T) {
 	for _, tc := range []struct {
+		name  string
 		op    fileopstest.Op
 		dirty func(t *testing.T, s *Store)
 	}{
-		{fileopstest.Msync, func(t *testing.T, s *Store) { appendRange(t, mustQueue(t, s, "a", 0), 50, 100) }},
-		{fileopstest.Fdatasync, func(t *testing.T, s *Store) {
+		{"mapped", fileopstest.Fdatasync, func(t *testing.T, s *Store) { appendRange(t, mustQueue(t, s, "a", 0), 50, 100) }},
+		{"unmapped", fileopstest.Fdatasync, func(t *testing.T, s *Store) {
 			appendRange(t, mustQueue(t, s, "a", 0), 50, 100)
 			appendRange(t, mustQueue(t, s, "b", 0), 0, 10) // evicts a's dirty file (MaxMapped 1)
 		}},
-		{fileopstest.SyncDir, func(t *testing.T, s *Store) { appendRange(t, mustQueue(t, s, "new", 0), 0, 10) }},
-		{fileopstest.Syncfs, func(t *testing.T, s *Store) {
+		{"directory", fileopstest.SyncDir, func(t *testing.T, s *Store) { appendRange(t, mustQueue(t, s, "new", 0), 0, 10) }},
+		{"many files", fileopstest.Syncfs, func(t *testing.T, s *Store) {
 			for p := int32(0); p <= syncfsThreshold; p++ {
 				appendRange(t, mustQueue(t, s, "many", p), 0, 1)
 			}
 		}},
 	} {
-		t.Run(string(tc.op), func(t *testing.T) {
+		t.Run(tc.name, func(t *testing.T) {
 			dir := t.TempDir()
 			s, opts, faults, hook := faultyStore(t, dir, 1000, 1)
 			a := mustQueue(t, s, "a", 0)

@@ -380,33 +380,46 @@ func (s *Store) failure() error {
 // FlushFailed reports whether a Flush has failed (see Flush).
 func (s *Store) FlushFailed() bool { return s.failure() != nil }
 
-// sync makes a written file durable: msync while mapped, fdatasync through
-// a short-lived descriptor once the LRU has unmapped it.
+// sync makes a written file durable through a short-lived descriptor
+// (fdatasync, which writes the pages stored through the mapping as msync
+// would), holding none of f's locks while the disk works: msync under the
+// read lock held the dispatcher's appends to the file, and so every
+// acks=-1 produce to its partition, for the whole write-back of a
+// checkpoint. Entries stored before the dirty flag is taken are in the
+// page cache and written; those stored after mark the file dirty again
+// for the next flush.
 func (f *file) sync() error {
 	if !f.dirty.Load() {
 		return nil
 	}
-	f.unmapDirty()
-	f.mu.RLock()
-	defer f.mu.RUnlock()
+	f.mu.Lock()
 	if f.removed || !f.dirty.Swap(false) {
+		f.mu.Unlock()
 		return nil
 	}
-	var err error
 	if f.m != nil {
-		err = f.ops.Msync(f.path, f.m, 0)
-	} else {
-		var fd *os.File
-		if fd, err = os.OpenFile(f.path, os.O_RDWR, 0); err == nil {
-			err = f.ops.Fdatasync(fd)
-			_ = fd.Close()
-		}
+		f.unmapDirtyLocked()
 	}
-	if err != nil {
-		f.dirty.Store(true)
-		return fmt.Errorf("consumequeue: sync %s: %w", f.path, err)
+	f.mu.Unlock()
+	fd, err := os.OpenFile(f.path, os.O_RDWR, 0)
+	if err == nil {
+		err = f.ops.Fdatasync(fd)
+		_ = fd.Close()
 	}
-	return nil
+	if err == nil || errors.Is(err, os.ErrNotExist) && f.isRemoved() {
+		return nil
+	}
+	f.dirty.Store(true)
+	return fmt.Errorf("consumequeue: sync %s: %w", f.path, err)
+}
+
+// isRemoved reports whether the file was removed for good (a deleted
+// topic, a retention cut): its name may be gone, and nothing of it needs
+// to reach the disk.
+func (f *file) isRemoved() bool {
+	f.mu.RLock()
+	defer f.mu.RUnlock()
+	return f.removed
 }
 
 // all opens every queue on disk and returns every open queue, in no

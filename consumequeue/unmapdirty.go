@@ -13,8 +13,10 @@ import "golang.org/x/sys/unix"
 // checkpoint after a gigabyte at one partition msyncs about 10,000 queue
 // pages (32 bytes an entry, one entry a record), and that msync was 30% of
 // the broker's CPU samples over the 300,000-record run it fell in (perf,
-// smp_call_function_many_cond under page_vma_mkclean_one), holding the
-// file's read lock, so the dispatcher's appends to it, all that time.
+// smp_call_function_many_cond under page_vma_mkclean_one), and the
+// dispatcher's appends to the file waited all that time on the read lock
+// the msync held (sync now holds no lock of the file through its
+// write-back).
 //
 // MADV_DONTNEED on a shared file mapping drops the page-table entries of
 // the range with one TLB flush for all of them; the pages stay in the page

@@ -3,8 +3,14 @@ package consumequeue
 import (
 	"encoding/binary"
 	"os"
+	"path/filepath"
+	"strings"
+	"sync"
 	"testing"
+	"time"
 	"unsafe"
+
+	"github.com/unilog/unilog/internal/fileops/fileopstest"
 )
 
 // TestFlushUnmapsDirtyPages: a Flush leaves no page of the files it wrote
@@ -92,4 +98,53 @@ func presentPages(t *testing.T, b []byte) int {
 		}
 	}
 	return n
+}
+
+// TestFlushHoldsNoAppend: while a Flush waits for the disk on a queue
+// file, appends to that queue go on: sync holds none of the file's locks
+// through the write-back, which under a checkpoint held every acks=-1
+// produce to the partition.
+func TestFlushHoldsNoAppend(t *testing.T) {
+	s, _, faults, _ := faultyStore(t, t.TempDir(), 1000, 0)
+	q := mustQueue(t, s, "t", 0)
+	appendRange(t, q, 0, 100)
+	inQueue := string(filepath.Separator) + filepath.Join("t", "0") + string(filepath.Separator)
+	entered, release := make(chan struct{}, 1), make(chan struct{})
+	var once sync.Once
+	unblock := func() { once.Do(func() { close(release) }) }
+	t.Cleanup(unblock)
+	wait := func(path string) error {
+		if strings.Contains(path, inQueue) {
+			select {
+			case entered <- struct{}{}:
+			default:
+			}
+			<-release
+		}
+		return nil
+	}
+	faults.Set(fileopstest.Msync, wait)
+	faults.Set(fileopstest.Fdatasync, wait)
+	flushed := make(chan error, 1)
+	go func() { flushed <- s.Flush() }()
+	select {
+	case <-entered:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the Flush did not sync the queue file")
+	}
+	appended := make(chan error, 1)
+	go func() { appended <- q.Append(100, entryAt(100)) }()
+	select {
+	case err := <-appended:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("an append waited for the Flush's write-back")
+	}
+	unblock()
+	if err := <-flushed; err != nil {
+		t.Fatal(err)
+	}
+	checkRange(t, q, 0, 101)
 }
