@@ -31,10 +31,10 @@
 // of the entries the dispatcher writes zeros over the bytes they hold
 // already, 256 KiB at a time, so that the kernel makes the pages in its
 // write path rather than one fault per page of the stores (zeroahead.go).
-// Before a flush writes back a file that took many entries since the last,
-// its mapping's page-table entries are dropped in one call, so that the
-// write-back does not write-protect and TLB-flush each page
-// (unmapdirty.go).
+// Before a flush that syncs file by file writes back a file that took many
+// entries since the last, its mapping's page-table entries are dropped in
+// one call, so that the write-back does not write-protect and TLB-flush
+// each page (unmapdirty.go).
 //
 // # Small queues
 //

@@ -30,12 +30,14 @@ import "golang.org/x/sys/unix"
 // unmapDirtyMin is the fewest entries stored into a file since its last
 // flush for which its page-table entries are dropped: four pages of them.
 // Dropping costs one TLB flush for the call and a fault to map the tail
-// page again; a file holding a page or two of new entries, as each does at
-// 10,000 partitions, costs no more flushes when written back in place.
-// Dropping every file there raised a 1,500,000-record run's TLB flushes
-// from 4,592 to 41,136 and its page faults from 65,370 to 96,362 (perf
-// stat -e tlb:tlb_flush,page-faults on the broker), where at one partition
-// they fell from 15,982 to 104.
+// page again, so a file holding a page or two of new entries costs no
+// more flushes when written back in place. Only a flush that syncs file by
+// file drops them (at most syncfsThreshold files): past that, syncfs hands
+// the write-back to the kernel's flusher threads, and dropping every dirty
+// file of 10,000 partitions first raised a 1,500,000-record run's TLB
+// flushes from 4,592 to 41,136 and its page faults from 65,370 to 96,362
+// (perf stat -e tlb:tlb_flush,page-faults on the broker), where at one
+// partition they fell from 15,038 to 86.
 const unmapDirtyMin = 4 * 4096 / EntrySize
 
 // unmapDirtyLocked drops the page-table entries of f's mapping ahead of a
@@ -47,13 +49,4 @@ func (f *file) unmapDirtyLocked() {
 		_ = unix.Madvise(f.m, unix.MADV_DONTNEED)
 	}
 	f.stored = 0
-}
-
-// unmapDirty is unmapDirtyLocked for a flush that holds no lock of f's.
-func (f *file) unmapDirty() {
-	f.mu.Lock()
-	if f.m != nil && !f.removed {
-		f.unmapDirtyLocked()
-	}
-	f.mu.Unlock()
 }
