@@ -149,3 +149,32 @@ func TestFlushHoldsNoAppend(t *testing.T) {
 	}
 	checkRange(t, q, 0, 101)
 }
+
+// TestFlushCountsEntriesFromTheLastFlush: the entries that decide whether
+// a file's pages are dropped are those since the last flush on either
+// path: after a syncfs flush, a file that took fewer than unmapDirtyMin
+// more keeps its pages through the next, per-file, flush.
+func TestFlushCountsEntriesFromTheLastFlush(t *testing.T) {
+	s := openStore(t, t.TempDir(), 30_000, 0)
+	var qs []*Queue
+	for p := range int32(syncfsThreshold + 1) {
+		q := mustQueue(t, s, "t", p)
+		appendRange(t, q, 0, unmapDirtyMin-1)
+		qs = append(qs, q)
+	}
+	if err := s.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	appendRange(t, qs[0], unmapDirtyMin-1, unmapDirtyMin+1)
+	if err := s.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	f := qs[0].snapshot()[0]
+	f.mu.RLock()
+	n := presentPages(t, f.m)
+	f.mu.RUnlock()
+	if n == 0 {
+		t.Error("a file that took 2 entries since the last flush had its pages dropped")
+	}
+	checkRange(t, qs[0], 0, unmapDirtyMin+1)
+}
