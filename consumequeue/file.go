@@ -48,8 +48,9 @@ type file struct {
 	// zeroed is where the zeros written ahead of the entries end; no
 	// entry is at or past it (zeroahead.go). Guarded by mu.
 	zeroed int64
-	// stored counts the entries stored since the last flush took the
-	// file (unmapdirty.go). Guarded by mu.
+	// stored counts the entries stored since the file was last clean
+	// (unmapdirty.go): the first store after a flush took its dirty flag
+	// starts it again. Guarded by mu.
 	stored int
 
 	// lru bookkeeping; elem is guarded by lru.mu.
@@ -325,6 +326,9 @@ func (f *file) put(slot int, offset int64, e Entry) error {
 	f.zeroAheadLocked(int64(HeaderSize + (slot+1)*EntrySize))
 	if err := guard(f.path, func() { encodeEntry(f.slotBytes(slot), offset, e) }); err != nil {
 		return err
+	}
+	if !f.dirty.Load() {
+		f.stored = 0
 	}
 	f.stored++
 	f.markDirty()

@@ -48,5 +48,4 @@ func (f *file) unmapDirtyLocked() {
 	if f.stored >= unmapDirtyMin {
 		_ = unix.Madvise(f.m, unix.MADV_DONTNEED)
 	}
-	f.stored = 0
 }
