@@ -100,7 +100,6 @@ type CompareRun struct {
 	Acks        int    `json:"acks"`
 	Load        string `json:"load"`  // "peak", "half-peak" or the fixed rate, "N/s"
 	Trial       int    `json:"trial"` // 1..Trials; the warm-up run is not kept
-	Warm        bool   `json:"warm,omitempty"`
 	// WarmRecords is how many records were written before the run.
 	WarmRecords int64 `json:"warm_records,omitempty"`
 	// Transactional runs put their records in transactions.
@@ -384,7 +383,7 @@ func compareOne(ctx context.Context, cfg *CompareConfig, ret *retirement, c comp
 			fail("warming up", err)
 			return r
 		}
-		r.Warm, r.WarmRecords = true, w.Records
+		r.WarmRecords = w.Records
 	}
 	cpu := func() (cpuSample, bool) {
 		s, err := sampleCPU(srv)

@@ -123,7 +123,7 @@ func TestCompareWarmRecords(t *testing.T) {
 				t.Fatalf("%d runs, want 2", len(runs))
 			}
 			for _, r := range runs {
-				if r.Error != "" || !r.Warm || r.WarmRecords != c.wantN || r.Records != 200 || r.Consume == nil || r.Consume.Records != 200+c.wantN {
+				if r.Error != "" || r.WarmRecords != c.wantN || r.Records != 200 || r.Consume == nil || r.Consume.Records != 200+c.wantN {
 					t.Errorf("transactional %v run: %+v", r.Transactional, r)
 				}
 				if !strings.Contains(r.summary(), fmt.Sprintf("after %d warm-up records", c.wantN)) {
