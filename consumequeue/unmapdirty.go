@@ -8,12 +8,13 @@ import "golang.org/x/sys/unix"
 // write a dirty page back, the kernel first write-protects it in every
 // mapping that holds it (folio_mkclean), and each page-table entry it
 // changes there is a TLB flush of its own, an interprocessor interrupt to
-// the other cores running the broker's threads. On the 2-core virtual
-// machine of docs/BENCHMARKS.md that came to about 25 µs a page: a
-// checkpoint after a gigabyte at one partition msyncs about 10,000 queue
-// pages (32 bytes an entry, one entry a record), and that msync was 30% of
-// the broker's CPU samples over the 300,000-record run it fell in (perf,
-// smp_call_function_many_cond under page_vma_mkclean_one), and the
+// the other cores running the broker's threads (a hypercall on the
+// 2-core virtual machine of docs/BENCHMARKS.md). A checkpoint after a
+// gigabyte of 1 KiB records at one partition msyncs about 7,800 queue
+// pages (32 bytes an entry, one entry a record), and that msync was 30%
+// of the broker's CPU samples over the 300,000-record run it fell in
+// (perf, smp_call_function_many_cond under page_vma_mkclean_one): about
+// 0.25 s of the run's 0.85 s, so roughly 30 µs a page. And the
 // dispatcher's appends to the file waited all that time on the read lock
 // the msync held (sync now holds no lock of the file through its
 // write-back).
