@@ -26,13 +26,22 @@ var responseBuffers bytebufferpool.Pool
 // before it returns and Fetch keeps only topic names, which decoding
 // copies. Other frames are left to the garbage collector.
 func (b *Broker) recycleFrame(f *bytebufferpool.ByteBuffer, raw bool) {
-	if raw || len(f.B) < 2 {
-		return
-	}
-	switch kmsg.Key(binary.BigEndian.Uint16(f.B)) {
-	case kmsg.Produce, kmsg.Fetch:
+	if !raw && recycled(f.B) {
 		b.frames.put(f)
 	}
+}
+
+// recycled reports whether a frame that begins with head (at least its
+// API key) goes back to the pool once handled.
+func recycled(head []byte) bool {
+	if len(head) < 2 {
+		return false
+	}
+	switch kmsg.Key(binary.BigEndian.Uint16(head)) {
+	case kmsg.Produce, kmsg.Fetch:
+		return true
+	}
+	return false
 }
 
 // write writes the encoded response: out, or the vector of a Fetch

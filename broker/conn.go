@@ -261,8 +261,11 @@ func (c *conn) readFrame() (*bytebufferpool.ByteBuffer, error) {
 		return nil, err
 	}
 	c.readBody(true)
-	frame := c.b.frames.get(int(n))
-	reserved, err := c.readFrameBody(frame, int(n))
+	var reserved int64
+	frame, err := c.frameFor(int(n))
+	if err == nil {
+		reserved, err = c.readFrameBody(frame, int(n))
+	}
 	c.readBody(false)
 	if err != nil {
 		c.b.inflight.release(reserved)
@@ -273,6 +276,21 @@ func (c *conn) readFrame() (*bytebufferpool.ByteBuffer, error) {
 	}
 	c.b.metrics.bytesIn.Add(float64(4 + n))
 	return frame, nil
+}
+
+// frameFor takes the frame for an n-byte request from the pool. Its API
+// key decides which: a frame that comes back to the pool once handled
+// may take any kept frame that holds it. Peek waits for two bytes the
+// body is made of anyway, so it reserves and allocates nothing.
+func (c *conn) frameFor(n int) (*bytebufferpool.ByteBuffer, error) {
+	if c.auth.raw {
+		return c.b.frames.get(n, false), nil
+	}
+	head, err := c.r.Peek(2)
+	if err != nil {
+		return nil, err
+	}
+	return c.b.frames.get(n, recycled(head)), nil
 }
 
 func (c *conn) checkFrameSize(n int32) error {

@@ -28,20 +28,23 @@ func TestFramePool(t *testing.T) {
 		name    string
 		kept    []int // put in this order
 		get     int   // request size
+		back    bool  // the request's frame comes back to the pool
 		gotCap  int   // 0: a new frame; -1: a small one from bytebufferpool
 		keptNow []int // after the get
 	}{
-		{"empty", nil, 1 << 20, 0, nil},
-		{"smallest that fits", []int{64 << 10, 1 << 20, 2 << 20}, 900 << 10, 1 << 20, []int{64 << 10, 2 << 20}},
-		{"exact", []int{1 << 20}, 1 << 20, 1 << 20, nil},
-		{"too small", []int{1 << 20}, 1<<20 + 1, 0, []int{1 << 20}},
-		{"far too large for the request", []int{1 << 20}, 200 << 10, 0, []int{1 << 20}},
-		{"within the slack", []int{128 << 10}, 64 << 10, 128 << 10, nil},
-		{"a small request takes no kept frame", []int{64 << 10}, 100, -1, []int{64 << 10}},
-		{"a small frame is not kept in the list", []int{64<<10 - 1}, 64 << 10, 0, nil},
-		{"a frame above a quarter of the limit is not kept", []int{limit/4 + 1}, limit / 4, 0, nil},
-		{"room made by dropping smaller frames", []int{1 << 20, 1 << 20, 2 << 20, 2 << 20, 2 << 20, 2 << 20}, 1, 0, []int{2 << 20, 2 << 20, 2 << 20, 2 << 20}},
-		{"no room: the larger kept", []int{2 << 20, 2 << 20, 2 << 20, 2 << 20, 1 << 20}, 1, 0, []int{2 << 20, 2 << 20, 2 << 20, 2 << 20}},
+		{"empty", nil, 1 << 20, false, 0, nil},
+		{"smallest that fits", []int{64 << 10, 1 << 20, 2 << 20}, 900 << 10, false, 1 << 20, []int{64 << 10, 2 << 20}},
+		{"exact", []int{1 << 20}, 1 << 20, false, 1 << 20, nil},
+		{"too small", []int{1 << 20}, 1<<20 + 1, false, 0, []int{1 << 20}},
+		{"far too large for the request", []int{1 << 20}, 200 << 10, false, 0, []int{1 << 20}},
+		{"far larger, for a request whose frame comes back", []int{64 << 10, 2 << 20}, 200 << 10, true, 2 << 20, []int{64 << 10}},
+		{"within the slack", []int{128 << 10}, 64 << 10, false, 128 << 10, nil},
+		{"a small request takes no kept frame", []int{64 << 10}, 100, false, -1, []int{64 << 10}},
+		{"a small request whose frame comes back takes none either", []int{64 << 10}, 100, true, -1, []int{64 << 10}},
+		{"a small frame is not kept in the list", []int{64<<10 - 1}, 64 << 10, false, 0, nil},
+		{"a frame above a quarter of the limit is not kept", []int{limit/4 + 1}, limit / 4, false, 0, nil},
+		{"room made by dropping smaller frames", []int{1 << 20, 1 << 20, 2 << 20, 2 << 20, 2 << 20, 2 << 20}, 3 << 20, false, 0, []int{2 << 20, 2 << 20, 2 << 20, 2 << 20}},
+		{"no room: the larger kept", []int{2 << 20, 2 << 20, 2 << 20, 2 << 20, 1 << 20}, 3 << 20, false, 0, []int{2 << 20, 2 << 20, 2 << 20, 2 << 20}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -49,7 +52,7 @@ func TestFramePool(t *testing.T) {
 			for _, c := range tt.kept {
 				p.put(frameOf(c))
 			}
-			f := p.get(tt.get)
+			f := p.get(tt.get, tt.back)
 			if len(f.B) != 0 {
 				t.Errorf("got a frame of length %d, want 0", len(f.B))
 			}
@@ -83,7 +86,7 @@ func TestFramePoolSurvivesGC(t *testing.T) {
 	p.put(f)
 	runtime.GC()
 	runtime.GC()
-	if got := p.get(2 << 20); got != f {
+	if got := p.get(2<<20, true); got != f {
 		t.Fatalf("after two collections got a frame of cap %d, want the one kept", cap(got.B))
 	}
 }
@@ -112,5 +115,36 @@ func TestProduceFramesKept(t *testing.T) {
 	defer br.frames.mu.Unlock()
 	if n := len(br.frames.free); n == 0 || cap(br.frames.free[n-1].B) < len(value) {
 		t.Fatalf("kept frames of caps %v after five produces of 64 KiB records and ten collections", caps(br.frames))
+	}
+}
+
+// TestSmallerProduceTakesKeptFrame sends a 900 KiB produce request and then
+// one of 150 KiB through a real connection: the second takes the frame
+// the first left, and no new frame is made and kept beside it.
+func TestSmallerProduceTakesKeptFrame(t *testing.T) {
+	br := startBroker(t, testConfig(t, t.TempDir()))
+	cl := newClient(t, br.Addr())
+	createTopic(t, cl, "frames", 1)
+	produce := func(size int) {
+		t.Helper()
+		value := make([]byte, size)
+		rand.Read(value)
+		if r := rawProduce(t, cl, "frames", 0, rawBatch(-1, -1, -1, string(value))); r.ErrorCode != 0 {
+			t.Fatalf("produce of %d bytes: error code %d", size, r.ErrorCode)
+		}
+	}
+	kept := func() []*bytebufferpool.ByteBuffer {
+		br.frames.mu.Lock()
+		defer br.frames.mu.Unlock()
+		return slices.Clone(br.frames.free)
+	}
+	produce(900 << 10)
+	before := kept()
+	if len(before) != 1 || cap(before[0].B) < 900<<10 {
+		t.Fatalf("kept frames of caps %v after a 900 KiB produce, want one that held it", caps(br.frames))
+	}
+	produce(150 << 10)
+	if after := kept(); len(after) != 1 || after[0] != before[0] {
+		t.Fatalf("kept frames of caps %v after a 150 KiB produce, want the 900 KiB produce's frame alone (cap %d)", caps(br.frames), cap(before[0].B))
 	}
 }
