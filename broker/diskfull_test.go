@@ -13,6 +13,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/unilog/unilog/internal/fileops/fileopstest"
 	"github.com/unilog/unilog/internal/poll"
 )
 
@@ -136,7 +137,14 @@ func readOnlyMetric(t *testing.T, b *Broker) string {
 // RLIMIT_FSIZE too, so the fallback is exercised everywhere.
 func TestDiskFullReadOnly(t *testing.T) {
 	for _, kind := range []string{"tmpfs", "rlimit"} {
-		t.Run(kind, func(t *testing.T) { testDiskFullReadOnly(t, newSmallDisk(t, kind)) })
+		t.Run(kind, func(t *testing.T) {
+			// RLIMIT_FSIZE holds for go test's own log of opened files
+			// too: the limit is set in a child process without it.
+			if kind == "rlimit" && !fileopstest.InChild(t) {
+				return
+			}
+			testDiskFullReadOnly(t, newSmallDisk(t, kind))
+		})
 	}
 }
 

@@ -92,6 +92,9 @@ func TestExternalBodies(t *testing.T) {
 // memory that finds the disk full fails with ErrDiskFull, leaves no byte
 // after the write offset, and the log goes on.
 func TestExternalBodiesDiskFull(t *testing.T) {
+	if !fileopstest.InChild(t) {
+		return
+	}
 	const fileSize = 256 << 10
 	opts := testOptions(t, "", fileSize)
 	l := openLog(t, opts)
