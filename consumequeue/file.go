@@ -292,11 +292,14 @@ func (f *file) unlock() {
 	f.lru.use(f)
 }
 
-// markDirty records a write so that the next Flush msyncs this file.
-func (f *file) markDirty() {
+// markDirty records a write so that the next Flush syncs this file, and
+// reports whether the file was clean until this write.
+func (f *file) markDirty() (wasClean bool) {
 	if !f.dirty.Load() && f.dirty.CompareAndSwap(false, true) {
 		f.lru.addDirty(f)
+		return true
 	}
+	return false
 }
 
 // remove unmaps the file for good; later reads get errRemoved. With sync
@@ -327,10 +330,9 @@ func (f *file) put(slot int, offset int64, e Entry) error {
 	if err := guard(f.path, func() { encodeEntry(f.slotBytes(slot), offset, e) }); err != nil {
 		return err
 	}
-	if !f.dirty.Load() {
+	if f.markDirty() {
 		f.stored = 0
 	}
 	f.stored++
-	f.markDirty()
 	return nil
 }
