@@ -98,12 +98,14 @@ func WriteCompareMarkdown(path string, runs []CompareRun, info CompareInfo) erro
 		"always runs first or always follows the same one. %s Each figure is the median of the trials with their range (min–max); "+
 		"the JSON (`--json`) keeps every trial with its `trial` number and leaves the warm-up out.", max(c.Trials, 1), warm)
 	if c.WarmRecords > 0 || c.Warm {
-		n := fmt.Sprintf("%d records", c.WarmRecords)
-		if c.Warm {
+		var n string
+		switch {
+		case !c.Warm:
+			n = fmt.Sprintf("%d records", c.WarmRecords)
+		case c.WarmRecords == 0:
+			n = "one record per partition"
+		default:
 			n = fmt.Sprintf("max(%d records, one per partition)", c.WarmRecords)
-			if c.WarmRecords == 0 {
-				n = "one record per partition"
-			}
 		}
 		fmt.Fprintf(&b, " Every measured run follows, on the same system and topic, an unreported warm-up of %s at full speed from the same "+
 			"producers (bounded by the run's duration), so that it measures the system past its first minute (per-partition files and state, "+
