@@ -284,7 +284,7 @@ func (q *Queue) createFile(base, start int64) (*file, error) {
 	// it, which at 50,000 new partitions is seconds.
 	var m mmap.MMap
 	if err == nil {
-		m, err = mmap.MapRegion(fd, int(HeaderSize+q.epf*EntrySize), mmap.RDWR, 0, 0)
+		m, err = mmap.MapRegion(fd, int(size), mmap.RDWR, 0, 0)
 	}
 	if cerr := fd.Close(); err == nil {
 		err = cerr

@@ -1,11 +1,15 @@
 package consumequeue
 
 import (
+	"encoding/binary"
 	"errors"
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
+	"strings"
 	"testing"
+	"unsafe"
 )
 
 func TestGetAcrossFileBoundaries(t *testing.T) {
@@ -274,21 +278,92 @@ func TestFlush(t *testing.T) {
 	}
 }
 
-// TestGrowthKeepsMapping appends until a file has doubled several times and
-// checks that it stayed one mapping at the same address (growth is a
-// fallocate, not an unmap and remap) and that every entry reads back.
-func TestGrowthKeepsMapping(t *testing.T) {
+// TestGrowthKeepsPagesMapped appends until a file has doubled several
+// times and checks that every page holding entries is still in the
+// process's page tables (/proc/self/pagemap): growth extends the mapping
+// with mremap, which carries the pages along, where an unmap and a new
+// mapping would leave the pages written before the last growth to fault
+// in again. Every entry reads back.
+func TestGrowthKeepsPagesMapped(t *testing.T) {
 	s := openStore(t, t.TempDir(), 4096, 0)
 	q := mustQueue(t, s, "t", 0)
-	appendRange(t, q, 0, 1)
+	appendRange(t, q, 0, 1000)
 	f := q.snapshot()[0]
-	addr := &f.full[0]
-	appendRange(t, q, 1, 1000)
-	if got := len(f.m); got != int(sizeFor(999, f.epf)) {
-		t.Fatalf("file view %d bytes after 1,000 entries, want %d", got, sizeFor(999, f.epf))
+	f.mu.RLock()
+	size, mapped := len(f.m), len(f.mapped)
+	absent := absentPages(t, f.m[:HeaderSize+1000*EntrySize])
+	f.mu.RUnlock()
+	if size != int(sizeFor(999, f.epf)) || mapped != size {
+		t.Fatalf("file view %d bytes, mapping %d, after 1,000 entries, want both %d", size, mapped, sizeFor(999, f.epf))
 	}
-	if &f.full[0] != addr || s.MappedFiles() != 1 {
-		t.Fatalf("growth remapped the file (%d mapped)", s.MappedFiles())
+	if len(absent) > 0 {
+		t.Fatalf("pages %v of the entries are no longer mapped after growth", absent)
 	}
 	checkRange(t, q, 0, 1000)
+}
+
+// TestMappingsSharePageTables creates 256 files (9.6 MB at full size) and
+// checks that the process's page tables (VmPTE) grew by far less than the
+// 4 KiB per file that mapping each at its full size costs: each file is
+// mapped at its length, so neighbouring mappings share a page table.
+func TestMappingsSharePageTables(t *testing.T) {
+	s := openStore(t, t.TempDir(), DefaultEntriesPerFile, 0)
+	const n = 256
+	qs := make([]*Queue, n)
+	for p := range qs {
+		qs[p] = mustQueue(t, s, "t", int32(p))
+	}
+	before := vmPTE(t)
+	for _, q := range qs {
+		appendRange(t, q, 0, 1)
+	}
+	grown := vmPTE(t) - before
+	t.Logf("page tables grew by %d bytes for %d new files", grown, n)
+	if limit := int64(n * 4096 / 4); grown > limit {
+		t.Fatalf("page tables grew by %d bytes for %d new files, want at most %d", grown, n, limit)
+	}
+}
+
+// absentPages lists the pages of b, which starts on a page boundary, that
+// are not present in this process's page tables.
+func absentPages(t *testing.T, b []byte) []int {
+	t.Helper()
+	pm, err := os.Open("/proc/self/pagemap")
+	if err != nil {
+		t.Skipf("no pagemap: %v", err)
+	}
+	defer pm.Close()
+	base := uintptr(unsafe.Pointer(&b[0])) / uintptr(pageSize)
+	pages := (len(b) + pageSize - 1) / pageSize
+	buf := make([]byte, 8*pages)
+	if _, err := pm.ReadAt(buf, int64(base*8)); err != nil {
+		t.Fatal(err)
+	}
+	var absent []int
+	for i := range pages {
+		if binary.LittleEndian.Uint64(buf[8*i:])&(1<<63) == 0 {
+			absent = append(absent, i)
+		}
+	}
+	return absent
+}
+
+// vmPTE is this process's page-table memory in bytes.
+func vmPTE(t *testing.T) int64 {
+	t.Helper()
+	b, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		t.Skipf("no /proc/self/status: %v", err)
+	}
+	for line := range strings.Lines(string(b)) {
+		if v, ok := strings.CutPrefix(line, "VmPTE:"); ok {
+			kb, err := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "kB")), 10, 64)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return kb << 10
+		}
+	}
+	t.Skip("no VmPTE in /proc/self/status")
+	return 0
 }
