@@ -21,13 +21,13 @@
 // A file starts at 4 KiB and doubles as entries arrive, up to its full size
 // header+EntriesPerFile*32 (9.6 MB at the default 300,000 entries). Its size
 // is a function of the highest slot written alone. Growth is fallocate (so a
-// full disk is ErrDiskFull, not a SIGBUS on a write into a hole), then
-// mremap of the file's mapping to its new length: a file is mapped at its
-// length, and mremap carries the pages already mapped along, so growing
-// never faults on them again. (Mapped at their full size, every mapped file
-// had a page table of its own: 4 KiB of kernel memory a file, 40 MB of
-// VmPTE at 10,000 promoted partitions against 0.55 MB mapped at their
-// length, and a new file's first store made that table too.) Where the file system has no fallocate the new bytes are
+// full disk is ErrDiskFull, not a SIGBUS on a write into a hole), and, for
+// a file grown past its mapping, mremap: a file is mapped at its length or
+// 64 KiB, whichever is longer, and mremap carries the pages already mapped
+// along, so growing never faults on them again. (Mapped at their full
+// size, every mapped file had a page table of its own: 4 KiB of kernel
+// memory a file, 40 MB of VmPTE at 10,000 promoted partitions, and a new
+// file's first store made that table too.) Where the file system has no fallocate the new bytes are
 // written as zeros, never left as a sparse hole, and a failed write cuts
 // the file back to its old size. A new file gets its header right after creation; a crash
 // in between leaves an all-zero last file, which opening the queue removes. Ahead
@@ -286,9 +286,9 @@
 //     entry per partition (ext4 and xfs index large directories).
 //   - Memory: a mapped file's resident tail is one or two pages, so 50,000
 //     mapped files pin ~200-400 MB of page cache. Each mapping is as long
-//     as its file, so the mappings of young files sit side by side and
-//     share page tables; a file grown past 2 MiB (65,000 entries) has
-//     tables of its own, 4 KiB per 2 MiB mapped.
+//     as its file (64 KiB at least), so the mappings of young files sit
+//     side by side and share page tables, 32 to a table; a file grown past
+//     2 MiB (65,000 entries) has tables of its own, 4 KiB per 2 MiB mapped.
 //   - Start-up: opening the Store is constant; the first touch of each
 //     queue costs a readdir, one mmap and a short binary search, so
 //     TruncateFrom/DeleteBefore over all queues is linear in the partition

@@ -34,17 +34,16 @@ type file struct {
 	// miss it is meant to overlap). Written under mu with f.m.
 	addr atomic.Pointer[byte]
 	size atomic.Int64
-	// mapped is the file's mapping, at least as long as the file: a file
-	// is mapped at its length, and growth extends the mapping with
-	// mremap, which carries the page-table entries of the pages already
-	// mapped along (no fault on them again, no munmap and mmap). Mapping
-	// the full size (header+epf slots, 9.6 MB) instead gave every mapped
-	// file a page table of its own, 4 KiB of kernel memory (40 MB at
-	// 10,000 promoted partitions), which a new file's first store also had
-	// to make; mappings of a few pages sit side by side and share one.
-	// m is mapped cut to the file's length, the only bytes ever accessed
-	// (past the end of the file a mapping faults). Both are nil while
-	// unmapped.
+	// mapped is the file's mapping, mapLen of its length or longer, and
+	// growth past it extends it with mremap, which carries the page-table
+	// entries of the pages already mapped along (no fault on them again,
+	// no munmap and mmap). Mapping the full size (header+epf slots,
+	// 9.6 MB) instead gave every mapped file a page table of its own,
+	// 4 KiB of kernel memory (40 MB at 10,000 promoted partitions), which
+	// a new file's first store also had to make; short mappings sit side
+	// by side and share one. m is mapped cut to the file's length, the
+	// only bytes ever accessed (past the end of the file a mapping
+	// faults). Both are nil while unmapped.
 	mapped  mmap.MMap
 	m       []byte
 	removed bool
@@ -66,6 +65,19 @@ type file struct {
 }
 
 func (f *file) fullSize() int64 { return HeaderSize + int64(f.epf)*EntrySize }
+
+// minMapLen is the shortest mapping of a file. Mappings sit next to each
+// other, so one as long as its file could not grow in place: mremap moved
+// it, and a move flushes the old range from every core's TLB, 25 µs a
+// growth on the machine of docs/BENCHMARKS.md (2,000 growths of 4 and
+// 8 KiB files at 1,000 partitions took 0.05 s of samples). 64 KiB holds
+// 2,047 entries, so a young queue's file grows four times before its
+// mapping first moves, and 32 mappings still share a page table.
+const minMapLen = 64 << 10
+
+// mapLen is the length to map a file of size bytes at: minMapLen or size,
+// whichever is longer, within the full size.
+func (f *file) mapLen(size int64) int64 { return min(max(size, minMapLen), f.fullSize()) }
 
 // slotBytes returns the bytes of slot in the mapping, or nil when the file
 // is not (yet) that large. Caller holds mu and f.m != nil.
@@ -94,11 +106,11 @@ func (f *file) mapLocked() error {
 	if st.Size() < HeaderSize || st.Size() > f.fullSize() {
 		return fmt.Errorf("consumequeue: %s: size %d outside [%d, %d]: %w", f.path, st.Size(), HeaderSize, f.fullSize(), ErrCorrupt)
 	}
-	m, err := mmap.MapRegion(fd, int(st.Size()), mmap.RDWR, 0, 0)
+	m, err := mmap.MapRegion(fd, int(f.mapLen(st.Size())), mmap.RDWR, 0, 0)
 	if err != nil {
 		return fmt.Errorf("consumequeue: mmap %s: %w", f.path, err)
 	}
-	if err := f.checkHeader(m); err != nil {
+	if err := f.checkHeader(m[:st.Size()]); err != nil {
 		_ = m.Unmap()
 		return err
 	}
@@ -195,7 +207,7 @@ func (f *file) resizeLocked(size int64) error {
 		return fmt.Errorf("consumequeue: truncate %s to %d: %w", f.path, size, err)
 	}
 	if size > int64(len(f.mapped)) {
-		m, err := unix.Mremap(f.mapped, int(size), unix.MREMAP_MAYMOVE)
+		m, err := unix.Mremap(f.mapped, int(f.mapLen(size)), unix.MREMAP_MAYMOVE)
 		if err != nil {
 			return fmt.Errorf("consumequeue: mremap %s to %d: %w", f.path, size, err)
 		}

@@ -282,9 +282,10 @@ func (q *Queue) createFile(base, start int64) (*file, error) {
 	// so it is mapped through the descriptor at hand: reopening, stat-ing
 	// and checking the header just written cost as much again as creating
 	// it, which at 50,000 new partitions is seconds.
+	f := q.newFile(base)
 	var m mmap.MMap
 	if err == nil {
-		m, err = mmap.MapRegion(fd, int(size), mmap.RDWR, 0, 0)
+		m, err = mmap.MapRegion(fd, int(f.mapLen(size)), mmap.RDWR, 0, 0)
 	}
 	if cerr := fd.Close(); err == nil {
 		err = cerr
@@ -299,7 +300,6 @@ func (q *Queue) createFile(base, start int64) (*file, error) {
 	q.s.dirChanged(q.dir())
 	// The header's write made the file's first page, and no entry is in
 	// the file yet.
-	f := q.newFile(base)
 	f.setMapping(m, size, min(size, minFileSize))
 	return f, nil
 }

@@ -278,28 +278,32 @@ func TestFlush(t *testing.T) {
 	}
 }
 
-// TestGrowthKeepsPagesMapped appends until a file has doubled several
-// times and checks that every page holding entries is still in the
+// TestGrowthKeepsPagesMapped appends until a file's mapping has grown
+// twice and checks that every page holding entries is still in the
 // process's page tables (/proc/self/pagemap): growth extends the mapping
 // with mremap, which carries the pages along, where an unmap and a new
 // mapping would leave the pages written before the last growth to fault
 // in again. Every entry reads back.
 func TestGrowthKeepsPagesMapped(t *testing.T) {
-	s := openStore(t, t.TempDir(), 4096, 0)
+	s := openStore(t, t.TempDir(), 40_000, 0)
 	q := mustQueue(t, s, "t", 0)
-	appendRange(t, q, 0, 1000)
+	const n = 5000 // 160 KB: the mapping grows past minMapLen twice
+	appendRange(t, q, 0, n)
 	f := q.snapshot()[0]
 	f.mu.RLock()
 	size, mapped := len(f.m), len(f.mapped)
-	absent := absentPages(t, f.m[:HeaderSize+1000*EntrySize])
+	absent, err := absentPages(f.m[:HeaderSize+n*EntrySize])
 	f.mu.RUnlock()
-	if size != int(sizeFor(999, f.epf)) || mapped != size {
-		t.Fatalf("file view %d bytes, mapping %d, after 1,000 entries, want both %d", size, mapped, sizeFor(999, f.epf))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := sizeFor(n-1, f.epf); size != int(want) || mapped != size {
+		t.Fatalf("file view %d bytes, mapping %d, after %d entries, want both %d", size, mapped, n, want)
 	}
 	if len(absent) > 0 {
 		t.Fatalf("pages %v of the entries are no longer mapped after growth", absent)
 	}
-	checkRange(t, q, 0, 1000)
+	checkRange(t, q, 0, n)
 }
 
 // TestMappingsSharePageTables creates 256 files (9.6 MB at full size) and
@@ -326,18 +330,17 @@ func TestMappingsSharePageTables(t *testing.T) {
 
 // absentPages lists the pages of b, which starts on a page boundary, that
 // are not present in this process's page tables.
-func absentPages(t *testing.T, b []byte) []int {
-	t.Helper()
+func absentPages(b []byte) ([]int, error) {
 	pm, err := os.Open("/proc/self/pagemap")
 	if err != nil {
-		t.Skipf("no pagemap: %v", err)
+		return nil, err
 	}
 	defer pm.Close()
 	base := uintptr(unsafe.Pointer(&b[0])) / uintptr(pageSize)
 	pages := (len(b) + pageSize - 1) / pageSize
 	buf := make([]byte, 8*pages)
 	if _, err := pm.ReadAt(buf, int64(base*8)); err != nil {
-		t.Fatal(err)
+		return nil, err
 	}
 	var absent []int
 	for i := range pages {
@@ -345,7 +348,7 @@ func absentPages(t *testing.T, b []byte) []int {
 			absent = append(absent, i)
 		}
 	}
-	return absent
+	return absent, nil
 }
 
 // vmPTE is this process's page-table memory in bytes.
