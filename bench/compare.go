@@ -46,8 +46,10 @@ type CompareConfig struct {
 	// large as the run also pays, before it is measured, what a system
 	// spends once in its first minute: the heap and request buffers grown
 	// from nothing, and unilog's consume queues promoted from the shared
-	// journal to files of their own at their 64th batch (at 1,000
-	// partitions 0.3-1.1 s of broker CPU in a 300,000-record run). The
+	// journal to files of their own at their 32nd to 64th entry (at 1,000
+	// partitions 0.3-1.1 s of broker CPU in a 300,000-record run; at
+	// 10,000 a warm-up needs more than 640,000 records for that). A server
+	// in a child process is then given time to go quiet (settle.go). The
 	// read-back reads the warm-up's records too.
 	WarmRecords int64
 	// HalfPeak reruns every configuration at half the rate its full-speed
@@ -102,6 +104,12 @@ type CompareRun struct {
 	Trial       int    `json:"trial"` // 1..Trials; the warm-up run is not kept
 	// WarmRecords is how many records were written before the run.
 	WarmRecords int64 `json:"warm_records,omitempty"`
+	// SettleS is how long the run waited after the warm-up for the
+	// server's CPU to go quiet (settle.go), and Settled whether it did
+	// within the load's duration (settleLimit without one). Only for a
+	// server in a child process, whose CPU is its own.
+	SettleS float64 `json:"settle_s,omitempty"`
+	Settled bool    `json:"settled,omitempty"`
 	// Transactional runs put their records in transactions.
 	Transactional bool    `json:"transactional,omitempty"`
 	Rate          float64 `json:"rate,omitempty"`
@@ -294,6 +302,12 @@ func (r *CompareRun) summary() string {
 	load := r.Load
 	if r.WarmRecords > 0 {
 		load += fmt.Sprintf(", after %d warm-up records", r.WarmRecords)
+		switch {
+		case r.Settled:
+			load += fmt.Sprintf(" and %.2f s for the server to go quiet", r.SettleS)
+		case r.SettleS > 0:
+			load += fmt.Sprintf(" (the server still busy %.2f s later)", r.SettleS)
+		}
 	}
 	if r.Transactional {
 		load += ", transactional"
@@ -384,6 +398,14 @@ func compareOne(ctx context.Context, cfg *CompareConfig, ret *retirement, c comp
 			return r
 		}
 		r.WarmRecords = w.Records
+		if cpuSeparable(srv) {
+			waited, quiet, err := waitQuiet(srv.CPU, settleInterval, cmp.Or(load.Duration, settleLimit))
+			if err != nil {
+				fail("waiting for the server to go quiet", err)
+				return r
+			}
+			r.SettleS, r.Settled = waited.Seconds(), quiet
+		}
 	}
 	cpu := func() (cpuSample, bool) {
 		s, err := sampleCPU(srv)

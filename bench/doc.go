@@ -30,7 +30,8 @@
 // one record per partition before the measured run, so that per-partition
 // files created on first use are not counted as the steady state
 // (WarmRecords writes as many records as asked, for a run past the
-// system's first minute). Compare
+// system's first minute, and then waits for a server in a child process
+// to go quiet). Compare
 // repeats every configuration in trials ordered like the storage ones,
 // after one unreported warm-up run; AggregateCompare makes the CompareRows
 // (median and min-max) the table and plot show, while the JSON keeps every

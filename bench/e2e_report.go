@@ -109,7 +109,9 @@ func WriteCompareMarkdown(path string, runs []CompareRun, info CompareInfo) erro
 		}
 		fmt.Fprintf(&b, " Every measured run follows, on the same system and topic, an unreported warm-up of %s at full speed from the same "+
 			"producers (bounded by the run's duration), so that it measures the system past its first minute (per-partition files and state, "+
-			"a heap and buffers grown from nothing); the read-back reads the warm-up's records too.", n)
+			"a heap and buffers grown from nothing); a system in a child process is then given until its CPU goes quiet (under a tenth of a core "+
+			"over a quarter second, within the run's duration), so that work the warm-up left behind does not fall into the run; "+
+			"the read-back reads the warm-up's records too.", n)
 	}
 	if c.HalfPeak {
 		fmt.Fprintf(&b, " Every peak run is followed at once by a rerun rate-limited to half the rate that run reached (*half-peak*), "+

@@ -150,6 +150,33 @@ func TestBenchCompareSmoke(t *testing.T) {
 	}
 }
 
+// TestBenchCompareWarmSettles: after a warm-up, a run whose server is a
+// child waits for the server's CPU to go quiet before it is measured, and
+// the JSON says how long it waited (TestSummaryGivesSettle: the summary).
+func TestBenchCompareWarmSettles(t *testing.T) {
+	t.Setenv(runMainEnv, "1")
+	dir := t.TempDir()
+	js := filepath.Join(dir, "c.json")
+	runBenchApp(t, "compare", "--systems", "unilog", "--flush", "async", "--partitions", "2", "--trials", "1",
+		"--warm-up=false", "--warm-records", "100", "--records", "200", "--message-size", "64", "--producers", "2",
+		"--linger", "1ms", "--duration", "20s", "--file-size", "8MiB", "--dir", filepath.Join(dir, "data"), "--json", js)
+	var runs []map[string]any
+	readJSON(t, js, &runs)
+	if len(runs) != 1 {
+		t.Fatalf("%d runs, want 1", len(runs))
+	}
+	r := runs[0]
+	if e, ok := r["error"]; ok {
+		t.Fatalf("run failed: %v", e)
+	}
+	if r["warm_records"] != 100.0 || r["settled"] != true {
+		t.Fatalf("warm-up records %v, settled %v: want 100 and true", r["warm_records"], r["settled"])
+	}
+	if s, _ := r["settle_s"].(float64); s < 0.2 || s > 20 {
+		t.Errorf("settle_s %v, want at least one interval and under the duration", r["settle_s"])
+	}
+}
+
 // TestBenchCompareTrials runs a tiny compare of unilog and kfake (child
 // processes) with two trials, a warm-up and half-peak reruns, then a second
 // compare into its own section of the same file: the JSON keeps every
