@@ -34,7 +34,7 @@ type file struct {
 	// miss it is meant to overlap). Written under mu with f.m.
 	addr atomic.Pointer[byte]
 	size atomic.Int64
-	// mapped is the file's mapping, mapLen of its length or longer, and
+	// mapped is the file's mapping, at least mapLen(its length) long, and
 	// growth past it extends it with mremap, which carries the page-table
 	// entries of the pages already mapped along (no fault on them again,
 	// no munmap and mmap). Mapping the full size (header+epf slots,
