@@ -306,6 +306,32 @@ func TestGrowthKeepsPagesMapped(t *testing.T) {
 	checkRange(t, q, 0, n)
 }
 
+// TestGrowthAfterRemap: with one file mapped at a time, two queues take
+// turns, so each file is unmapped by the other's use, mapped again at its
+// length (64 KiB at least) and then grown past that mapping with mremap.
+// Every entry of both reads back, after the turns and after a reopen.
+func TestGrowthAfterRemap(t *testing.T) {
+	dir := t.TempDir()
+	s := openStore(t, dir, 40_000, 1)
+	qs := []*Queue{mustQueue(t, s, "t", 0), mustQueue(t, s, "t", 1)}
+	const n, turn = 6000, 700 // 192 KB a file: its mapping grows past 64 KiB twice
+	for from := int64(0); from < n; from += turn {
+		for _, q := range qs {
+			appendRange(t, q, from, min(from+turn, n))
+		}
+	}
+	for _, q := range qs {
+		checkRange(t, q, 0, n)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	s = openStore(t, dir, 40_000, 1)
+	for p := range int32(2) {
+		checkRange(t, mustQueue(t, s, "t", p), 0, n)
+	}
+}
+
 // TestMappingsSharePageTables creates 256 files (9.6 MB at full size) and
 // checks that the process's page tables (VmPTE) grew by far less than the
 // 4 KiB per file that mapping each at its full size costs: each file is
