@@ -1,7 +1,6 @@
 package consumequeue
 
 import (
-	"encoding/binary"
 	"errors"
 	"os"
 	"path/filepath"
@@ -9,7 +8,6 @@ import (
 	"strconv"
 	"strings"
 	"testing"
-	"unsafe"
 )
 
 func TestGetAcrossFileBoundaries(t *testing.T) {
@@ -290,18 +288,16 @@ func TestGrowthKeepsPagesMapped(t *testing.T) {
 	const n = 5000 // 160 KB: the mapping grows past minMapLen twice
 	appendRange(t, q, 0, n)
 	f := q.snapshot()[0]
+	pages := (HeaderSize + n*EntrySize + pageSize - 1) / pageSize
 	f.mu.RLock()
 	size, mapped := len(f.m), len(f.mapped)
-	absent, err := absentPages(f.m[:HeaderSize+n*EntrySize])
+	present := presentPages(t, f.m[:HeaderSize+n*EntrySize])
 	f.mu.RUnlock()
-	if err != nil {
-		t.Fatal(err)
-	}
 	if want := sizeFor(n-1, f.epf); size != int(want) || mapped != size {
 		t.Fatalf("file view %d bytes, mapping %d, after %d entries, want both %d", size, mapped, n, want)
 	}
-	if len(absent) > 0 {
-		t.Fatalf("pages %v of the entries are no longer mapped after growth", absent)
+	if present != pages {
+		t.Fatalf("%d of the %d pages of entries still mapped after growth, want all", present, pages)
 	}
 	checkRange(t, q, 0, n)
 }
@@ -352,29 +348,6 @@ func TestMappingsSharePageTables(t *testing.T) {
 	if limit := int64(n * 4096 / 4); grown > limit {
 		t.Fatalf("page tables grew by %d bytes for %d new files, want at most %d", grown, n, limit)
 	}
-}
-
-// absentPages lists the pages of b, which starts on a page boundary, that
-// are not present in this process's page tables.
-func absentPages(b []byte) ([]int, error) {
-	pm, err := os.Open("/proc/self/pagemap")
-	if err != nil {
-		return nil, err
-	}
-	defer pm.Close()
-	base := uintptr(unsafe.Pointer(&b[0])) / uintptr(pageSize)
-	pages := (len(b) + pageSize - 1) / pageSize
-	buf := make([]byte, 8*pages)
-	if _, err := pm.ReadAt(buf, int64(base*8)); err != nil {
-		return nil, err
-	}
-	var absent []int
-	for i := range pages {
-		if binary.LittleEndian.Uint64(buf[8*i:])&(1<<63) == 0 {
-			absent = append(absent, i)
-		}
-	}
-	return absent, nil
 }
 
 // vmPTE is this process's page-table memory in bytes.
