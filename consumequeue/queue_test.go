@@ -2,10 +2,10 @@ package consumequeue
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
-	"strconv"
 	"strings"
 	"testing"
 )
@@ -359,9 +359,9 @@ func vmPTE(t *testing.T) int64 {
 	}
 	for line := range strings.Lines(string(b)) {
 		if v, ok := strings.CutPrefix(line, "VmPTE:"); ok {
-			kb, err := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "kB")), 10, 64)
-			if err != nil {
-				t.Fatal(err)
+			var kb int64
+			if _, err := fmt.Sscanf(v, "%d kB", &kb); err != nil {
+				t.Fatalf("VmPTE:%q: %v", v, err)
 			}
 			return kb << 10
 		}
