@@ -68,9 +68,10 @@ func (f *file) fullSize() int64 { return HeaderSize + int64(f.epf)*EntrySize }
 
 // minMapLen is the shortest mapping of a file. Mappings sit next to each
 // other, so one as long as its file could not grow in place: mremap moved
-// it, and a move flushes the old range from every core's TLB, 25 µs a
-// growth on the machine of docs/BENCHMARKS.md (2,000 growths of 4 and
-// 8 KiB files at 1,000 partitions took 0.05 s of samples). 64 KiB holds
+// it, and a move flushes the old range from every core's TLB: on the
+// machine of docs/BENCHMARKS.md, at 1,000 partitions, the growths of 4
+// and 8 KiB files (two a queue) had 0.05 s of mremap in the broker's
+// samples, about 25 µs a growth. 64 KiB holds
 // 2,047 entries, so a young queue's file grows four times before its
 // mapping first moves, and 32 mappings still share a page table.
 const minMapLen = 64 << 10
