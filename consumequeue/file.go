@@ -95,7 +95,7 @@ func (f *file) mapLocked() error {
 	if f.removed {
 		return errRemoved
 	}
-	fd, err := os.OpenFile(f.path, os.O_RDWR, 0)
+	fd, err := fileops.Open(f.path, os.O_RDWR, 0)
 	if err != nil {
 		return fmt.Errorf("consumequeue: open %s: %w", f.path, err)
 	}
@@ -195,7 +195,7 @@ func (f *file) resizeLocked(size int64) error {
 	if int64(len(f.m)) == size {
 		return nil
 	}
-	fd, err := os.OpenFile(f.path, os.O_RDWR, 0)
+	fd, err := fileops.Open(f.path, os.O_RDWR, 0)
 	if err != nil {
 		return fmt.Errorf("consumequeue: open %s: %w", f.path, err)
 	}

@@ -11,6 +11,7 @@ import (
 	"sync/atomic"
 
 	"github.com/edsrzf/mmap-go"
+	"github.com/unilog/unilog/internal/fileops"
 )
 
 // ID names one queue.
@@ -267,7 +268,7 @@ func (q *Queue) appendFile(offset int64, e Entry, empty bool) error {
 // reaches the disk leaves an all-zero file, which openQueue removes.
 func (q *Queue) createFile(base, start int64) (*file, error) {
 	path := filepath.Join(q.dir(), fileName(base))
-	fd, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o644)
+	fd, err := fileops.Open(path, os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o644)
 	if err != nil {
 		return nil, fmt.Errorf("consumequeue: create %s: %w", path, err)
 	}

@@ -12,6 +12,7 @@ import (
 	"sync/atomic"
 
 	"github.com/sirupsen/logrus"
+	"github.com/unilog/unilog/internal/fileops"
 )
 
 // Store holds every queue under Options.Dir. Opening it reads nothing but
@@ -405,7 +406,7 @@ func (f *file) sync() error {
 		f.unmapDirtyLocked()
 	}
 	f.mu.Unlock()
-	fd, err := os.OpenFile(f.path, os.O_RDWR, 0)
+	fd, err := fileops.Open(f.path, os.O_RDWR, 0)
 	if err == nil {
 		err = f.ops.Fdatasync(fd)
 		_ = fd.Close()

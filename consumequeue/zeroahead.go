@@ -3,6 +3,7 @@ package consumequeue
 import (
 	"os"
 
+	"github.com/unilog/unilog/internal/fileops"
 	"golang.org/x/sys/unix"
 )
 
@@ -68,7 +69,7 @@ func (f *file) zeroAheadLocked(end int64) {
 		f.zeroed = to
 		return
 	}
-	fd, err := os.OpenFile(f.path, os.O_WRONLY, 0)
+	fd, err := fileops.Open(f.path, os.O_WRONLY, 0)
 	if err != nil {
 		return
 	}
