@@ -36,6 +36,10 @@
 // Guard is the other half of living with mapped files: it turns the
 // SIGBUS of an access to a mapping whose page the disk cannot return, or
 // whose file was truncated, into an error.
+//
+// Open is os.OpenFile for the files the storage opens again and again (a
+// consume-queue file each time it grows): it skips the runtime's poller,
+// which refuses regular files after five system calls.
 package fileops
 
 import (
