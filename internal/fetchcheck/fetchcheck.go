@@ -44,7 +44,7 @@ type Config struct {
 	// Leader is the address fetched from, the partitions' leader; Seeds[0]
 	// when empty. (A client library sends a fetch to any broker it knows.)
 	Leader     string
-	Topic      string // exists, with Partitions partitions
+	Topic      string // exists, with Partitions partitions (Run waits until Leader lists it)
 	Partitions int32
 	// Produce is how long the producer writes; it stops sooner after
 	// Records records.
@@ -90,6 +90,9 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 	}
 	defer fetcher.Close()
 
+	if err := waitTopic(ctx, fetcher.SeedBrokers()[0], leader, cfg); err != nil {
+		return Result{}, err
+	}
 	p := &producer{end: make([]int64, cfg.Partitions)}
 	done := make(chan error, 1)
 	go func() { done <- p.run(ctx, prod, cfg) }()
@@ -121,6 +124,49 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 			ErrViolated, c.res.Violations, c.res.Fetches, c.res.Fetched, strings.Join(c.res.Samples, "\n"))
 	}
 	return c.res, nil
+}
+
+// waitTopic waits until the broker fetched from lists the topic with all its
+// partitions. A topic created through another node of a replica group
+// reaches the leader through the control plane a moment later, as Kafka's
+// brokers learn a topic from the controller after CreateTopics returns;
+// until then the leader answers UNKNOWN_TOPIC_OR_PARTITION, which a client
+// retries and the contract does not cover.
+func waitTopic(ctx context.Context, leader *kgo.Broker, addr string, cfg Config) error {
+	req := kmsg.NewPtrMetadataRequest()
+	rt := kmsg.NewMetadataRequestTopic()
+	rt.Topic = kmsg.StringPtr(cfg.Topic)
+	req.Topics = append(req.Topics, rt)
+	for {
+		kresp, err := leader.Request(ctx, req)
+		if err == nil && servesTopic(kresp.(*kmsg.MetadataResponse), cfg) {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("fetchcheck: %s has not listed topic %s with %d partitions (last error %v): %w",
+				addr, cfg.Topic, cfg.Partitions, err, ctx.Err())
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+}
+
+// servesTopic reports whether resp lists cfg's topic with every partition
+// and no error.
+func servesTopic(resp *kmsg.MetadataResponse, cfg Config) bool {
+	for _, t := range resp.Topics {
+		if t.Topic == nil || *t.Topic != cfg.Topic || t.ErrorCode != 0 {
+			continue
+		}
+		n := int32(0)
+		for _, p := range t.Partitions {
+			if p.ErrorCode == 0 && p.Partition >= 0 && p.Partition < cfg.Partitions {
+				n++
+			}
+		}
+		return n == cfg.Partitions
+	}
+	return false
 }
 
 // producer writes round robin and tracks, per partition, the offset
