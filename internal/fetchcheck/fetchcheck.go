@@ -133,7 +133,7 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 // until then the leader answers UNKNOWN_TOPIC_OR_PARTITION, which a client
 // retries and the contract does not cover.
 func waitTopic(ctx context.Context, leader *kgo.Broker, addr string, cfg Config) error {
-	req := kmsg.NewPtrMetadataRequest()
+	req := kmsg.NewPtrMetadataRequest() // AllowAutoTopicCreation false: asking creates nothing
 	rt := kmsg.NewMetadataRequestTopic()
 	rt.Topic = kmsg.StringPtr(cfg.Topic)
 	req.Topics = append(req.Topics, rt)
