@@ -17,10 +17,10 @@ import (
 // its path each time one grows, is mapped again or is synced on its own,
 // which at 10,000 partitions is thousands of opens a second while queues
 // are young. On the 2-core virtual machine of docs/BENCHMARKS.md an open,
-// fallocate and close of an existing file cost 17.5-24 µs of CPU through
-// os.OpenFile and 13-15 µs through Open (BenchmarkOpen). A file from Open
-// reads and writes in blocking mode, as one from os.OpenFile does once
-// epoll has refused it.
+// fallocate and close of an existing file took 13.3-15.4 µs through
+// os.OpenFile and 8.0-9.8 µs through Open (BenchmarkOpen, three runs of
+// 20,000). A file from Open reads and writes in blocking mode, as one from
+// os.OpenFile does once epoll has refused it.
 //
 // The descriptor is close-on-exec. Errors are *os.PathError, so
 // errors.Is(err, os.ErrNotExist) and the like hold as for os.OpenFile.
