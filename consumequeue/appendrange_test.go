@@ -94,6 +94,46 @@ func TestAppendRangeFailsMidway(t *testing.T) {
 	}
 }
 
+// TestAppendRangeSameBytes: a range goes into a file as one run of
+// stores (file.putRange), and must leave exactly the bytes the same
+// entries appended one by one leave: across the file's growth steps, its
+// zero-ahead chunks (8,192 entries) and the boundary to the next file,
+// for ranges of one, a few, a thousand and more than a chunk, and after
+// a reopen.
+func TestAppendRangeSameBytes(t *testing.T) {
+	const epf, total = 20_000, 50_000
+	one, ranges := t.TempDir(), t.TempDir()
+	s1, s2 := openStore(t, one, epf, 0), openStore(t, ranges, epf, 0)
+	q1, q2 := mustQueue(t, s1, "t", 0), mustQueue(t, s2, "t", 0)
+	widths := []int64{1, 7, 1000, 9000, 3, epf + 1}
+	for off, i := int64(0), 0; off < total; i++ {
+		n := min(widths[i%len(widths)], total-off)
+		e := entryAt(off)
+		for k := range n {
+			if err := q1.Append(off+k, e); err != nil {
+				t.Fatalf("append %d: %v", off+k, err)
+			}
+		}
+		if err := q2.AppendRange(off, n, e); err != nil {
+			t.Fatalf("append range %d+%d: %v", off, n, err)
+		}
+		off += n
+	}
+	if q2.MaxOffset() != total || len(q2.snapshot()) != 3 {
+		t.Fatalf("ranges: MaxOffset %d in %d files, want %d in 3", q2.MaxOffset(), len(q2.snapshot()), total)
+	}
+	for _, s := range []*Store{s1, s2} {
+		if err := s.Close(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	sameTree(t, readTree(t, ranges), readTree(t, one))
+	q := mustQueue(t, openStore(t, ranges, epf, 0), "t", 0)
+	if q.MinOffset() != 0 || q.MaxOffset() != total {
+		t.Fatalf("reopened: [%d, %d), want [0, %d)", q.MinOffset(), q.MaxOffset(), total)
+	}
+}
+
 func TestAppendRangeRules(t *testing.T) {
 	s := openStore(t, t.TempDir(), 8, 0)
 	q := mustQueue(t, s, "t", 0)

@@ -20,6 +20,24 @@ func BenchmarkAppend(b *testing.B) {
 			}
 		}
 	})
+	// One batch's records at a time into one queue, as the dispatcher
+	// indexes a batch of a producer to one partition (AppendRange: one
+	// entry per record, the batch's phys offset for each). ns/op is per
+	// entry.
+	for _, batch := range []int64{10, 100, 1000} {
+		b.Run(fmt.Sprintf("range-%d", batch), func(b *testing.B) {
+			s := openStore(b, b.TempDir(), 0, 0)
+			q := mustQueue(b, s, "t", 0)
+			b.ReportAllocs()
+			b.ResetTimer()
+			for off := int64(0); off < int64(b.N); off += batch {
+				n := min(batch, int64(b.N)-off)
+				if err := q.AppendRange(off, n, entryAt(off)); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
 	// 10,000 partitions round-robin, all mapped; then with MaxMapped a
 	// tenth of that, so that every append misses the LRU and evicts.
 	for _, bc := range []struct {

@@ -203,7 +203,7 @@ func (q *Queue) switchToFiles(pr *prepared) error {
 		if pr != nil && fe.Offset < pr.next {
 			continue
 		}
-		if err := q.appendFile(fe.Offset, fe.Entry, false); err != nil {
+		if _, err := q.appendFile(fe.Offset, 1, fe.Entry, false); err != nil {
 			fs := q.snapshot()
 			q.setFiles(nil)
 			return errors.Join(fmt.Errorf("consumequeue: promote %s/%d: %w", q.id.Topic, q.id.Partition, err), q.removeFiles(fs))

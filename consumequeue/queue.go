@@ -193,8 +193,11 @@ func (q *Queue) AppendRange(offset, count int64, e Entry) error {
 	}
 	end := offset
 	var err error
-	for ; end < offset+count; end++ {
-		if err = q.store(end, e, lo, end == offset && empty); err != nil {
+	for end < offset+count {
+		var n int64
+		n, err = q.store(end, offset+count-end, e, lo, end == offset && empty)
+		end += n
+		if err != nil {
 			break
 		}
 	}
@@ -221,31 +224,36 @@ func (q *Queue) lastTimestamp(hi int64) (int64, error) {
 	return q.lastTS, nil
 }
 
-// store writes e at offset, not yet published; lo is MinOffset as it will
-// be, empty says the queue holds no entry. Caller holds mu.
-func (q *Queue) store(offset int64, e Entry, lo int64, empty bool) error {
+// store writes e at offset and at up to count-1 offsets after it, not yet
+// published, and returns how many it wrote: one into a small queue (whose
+// promotion point is checked at each), as many as the file of offset
+// holds into a queue of files. lo is MinOffset as it will be, empty says
+// the queue holds no entry. Caller holds mu.
+func (q *Queue) store(offset, count int64, e Entry, lo int64, empty bool) (int64, error) {
 	if q.small.Load() {
 		if offset-lo >= q.promoteAt {
 			q.s.promoter.request(q)
 		}
 		if err := q.s.journal.add(q.sq, offset, e); err != nil {
-			return fmt.Errorf("consumequeue: append %s/%d: %w", q.id.Topic, q.id.Partition, err)
+			return 0, fmt.Errorf("consumequeue: append %s/%d: %w", q.id.Topic, q.id.Partition, err)
 		}
-		return nil
+		return 1, nil
 	}
-	return q.appendFile(offset, e, empty)
+	return q.appendFile(offset, count, e, empty)
 }
 
-// appendFile writes e at offset into the queue's files; empty says the
-// queue holds no entry (so offset may start it anew). Caller holds mu.
-func (q *Queue) appendFile(offset int64, e Entry, empty bool) error {
+// appendFile writes e at offset and the offsets after it, up to count or
+// the end of offset's file, into the queue's files, and returns how many
+// it wrote; empty says the queue holds no entry (so offset may start it
+// anew). Caller holds mu.
+func (q *Queue) appendFile(offset, count int64, e Entry, empty bool) (int64, error) {
 	fs := q.snapshot()
 	if empty && len(fs) > 0 {
 		// The files hold no entries, only the old MaxOffset; the new first
 		// file records the new start, exactly as a rebuild would write it.
 		q.setFiles(nil)
 		if err := q.removeFiles(fs); err != nil {
-			return err
+			return 0, err
 		}
 		fs = nil
 	}
@@ -256,12 +264,13 @@ func (q *Queue) appendFile(offset int64, e Entry, empty bool) error {
 	} else {
 		nf, err := q.createFile(base, offset)
 		if err != nil {
-			return err
+			return 0, err
 		}
 		q.setFiles(append(slices.Clip(fs), nf))
 		f = nf
 	}
-	return f.put(int(offset-base), offset, e)
+	n, err := f.putRange(int(offset-base), offset, int(min(count, base+q.epf-offset)), e)
+	return int64(n), err
 }
 
 // createFile makes a new file with its header. A crash before the header
