@@ -84,3 +84,63 @@ func TestPrefetchBesideEviction(t *testing.T) {
 		checkRange(t, q, epf+10, n)
 	}
 }
+
+// TestPrefetchHints: the hints Prefetch reads without a lock follow the
+// queue through everything that changes its files: tail is always the
+// last file, and next, where known, the address of the slot of
+// MaxOffset in it. A stale hint would only waste a prefetch, but a tail
+// that is not the last file would send appends to the wrong file
+// (appendFile takes it as the file to append to).
+func TestPrefetchHints(t *testing.T) {
+	const epf = 300
+	s := openStore(t, t.TempDir(), epf, 0)
+	q := mustQueue(t, s, "t", 0)
+	check := func(step string) {
+		t.Helper()
+		fs := q.snapshot()
+		var last *file
+		if len(fs) > 0 {
+			last = fs[len(fs)-1]
+		}
+		if got := q.tail.Load(); got != last {
+			t.Fatalf("%s: tail is not the last of %d files", step, len(fs))
+		}
+		next := q.next.Load()
+		if next == 0 {
+			return
+		}
+		hi := q.MaxOffset()
+		if last == nil || hi < last.base || hi >= last.base+epf {
+			t.Fatalf("%s: next set while MaxOffset %d is outside the last file", step, hi)
+		}
+		if want := last.slotAddr(int(hi - last.base)); next != want {
+			t.Fatalf("%s: next %#x, want the slot of MaxOffset %d at %#x", step, next, hi, want)
+		}
+	}
+	check("new queue")
+	appendRange(t, q, 0, 10)
+	check("first file")
+	if err := q.AppendRange(10, 2*epf, entryAt(10)); err != nil {
+		t.Fatal(err)
+	}
+	check("range across two file boundaries")
+	if err := q.TruncateFrom(entryAt(10).PhysOffset); err != nil {
+		t.Fatal(err)
+	}
+	check("range truncated away")
+	appendRange(t, q, 10, epf+20)
+	check("appended past the boundary again")
+	if err := s.DeleteBefore(entryAt(epf + 1).PhysOffset); err != nil {
+		t.Fatal(err)
+	}
+	check("first file deleted")
+	if err := q.Reset(5 * epf); err != nil {
+		t.Fatal(err)
+	}
+	check("reset")
+	if err := q.Append(5*epf, entryAt(5*epf)); err != nil {
+		t.Fatal(err)
+	}
+	check("append after reset")
+	checkRange(t, q, 5*epf, 5*epf+1)
+}

@@ -45,6 +45,16 @@ type Queue struct {
 	promoteAt int64
 	promoting atomic.Bool
 
+	// tail is the last of files, and next the address in its mapping of
+	// the slot the next entry goes to (0 if unknown): Prefetch's hints,
+	// read without a lock from the queue's own cache line, where reaching
+	// the same slot through files took three dependent misses (the
+	// slice's header, its array, the file) before the prefetch could be
+	// asked. next goes stale when the mapping moves or goes; a prefetch of
+	// a stale address is harmless.
+	tail atomic.Pointer[file]
+	next atomic.Uintptr
+
 	// lastTS is the Timestamp of the entry before lastTSAt, which AppendRange
 	// raises the next entry's to; it is known only while lastTSAt is
 	// MaxOffset (never 0 for a queue holding entries), so a truncation or
@@ -73,7 +83,15 @@ func (q *Queue) snapshot() []*file {
 	return nil
 }
 
-func (q *Queue) setFiles(fs []*file) { q.files.Store(&fs) }
+func (q *Queue) setFiles(fs []*file) {
+	q.files.Store(&fs)
+	var last *file
+	if len(fs) > 0 {
+		last = fs[len(fs)-1]
+	}
+	q.tail.Store(last)
+	q.next.Store(0)
+}
 
 // fileFor returns the file holding offset, or nil. Files are contiguous,
 // so this is arithmetic, not a search.
@@ -247,30 +265,43 @@ func (q *Queue) store(offset, count int64, e Entry, lo int64, empty bool) (int64
 // it wrote; empty says the queue holds no entry (so offset may start it
 // anew). Caller holds mu.
 func (q *Queue) appendFile(offset, count int64, e Entry, empty bool) (int64, error) {
+	base := offset - offset%q.epf
+	f := q.tail.Load()
+	if empty || f == nil || f.base != base {
+		var err error
+		if f, err = q.startFile(base, offset, empty); err != nil {
+			return 0, err
+		}
+	}
+	slot := int(offset - base)
+	n, err := f.putRange(slot, offset, int(min(count, base+q.epf-offset)), e)
+	q.next.Store(f.slotAddr(slot + n))
+	return int64(n), err
+}
+
+// startFile returns the file with slot 0 at base for an append at offset
+// that the last file does not take, creating it; empty says the queue
+// holds no entry. Caller holds mu.
+func (q *Queue) startFile(base, offset int64, empty bool) (*file, error) {
 	fs := q.snapshot()
 	if empty && len(fs) > 0 {
 		// The files hold no entries, only the old MaxOffset; the new first
 		// file records the new start, exactly as a rebuild would write it.
 		q.setFiles(nil)
 		if err := q.removeFiles(fs); err != nil {
-			return 0, err
+			return nil, err
 		}
 		fs = nil
 	}
-	base := offset - offset%q.epf
-	var f *file
 	if n := len(fs); n > 0 && fs[n-1].base == base {
-		f = fs[n-1]
-	} else {
-		nf, err := q.createFile(base, offset)
-		if err != nil {
-			return 0, err
-		}
-		q.setFiles(append(slices.Clip(fs), nf))
-		f = nf
+		return fs[n-1], nil
 	}
-	n, err := f.putRange(int(offset-base), offset, int(min(count, base+q.epf-offset)), e)
-	return int64(n), err
+	nf, err := q.createFile(base, offset)
+	if err != nil {
+		return nil, err
+	}
+	q.setFiles(append(slices.Clip(fs), nf))
+	return nf, nil
 }
 
 // createFile makes a new file with its header. A crash before the header

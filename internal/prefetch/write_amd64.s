@@ -1,8 +1,8 @@
 #include "textflag.h"
 
-// func Write(p unsafe.Pointer)
+// func Write(addr uintptr)
 TEXT ·Write(SB), NOSPLIT|NOFRAME, $0-8
-	MOVQ p+0(FP), AX
+	MOVQ addr+0(FP), AX
 	// PREFETCHW (AX), which the Go assembler does not name. CPUs without
 	// it (before Broadwell) execute it as a no-op.
 	BYTE $0x0F; BYTE $0x0D; BYTE $0x08

@@ -1,7 +1,7 @@
 #include "textflag.h"
 
-// func Write(p unsafe.Pointer)
+// func Write(addr uintptr)
 TEXT ·Write(SB), NOSPLIT|NOFRAME, $0-8
-	MOVD p+0(FP), R0
+	MOVD addr+0(FP), R0
 	PRFM (R0), PSTL1KEEP
 	RET

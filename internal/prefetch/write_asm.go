@@ -2,10 +2,6 @@
 
 package prefetch
 
-import "unsafe"
-
-// Write hints that the line holding p is about to be written. p need not
-// point at mapped memory.
-//
-//go:noescape
-func Write(p unsafe.Pointer)
+// Write hints that the line holding addr is about to be written. addr need
+// not be mapped: it may be an address kept from a mapping since unmapped.
+func Write(addr uintptr)

@@ -2,7 +2,5 @@
 
 package prefetch
 
-import "unsafe"
-
 // Write does nothing where no prefetch instruction is wired up.
-func Write(unsafe.Pointer) {}
+func Write(uintptr) {}

@@ -35,7 +35,7 @@ func TestWriteNeverFaults(t *testing.T) {
 		{"read-only", readOnly},
 		{"heap", unsafe.Pointer(&local[1])},
 	} {
-		t.Run(tc.name, func(t *testing.T) { Write(tc.p) })
+		t.Run(tc.name, func(t *testing.T) { Write(uintptr(tc.p)) })
 	}
 	if m[8] != 0 {
 		t.Fatalf("a prefetch changed memory: %d", m[8])
