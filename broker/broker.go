@@ -80,6 +80,11 @@ type Broker struct {
 	closing   chan struct{}
 	closeOnce sync.Once
 	closeErr  error
+	// refusing is closed when the Kafka listener is (StopAccepting);
+	// lnErr is what closing it returned.
+	refusing  chan struct{}
+	refuseOne sync.Once
+	lnErr     error
 
 	connMu sync.Mutex
 	conns  map[*conn]struct{}
@@ -200,14 +205,15 @@ func newBroker(cfg Config, wrap func(Storage) Storage) (_ *Broker, meta Metadata
 		return nil, meta, fmt.Errorf("broker: create %s: %w", txnStateTopic, err)
 	}
 	b := &Broker{
-		cfg:     cfg,
-		log:     cfg.Logger,
-		meta:    meta,
-		st:      cfg.Storage,
-		parts:   make(partitionStates),
-		closing: make(chan struct{}),
-		conns:   make(map[*conn]struct{}),
-		perHost: make(map[string]int),
+		cfg:      cfg,
+		log:      cfg.Logger,
+		meta:     meta,
+		st:       cfg.Storage,
+		parts:    make(partitionStates),
+		closing:  make(chan struct{}),
+		refusing: make(chan struct{}),
+		conns:    make(map[*conn]struct{}),
+		perHost:  make(map[string]int),
 
 		fetchSessions: newFetchSessions(maxFetchSessions, maxSessionPartitions),
 		now:           time.Now,
@@ -283,6 +289,8 @@ func (b *Broker) acceptLoop() {
 			select {
 			case <-b.closing:
 				return
+			case <-b.refusing:
+				return
 			default:
 			}
 			var ne net.Error
@@ -336,18 +344,34 @@ func (b *Broker) unregister(c *conn) {
 	b.connWG.Done()
 }
 
+// StopAccepting closes the Kafka listener: a broker on its way down
+// refuses new connections, and a client's dial fails and it asks another
+// broker, instead of having them accepted and then closed unanswered when
+// Close interrupts every connection. (franz-go takes an EOF on a
+// connection's first read for a configuration error, SASL missing, and
+// fails the records it was sending rather than retrying them.) Open
+// connections are served until Close. A leader calls it before handing its
+// lease over, during which its clients move to the new leader.
+func (b *Broker) StopAccepting() {
+	b.refuseOne.Do(func() {
+		close(b.refusing)
+		b.lnErr = b.ln.Close()
+	})
+}
+
 // Close stops accepting, lets every in-flight request finish (long polls
 // return what they have), then flushes and closes storage with a clean
 // checkpoint.
 func (b *Broker) Close() error {
 	b.closeOnce.Do(func() {
+		b.StopAccepting()
 		b.connMu.Lock()
 		close(b.closing)
 		for c := range b.conns {
 			c.interruptRead()
 		}
 		b.connMu.Unlock()
-		errs := []error{b.ln.Close()}
+		errs := []error{b.lnErr}
 		b.connWG.Wait()
 		if b.admin != nil {
 			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)

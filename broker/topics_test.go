@@ -1,9 +1,12 @@
 package broker
 
 import (
+	"errors"
 	"fmt"
 	"maps"
+	"net"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -215,6 +218,28 @@ func TestCloseEndsLongPoll(t *testing.T) {
 	}
 	if p := resp.Topics[0].Partitions[0]; p.ErrorCode != 0 || len(p.RecordBatches) != 0 {
 		t.Fatalf("long poll answered %v with %d bytes", kerr.ErrorForCode(p.ErrorCode), len(p.RecordBatches))
+	}
+}
+
+// TestStopAcceptingRefusesNewConnections: once a broker stops accepting
+// (a leader about to hand its lease over), a dial is refused, which a
+// client retries elsewhere, while an open connection is still answered;
+// Close then completes without error. Before, a connection dialed in the
+// shutdown was accepted and closed unanswered, an EOF on its first read
+// that franz-go fails records for.
+func TestStopAcceptingRefusesNewConnections(t *testing.T) {
+	b := startBroker(t, testConfig(t, t.TempDir()))
+	open := dialRaw(t, b.Addr())
+	b.StopAccepting()
+	b.StopAccepting() // idempotent, and Close after it too
+	if nc, err := net.DialTimeout("tcp", b.Addr(), 5*time.Second); err == nil {
+		nc.Close()
+		t.Fatal("a broker that stopped accepting took a new connection")
+	} else if !errors.Is(err, syscall.ECONNREFUSED) {
+		t.Fatalf("dial after StopAccepting: %v, want connection refused", err)
+	}
+	if _, ok := open.roundTrip(kmsg.NewPtrApiVersionsRequest()); !ok {
+		t.Fatal("an open connection was not answered after StopAccepting")
 	}
 }
 

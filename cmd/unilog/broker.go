@@ -271,7 +271,9 @@ func runBroker(c *cli.Context) error {
 	start := time.Now()
 	stopConsole()
 	// A leader hands its lease to an in-sync follower first, which takes
-	// the writes from here on; then the broker closes.
+	// the writes from here on; then the broker closes. It takes no new
+	// connection from here: its clients are on their way to the new leader.
+	b.StopAccepting()
 	cp.handOver(c.Duration("lease-duration"))
 	err = b.Close()
 	cp.close()
