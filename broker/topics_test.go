@@ -230,6 +230,12 @@ func TestCloseEndsLongPoll(t *testing.T) {
 func TestStopAcceptingRefusesNewConnections(t *testing.T) {
 	b := startBroker(t, testConfig(t, t.TempDir()))
 	open := dialRaw(t, b.Addr())
+	// Answered once, so the broker has accepted it: a connection the
+	// kernel completed but the broker had not accepted yet goes with the
+	// listener.
+	if _, ok := open.roundTrip(kmsg.NewPtrApiVersionsRequest()); !ok {
+		t.Fatal("a new connection was not answered")
+	}
 	b.StopAccepting()
 	b.StopAccepting() // idempotent, and Close after it too
 	if nc, err := net.DialTimeout("tcp", b.Addr(), 5*time.Second); err == nil {
