@@ -369,9 +369,8 @@ func (f *file) putRange(slot int, offset int64, n int, e Entry) (written int, er
 	}
 	err = guard(f.path, func() {
 		for ; written < n; written++ {
-			end := HeaderSize + (slot+written+1)*EntrySize
-			f.zeroAheadLocked(int64(end))
-			encodeEntry(f.m[end-EntrySize:end:end], offset+int64(written), e)
+			f.zeroAheadLocked(int64(HeaderSize + (slot+written+1)*EntrySize))
+			encodeEntry(f.slotBytes(slot+written), offset+int64(written), e)
 		}
 	})
 	if written > 0 {
