@@ -28,7 +28,47 @@ func TestCombine(t *testing.T) {
 	}
 }
 
+// TestX8nModP checks the tables' shift against the bit-by-bit one
+// (zlib's) for lengths up to 2^40, past the last table's reach, where no
+// buffer could be checksummed whole.
+func TestX8nModP(t *testing.T) {
+	ref := func(n int64) uint32 {
+		p, x := one, uint32(1)<<23 // x^0, x^8
+		for ; n != 0; n >>= 1 {
+			if n&1 != 0 {
+				p = multModP(x, p)
+			}
+			x = multModP(x, x)
+		}
+		return p
+	}
+	rng := rand.New(rand.NewPCG(3, 4))
+	ns := []int64{0, 1, 1<<powBits - 1, 1 << powBits, 1<<(2*powBits) - 1, 1 << (2 * powBits), 1<<(3*powBits) - 1, 1 << (3 * powBits), 1<<40 - 1}
+	for range 2000 {
+		ns = append(ns, rng.Int64N(1<<40)>>rng.IntN(40))
+	}
+	for _, n := range ns {
+		if got, want := x8nModP(n), ref(n); got != want {
+			t.Fatalf("x8nModP(%d) = %08x, bit by bit %08x", n, got, want)
+		}
+	}
+}
+
 func BenchmarkCombine(b *testing.B) {
+	// Lengths as a broker's batches have them, all different, so that
+	// the branch predictor cannot learn one.
+	rng := rand.New(rand.NewPCG(5, 6))
+	lens := make([]int64, 1024)
+	for i := range lens {
+		lens[i] = 4<<10 + rng.Int64N(60<<10)
+	}
+	b.Run("combine/varied", func(b *testing.B) {
+		var c uint32
+		for i := range b.N {
+			c = Combine(c, 1, lens[i%len(lens)])
+		}
+		_ = c
+	})
 	for _, n := range []int{1 << 10, 16 << 10, 1 << 20} {
 		buf := make([]byte, n)
 		b.Run(fmt.Sprintf("combine/%d", n), func(b *testing.B) {
