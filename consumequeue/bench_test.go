@@ -200,9 +200,11 @@ func BenchmarkCreate50000(b *testing.B) {
 // BenchmarkAppendAcrossFlushes appends one entry to each of 10,000 queues
 // per pass and flushes the store after every `passes` passes, as the
 // dispatcher's checkpoint does. Writeback write-protects every page it
-// cleans, so the first entry after a flush in each queue takes a write
-// fault (page_mkwrite): the faults/entry metric is about 1/passes, and
-// append-ns/entry (the appends alone, not the flush) shows what they cost.
+// cleans, so the first entry after a flush in each queue maps its tail
+// pages again (remapTailLocked; a write fault each before): the
+// faults/entry metric, which counts those pages as faults, is about
+// 1/passes, and append-ns/entry (the appends alone, not the flush) shows
+// what they cost.
 // One op is the passes and their flush.
 func BenchmarkAppendAcrossFlushes(b *testing.B) {
 	const parts = 10_000

@@ -300,9 +300,10 @@
 // fdatasync, directory fsync or one syncfs, see Scale), then records the
 // promotions whose files that made durable and fdatasyncs the journal.
 // Writeback leaves every page it cleaned write-protected, so the next
-// Append to each file flushed takes a page fault: callers flush seldom (the
-// dispatcher's checkpoint, every 10 s by default; BenchmarkAppendAcrossFlushes
-// shows the cost per entry). A failed Flush is
+// Append to each file flushed maps its tail pages again (one
+// MADV_POPULATE_WRITE, unmapdirty.go, where the stores had a fault each):
+// callers flush seldom (the dispatcher's checkpoint, every 10 s by default;
+// BenchmarkAppendAcrossFlushes shows the cost per entry). A failed Flush is
 // sticky: Linux may drop the dirty pages of a failed writeback and let a
 // retry succeed ("fsyncgate"), so every later Flush (and Close) fails with
 // ErrFlushFailed without syncing, one error line is logged and FlushFailed

@@ -49,6 +49,10 @@ type file struct {
 	removed bool
 
 	dirty atomic.Bool // written since the last msync
+	// flushed is set by a flush that wrote the file back: the pages at its
+	// tail are write-protected or unmapped since (unmapdirty.go), and the
+	// next store maps them again in one call (remapTailLocked).
+	flushed atomic.Bool
 
 	// zeroed is where the zeros written ahead of the entries end; no
 	// entry is at or past it (zeroahead.go). Guarded by mu.
@@ -366,6 +370,9 @@ func (f *file) putRange(slot int, offset int64, n int, e Entry) (written int, er
 		if err := f.resizeLocked(want); err != nil {
 			return 0, err
 		}
+	}
+	if f.flushed.Load() && f.flushed.Swap(false) {
+		f.remapTailLocked(slot)
 	}
 	err = guard(f.path, func() {
 		for ; written < n; written++ {

@@ -343,6 +343,11 @@ func (s *Store) flushFiles() error {
 		if err := s.opts.FS.Syncfs(s.opts.Dir); err != nil {
 			return fmt.Errorf("consumequeue: syncfs %s: %w", s.opts.Dir, err)
 		}
+		// After the write-back, not before: a store racing it would map
+		// pages that the write-back then protects again.
+		for _, f := range dirty {
+			f.flushed.Store(true)
+		}
 		return nil
 	}
 	var errs []error
@@ -411,7 +416,11 @@ func (f *file) sync() error {
 		err = f.ops.Fdatasync(fd)
 		_ = fd.Close()
 	}
-	if err == nil || errors.Is(err, os.ErrNotExist) && f.isRemoved() {
+	if err == nil {
+		f.flushed.Store(true)
+		return nil
+	}
+	if errors.Is(err, os.ErrNotExist) && f.isRemoved() {
 		return nil
 	}
 	f.dirty.Store(true)

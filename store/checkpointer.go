@@ -9,9 +9,9 @@ import (
 
 const (
 	// DefaultCheckpointInterval is long because each checkpoint costs the
-	// appender a page fault per queue it wrote since the last one (see
-	// "Checkpoints" in the package doc), and a crash costs only a replay of
-	// what was dispatched after it.
+	// appender a remap of the tail pages of each queue it wrote since the
+	// last one (see "Checkpoints" in the package doc), and a crash costs
+	// only a replay of what was dispatched after it.
 	DefaultCheckpointInterval = 10 * time.Second
 	// DefaultCheckpointBytes bounds that replay to about a second or two of
 	// recovery scanning at any produce rate.

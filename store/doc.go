@@ -49,11 +49,13 @@
 //
 // Why so seldom: writing back a page of a shared mapping write-protects
 // it, so after each queue flush the next entry of every queue written
-// since takes a write fault (ext4's page_mkwrite) in the dispatcher. With a
-// checkpoint a second, 10,000 partitions cost 10,000 faults a second
-// however few records arrived, and the store into the mapping was the
-// broker's largest cost (docs/BENCHMARKS.md, "Consume-queue checkpoints at
-// 10,000 partitions"). What a checkpoint buys is only a shorter replay
+// since maps its tail pages again (ext4's page_mkwrite) in the dispatcher:
+// a fault a page at first, now one MADV_POPULATE_WRITE a queue
+// (consumequeue's unmapdirty.go), still about 12 µs a queue on the
+// machine of docs/BENCHMARKS.md. With a checkpoint a second, 10,000
+// partitions cost 10,000 of them a second however few records arrived,
+// and the store into the mapping was the broker's largest cost
+// (docs/BENCHMARKS.md, "Consume-queue checkpoints at 10,000 partitions"). What a checkpoint buys is only a shorter replay
 // after a crash (recovery re-dispatches the log after it, at the speed of
 // a CRC scan), which CheckpointBytes bounds; the commit log's own flushed
 // mark, written at every log flush, keeps recovery's damage check as fresh
