@@ -80,11 +80,10 @@ type Broker struct {
 	closing   chan struct{}
 	closeOnce sync.Once
 	closeErr  error
-	// refusing is closed when the Kafka listener is (StopAccepting);
-	// lnErr is what closing it returned.
-	refusing  chan struct{}
-	refuseOne sync.Once
-	lnErr     error
+	// stopAccepting closes the Kafka listener once (StopAccepting); lnErr
+	// is what closing it returned.
+	stopAccepting sync.Once
+	lnErr         error
 
 	connMu sync.Mutex
 	conns  map[*conn]struct{}
@@ -205,15 +204,14 @@ func newBroker(cfg Config, wrap func(Storage) Storage) (_ *Broker, meta Metadata
 		return nil, meta, fmt.Errorf("broker: create %s: %w", txnStateTopic, err)
 	}
 	b := &Broker{
-		cfg:      cfg,
-		log:      cfg.Logger,
-		meta:     meta,
-		st:       cfg.Storage,
-		parts:    make(partitionStates),
-		closing:  make(chan struct{}),
-		refusing: make(chan struct{}),
-		conns:    make(map[*conn]struct{}),
-		perHost:  make(map[string]int),
+		cfg:     cfg,
+		log:     cfg.Logger,
+		meta:    meta,
+		st:      cfg.Storage,
+		parts:   make(partitionStates),
+		closing: make(chan struct{}),
+		conns:   make(map[*conn]struct{}),
+		perHost: make(map[string]int),
 
 		fetchSessions: newFetchSessions(maxFetchSessions, maxSessionPartitions),
 		now:           time.Now,
@@ -286,12 +284,8 @@ func (b *Broker) acceptLoop() {
 	for {
 		nc, err := b.ln.Accept()
 		if err != nil {
-			select {
-			case <-b.closing:
-				return
-			case <-b.refusing:
-				return
-			default:
+			if errors.Is(err, net.ErrClosed) {
+				return // StopAccepting, the only closer of the listener
 			}
 			var ne net.Error
 			if errors.As(err, &ne) && ne.Timeout() {
@@ -353,10 +347,7 @@ func (b *Broker) unregister(c *conn) {
 // connections are served until Close. A leader calls it before handing its
 // lease over, during which its clients move to the new leader.
 func (b *Broker) StopAccepting() {
-	b.refuseOne.Do(func() {
-		close(b.refusing)
-		b.lnErr = b.ln.Close()
-	})
+	b.stopAccepting.Do(func() { b.lnErr = b.ln.Close() })
 }
 
 // Close stops accepting, lets every in-flight request finish (long polls
