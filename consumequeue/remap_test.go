@@ -1,7 +1,6 @@
 package consumequeue
 
 import (
-	"fmt"
 	"runtime"
 	"testing"
 	"unsafe"
@@ -69,7 +68,7 @@ func pageFaultCounter(t *testing.T) func() int64 {
 	return func() int64 {
 		var b [8]byte
 		if _, err := unix.Read(fd, b[:]); err != nil {
-			t.Fatal(fmt.Errorf("read page-fault counter: %w", err))
+			t.Fatalf("read page-fault counter: %v", err)
 		}
 		return int64(*(*uint64)(unsafe.Pointer(&b[0])))
 	}

@@ -55,11 +55,11 @@
 // machine of docs/BENCHMARKS.md. With a checkpoint a second, 10,000
 // partitions cost 10,000 of them a second however few records arrived,
 // and the store into the mapping was the broker's largest cost
-// (docs/BENCHMARKS.md, "Consume-queue checkpoints at 10,000 partitions"). What a checkpoint buys is only a shorter replay
-// after a crash (recovery re-dispatches the log after it, at the speed of
-// a CRC scan), which CheckpointBytes bounds; the commit log's own flushed
-// mark, written at every log flush, keeps recovery's damage check as fresh
-// as before. Neither setting changes what is durable when: produce acks
+// (docs/BENCHMARKS.md, "Consume-queue checkpoints at 10,000 partitions").
+// What a checkpoint buys is only a shorter replay after a crash
+// (recovery re-dispatches the log after it, at the speed of a CRC scan),
+// which CheckpointBytes bounds; the commit log's own flushed mark, written
+// at every log flush, keeps recovery's damage check as fresh as before. Neither setting changes what is durable when: produce acks
 // wait for the log, never for a checkpoint.
 //
 // # Topic incarnations
