@@ -25,6 +25,7 @@ func TestRecoverDropsTail(t *testing.T) {
 		t.Fatal(err)
 	}
 	l = openLog(t, opts)
+	defer l.Close() // its preallocator may still be making the next file
 	s := l.chain()[0]
 	if rss := mappingRSS(t, s.ro); rss > 1<<20 {
 		t.Errorf("the %d MiB file's mapping has %d KiB resident after recovery, want at most 1 MiB", fileSize>>20, rss>>10)
