@@ -15,12 +15,17 @@
 // 0 as 20 zero-padded digits, and that offset is always a multiple of
 // EntriesPerFile, so an offset's file and slot are arithmetic (O(1) Get)
 // and the same entries always land at the same bytes: deleting every queue
-// directory and re-dispatching the same log rebuilds identical files (but
-// see "Timestamps" for a log whose head retention removed).
+// directory and re-dispatching the same log rebuilds identical files, up to
+// the zeros past their last entry (but see "Timestamps" for a log whose
+// head retention removed).
 //
 // A file starts at 4 KiB and doubles as entries arrive, up to its full size
 // header+EntriesPerFile*32 (9.6 MB at the default 300,000 entries). Its size
-// is a function of the highest slot written alone. Growth is fallocate (so a
+// is what its highest slot written needs or, with the room made ahead of
+// the dispatcher (room.go: the growth and the next pages made on a
+// goroutine of the store's own once the entries pass three quarters of
+// what is made), one doubling more; the bytes past the last entry are zero
+// either way. Growth is fallocate (so a
 // full disk is ErrDiskFull, not a SIGBUS on a write into a hole), and, for
 // a file grown past its mapping, mremap: a file is mapped at its length or
 // 64 KiB, whichever is longer, and mremap carries the pages already mapped
@@ -31,9 +36,10 @@
 // written as zeros, never left as a sparse hole, and a failed write cuts
 // the file back to its old size. A new file gets its header right after creation; a crash
 // in between leaves an all-zero last file, which opening the queue removes. Ahead
-// of the entries the dispatcher writes zeros over the bytes they hold
-// already, 256 KiB at a time, so that the kernel makes the pages in its
-// write path rather than one fault per page of the stores (zeroahead.go).
+// of the entries the pages are made, 256 KiB at a time, so that the kernel
+// makes them in one call rather than one fault per page of the stores
+// (zeroahead.go); the room maker does it, or the dispatcher where it gets
+// there first.
 // Before a flush that syncs file by file writes back a file that took many
 // entries since the last, its mapping's page-table entries are dropped in
 // one call, so that the write-back does not write-protect and TLB-flush

@@ -41,11 +41,13 @@ type file struct {
 	// 9.6 MB) instead gave every mapped file a page table of its own,
 	// 4 KiB of kernel memory (40 MB at 10,000 promoted partitions), which
 	// a new file's first store also had to make; short mappings sit side
-	// by side and share one. m is mapped cut to the file's length, the
-	// only bytes ever accessed (past the end of the file a mapping
+	// by side and share one. m is mapped cut to the view: the file's
+	// length, or less where room allocated ahead (room.go) was not taken;
+	// the only bytes ever accessed (past the end of the file a mapping
 	// faults). Both are nil while unmapped.
-	mapped  mmap.MMap
-	m       []byte
+	mapped mmap.MMap
+	m      []byte
+	// removed is set, under mu and sizeMu, before the file is unlinked.
 	removed bool
 
 	dirty atomic.Bool // written since the last msync
@@ -61,6 +63,21 @@ type file struct {
 	// (unmapdirty.go): the first store after a flush took its dirty flag
 	// starts it again. Guarded by mu.
 	stored int
+	// sizeMu orders the changes of the file's size on disk: growth by the
+	// appender and by the room maker (room.go), which holds only sizeMu
+	// while it allocates, and cuts. Taken after mu, never before it.
+	sizeMu sync.Mutex
+	// shrunk counts the times the file was cut shorter, so that room
+	// allocated without mu is not taken for a file cut meanwhile. Guarded
+	// by mu and sizeMu, read under either.
+	shrunk uint64
+
+	// room makes the file's room ahead of its entries (room.go); ahead is
+	// set while it is asked to. room is nil where nothing appends.
+	room  *roomMaker
+	ahead atomic.Bool
+	// roomTo is where the room asked for ends. Guarded by mu.
+	roomTo int64
 
 	// lru bookkeeping; elem is guarded by lru.mu.
 	elem     *lruElem
@@ -190,27 +207,47 @@ func (f *file) unmapLocked(sync bool) error {
 
 // resizeLocked changes the file's size to size, extending the mapping to
 // cover it; a shrunk file keeps its longer mapping, of which only the
-// view is cut. Growth uses fallocate so that the blocks exist: a write
-// through a mapping of a hole on a full disk is a SIGBUS, a failed
-// fallocate is an error. A failed mremap leaves the file grown and its
-// view as it was; the next resize fallocates nothing new and tries the
-// mremap again. Caller holds mu for writing and the file is mapped.
+// view is cut. Caller holds mu for writing and the file is mapped.
 func (f *file) resizeLocked(size int64) error {
-	if int64(len(f.m)) == size {
-		return nil
+	switch have := int64(len(f.m)); {
+	case size > have:
+		if err := f.allocateTo(size); err != nil {
+			return err
+		}
+		return f.extendLocked(size)
+	case size < have:
+		return f.shrinkLocked(size)
+	}
+	return nil
+}
+
+// allocateTo extends the file on disk to at least size bytes. Growth uses
+// fallocate so that the blocks exist: a write through a mapping of a hole
+// on a full disk is a SIGBUS, a failed fallocate is an error. It needs
+// sizeMu only, not mu: the bytes it adds are past the view, where no
+// store goes, and the file keeps at least the size it had.
+func (f *file) allocateTo(size int64) error {
+	f.sizeMu.Lock()
+	defer f.sizeMu.Unlock()
+	if f.removed {
+		return errRemoved
 	}
 	fd, err := fileops.Open(f.path, os.O_RDWR, 0)
 	if err != nil {
 		return fmt.Errorf("consumequeue: open %s: %w", f.path, err)
 	}
 	defer fd.Close()
-	if size > int64(len(f.m)) {
-		if err := allocate(f.ops, fd, size); err != nil {
-			return fmt.Errorf("consumequeue: grow %s to %d: %w", f.path, size, err)
-		}
-	} else if err := fd.Truncate(size); err != nil {
-		return fmt.Errorf("consumequeue: truncate %s to %d: %w", f.path, size, err)
+	if err := allocate(f.ops, fd, size); err != nil {
+		return fmt.Errorf("consumequeue: grow %s to %d: %w", f.path, size, err)
 	}
+	return nil
+}
+
+// extendLocked makes the view size bytes long, for a file allocated to at
+// least size. A failed mremap leaves the view as it was; the next growth
+// allocates nothing new and tries the mremap again. Caller holds mu for
+// writing and the file is mapped.
+func (f *file) extendLocked(size int64) error {
 	if size > int64(len(f.mapped)) {
 		m, err := unix.Mremap(f.mapped, int(f.mapLen(size)), unix.MREMAP_MAYMOVE)
 		if err != nil {
@@ -219,6 +256,25 @@ func (f *file) resizeLocked(size int64) error {
 		f.mapped = m
 	}
 	f.setView(size)
+	return nil
+}
+
+// shrinkLocked cuts the file and its view to size. Caller holds mu for
+// writing and the file is mapped.
+func (f *file) shrinkLocked(size int64) error {
+	fd, err := fileops.Open(f.path, os.O_RDWR, 0)
+	if err != nil {
+		return fmt.Errorf("consumequeue: open %s: %w", f.path, err)
+	}
+	defer fd.Close()
+	f.sizeMu.Lock()
+	defer f.sizeMu.Unlock()
+	f.shrunk++
+	if err := fd.Truncate(size); err != nil {
+		return fmt.Errorf("consumequeue: truncate %s to %d: %w", f.path, size, err)
+	}
+	f.setView(size)
+	f.zeroed = min(f.zeroed, size)
 	return nil
 }
 
@@ -341,7 +397,9 @@ func (f *file) markDirty() (wasClean bool) {
 // use cannot put it back.
 func (f *file) remove(sync bool) error {
 	f.mu.Lock()
+	f.sizeMu.Lock()
 	f.removed = true
+	f.sizeMu.Unlock()
 	err := f.unmapLocked(sync)
 	f.mu.Unlock()
 	f.lru.remove(f)
@@ -385,6 +443,7 @@ func (f *file) putRange(slot int, offset int64, n int, e Entry) (written int, er
 			f.stored = 0
 		}
 		f.stored += written
+		f.askRoomLocked(int64(HeaderSize + (slot+written)*EntrySize))
 	}
 	return written, err
 }

@@ -175,8 +175,10 @@ func TestNoFallocate(t *testing.T) {
 	s, opts, faults, _ := faultyStore(t, dir, 100_000, 4)
 	faults.Fail(fileopstest.Fallocate, syscall.EOPNOTSUPP)
 	q := mustQueue(t, s, "a", 0)
-	// 2100 entries grow the file to 128 KiB and write a little over half.
+	// 2100 entries grow the file to 128 KiB and write a little over half;
+	// the room maker (room.go) is let finish before the size is taken.
 	appendRange(t, q, 0, 2100)
+	waitRoom(t, q)
 	f := q.snapshot()[0]
 	st, err := os.Stat(f.path)
 	if err != nil {
@@ -219,6 +221,7 @@ func TestTruncatedUnderTheStore(t *testing.T) {
 	s := openStore(t, t.TempDir(), 1000, 4)
 	q := mustQueue(t, s, "a", 0)
 	appendRange(t, q, 0, 100)
+	waitRoom(t, q)
 	if err := os.Truncate(q.snapshot()[0].path, 0); err != nil {
 		t.Fatal(err)
 	}

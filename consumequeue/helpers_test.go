@@ -92,6 +92,10 @@ func readTree(t testing.TB, dir string) map[string][]byte {
 	return out
 }
 
+// sameTree compares two trees of files by their bytes up to the last
+// non-zero one: the room made ahead of the appender (room.go) may leave a
+// file one growth step longer, at a time no test controls, and the bytes
+// past a file's last entry are zeros either way.
 func sameTree(t testing.TB, got, want map[string][]byte) {
 	t.Helper()
 	var names []string
@@ -112,7 +116,7 @@ func sameTree(t testing.TB, got, want map[string][]byte) {
 			t.Errorf("%s missing", n)
 		case !wok:
 			t.Errorf("%s unexpected (%d bytes)", n, len(g))
-		case !bytes.Equal(g, w):
+		case !bytes.Equal(bytes.TrimRight(g, "\x00"), bytes.TrimRight(w, "\x00")):
 			t.Errorf("%s differs: %d bytes, want %d", n, len(g), len(w))
 		}
 	}
@@ -141,6 +145,21 @@ func waitPromotions(t testing.TB, s *Store) {
 		p.mu.Lock()
 		defer p.mu.Unlock()
 		return len(p.waiting) == 0 && !p.busy
+	})
+}
+
+// waitRoom waits until no file of q is waiting for room to be made ahead
+// of it (room.go), so that a test changing its files behind the store's
+// back is not raced by the room maker.
+func waitRoom(t testing.TB, q *Queue) {
+	t.Helper()
+	poll.True(t, "the room maker done with the queue", func() bool {
+		for _, f := range q.snapshot() {
+			if f.ahead.Load() {
+				return false
+			}
+		}
+		return true
 	})
 }
 

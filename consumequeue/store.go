@@ -39,6 +39,7 @@ type Store struct {
 	failed atomic.Pointer[error] // sticky Flush failure, see fail
 
 	promoter *promoter
+	room     *roomMaker
 }
 
 // Open opens (creating if needed) the store in opts.Dir.
@@ -99,6 +100,7 @@ func Open(opts Options) (*Store, error) {
 		s.dirChanged(filepath.Dir(dir))
 	}
 	s.promoter = newPromoter(s)
+	s.room = newRoomMaker()
 	return s, nil
 }
 
@@ -554,6 +556,7 @@ func (s *Store) Close() error {
 	}
 	s.closed = true
 	s.promoter.close()
+	s.room.close()
 	errs := []error{s.Flush()}
 	// After a failed flush, msyncing again on the way out is the retry
 	// that fail forbids.
