@@ -126,6 +126,16 @@ func TestTruncateFrom(t *testing.T) {
 				t.Fatal(err)
 			}
 			if tt.wantMax > 0 {
+				// The cut leaves the last file no longer than its survivors
+				// need; nothing appended since could have grown it ahead.
+				last := (tt.wantMax - 1) / int64(tt.epf) * int64(tt.epf)
+				st, err := os.Stat(filepath.Join(qdir, fileName(last)))
+				if err != nil {
+					t.Fatal(err)
+				}
+				if need := sizeFor(int(tt.wantMax-1-last), tt.epf); st.Size() > need {
+					t.Fatalf("%s is %d bytes after the cut to %d entries, want at most %d", fileName(last), st.Size(), tt.wantMax, need)
+				}
 				// The survivors' bytes are exactly what appending them writes.
 				fresh := t.TempDir()
 				buildQueue(t, fresh, tt.epf, 0, tt.wantMax)
