@@ -59,8 +59,9 @@
 // What a checkpoint buys is only a shorter replay after a crash
 // (recovery re-dispatches the log after it, at the speed of a CRC scan),
 // which CheckpointBytes bounds; the commit log's own flushed mark, written
-// at every log flush, keeps recovery's damage check as fresh as before. Neither setting changes what is durable when: produce acks
-// wait for the log, never for a checkpoint.
+// at every log flush, keeps recovery's damage check as fresh as before.
+// Neither setting changes what is durable when: produce acks wait for the
+// log, never for a checkpoint.
 //
 // # Topic incarnations
 //
