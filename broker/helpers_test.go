@@ -28,6 +28,16 @@ func testLogger(t testing.TB) logrus.FieldLogger {
 	return l
 }
 
+// failureLogger logs everything down to debug into the test's log, which
+// go test prints only for a failed test: for a test that fails rarely, what
+// the broker saw is in the failure's own output.
+func failureLogger(t testing.TB) logrus.FieldLogger {
+	l := logrus.New()
+	l.SetOutput(testWriter{t})
+	l.SetLevel(logrus.DebugLevel)
+	return l
+}
+
 type testWriter struct{ t testing.TB }
 
 func (w testWriter) Write(p []byte) (int, error) {

@@ -163,6 +163,9 @@ func (b *Broker) handleProduce(ctx context.Context, c *conn, kreq kmsg.Request) 
 	end, nbytes := b.appendProduced(sc)
 	b.topicMu.RUnlock()
 	c.stages.mark(stageAppend)
+	if sc.txnRefused != nil {
+		b.logTxnRefusal(req.TransactionID, sc.txnRefused)
+	}
 	if reserved > 0 {
 		b.inflight.release(reserved)
 	}
@@ -280,7 +283,8 @@ type produceScratch struct {
 	txn     *txn.Writer // the request's transactional id's (txn_produce.go)
 	// txnElsewhere: the id's coordinator is another node (txn_produce.go).
 	txnElsewhere bool
-	warm         int64 // what appendGroup read ahead of the checks, kept
+	txnRefused   *pendingBatch // the first batch checkTxnBatch refused
+	warm         int64         // what appendGroup read ahead of the checks, kept
 }
 
 var produceScratchPool = sync.Pool{New: func() any { return new(produceScratch) }}
@@ -290,7 +294,7 @@ func (sc *produceScratch) release() {
 	clear(sc.pending)
 	clear(sc.batches)
 	clear(sc.refs)
-	sc.pending, sc.batches, sc.refs, sc.out, sc.txn, sc.txnElsewhere = sc.pending[:0], sc.batches[:0], sc.refs[:0], sc.out[:0], nil, false
+	sc.pending, sc.batches, sc.refs, sc.out, sc.txn, sc.txnElsewhere, sc.txnRefused = sc.pending[:0], sc.batches[:0], sc.refs[:0], sc.out[:0], nil, false, nil
 	produceScratchPool.Put(sc)
 }
 

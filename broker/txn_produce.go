@@ -1,6 +1,10 @@
 package broker
 
-import "github.com/unilog/unilog/txn"
+import (
+	"github.com/sirupsen/logrus"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/unilog/unilog/txn"
+)
 
 // txnWriter checks a produce request's transactional batches against the
 // producer's transaction (txn.Writer); nil, which refuses them, without a
@@ -41,5 +45,24 @@ func (sc *produceScratch) checkTxnBatch(pb *pendingBatch) bool {
 		return true
 	}
 	pb.rp.ErrorCode = sc.txn.Check(pb.bi.producerID, pb.bi.producerEpoch, pb.sb.Topic, pb.sb.Partition)
+	if pb.rp.ErrorCode != 0 && sc.txnRefused == nil {
+		sc.txnRefused = pb
+	}
 	return pb.rp.ErrorCode == 0
+}
+
+// logTxnRefusal tells, at debug level, why a produce request's
+// transactional batch was refused, with the coordinator's view of the
+// transaction: a client that believes it added the partition and a
+// coordinator that does not are two sides of one bug, and only the
+// broker sees its own.
+func (b *Broker) logTxnRefusal(id *string, pb *pendingBatch) {
+	fields := logrus.Fields{"api": "Produce", "transactional_id": *id, "topic": pb.sb.Topic, "partition": pb.sb.Partition,
+		"producer_id": pb.bi.producerID, "producer_epoch": pb.bi.producerEpoch, "error": kerr.ErrorForCode(pb.rp.ErrorCode)}
+	if c := b.txns.Load(); c != nil {
+		if t, ok := c.Describe(*id); ok {
+			fields["txn_state"], fields["txn_producer_id"], fields["txn_epoch"], fields["txn_partitions"] = t.State, t.ProducerID, t.Epoch, len(t.Partitions)
+		}
+	}
+	b.log.WithFields(fields).Debug("transactional batch refused")
 }

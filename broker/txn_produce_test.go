@@ -3,8 +3,12 @@ package broker
 import (
 	"testing"
 
+	"github.com/sirupsen/logrus"
+	logtest "github.com/sirupsen/logrus/hooks/test"
+
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+	"github.com/unilog/unilog/txn"
 )
 
 // txnBatch is rawBatch marked transactional.
@@ -20,9 +24,14 @@ func txnBatch(producerID int64, epoch int16, firstSeq int32, values ...string) [
 // A batch arriving after the transaction ended (a late retry, a zombie)
 // is refused, so no transaction is left open in a partition that nobody
 // will end, which would hold the last stable offset forever. Sequence
-// checks (duplicates, gaps) go on across the markers.
+// checks (duplicates, gaps) go on across the markers. A refusal is logged
+// at debug level with the coordinator's view of the transaction.
 func TestTxnProduceVerified(t *testing.T) {
-	b := startBroker(t, testConfig(t, t.TempDir()))
+	cfg := testConfig(t, t.TempDir())
+	logger, hook := logtest.NewNullLogger()
+	logger.SetLevel(logrus.DebugLevel)
+	cfg.Logger = logger
+	b := startBroker(t, cfg)
 	createTopic(t, newClient(t, b.Addr()), "tv", 2)
 	c := dialRaw(t, b.Addr())
 	id := "tv"
@@ -67,6 +76,18 @@ func TestTxnProduceVerified(t *testing.T) {
 		}
 	}
 	produce(1, epoch, 0, kerr.InvalidTxnState) // not added to the transaction
+	refusals := func() []*logrus.Entry {
+		var out []*logrus.Entry
+		for _, e := range hook.AllEntries() {
+			if e.Message == "transactional batch refused" {
+				out = append(out, e)
+			}
+		}
+		return out
+	}
+	if r := refusals(); len(r) != 1 || r[0].Data["partition"] != int32(1) || r[0].Data["txn_state"] != txn.Ongoing || r[0].Data["txn_partitions"] != 1 {
+		t.Fatalf("refusals logged: %v; want one for tv/1 with the Ongoing transaction of one partition", r)
+	}
 	produce(0, epoch, 0, nil)
 	endTxn(true)
 	produce(0, epoch, 1, kerr.InvalidTxnState) // after the transaction's marker

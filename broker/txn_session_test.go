@@ -20,7 +20,9 @@ import (
 // transaction's copies are never seen and its input is consumed again,
 // and a committed transaction's input is never consumed again.
 func TestGroupTransactSession(t *testing.T) {
-	b := startBroker(t, testConfig(t, t.TempDir()))
+	cfg := testConfig(t, t.TempDir())
+	cfg.Logger = failureLogger(t)
+	b := startBroker(t, cfg)
 	cl := newClient(t, b.Addr())
 	createTopic(t, cl, "in", 3)
 	createTopic(t, cl, "out", 3)
@@ -41,6 +43,7 @@ func TestGroupTransactSession(t *testing.T) {
 			kgo.FetchIsolationLevel(kgo.ReadCommitted()), kgo.DefaultProduceTopic("out"),
 			kgo.RecordPartitioner(kgo.ManualPartitioner()), kgo.FetchMaxWait(100*time.Millisecond),
 			kgo.FetchMaxPartitionBytes(200), // several transactions per partition
+			kgo.WithLogger(kgo.BasicLogger(testWriter{t}, kgo.LogLevelInfo, func() string { return name + " " })),
 		)
 		if err != nil {
 			t.Fatal(err)
