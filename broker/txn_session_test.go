@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -63,9 +64,11 @@ func TestGroupTransactSession(t *testing.T) {
 			if err := sess.Begin(); err != nil {
 				t.Fatal(err)
 			}
+			var failed atomic.Int32
 			for _, r := range recs {
 				sess.Produce(ctx, &kgo.Record{Partition: r.Partition, Value: r.Value}, func(_ *kgo.Record, err error) {
 					if err != nil && !errors.Is(err, kgo.ErrAborting) {
+						failed.Add(1)
 						t.Errorf("produce: %v", err)
 					}
 				})
@@ -74,6 +77,9 @@ func TestGroupTransactSession(t *testing.T) {
 			committed, err := sess.End(ctx, kgo.TransactionEndTry(!abort))
 			if err != nil {
 				t.Fatalf("%s: end transaction: %v", name, err)
+			}
+			if n := failed.Load(); n > 0 {
+				t.Fatalf("%s: transaction %d (committed %v) had %d of %d produces refused", name, txns, committed, n, len(recs))
 			}
 			if committed {
 				copied += len(recs)
