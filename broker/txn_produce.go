@@ -3,6 +3,7 @@ package broker
 import (
 	"github.com/sirupsen/logrus"
 	"github.com/twmb/franz-go/pkg/kerr"
+
 	"github.com/unilog/unilog/txn"
 )
 
@@ -56,12 +57,17 @@ func (sc *produceScratch) checkTxnBatch(pb *pendingBatch) bool {
 // transaction: a client that believes it added the partition and a
 // coordinator that does not are two sides of one bug, and only the
 // broker sees its own.
+// A transactional batch may come without a transactional id (a faulty or
+// hostile client): it is refused and logged without a transaction.
 func (b *Broker) logTxnRefusal(id *string, pb *pendingBatch) {
-	fields := logrus.Fields{"api": "Produce", "transactional_id": *id, "topic": pb.sb.Topic, "partition": pb.sb.Partition,
+	fields := logrus.Fields{"api": "Produce", "topic": pb.sb.Topic, "partition": pb.sb.Partition,
 		"producer_id": pb.bi.producerID, "producer_epoch": pb.bi.producerEpoch, "error": kerr.ErrorForCode(pb.rp.ErrorCode)}
-	if c := b.txns.Load(); c != nil {
-		if t, ok := c.Describe(*id); ok {
-			fields["txn_state"], fields["txn_producer_id"], fields["txn_epoch"], fields["txn_partitions"] = t.State, t.ProducerID, t.Epoch, len(t.Partitions)
+	if id != nil {
+		fields["transactional_id"] = *id
+		if c := b.txns.Load(); c != nil {
+			if t, ok := c.Describe(*id); ok {
+				fields["txn_state"], fields["txn_producer_id"], fields["txn_epoch"], fields["txn_partitions"] = t.State, t.ProducerID, t.Epoch, len(t.Partitions)
+			}
 		}
 	}
 	b.log.WithFields(fields).Debug("transactional batch refused")

@@ -5,9 +5,9 @@ import (
 
 	"github.com/sirupsen/logrus"
 	logtest "github.com/sirupsen/logrus/hooks/test"
-
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
 	"github.com/unilog/unilog/txn"
 )
 
@@ -76,17 +76,18 @@ func TestTxnProduceVerified(t *testing.T) {
 		}
 	}
 	produce(1, epoch, 0, kerr.InvalidTxnState) // not added to the transaction
-	refusals := func() []*logrus.Entry {
-		var out []*logrus.Entry
-		for _, e := range hook.AllEntries() {
-			if e.Message == "transactional batch refused" {
-				out = append(out, e)
-			}
-		}
-		return out
+	if e := hook.LastEntry(); e == nil || e.Message != "transactional batch refused" || e.Data["partition"] != int32(1) || e.Data["txn_state"] != txn.Ongoing || e.Data["txn_partitions"] != 1 {
+		t.Fatalf("last log entry %v; want the refusal of tv/1 with the Ongoing transaction of one partition", e)
 	}
-	if r := refusals(); len(r) != 1 || r[0].Data["partition"] != int32(1) || r[0].Data["txn_state"] != txn.Ongoing || r[0].Data["txn_partitions"] != 1 {
-		t.Fatalf("refusals logged: %v; want one for tv/1 with the Ongoing transaction of one partition", r)
+	// A transactional batch without a transactional id is refused too.
+	noID := kmsg.NewPtrProduceRequest()
+	noID.Version, noID.Acks, noID.TimeoutMillis = 9, -1, 10000
+	noID.Topics = []kmsg.ProduceRequestTopic{{Topic: "tv", Partitions: []kmsg.ProduceRequestTopicPartition{{Partition: 0, Records: txnBatch(pid, epoch, 0, "v")}}}}
+	if code := call(noID).(*kmsg.ProduceResponse).Topics[0].Partitions[0].ErrorCode; code != kerr.InvalidProducerIDMapping.Code {
+		t.Fatalf("transactional batch without a transactional id: %v, want INVALID_PRODUCER_ID_MAPPING", kerr.ErrorForCode(code))
+	}
+	if e := hook.LastEntry(); e == nil || e.Message != "transactional batch refused" || e.Data["transactional_id"] != nil {
+		t.Fatalf("last log entry %v; want the refusal without a transactional id", e)
 	}
 	produce(0, epoch, 0, nil)
 	endTxn(true)
