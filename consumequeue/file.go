@@ -111,14 +111,24 @@ func (f *file) slotBytes(slot int) []byte {
 	return f.m[off : off+EntrySize : off+EntrySize]
 }
 
+// open opens the file for reading and writing, without the poller (see
+// fileops.Open).
+func (f *file) open() (*os.File, error) {
+	fd, err := fileops.Open(f.path, os.O_RDWR, 0)
+	if err != nil {
+		return nil, fmt.Errorf("consumequeue: open %s: %w", f.path, err)
+	}
+	return fd, nil
+}
+
 // mapLocked maps the file and checks its header. Caller holds mu for writing.
 func (f *file) mapLocked() error {
 	if f.removed {
 		return errRemoved
 	}
-	fd, err := fileops.Open(f.path, os.O_RDWR, 0)
+	fd, err := f.open()
 	if err != nil {
-		return fmt.Errorf("consumequeue: open %s: %w", f.path, err)
+		return err
 	}
 	defer fd.Close()
 	st, err := fd.Stat()
@@ -232,9 +242,9 @@ func (f *file) allocateTo(size int64) error {
 	if f.removed {
 		return errRemoved
 	}
-	fd, err := fileops.Open(f.path, os.O_RDWR, 0)
+	fd, err := f.open()
 	if err != nil {
-		return fmt.Errorf("consumequeue: open %s: %w", f.path, err)
+		return err
 	}
 	defer fd.Close()
 	if err := allocate(f.ops, fd, size); err != nil {
@@ -262,9 +272,9 @@ func (f *file) extendLocked(size int64) error {
 // shrinkLocked cuts the file and its view to size. Caller holds mu for
 // writing and the file is mapped.
 func (f *file) shrinkLocked(size int64) error {
-	fd, err := fileops.Open(f.path, os.O_RDWR, 0)
+	fd, err := f.open()
 	if err != nil {
-		return fmt.Errorf("consumequeue: open %s: %w", f.path, err)
+		return err
 	}
 	defer fd.Close()
 	f.sizeMu.Lock()
