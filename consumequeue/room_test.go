@@ -24,8 +24,8 @@ func TestRoomAheadOfTheAppender(t *testing.T) {
 	appendRange(t, q, 0, 100) // past the middle of the first file's 4 KiB (127 slots)
 	waitRoom(t, q)
 	f := q.snapshot()[0]
-	if st, err := os.Stat(f.path); err != nil || st.Size() != 8192 {
-		t.Fatalf("after 100 entries %s is %v bytes (%v), want the room made ahead: 8192", f.path, st.Size(), err)
+	if size := fileSize(t, f.path); size != 8192 {
+		t.Fatalf("after 100 entries %s is %d bytes, want the room made ahead: 8192", f.path, size)
 	}
 
 	stall := make(chan struct{})
@@ -81,7 +81,11 @@ func TestRoomMakerAndCut(t *testing.T) {
 		return nil
 	})
 	appendRange(t, q, 300, 400) // past 12 KiB: the room maker allocates 32 KiB and stalls
-	<-reached
+	select {
+	case <-reached:
+	case <-time.After(30 * time.Second):
+		t.Fatal("no allocation ahead of 400 entries in a 16 KiB file: nothing made room")
+	}
 	cut := make(chan error, 1)
 	go func() { cut <- q.TruncateFrom(entryAt(10).PhysOffset) }()
 	// The cut holds the file's lock before the allocation ends, so the
@@ -98,8 +102,8 @@ func TestRoomMakerAndCut(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitRoom(t, q)
-	if st, err := os.Stat(f.path); err != nil || st.Size() != 4096 {
-		t.Fatalf("after the cut to 10 entries %s is %v bytes (%v), want 4096", f.path, st.Size(), err)
+	if size := fileSize(t, f.path); size != 4096 {
+		t.Fatalf("after the cut to 10 entries %s is %d bytes, want 4096", f.path, size)
 	}
 	f.mu.RLock()
 	view := len(f.m)
@@ -110,4 +114,13 @@ func TestRoomMakerAndCut(t *testing.T) {
 	checkRange(t, q, 0, 10)
 	appendRange(t, q, 10, 600)
 	checkRange(t, q, 0, 600)
+}
+
+func fileSize(t *testing.T, path string) int64 {
+	t.Helper()
+	st, err := os.Stat(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return st.Size()
 }
