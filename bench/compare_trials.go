@@ -55,6 +55,17 @@ type compareKey struct {
 // in the order each group first appears (trial 1 runs the configurations
 // in their planned order, each peak run before its half-peak rerun).
 func AggregateCompare(runs []CompareRun) []CompareRow {
+	groups := groupCompare(runs)
+	rows := make([]CompareRow, 0, len(groups))
+	for _, g := range groups {
+		rows = append(rows, compareRowOf(g))
+	}
+	return rows
+}
+
+// groupCompare is AggregateCompare's grouping: the trials of each
+// configuration and load, in the order each first appears.
+func groupCompare(runs []CompareRun) [][]CompareRun {
 	var order []compareKey
 	by := map[compareKey][]CompareRun{}
 	for _, r := range runs {
@@ -64,11 +75,11 @@ func AggregateCompare(runs []CompareRun) []CompareRow {
 		}
 		by[k] = append(by[k], r)
 	}
-	rows := make([]CompareRow, 0, len(order))
-	for _, k := range order {
-		rows = append(rows, compareRowOf(by[k]))
+	groups := make([][]CompareRun, len(order))
+	for i, k := range order {
+		groups[i] = by[k]
 	}
-	return rows
+	return groups
 }
 
 func compareRowOf(rs []CompareRun) CompareRow {

@@ -36,7 +36,10 @@
 // after one unreported warm-up run; AggregateCompare makes the CompareRows
 // (median and min-max) the table and plot show, while the JSON keeps every
 // CompareRun with its trial. A half-peak rerun is paced at half of its own
-// trial's peak, run right after it. A CompareInfo.Section title lets
+// trial's peak, run right after it; TailRows take the paced rows' p99
+// apart with each run's Breakdown (late to send, in flight, the request's
+// round trip), so that the report says how much of a tail was the load
+// generator's. A CompareInfo.Section title lets
 // several compares keep their own sections of one Markdown file.
 //
 // Record value format: every end-to-end value is MessageSize bytes whose

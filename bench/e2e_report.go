@@ -14,12 +14,20 @@ import (
 )
 
 // WriteCompareTable prints one line per configuration and load: the
-// median and min–max of its trials.
+// median and min–max of its trials; then, when some runs were paced, the
+// tail table of those.
 func WriteCompareTable(w io.Writer, runs []CompareRun) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, strings.Join(compareColumns, "\t"))
 	for _, r := range AggregateCompare(runs) {
 		fmt.Fprintln(tw, strings.Join(compareCells(&r), "\t"))
+	}
+	if tails := TailRows(runs); len(tails) > 0 {
+		fmt.Fprintln(tw)
+		fmt.Fprintln(tw, strings.Join(tailColumns, "\t"))
+		for _, r := range tails {
+			fmt.Fprintln(tw, strings.Join(tailCells(&r), "\t"))
+		}
 	}
 	return tw.Flush()
 }
@@ -129,6 +137,7 @@ func WriteCompareMarkdown(path string, runs []CompareRun, info CompareInfo) erro
 		}
 		fmt.Fprintf(&b, "| %s |\n", strings.Join(cells, " | "))
 	}
+	writeTailMarkdown(&b, runs)
 	if info.Plot != "" {
 		fmt.Fprintf(&b, "\n![end-to-end produce throughput vs partition count](%s)\n", info.Plot)
 	}

@@ -1,0 +1,108 @@
+package bench
+
+import (
+	"bytes"
+	"fmt"
+	"strings"
+)
+
+// The end-to-end table's p99 counts from when a record was due, so it
+// holds the load generator's delays as well as the broker's: on a machine
+// where the clients share the cores with the system, a paced run's tail
+// can be the clients' alone. The tail table takes each paced row's p99
+// apart with the run's Breakdown, so that the report itself says where
+// the tail was spent rather than leaving it to a reader's guess.
+
+// TailRow is a paced configuration's p99 taken apart, over its trials:
+// the record's own p99 beside the p99s of the parts it passes through.
+type TailRow struct {
+	System        string `json:"system"`
+	Flush         string `json:"flush"`
+	Partitions    int    `json:"partitions"`
+	Load          string `json:"load"`
+	Transactional bool   `json:"transactional,omitempty"`
+	Trials        int    `json:"trials"`
+
+	RecordsPerS Spread `json:"records_per_s"`
+	P99Ms       Spread `json:"p99_ms"`
+	// LateToSendP99Ms is the pacing lag: from a record's due time until
+	// the producer called Send.
+	LateToSendP99Ms Spread `json:"late_to_send_p99_ms"`
+	InFlightP99Ms   Spread `json:"in_flight_p99_ms"`
+	// RoundTripP99Ms is franz-go's request round trip weighted by bytes,
+	// over the trials that timed requests (RoundTrips of them: Kafka
+	// clients only).
+	RoundTripP99Ms     Spread `json:"round_trip_p99_ms"`
+	RoundTrips         int    `json:"round_trips"`
+	WaitingForCPUP99Ms Spread `json:"waiting_for_cpu_p99_ms"`
+}
+
+// TailRows are the paced rows (half-peak or a fixed rate) of runs, in
+// AggregateCompare's order; peak runs are unpaced, so their tail is their
+// queue and not taken apart.
+func TailRows(runs []CompareRun) []TailRow {
+	var rows []TailRow
+	for _, rs := range groupCompare(runs) {
+		if rs[0].Load == LoadPeak {
+			continue
+		}
+		pick := func(f func(*CompareRun) float64) Spread { return spreadBy(rs, f) }
+		row := TailRow{
+			System: rs[0].System, Flush: rs[0].Flush, Partitions: rs[0].Partitions, Load: rs[0].Load,
+			Transactional: rs[0].Transactional, Trials: len(rs),
+			RecordsPerS:        pick(func(r *CompareRun) float64 { return r.RecordsPerS }),
+			P99Ms:              pick(func(r *CompareRun) float64 { return r.P99Ms }),
+			LateToSendP99Ms:    pick(func(r *CompareRun) float64 { return r.Breakdown.PacingLag.P99Ms }),
+			InFlightP99Ms:      pick(func(r *CompareRun) float64 { return r.Breakdown.InFlight.P99Ms }),
+			WaitingForCPUP99Ms: pick(func(r *CompareRun) float64 { return r.Breakdown.BenchWaitingForCPU.P99Ms }),
+		}
+		var trips []float64
+		for _, r := range rs {
+			if q := r.Breakdown.Requests; q != nil && q.Requests > 0 {
+				trips = append(trips, q.RoundTripPerKiB.P99Ms)
+			}
+		}
+		row.RoundTripP99Ms, row.RoundTrips = spreadOf(trips), len(trips)
+		rows = append(rows, row)
+	}
+	return rows
+}
+
+// tailColumns heads the cells of tailCells.
+var tailColumns = []string{"system", "flush", "partitions", "load", "trials", "records/s", "p99 ms",
+	"late to send, p99 ms", "in flight, p99 ms", "request round trip, p99 ms", "load generator waiting for a CPU, p99 ms"}
+
+func tailCells(r *TailRow) []string {
+	trip := "-"
+	if r.RoundTrips > 0 {
+		trip = r.RoundTripP99Ms.format(2)
+	}
+	load := r.Load
+	if r.Transactional {
+		load += ", transactional"
+	}
+	return []string{r.System, r.Flush, commas(int64(r.Partitions)), load, fmt.Sprint(r.Trials),
+		r.RecordsPerS.format(0), r.P99Ms.format(2), r.LateToSendP99Ms.format(2), r.InFlightP99Ms.format(2),
+		trip, r.WaitingForCPUP99Ms.format(2)}
+}
+
+// writeTailMarkdown writes the tail table of runs' paced rows to b, or
+// nothing when no run was paced.
+func writeTailMarkdown(b *bytes.Buffer, runs []CompareRun) {
+	rows := TailRows(runs)
+	if len(rows) == 0 {
+		return
+	}
+	fmt.Fprintf(b, "\nWhere the paced rows' p99 goes (each run's `breakdown` in the JSON, bench/breakdown.go), per record from "+
+		"its due time: *late to send* until the producer called Send (the load generator's scheduling, or its previous Send "+
+		"blocked on a full buffer); *in flight* from Send to the acknowledgement (the client's linger and buffer, the request, "+
+		"the broker). *Request round trip* is franz-go's, from writing a produce request to reading its response whole (the "+
+		"network, the broker, the client's reader), weighted by the request's bytes so that its p99 is over records "+
+		"(Kafka clients only); *waiting for a CPU* is the load generator's goroutines' time runnable but not running "+
+		"(runtime/metrics). A record's p99 far above the round trip's was spent in the load generator (late, or in its "+
+		"buffer behind other records), not in a request. Medians of the trials with their range.\n\n")
+	fmt.Fprintf(b, "| %s |\n|%s\n", strings.Join(tailColumns, " | "), strings.Repeat("---:|", len(tailColumns)))
+	for _, r := range rows {
+		fmt.Fprintf(b, "| %s |\n", strings.Join(tailCells(&r), " | "))
+	}
+}
