@@ -61,7 +61,7 @@ func newMetrics(b *Broker) *metrics {
 		produceStages: newProduceStages(),
 	}
 	m.reg.MustRegister(m.requests, m.latency, m.connections, m.bytesIn, m.bytesOut,
-		m.producedBytes, m.producedRecords, m.fetchedBytes, m.topicFetched, m.produceStages.vec, newGroupCollector(b), newTxnCollector(b),
+		m.producedBytes, m.producedRecords, m.fetchedBytes, m.topicFetched, m.produceStages.vec, m.produceStages.total, newGroupCollector(b), newTxnCollector(b),
 		newGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{

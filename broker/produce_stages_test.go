@@ -1,6 +1,7 @@
 package broker
 
 import (
+	"math"
 	"strconv"
 	"strings"
 	"testing"
@@ -14,7 +15,9 @@ import (
 // TestProduceStages: a produce moves the count of every stage it goes
 // through, and only those: the durability wait under --flush sync with
 // acks=-1, the replication wait under sync replication with acks=-1. The
-// runtime's latency histograms are on the same page.
+// whole produce is counted once in unilog_produce_seconds, its time the
+// sum of its stages'. The runtime's latency histograms are on the same
+// page.
 func TestProduceStages(t *testing.T) {
 	always := []string{"queue", "decode", "validate", "append", "dispatch_wait", "encode", "write"}
 	for _, tc := range []struct {
@@ -41,17 +44,25 @@ func TestProduceStages(t *testing.T) {
 			so.CommitLog.FlushMode = tc.flush
 			b := startBrokerWith(t, cfg, so)
 			createTopic(t, newClient(t, b.Addr()), "stages", 2)
-			count := func(stage string) float64 {
-				v, err := strconv.ParseFloat(scrapeMetric(t, b, `unilog_produce_stage_seconds_count{stage="`+stage+`"}`), 64)
+			metric := func(name string) float64 {
+				v, err := strconv.ParseFloat(scrapeMetric(t, b, name), 64)
 				if err != nil {
 					t.Fatal(err)
 				}
 				return v
 			}
+			count := func(stage string) float64 { return metric(`unilog_produce_stage_seconds_count{stage="` + stage + `"}`) }
+			stagesSum := func() (s float64) {
+				for _, st := range produceStageNames {
+					s += metric(`unilog_produce_stage_seconds_sum{stage="` + st + `"}`)
+				}
+				return s
+			}
 			before := map[string]float64{}
 			for _, st := range produceStageNames {
 				before[st] = count(st)
 			}
+			totalBefore, totalSumBefore, stagesSumBefore := metric("unilog_produce_seconds_count"), metric("unilog_produce_seconds_sum"), stagesSum()
 
 			raw := dialRaw(t, b.Addr())
 			req := kmsg.NewPtrProduceRequest()
@@ -88,6 +99,13 @@ func TestProduceStages(t *testing.T) {
 				if got := count(st) - before[st]; got != 0 {
 					t.Errorf("stage %s counted %v times by one produce, want 0", st, got)
 				}
+			}
+			if got := metric("unilog_produce_seconds_count") - totalBefore; got != 1 {
+				t.Errorf("unilog_produce_seconds counted %v times by one produce, want 1", got)
+			}
+			whole, parts := metric("unilog_produce_seconds_sum")-totalSumBefore, stagesSum()-stagesSumBefore
+			if whole <= 0 || math.Abs(whole-parts) > 1e-6 {
+				t.Errorf("the produce took %v s whole, its stages %v s together", whole, parts)
 			}
 			page := scrape(t, b)
 			for _, name := range []string{"go_sched_pauses_total_gc_seconds_bucket", "go_sched_latencies_seconds_bucket", "go_sync_mutex_wait_total_seconds_total"} {
