@@ -126,8 +126,12 @@ type CompareRun struct {
 	// seconds of the produce phase: near the machine's core count, the run
 	// was bound by the cores rather than by either process.
 	CoresUsed float64 `json:"cores_used"`
-	CPUSource string  `json:"cpu_source"`
-	Error     string  `json:"error,omitempty"`
+	// BrokerProduceP99Ms is the p99 of the broker's own time of the
+	// produce phase's requests, from frame read to response written
+	// (broker_time.go); nil for a system that does not time them.
+	BrokerProduceP99Ms *float64 `json:"broker_produce_p99_ms,omitempty"`
+	CPUSource          string   `json:"cpu_source"`
+	Error              string   `json:"error,omitempty"`
 	// produced is set when every record was acknowledged: the run has a
 	// peak to pace a half-peak rerun by even if reading back or stopping
 	// failed afterwards (the Kafka layout at 10,000 partitions does not
@@ -414,6 +418,14 @@ func compareOne(ctx context.Context, cfg *CompareConfig, ret *retirement, c comp
 		}
 		return s, err == nil
 	}
+	timer := timerOf(srv)
+	var times0 histogram
+	if timer != nil {
+		if times0, err = timer.produceTimes(); err != nil {
+			fail("reading the broker's produce times", err)
+			return r
+		}
+	}
 	cpu0, ok := cpu()
 	if !ok {
 		return r
@@ -432,6 +444,12 @@ func compareOne(ctx context.Context, cfg *CompareConfig, ret *retirement, c comp
 		return r
 	}
 	r.setProduceCPU(cpu0, cpu1, cpuSeparable(srv))
+	if timer != nil {
+		if err := r.setBrokerP99(timer, times0); err != nil {
+			fail("reading the broker's produce times", err)
+			return r
+		}
+	}
 	// Offsets count the transactions' markers too: read the records.
 	var want int64
 	if c.txn {

@@ -10,8 +10,9 @@ import (
 // holds the load generator's delays as well as the broker's: on a machine
 // where the clients share the cores with the system, a paced run's tail
 // can be the clients' alone. The tail table takes each paced row's p99
-// apart with the run's Breakdown, so that the report itself says where
-// the tail was spent rather than leaving it to a reader's guess.
+// apart with the run's Breakdown and, for unilog's broker, the broker's
+// own time (broker_time.go), so that the report itself says where the
+// tail was spent rather than leaving it to a reader's guess.
 
 // TailRow is a paced configuration's p99 taken apart, over its trials:
 // the record's own p99 beside the p99s of the parts it passes through.
@@ -35,6 +36,10 @@ type TailRow struct {
 	RoundTripP99Ms     Spread `json:"round_trip_p99_ms"`
 	RoundTrips         int    `json:"round_trips"`
 	WaitingForCPUP99Ms Spread `json:"waiting_for_cpu_p99_ms"`
+	// BrokerP99Ms is the broker's own p99 (CompareRun.BrokerProduceP99Ms)
+	// over the trials that had one, BrokerTimed of them.
+	BrokerP99Ms Spread `json:"broker_p99_ms"`
+	BrokerTimed int    `json:"broker_timed"`
 }
 
 // TailRows are the paced rows (half-peak or a fixed rate) of runs, in
@@ -56,13 +61,17 @@ func TailRows(runs []CompareRun) []TailRow {
 			InFlightP99Ms:      pick(func(r *CompareRun) float64 { return r.Breakdown.InFlight.P99Ms }),
 			WaitingForCPUP99Ms: pick(func(r *CompareRun) float64 { return r.Breakdown.BenchWaitingForCPU.P99Ms }),
 		}
-		var trips []float64
+		var trips, broker []float64
 		for _, r := range rs {
 			if q := r.Breakdown.Requests; q != nil && q.Requests > 0 {
 				trips = append(trips, q.RoundTripPerKiB.P99Ms)
 			}
+			if p := r.BrokerProduceP99Ms; p != nil {
+				broker = append(broker, *p)
+			}
 		}
 		row.RoundTripP99Ms, row.RoundTrips = spreadOf(trips), len(trips)
+		row.BrokerP99Ms, row.BrokerTimed = spreadOf(broker), len(broker)
 		rows = append(rows, row)
 	}
 	return rows
@@ -70,12 +79,16 @@ func TailRows(runs []CompareRun) []TailRow {
 
 // tailColumns heads the cells of tailCells.
 var tailColumns = []string{"system", "flush", "partitions", "load", "trials", "records/s", "p99 ms",
-	"late to send, p99 ms", "in flight, p99 ms", "request round trip, p99 ms", "load generator waiting for a CPU, p99 ms"}
+	"late to send, p99 ms", "in flight, p99 ms", "request round trip, p99 ms", "broker's own time, p99 ms",
+	"load generator waiting for a CPU, p99 ms"}
 
 func tailCells(r *TailRow) []string {
-	trip := "-"
+	trip, broker := "-", "-"
 	if r.RoundTrips > 0 {
 		trip = r.RoundTripP99Ms.format(2)
+	}
+	if r.BrokerTimed > 0 {
+		broker = r.BrokerP99Ms.format(2)
 	}
 	load := r.Load
 	if r.Transactional {
@@ -83,7 +96,7 @@ func tailCells(r *TailRow) []string {
 	}
 	return []string{r.System, r.Flush, commas(int64(r.Partitions)), load, fmt.Sprint(r.Trials),
 		r.RecordsPerS.format(0), r.P99Ms.format(2), r.LateToSendP99Ms.format(2), r.InFlightP99Ms.format(2),
-		trip, r.WaitingForCPUP99Ms.format(2)}
+		trip, broker, r.WaitingForCPUP99Ms.format(2)}
 }
 
 // writeTailMarkdown writes the tail table of runs' paced rows to b, or
@@ -98,9 +111,14 @@ func writeTailMarkdown(b *bytes.Buffer, runs []CompareRun) {
 		"blocked on a full buffer); *in flight* from Send to the acknowledgement (the client's linger and buffer, the request, "+
 		"the broker). *Request round trip* is franz-go's, from writing a produce request to reading its response whole (the "+
 		"network, the broker, the client's reader), weighted by the request's bytes so that its p99 is over records "+
-		"(Kafka clients only); *waiting for a CPU* is the load generator's goroutines' time runnable but not running "+
-		"(runtime/metrics). A record's p99 far above the round trip's was spent in the load generator (late, or in its "+
-		"buffer behind other records), not in a request. Medians of the trials with their range.\n\n")
+		"(Kafka clients only); *the broker's own time* is unilog's histogram of its produces over the run, from a "+
+		"request's frame read off the socket to its response written (`unilog_produce_seconds`, interpolated within its "+
+		"bucket; unilog's broker over either layout only); *waiting for a CPU* is the load generator's goroutines' time "+
+		"runnable but not running (runtime/metrics). A record's p99 far above the round trip's was spent in the load "+
+		"generator (late, or in its buffer behind other records), not in a request. A round trip holds more than the "+
+		"broker's own time: franz-go pipelines up to 5 produce requests on a connection and a broker answers them in "+
+		"order, so a request also waits in the socket while the broker serves the ones before it, and then for both "+
+		"processes' schedulers. Medians of the trials with their range.\n\n")
 	fmt.Fprintf(b, "| %s |\n|%s\n", strings.Join(tailColumns, " | "), strings.Repeat("---:|", len(tailColumns)))
 	for _, r := range rows {
 		fmt.Fprintf(b, "| %s |\n", strings.Join(tailCells(&r), " | "))

@@ -18,6 +18,10 @@ func pacedRun(system, load string, trial int, p99, late, flight, trip, cpu float
 	if trip > 0 {
 		r.Breakdown.Requests = &RequestTimes{Requests: 10, RoundTripPerKiB: Latencies{P99Ms: trip}}
 	}
+	if system == SystemUnilog {
+		broker := trip / 2
+		r.BrokerProduceP99Ms = &broker
+	}
 	return r
 }
 
@@ -51,14 +55,15 @@ func TestTailRows(t *testing.T) {
 		{"in flight", u.InFlightP99Ms, Spread{140, 90, 180}},
 		{"round trip", u.RoundTripP99Ms, Spread{10, 8, 12}},
 		{"waiting for a CPU", u.WaitingForCPUP99Ms, Spread{4, 3, 5}},
+		{"broker's own", u.BrokerP99Ms, Spread{5, 4, 6}},
 		{"jetstream late to send", js.LateToSendP99Ms, Spread{3, 2, 4}},
 	} {
 		if c.got != c.want {
 			t.Errorf("%s: %+v, want %+v", c.name, c.got, c.want)
 		}
 	}
-	if u.RoundTrips != 3 || js.RoundTrips != 0 {
-		t.Errorf("round trips timed in %d and %d trials, want 3 and 0", u.RoundTrips, js.RoundTrips)
+	if u.RoundTrips != 3 || js.RoundTrips != 0 || u.BrokerTimed != 3 || js.BrokerTimed != 0 {
+		t.Errorf("round trips timed in %d and %d trials, the broker in %d and %d, want 3 and 0 each", u.RoundTrips, js.RoundTrips, u.BrokerTimed, js.BrokerTimed)
 	}
 	var b bytes.Buffer
 	if err := WriteCompareTable(&b, runs); err != nil {
@@ -84,8 +89,8 @@ func TestWriteCompareMarkdownTail(t *testing.T) {
 	}{
 		{"paced", paced, []string{
 			"| " + strings.Join(tailColumns, " | ") + " |",
-			"| unilog | async | 100 | half-peak | 1 | 1000 | 200.00 | 120.00 | 180.00 | 8.00 | 3.00 |",
-			"| jetstream | async | 100 | half-peak | 1 | 1000 | 150.00 | 2.00 | 148.00 | - | 1.00 |",
+			"| unilog | async | 100 | half-peak | 1 | 1000 | 200.00 | 120.00 | 180.00 | 8.00 | 4.00 | 3.00 |",
+			"| jetstream | async | 100 | half-peak | 1 | 1000 | 150.00 | 2.00 | 148.00 | - | - | 1.00 |",
 		}},
 		{"peak only", paced[:1], nil},
 	} {

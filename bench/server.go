@@ -98,9 +98,23 @@ func StartServer(cfg ServerConfig) (Server, error) {
 	return startUnilog(cfg)
 }
 
-// ServeReady is the line `unilog bench serve` prints, followed by the
-// address, once its server accepts connections.
+// ServeReady begins the line `unilog bench serve` prints once its server
+// accepts connections (ServeLine): the address follows, then, for a server
+// with an admin port, serveAdmin and that port's address.
 const ServeReady = "serving "
+
+const serveAdmin = " admin "
+
+// ServeLine is the line `unilog bench serve` prints for srv, ready.
+func ServeLine(srv Server) string {
+	if a, ok := srv.(adminServer); ok {
+		return ServeReady + srv.Addr() + serveAdmin + a.adminAddr()
+	}
+	return ServeReady + srv.Addr()
+}
+
+// adminServer is a server with an HTTP admin port serving /metrics.
+type adminServer interface{ adminAddr() string }
 
 // childStop bounds a child's graceful shutdown before it is killed.
 const childStop = time.Minute
@@ -108,6 +122,7 @@ const childStop = time.Minute
 type childServer struct {
 	cmd      *exec.Cmd
 	addr     string
+	admin    string // the child's admin address, or empty
 	stopWait time.Duration
 }
 
@@ -136,7 +151,8 @@ func StartChild(exe string, cfg ServerConfig) (Server, error) {
 		return nil, fmt.Errorf("bench: %s did not start (first line %q): %v", cfg.System, line, err)
 	}
 	go io.Copy(io.Discard, out)
-	return &childServer{cmd: cmd, addr: addr, stopWait: cmp.Or(cfg.StopWait, childStop)}, nil
+	addr, admin, _ := strings.Cut(addr, serveAdmin)
+	return &childServer{cmd: cmd, addr: addr, admin: admin, stopWait: cmp.Or(cfg.StopWait, childStop)}, nil
 }
 
 func (c *childServer) Addr() string                { return c.addr }

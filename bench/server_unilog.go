@@ -26,7 +26,9 @@ func startUnilog(cfg ServerConfig) (Server, error) {
 	}
 	logger := logrus.New()
 	logger.SetOutput(io.Discard)
-	bcfg := broker.Config{DataDir: cfg.Dir, Listen: "127.0.0.1:0", Logger: logger}
+	// The admin port serves the broker's own produce times (broker_time.go)
+	// to a parent process.
+	bcfg := broker.Config{DataDir: cfg.Dir, Listen: "127.0.0.1:0", Admin: "127.0.0.1:0", Logger: logger}
 	if cfg.System != SystemUnilogKafkaLayout {
 		b, err := broker.Open(bcfg, store.Options{CommitLog: commitlog.Options{FlushMode: mode, FileSize: cfg.FileSize}})
 		if err != nil {
@@ -55,6 +57,7 @@ func startUnilog(cfg ServerConfig) (Server, error) {
 }
 
 func (s unilogServer) Addr() string                { return s.b.Addr() }
+func (s unilogServer) adminAddr() string           { return s.b.AdminAddr() }
 func (s unilogServer) CPU() (time.Duration, error) { return selfCPU() }
 func (s unilogServer) CPUSource() string           { return CPUSelf }
 func (s unilogServer) Close() error                { return s.b.Close() }

@@ -277,7 +277,7 @@ func benchServeCommand() *cli.Command {
 			if err != nil {
 				return err
 			}
-			fmt.Fprintln(c.App.Writer, bench.ServeReady+srv.Addr())
+			fmt.Fprintln(c.App.Writer, bench.ServeLine(srv))
 			select {
 			case <-sigs:
 			case <-c.Context.Done():

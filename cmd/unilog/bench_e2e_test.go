@@ -126,6 +126,12 @@ func TestBenchCompareSmoke(t *testing.T) {
 		if v, ok := r["cores_used"].(float64); !ok || v <= 0 {
 			t.Errorf("run %d %s: cores used %v", i, key, r["cores_used"])
 		}
+		// unilog's broker, over either layout, times its own produces
+		// and serves them from its admin port to this process.
+		p99, timed := r["broker_produce_p99_ms"].(float64)
+		if want := strings.HasPrefix(key, "unilog"); timed != want || timed && (p99 <= 0 || p99 > r["max_ms"].(float64)) {
+			t.Errorf("run %d %s: the broker's own p99 %v, want one (above 0, within the client's max %v): %v", i, key, r["broker_produce_p99_ms"], r["max_ms"], want)
+		}
 		checkLatencies(t, key, r)
 	}
 	for _, k := range []string{"unilog/async/peak", "unilog/sync/peak", "jetstream/async/peak", "jetstream/sync/peak",
@@ -220,6 +226,7 @@ func TestBenchCompareTrials(t *testing.T) {
 	}
 	s := string(text)
 	for _, want := range []string{hand + "\n# End to end\n", "| unilog | async | 2 | peak | 2 | ", "| unilog | async | 2 | half-peak | 2 | ",
+		"| late to send, p99 ms | in flight, p99 ms | request round trip, p99 ms | broker's own time, p99 ms |",
 		"| kfake | memory | 2 | peak | 2 | ", "runs 2 times, interleaved", "\n# End to end: wide\n", "| kfake | memory | 5 | peak | 1 | "} {
 		if !strings.Contains(s, want) {
 			t.Errorf("markdown lacks %q:\n%s", want, s)
