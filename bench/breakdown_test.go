@@ -40,17 +40,8 @@ func TestProduceBreakdown(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer srv.Close()
-	tg, err := newKafkaTarget(KafkaClient{Brokers: []string{srv.Addr()}, Topic: benchTopic, Acks: -1, Linger: time.Millisecond})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer tg.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	if err := tg.Prepare(ctx, 2); err != nil {
-		t.Fatal(err)
-	}
+	t.Cleanup(func() { srv.Close() })
+	tg, ctx := preparedKafkaTarget(t, srv, 2)
 	const records = 2000
 	r, err := produce(ctx, tg, Load{Partitions: 2, MessageSize: 64, Records: records, Producers: 2, Rate: 20000})
 	if err != nil || r.Records != records {
@@ -73,4 +64,22 @@ func TestProduceBreakdown(t *testing.T) {
 	if got := one.Breakdown.Requests; got.Requests != 1 || got.RecordsPerBatch.MaxMs != 1 {
 		t.Errorf("second run: %+v, want its one request of one record", got)
 	}
+}
+
+// preparedKafkaTarget is a Kafka client of srv (acks=-1, linger 1 ms) with
+// the bench topic created over partitions, and a context bounding the
+// test's work to a minute; both end with the test.
+func preparedKafkaTarget(t *testing.T, srv Server, partitions int) (*kafkaTarget, context.Context) {
+	t.Helper()
+	tg, err := newKafkaTarget(KafkaClient{Brokers: []string{srv.Addr()}, Topic: benchTopic, Acks: -1, Linger: time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { tg.Close() })
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	t.Cleanup(cancel)
+	if err := tg.Prepare(ctx, partitions); err != nil {
+		t.Fatal(err)
+	}
+	return tg, ctx
 }

@@ -1,7 +1,6 @@
 package bench
 
 import (
-	"context"
 	"math"
 	"testing"
 	"time"
@@ -74,22 +73,13 @@ func TestUnilogProduceTimes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer srv.Close()
+	t.Cleanup(func() { srv.Close() })
 	local := timerOf(srv)
 	if local == nil {
 		t.Fatal("unilog's server is not a produce timer")
 	}
 	remote := adminMetrics{"http://" + srv.(adminServer).adminAddr() + "/metrics"}
-	tg, err := newKafkaTarget(KafkaClient{Brokers: []string{srv.Addr()}, Topic: benchTopic, Acks: -1, Linger: time.Millisecond})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer tg.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	if err := tg.Prepare(ctx, 2); err != nil {
-		t.Fatal(err)
-	}
+	tg, ctx := preparedKafkaTarget(t, srv, 2)
 	before, err := local.produceTimes()
 	if err != nil {
 		t.Fatal(err)

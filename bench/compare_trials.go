@@ -9,13 +9,7 @@ import (
 // CompareRow is one configuration and load of a compare over its trials:
 // a line of the end-to-end table. Every figure is a Spread of the trials.
 type CompareRow struct {
-	System     string `json:"system"`
-	Flush      string `json:"flush"`
-	Partitions int    `json:"partitions"`
-	Load       string `json:"load"`
-	// Transactional rows put their records in transactions.
-	Transactional bool `json:"transactional,omitempty"`
-	Trials        int  `json:"trials"`
+	compareID
 
 	RecordsPerS             Spread `json:"records_per_s"`
 	MBPerS                  Spread `json:"mb_per_s"`
@@ -41,6 +35,24 @@ type CompareRow struct {
 	// distinct messages.
 	Failed int    `json:"failed,omitempty"`
 	Error  string `json:"error,omitempty"`
+}
+
+// compareID is what a row of trials is: its configuration, load and how
+// many trials it holds, the first cells of the tables.
+type compareID struct {
+	System     string `json:"system"`
+	Flush      string `json:"flush"`
+	Partitions int    `json:"partitions"`
+	Load       string `json:"load"`
+	// Transactional rows put their records in transactions.
+	Transactional bool `json:"transactional,omitempty"`
+	Trials        int  `json:"trials"`
+}
+
+// idOf is the compareID of the trials rs of one configuration and load.
+func idOf(rs []CompareRun) compareID {
+	return compareID{System: rs[0].System, Flush: rs[0].Flush, Partitions: rs[0].Partitions, Load: rs[0].Load,
+		Transactional: rs[0].Transactional, Trials: len(rs)}
 }
 
 type compareKey struct {
@@ -85,7 +97,7 @@ func groupCompare(runs []CompareRun) [][]CompareRun {
 func compareRowOf(rs []CompareRun) CompareRow {
 	pick := func(f func(*CompareRun) float64) Spread { return spreadBy(rs, f) }
 	row := CompareRow{
-		System: rs[0].System, Flush: rs[0].Flush, Partitions: rs[0].Partitions, Load: rs[0].Load, Transactional: rs[0].Transactional, Trials: len(rs),
+		compareID:               idOf(rs),
 		RecordsPerS:             pick(func(r *CompareRun) float64 { return r.RecordsPerS }),
 		MBPerS:                  pick(func(r *CompareRun) float64 { return r.MBPerS }),
 		P50Ms:                   pick(func(r *CompareRun) float64 { return r.P50Ms }),

@@ -17,12 +17,7 @@ import (
 // TailRow is a paced configuration's p99 taken apart, over its trials:
 // the record's own p99 beside the p99s of the parts it passes through.
 type TailRow struct {
-	System        string `json:"system"`
-	Flush         string `json:"flush"`
-	Partitions    int    `json:"partitions"`
-	Load          string `json:"load"`
-	Transactional bool   `json:"transactional,omitempty"`
-	Trials        int    `json:"trials"`
+	compareID
 
 	RecordsPerS Spread `json:"records_per_s"`
 	P99Ms       Spread `json:"p99_ms"`
@@ -53,8 +48,7 @@ func TailRows(runs []CompareRun) []TailRow {
 		}
 		pick := func(f func(*CompareRun) float64) Spread { return spreadBy(rs, f) }
 		row := TailRow{
-			System: rs[0].System, Flush: rs[0].Flush, Partitions: rs[0].Partitions, Load: rs[0].Load,
-			Transactional: rs[0].Transactional, Trials: len(rs),
+			compareID:          idOf(rs),
 			RecordsPerS:        pick(func(r *CompareRun) float64 { return r.RecordsPerS }),
 			P99Ms:              pick(func(r *CompareRun) float64 { return r.P99Ms }),
 			LateToSendP99Ms:    pick(func(r *CompareRun) float64 { return r.Breakdown.PacingLag.P99Ms }),
