@@ -449,6 +449,10 @@ func compareOne(ctx context.Context, cfg *CompareConfig, ret *retirement, c comp
 			fail("reading the broker's produce times", err)
 			return r
 		}
+		// Serving the scrape is the broker's CPU but neither phase's.
+		if cpu1, ok = cpu(); !ok {
+			return r
+		}
 	}
 	// Offsets count the transactions' markers too: read the records.
 	var want int64
