@@ -10,6 +10,8 @@ import (
 	"path/filepath"
 	"slices"
 	"time"
+
+	"github.com/unilog/unilog/internal/promhist"
 )
 
 // CompareConfig is one `unilog bench compare`: every system x flush x
@@ -419,7 +421,7 @@ func compareOne(ctx context.Context, cfg *CompareConfig, ret *retirement, c comp
 		return s, err == nil
 	}
 	timer := timerOf(srv)
-	var times0 histogram
+	var times0 []promhist.Bucket
 	if timer != nil {
 		if times0, err = timer.produceTimes(); err != nil {
 			fail("reading the broker's produce times", err)

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"math"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -88,30 +87,6 @@ func TestApplyPagesAndSearches(t *testing.T) {
 	}
 	if p := parsePage(url.Values{"limit": {"5000"}}); p.Limit != MaxPageSize {
 		t.Errorf("limit 5000 became %d, want the cap %d", p.Limit, MaxPageSize)
-	}
-}
-
-func TestQuantileMs(t *testing.T) {
-	inf := math.Inf(1)
-	prev := []bucket{{0.001, 10}, {0.01, 20}, {0.1, 20}, {inf, 20}}
-	for _, tc := range []struct {
-		name string
-		cur  []bucket
-		q    float64
-		want float64 // ms; NaN for none
-	}{
-		{"nothing new", prev, 0.99, math.NaN()},
-		{"all in the second bucket", []bucket{{0.001, 10}, {0.01, 120}, {0.1, 120}, {inf, 120}}, 0.5, 5.5},
-		{"p99 in the third", []bucket{{0.001, 10}, {0.01, 20}, {0.1, 120}, {inf, 120}}, 0.99, 10 + 90*0.99},
-		{"beyond the last bound", []bucket{{0.001, 10}, {0.01, 20}, {0.1, 20}, {inf, 30}}, 0.99, 100},
-	} {
-		got := quantileMs(prev, tc.cur, tc.q)
-		switch {
-		case math.IsNaN(tc.want) && got != nil:
-			t.Errorf("%s: %v, want none", tc.name, *got)
-		case !math.IsNaN(tc.want) && (got == nil || math.Abs(*got-tc.want) > 1e-9):
-			t.Errorf("%s: %v, want %v", tc.name, got, tc.want)
-		}
 	}
 }
 

@@ -2,12 +2,13 @@ package console
 
 import (
 	"math"
-	"sort"
 	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
+
+	"github.com/unilog/unilog/internal/promhist"
 )
 
 // SampleInterval is how often the console gathers the broker's metrics;
@@ -26,17 +27,12 @@ type sample struct {
 	at       time.Time
 	counters map[string]float64
 	gauges   map[string]float64
-	buckets  map[string][]bucket
+	buckets  map[string][]promhist.Bucket
 	// topicFetched is unilog_topic_fetched_bytes_total by topic.
 	topicFetched map[string]float64
 	// groupLag is indexed by history.groups; NaN where a group was not
 	// reported.
 	groupLag []float32
-}
-
-type bucket struct {
-	le    float64
-	count float64
 }
 
 // counted are the counters the charts turn into rates.
@@ -134,7 +130,7 @@ func (h *history) read(now time.Time) (sample, map[string]float64, bool) {
 	}
 	lags := map[string]float64{}
 	s := sample{at: now, counters: map[string]float64{}, gauges: map[string]float64{},
-		buckets: map[string][]bucket{}, topicFetched: map[string]float64{}}
+		buckets: map[string][]promhist.Bucket{}, topicFetched: map[string]float64{}}
 	for _, f := range families {
 		name := f.GetName()
 		for _, m := range f.GetMetric() {
@@ -144,12 +140,7 @@ func (h *history) read(now time.Time) (sample, map[string]float64, bool) {
 			case name == "unilog_topic_fetched_bytes_total":
 				s.topicFetched[label(m, "topic")] = m.GetCounter().GetValue()
 			case name == "unilog_request_duration_seconds":
-				api := label(m, "api")
-				for _, b := range m.GetHistogram().GetBucket() {
-					s.buckets[api] = append(s.buckets[api], bucket{b.GetUpperBound(), float64(b.GetCumulativeCount())})
-				}
-				// The +Inf bucket is implicit: it holds every observation.
-				s.buckets[api] = append(s.buckets[api], bucket{math.Inf(1), float64(m.GetHistogram().GetSampleCount())})
+				s.buckets[label(m, "api")] = promhist.Of(m.GetHistogram())
 			case m.Counter != nil:
 				s.counters[name] += m.GetCounter().GetValue()
 			case m.Gauge != nil:
@@ -210,43 +201,17 @@ func (h *history) groupLag(group string) (t []int64, lag []*float64, tracked boo
 	return t, lag, tracked
 }
 
-// quantileMs estimates the q quantile, in milliseconds, of the
-// observations between two cumulative histograms, as Prometheus's
-// histogram_quantile does (linear within the bucket). Nil when nothing
-// was observed.
-func quantileMs(prev, cur []bucket, q float64) *float64 {
-	if len(cur) == 0 {
+// quantileMs is the q quantile, in milliseconds, of the observations
+// between two readings of a histogram; nil when nothing was observed.
+func quantileMs(prev, cur []promhist.Bucket, q float64) *float64 {
+	d, err := promhist.Since(prev, cur)
+	if err != nil {
 		return nil
 	}
-	delta := make([]bucket, len(cur))
-	for i, b := range cur {
-		delta[i] = b
-		if i < len(prev) && prev[i].le == b.le {
-			delta[i].count -= prev[i].count
-		}
+	if v, ok := promhist.QuantileMs(d, q); ok {
+		return num(v)
 	}
-	sort.Slice(delta, func(i, j int) bool { return delta[i].le < delta[j].le })
-	total := delta[len(delta)-1].count
-	if total <= 0 {
-		return nil
-	}
-	rank := q * total
-	lower, below := 0.0, 0.0
-	for _, b := range delta {
-		if b.count >= rank {
-			if math.IsInf(b.le, 1) {
-				return num(lower * 1000)
-			}
-			in := b.count - below
-			frac := 1.0
-			if in > 0 {
-				frac = (rank - below) / in
-			}
-			return num((lower + (b.le-lower)*frac) * 1000)
-		}
-		lower, below = b.le, b.count
-	}
-	return num(lower * 1000)
+	return nil
 }
 
 // num boxes a float for JSON, nil for NaN and infinities (JSON has none).
