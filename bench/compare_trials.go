@@ -49,6 +49,16 @@ type compareID struct {
 	Trials        int  `json:"trials"`
 }
 
+// cells are the first cells of a table's row: system, flush, partitions,
+// load and trials.
+func (id *compareID) cells() []string {
+	load := id.Load
+	if id.Transactional {
+		load += ", transactional"
+	}
+	return []string{id.System, id.Flush, commas(int64(id.Partitions)), load, fmt.Sprint(id.Trials)}
+}
+
 // idOf is the compareID of the trials rs of one configuration and load.
 func idOf(rs []CompareRun) compareID {
 	return compareID{System: rs[0].System, Flush: rs[0].Flush, Partitions: rs[0].Partitions, Load: rs[0].Load,
@@ -151,12 +161,8 @@ func compareCells(r *CompareRow) []string {
 	if r.Error != "" {
 		failed = r.Error
 	}
-	load := r.Load
-	if r.Transactional {
-		load += ", transactional"
-	}
-	return []string{r.System, r.Flush, commas(int64(r.Partitions)), load, fmt.Sprint(r.Trials),
+	return append(r.cells(),
 		r.RecordsPerS.format(0), r.MBPerS.format(1), r.P50Ms.format(2), r.P99Ms.format(2), r.P999Ms.format(2),
 		read, r.BrokerCPUSPerGB.format(1), r.BrokerCPUSPerGBConsumed.format(1), clientIn, clientOut, r.CoresUsed.format(2),
-		r.Errors.format(0), failed}
+		r.Errors.format(0), failed)
 }

@@ -84,13 +84,8 @@ func tailCells(r *TailRow) []string {
 	if r.BrokerTimed > 0 {
 		broker = r.BrokerP99Ms.format(2)
 	}
-	load := r.Load
-	if r.Transactional {
-		load += ", transactional"
-	}
-	return []string{r.System, r.Flush, commas(int64(r.Partitions)), load, fmt.Sprint(r.Trials),
-		r.RecordsPerS.format(0), r.P99Ms.format(2), r.LateToSendP99Ms.format(2), r.InFlightP99Ms.format(2),
-		trip, broker, r.WaitingForCPUP99Ms.format(2)}
+	return append(r.cells(), r.RecordsPerS.format(0), r.P99Ms.format(2), r.LateToSendP99Ms.format(2), r.InFlightP99Ms.format(2),
+		trip, broker, r.WaitingForCPUP99Ms.format(2))
 }
 
 // writeTailMarkdown writes the tail table of runs' paced rows to b, or
