@@ -92,17 +92,34 @@ func histogramOf(families []*dto.MetricFamily, name string) ([]promhist.Bucket, 
 	return nil, fmt.Errorf("bench: broker metrics: no histogram %s", name)
 }
 
+// brokerCatchUp bounds how long setBrokerP99 waits for the broker to
+// count the produces its client saw answered.
+const brokerCatchUp = 5 * time.Second
+
 // setBrokerP99 sets the run's BrokerProduceP99Ms from the produces timer
 // counted since before; none counted (acks=0 gets no response) leaves it
-// nil.
+// nil. The broker counts a produce once its response is written, which
+// may be after the client has read it: so it reads again, for at most
+// brokerCatchUp, until the broker has counted as many produces as the
+// client timed (Breakdown.Requests; a client that times none is read
+// once).
 func (r *CompareRun) setBrokerP99(timer produceTimer, before []promhist.Bucket) error {
-	after, err := timer.produceTimes()
-	if err != nil {
-		return err
+	var want float64
+	if q := r.Breakdown.Requests; q != nil {
+		want = float64(q.Requests)
 	}
-	d, err := promhist.Since(before, after)
-	if err != nil {
-		return fmt.Errorf("bench: broker metrics: %w", err)
+	var d []promhist.Bucket
+	for deadline := time.Now().Add(brokerCatchUp); ; time.Sleep(5 * time.Millisecond) {
+		after, err := timer.produceTimes()
+		if err != nil {
+			return err
+		}
+		if d, err = promhist.Since(before, after); err != nil {
+			return fmt.Errorf("bench: broker metrics: %w", err)
+		}
+		if d[len(d)-1].Count >= want || time.Now().After(deadline) {
+			break
+		}
 	}
 	if p99, ok := promhist.QuantileMs(d, 0.99); ok {
 		r.BrokerProduceP99Ms = &p99

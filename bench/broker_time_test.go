@@ -58,7 +58,7 @@ func TestUnilogProduceTimes(t *testing.T) {
 	if err != nil || r.Records != 500 {
 		t.Fatalf("produce: %v: %+v", err, r)
 	}
-	var run CompareRun
+	run := CompareRun{ProduceResult: r}
 	if err := run.setBrokerP99(local, before); err != nil {
 		t.Fatal(err)
 	}
