@@ -9,7 +9,6 @@ import (
 	"io"
 	"net"
 	"os"
-	"slices"
 	"sync"
 	"syscall"
 	"time"
@@ -342,14 +341,6 @@ func (c *conn) readFrameBody(frame *bytebufferpool.ByteBuffer, n int) (int64, er
 		}
 	}
 	return reserved, nil
-}
-
-// growFrame makes room for k more bytes of an n-byte frame, doubling what
-// it holds at most.
-func growFrame(frame *bytebufferpool.ByteBuffer, k, n int) {
-	if have := len(frame.B); have+k > cap(frame.B) {
-		frame.B = slices.Grow(frame.B, min(max(have, k), n-have))
-	}
 }
 
 func (c *conn) logReadError(err error) {

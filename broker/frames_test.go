@@ -1,8 +1,12 @@
 package broker
 
 import (
+	"bytes"
 	"crypto/rand"
+	"fmt"
+	"math/bits"
 	"runtime"
+	"runtime/debug"
 	"slices"
 	"testing"
 
@@ -146,5 +150,101 @@ func TestSmallerProduceTakesKeptFrame(t *testing.T) {
 	produce(150 << 10)
 	if after := kept(); len(after) != 1 || after[0] != before[0] {
 		t.Fatalf("kept frames of caps %v after a 150 KiB produce, want the 900 KiB produce's frame alone (cap %d)", caps(br.frames), cap(before[0].B))
+	}
+}
+
+// TestGrowFrame: a frame grows to the next power of two that holds what
+// has arrived, so never past twice that, and keeps its bytes.
+func TestGrowFrame(t *testing.T) {
+	for _, tt := range []struct {
+		name            string
+		have, cap, k, n int
+		wantCap         int
+	}{
+		{name: "room left", have: 10, cap: 100, k: 90, n: 1000, wantCap: 100},
+		{name: "from nothing", have: 0, cap: 0, k: 17_345, n: 1_000_012, wantCap: 32 << 10},
+		{name: "doubles", have: 32 << 10, cap: 32 << 10, k: 1, n: 1_000_012, wantCap: 64 << 10},
+		{name: "last step of a request", have: 512 << 10, cap: 512 << 10, k: 1, n: 1_000_012, wantCap: 1 << 20},
+		{name: "a request just past a class", have: 1 << 20, cap: 1 << 20, k: 1, n: 1<<20 + 100, wantCap: 2 << 20},
+		{name: "odd capacity", have: 700_000, cap: 700_000, k: 50_000, n: 900_000, wantCap: 1 << 20},
+		{name: "small", have: 3, cap: 3, k: 2, n: 9, wantCap: 8},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			f := &bytebufferpool.ByteBuffer{B: make([]byte, tt.have, tt.cap)}
+			for i := range f.B {
+				f.B[i] = byte(i)
+			}
+			want := slices.Clone(f.B)
+			growFrame(f, tt.k, tt.n)
+			c := cap(f.B)
+			if c != tt.wantCap {
+				t.Errorf("cap %d, want %d", c, tt.wantCap)
+			}
+			if grown := c != tt.cap; grown && (bits.OnesCount(uint(c)) != 1 || c >= 2*(tt.have+tt.k)) {
+				t.Errorf("grew to %d for %d bytes arrived: want a power of two below twice them", c, tt.have+tt.k)
+			}
+			if !bytes.Equal(f.B, want) {
+				t.Error("the bytes the frame held changed")
+			}
+		})
+	}
+}
+
+// TestProduceFramesOfOneClassShareAFrame sends a 900 KiB produce request
+// and then one of 1000 KiB through a real connection: the second takes the
+// frame the first left, where a frame grown to the first's size made the
+// second grow one of its own.
+func TestProduceFramesOfOneClassShareAFrame(t *testing.T) {
+	br := startBroker(t, testConfig(t, t.TempDir()))
+	cl := newClient(t, br.Addr())
+	createTopic(t, cl, "frames", 1)
+	kept := func() []*bytebufferpool.ByteBuffer {
+		br.frames.mu.Lock()
+		defer br.frames.mu.Unlock()
+		return slices.Clone(br.frames.free)
+	}
+	var first []*bytebufferpool.ByteBuffer
+	for _, size := range []int{900 << 10, 1000 << 10} {
+		value := make([]byte, size)
+		rand.Read(value)
+		if r := rawProduce(t, cl, "frames", 0, rawBatch(-1, -1, -1, string(value))); r.ErrorCode != 0 {
+			t.Fatalf("produce of %d bytes: error code %d", size, r.ErrorCode)
+		}
+		if first == nil {
+			first = kept()
+		}
+	}
+	if after := kept(); len(first) != 1 || len(after) != 1 || after[0] != first[0] {
+		t.Fatalf("kept frames of caps %v after produces of 900 and 1000 KiB, want the first's frame alone", caps(br.frames))
+	}
+}
+
+// BenchmarkGrowFrame grows a frame from nothing into heap given back to
+// the kernel, as a fresh broker's frames are, and writes every page, as
+// the request's bytes do: growFrame, whose call makes the pages, against
+// the same allocation left to fault a page at a time. ns/page is what
+// matters; the first is about half the second on the virtual machine of
+// docs/BENCHMARKS.md.
+func BenchmarkGrowFrame(b *testing.B) {
+	const n = 1 << 20
+	for _, made := range []bool{true, false} {
+		b.Run(fmt.Sprintf("populate=%v", made), func(b *testing.B) {
+			for range b.N {
+				b.StopTimer()
+				debug.FreeOSMemory()
+				b.StartTimer()
+				f := &bytebufferpool.ByteBuffer{}
+				if made {
+					growFrame(f, n, n)
+				} else {
+					f.B = make([]byte, 0, n)
+				}
+				f.B = f.B[:n]
+				for i := 0; i < n; i += int(pageSize) {
+					f.B[i] = 1
+				}
+			}
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*n/int(pageSize)), "ns/page")
+		})
 	}
 }
