@@ -112,9 +112,10 @@ func (p *framePool) search(n int) int {
 	return i
 }
 
-// growFrame makes room for k more bytes of an n-byte frame whose k bytes
-// have arrived: a new frame of the next power of two that holds them, so
-// at most twice what has arrived (readFrameBody's rule).
+// growFrame makes room for k more bytes of an n-byte frame: a new frame of
+// the next power of two that holds them. k is what the read buffer holds,
+// or one byte ahead of a read into the frame, so the frame is at most
+// twice what has arrived (readFrameBody's rule).
 //
 // Powers of two because frames are kept (framePool): a produce request's
 // size varies a little from one to the next (1,000,012 bytes of batch at
