@@ -139,7 +139,9 @@ func growFrame(frame *bytebufferpool.ByteBuffer, k, n int) {
 	}
 	c := 1 << bits.Len(uint(have+k-1))
 	b := make([]byte, have, c)
-	if fill := min(c, n); fill >= populateMin {
+	// Smaller frames live in bytebufferpool, mostly in heap touched
+	// before, where the call would find its pages made.
+	if fill := min(c, n); fill >= minKeptFrame {
 		populate(b[:fill])
 	}
 	copy(b, frame.B)
@@ -147,11 +149,6 @@ func growFrame(frame *bytebufferpool.ByteBuffer, k, n int) {
 }
 
 var pageSize = uintptr(unix.Getpagesize())
-
-// populateMin is the smallest frame whose pages growFrame makes in one
-// call: the frames below minKeptFrame live in bytebufferpool, mostly in
-// heap touched before, where the call would find its pages made.
-const populateMin = minKeptFrame
 
 // populate makes the whole pages of b present and writable, as a store
 // into each would, without changing a byte. Best effort: a kernel
