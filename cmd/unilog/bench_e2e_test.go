@@ -127,10 +127,15 @@ func TestBenchCompareSmoke(t *testing.T) {
 			t.Errorf("run %d %s: cores used %v", i, key, r["cores_used"])
 		}
 		// unilog's broker, over either layout, times its own produces
-		// and serves them from its admin port to this process.
+		// and serves them from its admin port to this process. Each
+		// produce's time lies within a record's latency, so its true p99
+		// is at most the client's max; the figure is estimated within a
+		// histogram bucket twice as wide as the one below it, so it can
+		// reach past the true value, though not to twice it (a run put
+		// 81.1 ms against a client's max of 75.6).
 		p99, timed := r["broker_produce_p99_ms"].(float64)
-		if want := strings.HasPrefix(key, "unilog"); timed != want || timed && (p99 <= 0 || p99 > r["max_ms"].(float64)) {
-			t.Errorf("run %d %s: the broker's own p99 %v, want one (above 0, within the client's max %v): %v", i, key, r["broker_produce_p99_ms"], r["max_ms"], want)
+		if want := strings.HasPrefix(key, "unilog"); timed != want || timed && (p99 <= 0 || p99 >= 2*r["max_ms"].(float64)) {
+			t.Errorf("run %d %s: the broker's own p99 %v, want one (above 0, below twice the client's max %v): %v", i, key, r["broker_produce_p99_ms"], r["max_ms"], want)
 		}
 		checkLatencies(t, key, r)
 	}
