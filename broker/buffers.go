@@ -69,6 +69,7 @@ func (c *conn) releaseResponse() {
 		c.out = nil
 	}
 	c.fetch.reset()
+	c.fetch.releaseScratch()
 	clear(c.vec)
 	c.vec = c.vec[:0]
 }

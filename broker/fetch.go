@@ -83,18 +83,25 @@ func (b *Broker) handleFetch(ctx context.Context, c *conn, kreq kmsg.Request) (k
 		resp.ErrorCode = serr.Code
 		return resp, nil
 	}
+	recs := c.fetched()
+	sc := recs.takeScratch()
 	var parts []fetchPartition
 	if s != nil {
 		defer s.mu.Unlock()
-		parts = s.partitions(make([]fetchPartition, 0, len(s.parts)))
+		parts = s.partitions(sc.parts[:0])
 	} else {
-		parts = requestPartitions(req)
+		parts = requestPartitions(sc.parts[:0], req)
 	}
+	sc.parts = parts
 	if b.cfg.Security.ACL != nil && incremental {
 		parts = c.authorizeSession(parts)
 	}
+	if cap(sc.results) < len(parts) {
+		sc.results = make([]kmsg.FetchResponseTopicPartition, len(parts))
+	}
 
-	f := fetchState{b: b, req: req, parts: parts, recs: c.fetched(), results: make([]kmsg.FetchResponseTopicPartition, len(parts)),
+	f := fetchState{b: b, req: req, parts: parts, recs: recs, sc: sc, results: sc.results[:len(parts)],
+		spans: sc.spans[:0], idle: sc.idle[:0],
 		readBy: b.now().Add(max(time.Duration(req.MaxWaitMillis)*time.Millisecond, minFetchRead))}
 
 	var w Waiter
@@ -162,9 +169,10 @@ type fetchState struct {
 	results []kmsg.FetchResponseTopicPartition
 	spans   []span
 	recs    *fetchRecords
-	readBy  time.Time // past it, a fetch holding records reads no further
-	total   int       // record bytes read
-	reached int       // partitions read before the byte or time budget ran out
+	sc      *fetchScratch // the slices' arrays, kept for the next fetch
+	readBy  time.Time     // past it, a fetch holding records reads no further
+	total   int           // record bytes read
+	reached int           // partitions read before the byte or time budget ran out
 	// idle are the partitions a long poll watches, read to their high
 	// watermark with nothing waiting for replication.
 	idle []int
@@ -213,6 +221,7 @@ func (f *fetchState) read() (total int, failed, unreplicated bool) {
 		meta      TopicMeta
 		known     bool
 		leads     func(partition int32) bool
+		reader    func(partition int32) PartitionReader
 	)
 	for i, p := range f.parts {
 		rp := &f.results[i]
@@ -226,6 +235,7 @@ func (f *fetchState) read() (total int, failed, unreplicated bool) {
 			lastTopic = p.topic
 			meta, known = b.meta.Topic(p.topic)
 			leads = b.topicLeads(p.topic)
+			reader = nil
 		}
 		if p.denied {
 			rp.ErrorCode = kerr.TopicAuthorizationFailed.Code
@@ -242,7 +252,10 @@ func (f *fetchState) read() (total int, failed, unreplicated bool) {
 			failed = true
 			continue
 		}
-		h := b.st.Partition(p.topic, p.partition)
+		if reader == nil {
+			reader = partitionsOf(b.st, p.topic)
+		}
+		h := reader(p.partition)
 		lo, hi, stored := b.readerBounds(meta, p.partition, h)
 		rp.HighWatermark = hi
 		rp.LastStableOffset = hi
@@ -354,6 +367,21 @@ type prefetcher interface {
 // partition in the response's order, for the write (fetch_write.go).
 func (f *fetchState) response(s *fetchSession, incremental bool) *kmsg.FetchResponse {
 	resp := f.req.ResponseKind().(*kmsg.FetchResponse)
+	f.sc.spans, f.sc.idle = f.spans, f.idle
+	// Each topic's partitions are a run of one array with room for all,
+	// cut at its length so that an append to one (a denied topic's
+	// partitions, added after) moves it rather than overwrite the next.
+	out := f.sc.resp[:0]
+	if cap(out) < len(f.parts) {
+		out = make([]kmsg.FetchResponseTopicPartition, 0, len(f.parts))
+	}
+	from := 0
+	cut := func() {
+		if n := len(resp.Topics); n > 0 {
+			resp.Topics[n-1].Partitions = out[from:len(out):len(out)]
+		}
+		from = len(out)
+	}
 	for i, p := range f.parts {
 		rp := &f.results[i]
 		// Empty, not null, records: librdkafka rejects a null.
@@ -364,14 +392,16 @@ func (f *fetchState) response(s *fetchSession, incremental bool) *kmsg.FetchResp
 		}
 		f.recs.spans = append(f.recs.spans, sp)
 		if n := len(resp.Topics); n == 0 || resp.Topics[n-1].Topic != p.topic {
+			cut()
 			rt := kmsg.NewFetchResponseTopic()
 			rt.Topic = p.topic
 			rt.TopicID = p.topicID
 			resp.Topics = append(resp.Topics, rt)
 		}
-		rt := &resp.Topics[len(resp.Topics)-1]
-		rt.Partitions = append(rt.Partitions, *rp)
+		out = append(out, *rp)
 	}
+	cut()
+	f.sc.resp = out
 	if s != nil {
 		resp.SessionID = s.id
 		s.answered(f.parts, f.results, f.reached)

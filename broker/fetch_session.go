@@ -110,14 +110,9 @@ type fetchPartition struct {
 	denied      bool // the principal may no longer consume the topic
 }
 
-// requestPartitions lists the partitions of a sessionless fetch, in
-// request order.
-func requestPartitions(req *kmsg.FetchRequest) []fetchPartition {
-	n := 0
-	for _, t := range req.Topics {
-		n += len(t.Partitions)
-	}
-	out := make([]fetchPartition, 0, n)
+// requestPartitions appends to out the partitions of a sessionless fetch,
+// in request order.
+func requestPartitions(out []fetchPartition, req *kmsg.FetchRequest) []fetchPartition {
 	for _, t := range req.Topics {
 		for _, p := range t.Partitions {
 			out = append(out, fetchPartition{topic: t.Topic, topicID: t.TopicID, partition: p.Partition, fetchOffset: p.FetchOffset, maxBytes: p.PartitionMaxBytes})

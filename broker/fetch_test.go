@@ -99,3 +99,48 @@ func scrapeMetric(t testing.TB, b *Broker, name string) string {
 	t.Fatalf("/metrics has no %s (%v)", name, sc.Err())
 	return ""
 }
+
+// TestFetchResponseTopicsOwnTheirPartitions: the response's partitions of
+// every topic are runs of one pooled array (fetchScratch), each cut at its
+// length, so that a partition appended to a topic after the read (a
+// denied topic's, by serveAuthorized) moves that topic's run instead of
+// overwriting the next topic's; and a second response from the same
+// scratch holds its own partitions only.
+func TestFetchResponseTopicsOwnTheirPartitions(t *testing.T) {
+	sc := new(fetchScratch)
+	build := func(parts []fetchPartition) *kmsg.FetchResponse {
+		req := kmsg.NewPtrFetchRequest()
+		req.SetVersion(12)
+		f := fetchState{req: req, parts: parts, sc: sc, recs: &fetchRecords{}, spans: make([]span, len(parts)), results: make([]kmsg.FetchResponseTopicPartition, len(parts))}
+		for i, p := range parts {
+			f.results[i] = kmsg.NewFetchResponseTopicPartition()
+			f.results[i].Partition = p.partition
+			f.results[i].HighWatermark = int64(100*len(p.topic) + int(p.partition))
+		}
+		return f.response(nil, false)
+	}
+	check := func(resp *kmsg.FetchResponse, want map[string][]int32) {
+		t.Helper()
+		if len(resp.Topics) != len(want) {
+			t.Fatalf("%d topics, want %d", len(resp.Topics), len(want))
+		}
+		for _, rt := range resp.Topics {
+			var got []int32
+			for _, rp := range rt.Partitions {
+				if rp.HighWatermark != int64(100*len(rt.Topic)+int(rp.Partition)) {
+					t.Fatalf("%s/%d answers another partition's high watermark %d", rt.Topic, rp.Partition, rp.HighWatermark)
+				}
+				got = append(got, rp.Partition)
+			}
+			if fmt.Sprint(got) != fmt.Sprint(want[rt.Topic]) {
+				t.Fatalf("%s: partitions %v, want %v", rt.Topic, got, want[rt.Topic])
+			}
+		}
+	}
+	resp := build([]fetchPartition{{topic: "a", partition: 0}, {topic: "a", partition: 1}, {topic: "bb", partition: 0}, {topic: "bb", partition: 1}})
+	denied := kmsg.NewFetchResponseTopicPartition()
+	denied.Partition, denied.HighWatermark = 7, 107
+	resp.Topics[0].Partitions = append(resp.Topics[0].Partitions, denied)
+	check(resp, map[string][]int32{"a": {0, 1, 7}, "bb": {0, 1}})
+	check(build([]fetchPartition{{topic: "bb", partition: 1}}), map[string][]int32{"bb": {1}})
+}

@@ -93,10 +93,16 @@ func BenchmarkProduceHandler(b *testing.B) {
 	}
 }
 
+// BenchmarkFetchHandler reads every partition of a topic from offset 0:
+// 10 batches of 100 records a partition, and the shape of a consumer of
+// 10,000 partitions, one small batch each, where the per-partition cost
+// is the whole cost.
 func BenchmarkFetchHandler(b *testing.B) {
-	for _, partitions := range []int32{1, 100} {
-		b.Run(fmt.Sprintf("partitions=%d", partitions), func(b *testing.B) {
-			br, frame := fetchBench(b, partitions)
+	for _, tc := range []struct{ partitions, batches, records int32 }{
+		{1, 10, benchBatchRecords}, {100, 10, benchBatchRecords}, {10_000, 1, 1},
+	} {
+		b.Run(fmt.Sprintf("partitions=%d", tc.partitions), func(b *testing.B) {
+			br, frame := fetchBench(b, tc.partitions, tc.batches, tc.records)
 			scratch := make([]byte, len(frame))
 			c := benchConn(br)
 			serveFrame(b, c, frame, scratch)
@@ -105,7 +111,7 @@ func BenchmarkFetchHandler(b *testing.B) {
 			for range b.N {
 				serveFrame(b, c, frame, scratch)
 			}
-			b.ReportMetric(float64(partitions*10*benchBatchRecords), "records/op")
+			b.ReportMetric(float64(tc.partitions*tc.batches*tc.records), "records/op")
 		})
 	}
 }
@@ -118,7 +124,7 @@ func BenchmarkFetchHandler(b *testing.B) {
 func BenchmarkFetchWrite(b *testing.B) {
 	for _, partitions := range []int32{1, 100} {
 		b.Run(fmt.Sprintf("partitions=%d", partitions), func(b *testing.B) {
-			br, frame := fetchBench(b, partitions)
+			br, frame := fetchBench(b, partitions, 10, benchBatchRecords)
 			scratch := make([]byte, len(frame))
 			server, client := tcpPair(b)
 			go io.Copy(io.Discard, client)
@@ -156,16 +162,16 @@ func BenchmarkFetchWrite(b *testing.B) {
 // fetchBench starts a broker holding 10 batches of benchBatchRecords
 // records in each of partitions partitions and returns it with the frame
 // of a fetch of them all.
-func fetchBench(b *testing.B, partitions int32) (*Broker, []byte) {
+func fetchBench(b *testing.B, partitions, batches, records int32) (*Broker, []byte) {
 	br := startBroker(b, testConfig(b, b.TempDir()))
 	cl := newClient(b, br.Addr())
 	createTopic(b, cl, "bench", partitions)
-	values := make([]string, benchBatchRecords)
+	values := make([]string, records)
 	for i := range values {
 		values[i] = fmt.Sprintf("%0100d", i)
 	}
 	for p := range partitions {
-		for range 10 {
+		for range batches {
 			if rp := rawProduce(b, cl, "bench", p, rawBatch(-1, -1, -1, values...)); rp.ErrorCode != 0 {
 				b.Fatalf("produce: error %d", rp.ErrorCode)
 			}

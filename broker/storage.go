@@ -125,6 +125,23 @@ type Appended = store.Appended
 // grows or Release, so a fetch that returns leaves nothing behind.
 type Waiter = store.Waiter
 
+// topicReader is a Storage that resolves a topic once for the read
+// handles of many of its partitions (*store.Store: PartitionsOf).
+type topicReader interface {
+	PartitionsOf(topic string) func(partition int32) PartitionReader
+}
+
+var _ topicReader = (*store.Store)(nil)
+
+// partitionsOf returns read handles on topic's partitions: resolved once
+// where st can, else one Partition call each.
+func partitionsOf(st Storage, topic string) func(partition int32) PartitionReader {
+	if tr, ok := st.(topicReader); ok {
+		return tr.PartitionsOf(topic)
+	}
+	return func(p int32) PartitionReader { return st.Partition(topic, p) }
+}
+
 // PartitionReader reads one partition: its bounds, its batches
 // (ErrStorageRange when an offset is not stored) and where its records end
 // in the log (false when not stored, or the storage has no physical

@@ -46,6 +46,20 @@ type partition struct {
 // of topic.
 func (s *Store) Partition(topic string, p int32) Partition { return s.partition(topic, p) }
 
+// PartitionsOf returns read handles on the partitions of the live
+// incarnation of topic, with the incarnation and its table of handles
+// looked up once: a fetch over 10,000 partitions of a topic looked both
+// up for each partition. The handles are those Partition returns; like
+// them, the function is meant to live as long as one request.
+func (s *Store) PartitionsOf(topic string) func(p int32) Partition {
+	id, ok := s.liveID(topic)
+	if !ok {
+		return func(p int32) Partition { return &partition{s: s, topic: topic, partition: p} }
+	}
+	hs := s.handleTable(topic, id)
+	return func(p int32) Partition { return s.handle(hs, topic, id, p) }
+}
+
 func (s *Store) partition(topic string, p int32) *partition {
 	id, ok := s.liveID(topic)
 	if !ok {

@@ -29,7 +29,7 @@ func readAll(t *testing.T, h Partition) []string {
 }
 
 // TestPartitionHandle: a handle reads its incarnation's batches, is kept
-// (taking it again allocates nothing), and a topic deleted and created
+// (taking it again allocates nothing; PartitionsOf gives the same), and a topic deleted and created
 // again is read through a new handle of the new incarnation, the old one
 // answering out of range.
 func TestPartitionHandle(t *testing.T) {
@@ -55,6 +55,18 @@ func TestPartitionHandle(t *testing.T) {
 	}
 	if lo, hi := d.Partition("t", 1).Bounds(); lo != 0 || hi != 0 {
 		t.Errorf("t/1, never written: [%d, %d)", lo, hi)
+	}
+
+	// PartitionsOf resolves the topic once and gives the same handles.
+	of := d.PartitionsOf("t")
+	if of(0) != h {
+		t.Error("PartitionsOf's handle of t/0 is not Partition's")
+	}
+	if lo, hi := of(1).Bounds(); lo != 0 || hi != 0 {
+		t.Errorf("t/1 through PartitionsOf, never written: [%d, %d)", lo, hi)
+	}
+	if lo, hi := d.PartitionsOf("unknown")(0).Bounds(); lo != 0 || hi != 0 {
+		t.Errorf("a partition of an unknown topic: [%d, %d)", lo, hi)
 	}
 
 	live.drop("t")
