@@ -368,12 +368,25 @@ type prefetcher interface {
 func (f *fetchState) response(s *fetchSession, incremental bool) *kmsg.FetchResponse {
 	resp := f.req.ResponseKind().(*kmsg.FetchResponse)
 	f.sc.spans, f.sc.idle = f.spans, f.idle
-	// Each topic's partitions are a run of one array with room for all,
-	// cut at its length so that an append to one (a denied topic's
-	// partitions, added after) moves it rather than overwrite the next.
+	// An incremental fetch answers only the partitions that changed.
+	answers := func(i int) bool {
+		sp := f.spans[i]
+		return !incremental || f.parts[i].session.changed(&f.results[i], sp.to > sp.from)
+	}
+	n := 0
+	for i := range f.parts {
+		if answers(i) {
+			n++
+		}
+	}
+	// Each topic's partitions are a run of one array with room for all
+	// answered (sized to them, not to the partitions read: an idle
+	// consumer's poll answers few), cut at its length so that an append to
+	// one (a denied topic's partitions, added after) moves it rather than
+	// overwrite the next.
 	out := f.sc.resp[:0]
-	if cap(out) < len(f.parts) {
-		out = make([]kmsg.FetchResponseTopicPartition, 0, len(f.parts))
+	if cap(out) < n {
+		out = make([]kmsg.FetchResponseTopicPartition, 0, n)
 	}
 	from := 0
 	cut := func() {
@@ -383,14 +396,13 @@ func (f *fetchState) response(s *fetchSession, incremental bool) *kmsg.FetchResp
 		from = len(out)
 	}
 	for i, p := range f.parts {
+		if !answers(i) {
+			continue
+		}
 		rp := &f.results[i]
 		// Empty, not null, records: librdkafka rejects a null.
 		rp.RecordBatches = []byte{}
-		sp := f.spans[i]
-		if incremental && !p.session.changed(rp, sp.to > sp.from) {
-			continue
-		}
-		f.recs.spans = append(f.recs.spans, sp)
+		f.recs.spans = append(f.recs.spans, f.spans[i])
 		if n := len(resp.Topics); n == 0 || resp.Topics[n-1].Topic != p.topic {
 			cut()
 			rt := kmsg.NewFetchResponseTopic()
