@@ -144,3 +144,49 @@ func TestFetchResponseTopicsOwnTheirPartitions(t *testing.T) {
 	check(resp, map[string][]int32{"a": {0, 1, 7}, "bb": {0, 1}})
 	check(build([]fetchPartition{{topic: "bb", partition: 1}}), map[string][]int32{"bb": {1}})
 }
+
+// TestFetchTopicsInterleaved: a fetch naming topic a, then b, then a again
+// gets three topics back in that order, each partition with its own high
+// watermark; the next fetch on the connection, smaller, reusing the pooled
+// scratch, answers its one partition only.
+func TestFetchTopicsInterleaved(t *testing.T) {
+	b := startBroker(t, testConfig(t, t.TempDir()))
+	cl := newClient(t, b.Addr())
+	createTopic(t, cl, "a", 2)
+	createTopic(t, cl, "b", 1)
+	for _, w := range []struct {
+		topic     string
+		partition int32
+		records   int
+	}{{"a", 0, 1}, {"a", 1, 2}, {"b", 0, 3}} {
+		values := make([]string, w.records)
+		for i := range values {
+			values[i] = fmt.Sprint(w.topic, w.partition, i)
+		}
+		if rp := rawProduce(t, cl, w.topic, w.partition, rawBatch(-1, -1, -1, values...)); rp.ErrorCode != 0 {
+			t.Fatalf("produce %s/%d: %v", w.topic, w.partition, kerr.ErrorForCode(rp.ErrorCode))
+		}
+	}
+	req := fetchReq("a", 0, 0, 1)
+	req.Topics = append(req.Topics, fetchReq("b", 0, 0, 0).Topics[0], fetchReq("a", 0, 0, 0).Topics[0])
+	got := func(req *kmsg.FetchRequest) string {
+		t.Helper()
+		resp, err := req.RequestWith(testCtx(t), cl)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var s []string
+		for _, rt := range resp.Topics {
+			for _, rp := range rt.Partitions {
+				s = append(s, fmt.Sprintf("%s/%d:%d:%d", rt.Topic, rp.Partition, rp.HighWatermark, len(batches(t, rp.RecordBatches))))
+			}
+		}
+		return strings.Join(s, " ")
+	}
+	if g, want := got(req), "a/1:2:1 b/0:3:1 a/0:1:1"; g != want {
+		t.Fatalf("interleaved fetch answered %q, want %q", g, want)
+	}
+	if g, want := got(fetchReq("b", 0, 0, 0)), "b/0:3:1"; g != want {
+		t.Fatalf("the next fetch answered %q, want %q", g, want)
+	}
+}
