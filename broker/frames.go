@@ -22,7 +22,7 @@ import (
 // partitions (most likely faulting in and zeroing memory the runtime had
 // given back to the kernel).
 //
-// Only frames of at least minKeptFrame are kept here, so the list holds
+// Only frames larger than minKeptFrame are kept here, so the list holds
 // at most limit/minKeptFrame of them and its inserts stay short however
 // many connections fetch; smaller frames (fetches, metadata), cheap to
 // make again, stay in bytebufferpool. A request whose frame comes back
@@ -62,7 +62,7 @@ func newFramePool(limit int64) *framePool {
 // frame that holds it and, unless the frame comes back (back), is not far
 // larger; or a new one.
 func (p *framePool) get(n int, back bool) *bytebufferpool.ByteBuffer {
-	if n < minKeptFrame {
+	if n <= minKeptFrame {
 		f := smallFrames.Get()
 		f.B = f.B[:0]
 		return f
@@ -85,7 +85,11 @@ func (p *framePool) get(n int, back bool) *bytebufferpool.ByteBuffer {
 func (p *framePool) put(f *bytebufferpool.ByteBuffer) {
 	c := int64(cap(f.B))
 	switch {
-	case c < minKeptFrame:
+	case c <= minKeptFrame:
+		// growFrame makes a request of 32-64 KiB a frame of 64 KiB: it
+		// goes where such requests take their frames from. Kept in the
+		// list, where only larger requests look, every such frame stayed
+		// there unused, up to the list's 64 MiB.
 		smallFrames.Put(f)
 		return
 	case c > p.limit/4:

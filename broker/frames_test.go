@@ -37,15 +37,17 @@ func TestFramePool(t *testing.T) {
 		keptNow []int // after the get
 	}{
 		{"empty", nil, 1 << 20, false, 0, nil},
-		{"smallest that fits", []int{64 << 10, 1 << 20, 2 << 20}, 900 << 10, false, 1 << 20, []int{64 << 10, 2 << 20}},
+		{"smallest that fits", []int{128 << 10, 1 << 20, 2 << 20}, 900 << 10, false, 1 << 20, []int{128 << 10, 2 << 20}},
 		{"exact", []int{1 << 20}, 1 << 20, false, 1 << 20, nil},
 		{"too small", []int{1 << 20}, 1<<20 + 1, false, 0, []int{1 << 20}},
 		{"far too large for the request", []int{1 << 20}, 200 << 10, false, 0, []int{1 << 20}},
-		{"far larger, for a request whose frame comes back", []int{64 << 10, 2 << 20}, 200 << 10, true, 2 << 20, []int{64 << 10}},
-		{"within the slack", []int{128 << 10}, 64 << 10, false, 128 << 10, nil},
-		{"a small request takes no kept frame", []int{64 << 10}, 100, false, -1, []int{64 << 10}},
-		{"a small request whose frame comes back takes none either", []int{64 << 10}, 100, true, -1, []int{64 << 10}},
-		{"a small frame is not kept in the list", []int{64<<10 - 1}, 64 << 10, false, 0, nil},
+		{"far larger, for a request whose frame comes back", []int{128 << 10, 2 << 20}, 200 << 10, true, 2 << 20, []int{128 << 10}},
+		{"within the slack", []int{256 << 10}, 65 << 10, false, 256 << 10, nil},
+		{"a small request takes no kept frame", []int{128 << 10}, 100, false, -1, []int{128 << 10}},
+		{"a small request whose frame comes back takes none either", []int{128 << 10}, 100, true, -1, []int{128 << 10}},
+		{"a request of minKeptFrame is a small one", []int{128 << 10}, 64 << 10, true, -1, []int{128 << 10}},
+		{"a small frame is not kept in the list", []int{64<<10 - 1}, 65 << 10, false, 0, nil},
+		{"nor one of minKeptFrame", []int{64 << 10}, 65 << 10, false, 0, nil},
 		{"a frame above a quarter of the limit is not kept", []int{limit/4 + 1}, limit / 4, false, 0, nil},
 		{"room made by dropping smaller frames", []int{1 << 20, 1 << 20, 2 << 20, 2 << 20, 2 << 20, 2 << 20}, 3 << 20, false, 0, []int{2 << 20, 2 << 20, 2 << 20, 2 << 20}},
 		{"no room: the larger kept", []int{2 << 20, 2 << 20, 2 << 20, 2 << 20, 1 << 20}, 3 << 20, false, 0, []int{2 << 20, 2 << 20, 2 << 20, 2 << 20}},
@@ -62,8 +64,8 @@ func TestFramePool(t *testing.T) {
 			}
 			switch {
 			case tt.gotCap < 0:
-				if cap(f.B) >= minKeptFrame {
-					t.Errorf("got a frame of cap %d for a small request, want one below %d", cap(f.B), minKeptFrame)
+				if cap(f.B) > minKeptFrame {
+					t.Errorf("got a frame of cap %d for a small request, want one of at most %d", cap(f.B), minKeptFrame)
 				}
 			case cap(f.B) != tt.gotCap:
 				t.Errorf("got a frame of cap %d, want %d", cap(f.B), tt.gotCap)
@@ -84,6 +86,27 @@ func TestFramePool(t *testing.T) {
 
 // TestFramePoolSurvivesGC is why the pool is not a sync.Pool: a produce
 // frame recycled before two collections is there after them.
+// TestFramePoolKeepsOnlyWhatItGives: requests of one size, each taking
+// a frame, growing it as readFrameBody does and giving it back, leave at
+// most one frame in the list: a frame is kept only where a request of its
+// size looks. (Frames that 32-64 KiB requests grew to 64 KiB went to the
+// list, where such requests never look, one more each request until the
+// list held 64 MiB.)
+func TestFramePoolKeepsOnlyWhatItGives(t *testing.T) {
+	for _, n := range []int{40 << 10, 60 << 10, 64 << 10, 65 << 10, 100 << 10, 900 << 10} {
+		p := newFramePool(64 << 20)
+		for range 50 {
+			f := p.get(n, true)
+			growFrame(f, n, n)
+			f.B = f.B[:n]
+			p.put(f)
+		}
+		if n <= minKeptFrame && p.held != 0 || p.held > int64(2*n) {
+			t.Errorf("%d-byte requests: the list holds %d bytes in %d frames after 50 of them", n, p.held, len(p.free))
+		}
+	}
+}
+
 func TestFramePoolSurvivesGC(t *testing.T) {
 	p := newFramePool(64 << 20)
 	f := frameOf(2 << 20)
