@@ -52,20 +52,38 @@ func (s *Store) Partition(topic string, p int32) Partition { return s.partition(
 // up for each partition. The handles are those Partition returns; like
 // them, the function is meant to live as long as one request.
 func (s *Store) PartitionsOf(topic string) func(p int32) Partition {
-	id, ok := s.liveID(topic)
-	if !ok {
-		return func(p int32) Partition { return &partition{s: s, topic: topic, partition: p} }
-	}
-	hs := s.handleTable(topic, id)
-	return func(p int32) Partition { return s.handle(hs, topic, id, p) }
+	th := s.topicHandles(topic)
+	return func(p int32) Partition { return th.partition(p) }
 }
 
 func (s *Store) partition(topic string, p int32) *partition {
-	id, ok := s.liveID(topic)
-	if !ok {
-		return &partition{s: s, topic: topic, partition: p}
+	return s.topicHandles(topic).partition(p)
+}
+
+// topicHandles is a topic's live incarnation and its handle table, looked
+// up once for the handles of its partitions.
+type topicHandles struct {
+	s     *Store
+	topic string
+	id    TopicID
+	hs    *dense.Shared[partition] // nil: the topic has no live incarnation
+}
+
+func (s *Store) topicHandles(topic string) topicHandles {
+	th := topicHandles{s: s, topic: topic}
+	if id, ok := s.liveID(topic); ok {
+		th.id, th.hs = id, s.handleTable(topic, id)
 	}
-	return s.handle(s.handleTable(topic, id), topic, id, p)
+	return th
+}
+
+// partition is a handle on partition p: one that reads nothing when the
+// topic has no live incarnation.
+func (th topicHandles) partition(p int32) *partition {
+	if th.hs == nil {
+		return &partition{s: th.s, topic: th.topic, partition: p}
+	}
+	return th.s.handle(th.hs, th.topic, th.id, p)
 }
 
 // handle is partition for the live incarnation id of topic, whose handle
