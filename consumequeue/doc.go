@@ -39,7 +39,10 @@
 // of the entries the pages are made, 256 KiB at a time, so that the kernel
 // makes them in one call rather than one fault per page of the stores
 // (zeroahead.go); the room maker does it, or the dispatcher where it gets
-// there first.
+// there first. A cold queue, one appended to only after thousands of
+// appends to others, keeps its newest entries in a tail in memory instead
+// and writes them with one pwrite a page at a time, and before any flush
+// syncs the file (tail.go).
 // Before a flush that syncs file by file writes back a file that took many
 // entries since the last, its mapping's page-table entries are dropped in
 // one call, so that the write-back does not write-protect and TLB-flush

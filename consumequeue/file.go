@@ -72,6 +72,13 @@ type file struct {
 	// by mu and sizeMu, read under either.
 	shrunk uint64
 
+	// tail holds entries written behind (tail.go), counted by tails;
+	// lastPut is the tails' count of appends at the file's last. Guarded
+	// by mu.
+	tail    tail
+	tails   *tails
+	lastPut uint64
+
 	// room makes the file's room ahead of its entries (room.go); ahead is
 	// set while it is asked to. room is nil where nothing appends.
 	room  *roomMaker
@@ -101,10 +108,14 @@ const minMapLen = 64 << 10
 // whichever is longer, within the full size.
 func (f *file) mapLen(size int64) int64 { return min(max(size, minMapLen), f.fullSize()) }
 
-// slotBytes returns the bytes of slot in the mapping, or nil when the file
-// is not (yet) that large. Caller holds mu and f.m != nil.
+// slotBytes returns the bytes of slot in the tail (tail.go) or the
+// mapping, or nil when the file is not (yet) that large. Caller holds mu
+// and f.m != nil.
 func (f *file) slotBytes(slot int) []byte {
 	off := HeaderSize + slot*EntrySize
+	if b := f.tail.bytes(off); b != nil {
+		return b
+	}
 	if off+EntrySize > len(f.m) {
 		return nil
 	}
@@ -407,10 +418,15 @@ func (f *file) markDirty() (wasClean bool) {
 // use cannot put it back.
 func (f *file) remove(sync bool) error {
 	f.mu.Lock()
+	var err error
+	if sync {
+		err = f.writeTailLocked()
+	}
+	f.dropTailLocked()
 	f.sizeMu.Lock()
 	f.removed = true
 	f.sizeMu.Unlock()
-	err := f.unmapLocked(sync)
+	err = errors.Join(err, f.unmapLocked(sync))
 	f.mu.Unlock()
 	f.lru.remove(f)
 	return err
@@ -439,6 +455,13 @@ func (f *file) putRange(slot int, offset int64, n int, e Entry) (written int, er
 			return 0, err
 		}
 	}
+	if ok, err := f.putTailLocked(slot, offset, n, e); ok || err != nil {
+		if ok {
+			written = n
+			f.markWrittenLocked(slot, written)
+		}
+		return written, err
+	}
 	if f.flushed.Load() && f.flushed.Swap(false) {
 		f.remapTailLocked(slot)
 	}
@@ -449,11 +472,17 @@ func (f *file) putRange(slot int, offset int64, n int, e Entry) (written int, er
 		}
 	})
 	if written > 0 {
-		if f.markDirty() {
-			f.stored = 0
-		}
-		f.stored += written
-		f.askRoomLocked(int64(HeaderSize + (slot+written)*EntrySize))
+		f.markWrittenLocked(slot, written)
 	}
 	return written, err
+}
+
+// markWrittenLocked records that written entries were put from slot on.
+// Caller holds mu for writing.
+func (f *file) markWrittenLocked(slot, written int) {
+	if f.markDirty() {
+		f.stored = 0
+	}
+	f.stored += written
+	f.askRoomLocked(int64(HeaderSize + (slot+written)*EntrySize))
 }

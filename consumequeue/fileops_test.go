@@ -219,6 +219,7 @@ func TestNoFallocate(t *testing.T) {
 // turns that into ErrIO instead of a SIGBUS that kills the process.
 func TestTruncatedUnderTheStore(t *testing.T) {
 	s := openStore(t, t.TempDir(), 1000, 4)
+	storeThroughMapping(s)
 	q := mustQueue(t, s, "a", 0)
 	appendRange(t, q, 0, 100)
 	waitRoom(t, q)

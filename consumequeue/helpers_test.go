@@ -167,3 +167,10 @@ func waitRoom(t testing.TB, q *Queue) {
 func replayBytes(b []byte, seq uint64) (*replayed, error) {
 	return replayJournal(bytes.NewReader(b), int64(len(b)), seq)
 }
+
+// storeThroughMapping spends s's tails (tail.go), so that its files store
+// every entry through their mappings: for the tests of those stores.
+func storeThroughMapping(s *Store) { s.tails.n.Store(maxTails) }
+
+// everyFileCold makes every append of s find its file cold (tail.go).
+func everyFileCold(s *Store) { s.tails.cold = 0 }

@@ -14,17 +14,21 @@ import (
 // and syncfs'ed files, fsynced directory entries; zeros or garbage
 // elsewhere). Every entry appended before the last successful Flush must
 // come back. The cases take each sync path of Flush: msync of mapped
-// files, fdatasync of files the LRU unmapped, and syncfs.
+// files, fdatasync of files the LRU unmapped, and syncfs, with the entries
+// stored through the mappings and in tails.
 func TestPowerCut(t *testing.T) {
 	for _, tc := range []struct {
 		name      string
 		queues    int
 		maxMapped int
 		garbage   bool
+		tails     bool // every append in a tail (tail.go)
 	}{
-		{"msync", 4, 64, false},
-		{"fdatasync", 6, 2, true},
-		{"syncfs", syncfsThreshold + 10, 1024, true},
+		{"msync", 4, 64, false, false},
+		{"fdatasync", 6, 2, true, false},
+		{"syncfs", syncfsThreshold + 10, 1024, true, false},
+		{"tails, fdatasync", 6, 2, true, true},
+		{"tails, syncfs", syncfsThreshold + 10, 1024, true, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			const epf, rounds, flushEvery = 300, 700, 97
@@ -35,6 +39,9 @@ func TestPowerCut(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer s.Close()
+			if tc.tails {
+				everyFileCold(s)
+			}
 			qs := make([]*Queue, tc.queues)
 			for i := range qs {
 				qs[i] = mustQueue(t, s, fmt.Sprintf("t%d", i%3), int32(i))

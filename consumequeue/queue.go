@@ -346,7 +346,7 @@ func (q *Queue) createFile(base, start int64) (*file, error) {
 }
 
 func (q *Queue) newFile(base int64) *file {
-	return &file{path: filepath.Join(q.dir(), fileName(base)), base: base, epf: int(q.epf), lru: q.s.lru, ops: q.s.opts.FS, room: q.s.room}
+	return &file{path: filepath.Join(q.dir(), fileName(base)), base: base, epf: int(q.epf), lru: q.s.lru, ops: q.s.opts.FS, room: q.s.room, tails: &q.s.tails}
 }
 
 // removeFiles unmaps and deletes files already unlinked from q.files.

@@ -284,6 +284,7 @@ func TestFlush(t *testing.T) {
 // in again. Every entry reads back.
 func TestGrowthKeepsPagesMapped(t *testing.T) {
 	s := openStore(t, t.TempDir(), 40_000, 0)
+	storeThroughMapping(s)
 	q := mustQueue(t, s, "t", 0)
 	const n = 5000 // 160 KB: the mapping grows past minMapLen twice
 	appendRange(t, q, 0, n)

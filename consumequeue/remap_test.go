@@ -25,6 +25,7 @@ func TestRemapTailAfterFlush(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			s := openStore(t, t.TempDir(), 0, 0)
+			storeThroughMapping(s)
 			qs := make([]*Queue, tc.queues)
 			const n = unmapDirtyMin + 40 // the tail mid-page, enough to drop the entries
 			for i := range qs {

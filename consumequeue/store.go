@@ -40,6 +40,7 @@ type Store struct {
 
 	promoter *promoter
 	room     *roomMaker
+	tails    tails // entries of cold files written behind (tail.go)
 }
 
 // Open opens (creating if needed) the store in opts.Dir.
@@ -58,6 +59,7 @@ func Open(opts Options) (*Store, error) {
 		lru:  newLRU(opts.MaxMapped, log),
 		dirs: make(map[string]struct{}),
 	}
+	s.tails.cold = coldPuts
 	topics, err := os.ReadDir(opts.Dir)
 	if err != nil {
 		return nil, fmt.Errorf("consumequeue: open %s: %w", opts.Dir, err)
@@ -341,6 +343,10 @@ func (s *Store) flushFiles() error {
 		// warm-up).
 		for _, f := range dirty {
 			f.dirty.Store(false)
+			if err := f.writeTail(); err != nil {
+				f.dirty.Store(true)
+				return err
+			}
 		}
 		if err := s.opts.FS.Syncfs(s.opts.Dir); err != nil {
 			return fmt.Errorf("consumequeue: syncfs %s: %w", s.opts.Dir, err)
@@ -408,6 +414,11 @@ func (f *file) sync() error {
 	if f.removed || !f.dirty.Swap(false) {
 		f.mu.Unlock()
 		return nil
+	}
+	if err := f.writeTailLocked(); err != nil {
+		f.dirty.Store(true)
+		f.mu.Unlock()
+		return err
 	}
 	if f.m != nil {
 		f.unmapDirtyLocked()

@@ -93,7 +93,9 @@ func (q *Queue) clearFrom(f *file, k, start int64) error {
 		last = -1
 	}
 	size := min(sizeFor(last, f.epf), int64(len(f.m)))
-	if from := int64(HeaderSize) + (k-f.base)*EntrySize; from < size && zero(f.m[from:size]) {
+	from := int64(HeaderSize) + (k-f.base)*EntrySize
+	f.cutTailLocked(from)
+	if from < size && zero(f.m[from:size]) {
 		f.markDirty()
 	}
 	return f.resizeLocked(size)

@@ -34,6 +34,7 @@ func TestFlushUnmapsDirtyPages(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			dir := t.TempDir()
 			s := openStore(t, dir, 30_000, 0)
+			storeThroughMapping(s)
 			var qs []*Queue
 			for p := range c.queues {
 				q := mustQueue(t, s, "t", int32(p))

@@ -94,6 +94,7 @@ func TestZeroAheadKeepsEntries(t *testing.T) {
 // fault on the storing thread.
 func TestZeroAheadMapsPages(t *testing.T) {
 	s := openStore(t, t.TempDir(), 40_000, 0)
+	storeThroughMapping(s)
 	q := mustQueue(t, s, "t", 0)
 	const n = 5000 // 160 KB of entries: the file has grown past them
 	appendRange(t, q, 0, n)
