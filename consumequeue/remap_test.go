@@ -24,32 +24,51 @@ func TestRemapTailAfterFlush(t *testing.T) {
 		{"syncfs", syncfsThreshold + 1},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			s := openStore(t, t.TempDir(), 0, 0)
-			storeThroughMapping(s)
-			qs := make([]*Queue, tc.queues)
-			const n = unmapDirtyMin + 40 // the tail mid-page, enough to drop the entries
-			for i := range qs {
-				qs[i] = mustQueue(t, s, "t", int32(i))
-				appendRange(t, qs[i], 0, n)
+			// The count also takes the runtime's own faults on this
+			// thread (a collection's or the race detector's fresh memory),
+			// which come now and then: up to 28 in a run of 24 under
+			// -race, 7 without, on the stores before and after tails
+			// (tail.go) alike. Stores that fault on the tail pages fault in
+			// every attempt, so the best of three is what the stores do.
+			var got []int64
+			for range 3 {
+				n := remapAfterFlush(t, tc.queues)
+				if got = append(got, n); n <= int64(tc.queues)/4 {
+					return
+				}
 			}
-			if err := s.Flush(); err != nil {
-				t.Fatal(err)
-			}
-			runtime.LockOSThread()
-			defer runtime.UnlockOSThread()
-			faults := pageFaultCounter(t)
-			before := faults()
-			for _, q := range qs {
-				appendRange(t, q, n, n+130) // into the next page too
-			}
-			if got := faults() - before; got > int64(tc.queues)/4 {
-				t.Fatalf("%d page faults appending to %d queues after a flush", got, tc.queues)
-			}
-			for _, q := range qs {
-				checkRange(t, q, 0, n+130)
-			}
+			t.Fatalf("%v page faults appending to %d queues after a flush, three times", got, tc.queues)
 		})
 	}
+}
+
+// remapAfterFlush appends to queues queues, flushes, appends again into
+// the flushed pages and the next ones, and returns the page faults of the
+// second appends; every entry reads back.
+func remapAfterFlush(t *testing.T, queues int) int64 {
+	s := openStore(t, t.TempDir(), 0, 0)
+	storeThroughMapping(s)
+	qs := make([]*Queue, queues)
+	const n = unmapDirtyMin + 40 // the tail mid-page, enough to drop the entries
+	for i := range qs {
+		qs[i] = mustQueue(t, s, "t", int32(i))
+		appendRange(t, qs[i], 0, n)
+	}
+	if err := s.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	faults := pageFaultCounter(t)
+	before := faults()
+	for _, q := range qs {
+		appendRange(t, q, n, n+130) // into the next page too
+	}
+	got := faults() - before
+	for _, q := range qs {
+		checkRange(t, q, 0, n+130)
+	}
+	return got
 }
 
 // pageFaultCounter counts the page-fault exceptions of the calling
