@@ -170,7 +170,11 @@ func replayBytes(b []byte, seq uint64) (*replayed, error) {
 
 // storeThroughMapping spends s's tails (tail.go), so that its files store
 // every entry through their mappings: for the tests of those stores.
-func storeThroughMapping(s *Store) { s.tails.n.Store(maxTails) }
+func storeThroughMapping(s *Store) {
+	s.tails.mu.Lock()
+	s.tails.n = maxTails
+	s.tails.mu.Unlock()
+}
 
 // everyFileCold makes every append of s find its file cold (tail.go).
 func everyFileCold(s *Store) { s.tails.cold = 0 }

@@ -2,11 +2,8 @@ package consumequeue
 
 import (
 	"fmt"
-	"os"
 	"sync"
 	"sync/atomic"
-
-	"github.com/unilog/unilog/internal/fileops"
 )
 
 // Tails: entries of cold files written behind, by pwrite.
@@ -21,8 +18,9 @@ import (
 // included).
 //
 // So a file appended to after at least coldPuts appends to other files
-// (the store counts them: at 10,000 partitions written round robin nearly
-// every append is that far from its queue's last, at 1,000 none is) puts
+// (the store counts them: a producer writing round robin over P
+// partitions puts about P appends between two of a queue's, past the
+// threshold at 10,000 partitions, under it at 1,000) puts
 // its entries in a tail: up to tailBytes of encoded entries kept in
 // memory, written to the file with one pwrite when full, and by Flush
 // (and Close) before the file is synced, so that nothing a checkpoint
@@ -70,12 +68,12 @@ const coldPuts = 4096
 // 10-17 µs a page. So the buffers stay, as many as were ever in use at
 // once (at most maxTails).
 type tails struct {
-	n    atomic.Int64
 	puts atomic.Uint64
 	// cold is coldPuts; tests lower it.
 	cold uint64
 
 	mu   sync.Mutex
+	n    int // tails holding entries
 	free []*[tailBytes]byte
 }
 
@@ -90,12 +88,12 @@ func (b *tails) coldSince(last *uint64) bool {
 
 // take returns a buffer for a new tail, or nil when maxTails are in use.
 func (b *tails) take() *[tailBytes]byte {
-	if b.n.Add(1) > maxTails {
-		b.n.Add(-1)
-		return nil
-	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
+	if b.n >= maxTails {
+		return nil
+	}
+	b.n++
 	if k := len(b.free); k > 0 {
 		buf := b.free[k-1]
 		b.free[k-1] = nil
@@ -109,8 +107,15 @@ func (b *tails) take() *[tailBytes]byte {
 func (b *tails) give(buf *[tailBytes]byte) {
 	b.mu.Lock()
 	b.free = append(b.free, buf)
+	b.n--
 	b.mu.Unlock()
-	b.n.Add(-1)
+}
+
+// held returns how many tails hold entries.
+func (b *tails) held() int {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.n
 }
 
 // tail is a file's entries not yet written to it: buf[:n] are the bytes
@@ -135,9 +140,6 @@ func (t *tail) bytes(off int) []byte {
 // caller stores them through the mapping, the tail written out first.
 // Caller holds mu for writing and the file holds the slots.
 func (f *file) putTailLocked(slot int, offset int64, n int, e Entry) (ok bool, err error) {
-	if f.tails == nil {
-		return false, nil
-	}
 	cold := f.tails.coldSince(&f.lastPut)
 	off := int64(HeaderSize + slot*EntrySize)
 	t := &f.tail
@@ -178,9 +180,9 @@ func (f *file) writeTailLocked() error {
 		return nil
 	}
 	if t.n > 0 {
-		fd, err := fileops.Open(f.path, os.O_WRONLY, 0)
+		fd, err := f.open()
 		if err != nil {
-			return fmt.Errorf("consumequeue: write %s: %w", f.path, err)
+			return err
 		}
 		_, err = fd.WriteAt(t.buf[:t.n], t.at)
 		if cerr := fd.Close(); err == nil {

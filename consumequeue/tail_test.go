@@ -170,7 +170,7 @@ func TestTail(t *testing.T) {
 			}
 			s2 := openStore(t, dir, epf, 0)
 			check(mustQueue(t, s2, "t", 0), hi+3)
-			if n := s2.tails.n.Load(); n != 0 {
+			if n := s2.tails.held(); n != 0 {
 				t.Fatalf("%d tails held by a store that appended nothing", n)
 			}
 		})
@@ -186,20 +186,20 @@ func TestTailBudget(t *testing.T) {
 	for p := range int32(10) {
 		appendRange(t, mustQueue(t, s, "t", p), 0, 3)
 	}
-	if n := s.tails.n.Load(); n != 10 {
+	if n := s.tails.held(); n != 10 {
 		t.Fatalf("%d tails for 10 queues with unwritten entries", n)
 	}
 	if err := s.Flush(); err != nil {
 		t.Fatal(err)
 	}
-	if n := s.tails.n.Load(); n != 0 {
+	if n := s.tails.held(); n != 0 {
 		t.Fatalf("%d tails after Flush", n)
 	}
 	appendRange(t, mustQueue(t, s, "t", 0), 3, 5)
 	if err := s.DeleteTopic("t"); err != nil {
 		t.Fatal(err)
 	}
-	if n := s.tails.n.Load(); n != 0 {
+	if n := s.tails.held(); n != 0 {
 		t.Fatalf("%d tails after the topic's deletion", n)
 	}
 }
