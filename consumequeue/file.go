@@ -78,6 +78,10 @@ type file struct {
 	tail    tail
 	tails   *tails
 	lastPut uint64
+	// tailNext is the address in the tail's buffer of the slot after its
+	// last, 0 without a tail: where a cold file's next entry goes, for
+	// Queue.Prefetch. Set under mu.
+	tailNext atomic.Uintptr
 
 	// room makes the file's room ahead of its entries (room.go); ahead is
 	// set while it is asked to. room is nil where nothing appends.

@@ -9,7 +9,8 @@ import (
 // Prefetch loads what AppendRange reads first of q, the queue's bounds
 // and, for a small queue, its journal state; for a queue with files it
 // asks the CPU for its last file and for the slot its next entry goes to
-// (tail and next). It returns a value of no meaning that the caller must
+// (tail and next): in the file's mapping, or in the buffer of the file's
+// tail when it is cold (tail.go). It returns a value of no meaning that the caller must
 // keep somewhere, or the compiler drops the loads. An appender about to
 // append to many queues, each one's memory out of the cache and its tail
 // page out of the TLB (the dispatcher at 1,000 and 10,000 partitions),
@@ -32,6 +33,16 @@ func (q *Queue) Prefetch() int64 {
 		prefetch.Write(next)
 	}
 	return v
+}
+
+// nextAddr is where the entry of slot, the one after the file's last,
+// goes: into the tail's buffer while the file has a tail (tail.go), else
+// slotAddr. Without a lock, so a hint that may be stale.
+func (f *file) nextAddr(slot int) uintptr {
+	if a := f.tailNext.Load(); a != 0 {
+		return a
+	}
+	return f.slotAddr(slot)
 }
 
 // slotAddr is the address of slot in the file's mapping, or 0 if the file

@@ -3,6 +3,7 @@ package consumequeue
 import (
 	"sync"
 	"testing"
+	"unsafe"
 )
 
 // prefetchUntilStopped calls Prefetch on each of qs, on a goroutine each,
@@ -87,14 +88,28 @@ func TestPrefetchBesideEviction(t *testing.T) {
 
 // TestPrefetchHints: the hints Prefetch reads without a lock follow the
 // queue through everything that changes its files: tail is always the
-// last file, and next, where known, the address of the slot of
-// MaxOffset in it. A stale hint would only waste a prefetch, but a tail
-// that is not the last file would send appends to the wrong file
-// (appendFile takes it as the file to append to).
+// last file, and next, where known, the address the entry of MaxOffset
+// will be stored at: its slot in the last file's mapping or, for a cold
+// file, in the file's tail (tail.go), which must then be known. A stale
+// hint would only waste a prefetch, but a tail that is not the last file
+// would send appends to the wrong file (appendFile takes it as the file
+// to append to).
 func TestPrefetchHints(t *testing.T) {
+	for _, cold := range []bool{false, true} {
+		t.Run(map[bool]string{false: "mapping", true: "tails"}[cold], func(t *testing.T) {
+			testPrefetchHints(t, cold)
+		})
+	}
+}
+
+func testPrefetchHints(t *testing.T, cold bool) {
 	const epf = 300
 	s := openStore(t, t.TempDir(), epf, 0)
+	if cold {
+		everyFileCold(s)
+	}
 	q := mustQueue(t, s, "t", 0)
+	tailed := 0
 	check := func(step string) {
 		t.Helper()
 		fs := q.snapshot()
@@ -105,16 +120,31 @@ func TestPrefetchHints(t *testing.T) {
 		if got := q.tail.Load(); got != last {
 			t.Fatalf("%s: tail is not the last of %d files", step, len(fs))
 		}
+		hi := q.MaxOffset()
+		inTail := uintptr(0)
+		if last != nil {
+			last.mu.Lock()
+			if b := last.tail.bytes(HeaderSize + int(hi-last.base-1)*EntrySize); b != nil {
+				inTail = uintptr(unsafe.Pointer(&b[0])) + EntrySize
+			}
+			last.mu.Unlock()
+		}
 		next := q.next.Load()
 		if next == 0 {
 			return
 		}
-		hi := q.MaxOffset()
 		if last == nil || hi < last.base || hi >= last.base+epf {
 			t.Fatalf("%s: next set while MaxOffset %d is outside the last file", step, hi)
 		}
-		if want := last.slotAddr(int(hi - last.base)); next != want {
-			t.Fatalf("%s: next %#x, want the slot of MaxOffset %d at %#x", step, next, hi, want)
+		want := inTail
+		if want == 0 {
+			want = last.slotAddr(int(hi - last.base))
+		}
+		if next != want {
+			t.Fatalf("%s: next %#x, want the slot of MaxOffset %d at %#x (in a tail: %t)", step, next, hi, want, inTail != 0)
+		}
+		if inTail != 0 {
+			tailed++
 		}
 	}
 	check("new queue")
@@ -143,4 +173,7 @@ func TestPrefetchHints(t *testing.T) {
 	}
 	check("append after reset")
 	checkRange(t, q, 5*epf, 5*epf+1)
+	if cold && tailed == 0 {
+		t.Fatal("no step left next pointing into a tail")
+	}
 }

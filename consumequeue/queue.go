@@ -275,7 +275,7 @@ func (q *Queue) appendFile(offset, count int64, e Entry, empty bool) (int64, err
 	}
 	slot := int(offset - base)
 	n, err := f.putRange(slot, offset, int(min(count, base+q.epf-offset)), e)
-	q.next.Store(f.slotAddr(slot + n))
+	q.next.Store(f.nextAddr(slot + n))
 	return int64(n), err
 }
 

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"sync"
 	"sync/atomic"
+	"unsafe"
 )
 
 // Tails: entries of cold files written behind, by pwrite.
@@ -164,7 +165,19 @@ func (f *file) putTailLocked(slot int, offset int64, n int, e Entry) (ok bool, e
 	if t.n == tailBytes {
 		return true, f.writeTailLocked()
 	}
+	f.setTailNextLocked()
 	return true, nil
+}
+
+// setTailNextLocked publishes where the tail's next entry goes. Caller
+// holds mu for writing.
+func (f *file) setTailNextLocked() {
+	t := &f.tail
+	if t.buf == nil || t.n >= tailBytes {
+		f.tailNext.Store(0)
+		return
+	}
+	f.tailNext.Store(uintptr(unsafe.Pointer(&t.buf[t.n])))
 }
 
 // writeTailLocked writes the tail to the file with one pwrite and lets it
@@ -208,6 +221,7 @@ func (f *file) cutTailLocked(off int64) {
 		return
 	}
 	t.n = int(off - t.at)
+	f.setTailNextLocked()
 }
 
 // dropTailLocked lets the tail go unwritten. Caller holds mu for writing.
@@ -218,6 +232,7 @@ func (f *file) dropTailLocked() {
 	}
 	f.tails.give(t.buf)
 	*t = tail{}
+	f.tailNext.Store(0)
 }
 
 // writeTail is writeTailLocked taking mu; a removed file has nothing to
