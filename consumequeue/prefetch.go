@@ -10,16 +10,16 @@ import (
 // and, for a small queue, its journal state; for a queue with files it
 // asks the CPU for its last file and for the slot its next entry goes to
 // (tail and next): in the file's mapping, or in the buffer of the file's
-// tail when it is cold (tail.go). It returns a value of no meaning that the caller must
-// keep somewhere, or the compiler drops the loads. An appender about to
-// append to many queues, each one's memory out of the cache and its tail
-// page out of the TLB (the dispatcher at 1,000 and 10,000 partitions),
-// prefetches the next few first: their misses then overlap instead of
-// following one another. The one load that waits is of the queue itself;
-// the file and the slot are prefetches, which never wait or fault. It
-// takes no lock and reads only what no writer changes after the queue is
-// published (sq and its qid) and atomics, so it may run beside any reader
-// or writer.
+// tail when it is cold (tail.go). It returns a value of no meaning that
+// the caller must keep somewhere, or the compiler drops the loads. An
+// appender about to append to many queues, each one's memory out of the
+// cache and its tail page out of the TLB (the dispatcher at 1,000 and
+// 10,000 partitions), prefetches the next few first: their misses then
+// overlap instead of following one another. The one load that waits is of
+// the queue itself; the file and the slot are prefetches, which never wait
+// or fault. It takes no lock and reads only what no writer changes after
+// the queue is published (sq and its qid) and atomics, so it may run
+// beside any reader or writer.
 func (q *Queue) Prefetch() int64 {
 	hi := q.max.Load()
 	v := q.min.Load() + hi

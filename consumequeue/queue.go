@@ -45,13 +45,14 @@ type Queue struct {
 	promoteAt int64
 	promoting atomic.Bool
 
-	// tail is the last of files, and next the address in its mapping of
-	// the slot the next entry goes to (0 if unknown): Prefetch's hints,
-	// read without a lock from the queue's own cache line, where reaching
-	// the same slot through files took three dependent misses (the
-	// slice's header, its array, the file) before the prefetch could be
-	// asked. next goes stale when the mapping moves or goes; a prefetch of
-	// a stale address is harmless.
+	// tail is the last of files, and next the address the next entry
+	// goes to, its slot in the mapping or in the file's tail (tail.go), 0
+	// if unknown: Prefetch's hints, read without a lock from the queue's
+	// own cache line, where reaching the same slot through files took
+	// three dependent misses (the slice's header, its array, the file)
+	// before the prefetch could be asked. next goes stale when the mapping
+	// moves or goes, or the tail is written; a prefetch of a stale address
+	// is harmless.
 	tail atomic.Pointer[file]
 	next atomic.Uintptr
 
