@@ -169,15 +169,11 @@ func (f *file) putTailLocked(slot int, offset int64, n int, e Entry) (ok bool, e
 	return true, nil
 }
 
-// setTailNextLocked publishes where the tail's next entry goes. Caller
-// holds mu for writing.
+// setTailNextLocked publishes where the tail's next entry goes; the tail
+// holds a buffer with room left (a full one is written out). Caller holds
+// mu for writing.
 func (f *file) setTailNextLocked() {
-	t := &f.tail
-	if t.buf == nil || t.n >= tailBytes {
-		f.tailNext.Store(0)
-		return
-	}
-	f.tailNext.Store(uintptr(unsafe.Pointer(&t.buf[t.n])))
+	f.tailNext.Store(uintptr(unsafe.Pointer(&f.tail.buf[f.tail.n])))
 }
 
 // writeTailLocked writes the tail to the file with one pwrite and lets it
