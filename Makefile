@@ -127,9 +127,12 @@ bench:
 ## by the duration either way; produce and read-back each
 ## bounded by BENCH_E2E_DURATION), over BENCH_E2E_PARTITIONS, BENCH_E2E_TRIALS
 ## interleaved trials after a warm-up, each peak run followed by one at half of its
-## rate. A trial is ~6.5 min, 3 of them at 10,000 partitions (timed: the Kafka
-## layout's four runs 2 min, JetStream's four 35 s), where the Kafka layout reaches
-## ~1,200 records/s async and ~450 sync: each of its runs lasts the duration,
+## rate for 5 s, then by one at 50,000 records/s for 5 s (one load for every
+## system), the first second of each paced run left out of its latencies (the
+## clients' start: `bench compare --paced-duration`, `--paced-warm-up`). A trial
+## was ~6.5 min before those paced runs (estimated now ~13), 3 of them at 10,000
+## partitions (timed: the Kafka layout's four runs 2 min, JetStream's four 35 s),
+## where the Kafka layout reaches ~1,200 records/s async and ~450 sync: each of its runs lasts the duration,
 ## drains the records in flight and does not stop within BENCH_E2E_STOP_WAIT (its
 ## shutdown flushes 10,000 partitions; the row says it was killed); JetStream sync
 ## reaches ~2,000 records/s.
@@ -158,13 +161,13 @@ BENCH_E2E_RECORDS          ?= 300000
 BENCH_E2E_DURATION         ?= 5s
 BENCH_E2E_STOP_WAIT        ?= 10s
 BENCH_E2E_TRIALS           ?= 3
-BENCH_E2E_FLAGS            ?= --half-peak
+BENCH_E2E_FLAGS            ?= --half-peak --rate 50000 --paced-duration 5s --paced-warm-up 1s
 BENCH_WIDE_PARTITIONS      ?= 50000,100000
 BENCH_WIDE_RECORDS         ?= 200000
 BENCH_WIDE_DURATION        ?= 60s
 BENCH_WIDE_FLAGS           ?= --trials 3
 BENCH_EST_STORAGE          ?= 20
-BENCH_EST_E2E              ?= 19
+BENCH_EST_E2E              ?= 40
 BENCH_EST_WIDE             ?= 3
 
 bench-report: build

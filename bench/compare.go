@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"path/filepath"
 	"slices"
@@ -67,6 +68,16 @@ type CompareConfig struct {
 	// peaks (at 1 partition unilog's half peak was six times
 	// JetStream's). A system whose peak is below Rate shows it as latency.
 	Rate float64
+	// PacedDuration, when not 0, makes every paced run (half-peak, Rate)
+	// produce for that long at its rate instead of Load's records, so
+	// that a fast system's paced run is not over in a second; Load's
+	// Duration still bounds it and its read-back, raised to three times
+	// PacedDuration (the Kafka layout reads back 5 s of one partition at
+	// half peak in 8-10 s).
+	PacedDuration time.Duration
+	// PacedWarmUp is the start of every paced run left out of its
+	// latencies, the client's and the broker's own (Load.LatencyAfter).
+	PacedWarmUp time.Duration
 	// Trials is how often every configuration runs (0 is once), in the
 	// interleaved order of interleave; the rows show median and min-max.
 	Trials int
@@ -171,6 +182,10 @@ func (c *CompareConfig) validate() error {
 		return fmt.Errorf("bench: compare: rate %v: want 0 (none) or more", c.Rate)
 	case c.WarmRecords < 0:
 		return fmt.Errorf("bench: compare: warm-up records %d: want 0 (none) or more", c.WarmRecords)
+	case c.PacedDuration < 0 || c.PacedWarmUp < 0:
+		return errors.New("bench: compare: negative paced duration or warm-up")
+	case c.PacedDuration > 0 && c.PacedWarmUp >= c.PacedDuration:
+		return fmt.Errorf("bench: compare: paced warm-up %v leaves nothing of a paced run of %v", c.PacedWarmUp, c.PacedDuration)
 	}
 	for _, s := range c.Systems {
 		if !slices.Contains(Systems, s) {
@@ -340,6 +355,13 @@ func compareOne(ctx context.Context, cfg *CompareConfig, ret *retirement, c comp
 	sys, flush, parts := c.system, c.flush, c.parts
 	load := cfg.Load
 	load.Partitions, load.Rate = parts, rate
+	if rate > 0 {
+		load.LatencyAfter = cfg.PacedWarmUp
+		if cfg.PacedDuration > 0 {
+			load.Records = int64(math.Ceil(rate * cfg.PacedDuration.Seconds()))
+			load.Duration = max(load.Duration, 3*cfg.PacedDuration)
+		}
+	}
 	r = CompareRun{System: sys, Flush: flush, Partitions: parts, MessageSize: load.MessageSize, Producers: load.Producers,
 		Acks: cfg.Acks, Load: kind, Rate: rate, Transactional: c.txn}
 	switch sys {
@@ -428,11 +450,20 @@ func compareOne(ctx context.Context, cfg *CompareConfig, ret *retirement, c comp
 			return r
 		}
 	}
+	var scrapeErr error
+	if timer != nil && load.LatencyAfter > 0 {
+		// The broker's own times, like the client's, from the warm-up's end.
+		load.atMeasure = func() { times0, scrapeErr = timer.produceTimes() }
+	}
 	cpu0, ok := cpu()
 	if !ok {
 		return r
 	}
 	r.ProduceResult, err = produce(ctx, t, load)
+	if err == nil && scrapeErr != nil {
+		fail("reading the broker's produce times", scrapeErr)
+		return r
+	}
 	if err != nil {
 		fail("producing", err)
 		return r
@@ -461,7 +492,7 @@ func compareOne(ctx context.Context, cfg *CompareConfig, ret *retirement, c comp
 	if c.txn {
 		want = r.Records + r.WarmRecords
 	}
-	cr, err := consume(ctx, t, parts, want, cfg.Load.Duration, false)
+	cr, err := consume(ctx, t, parts, want, load.Duration, false)
 	r.Consume = &cr
 	if err != nil {
 		fail("consuming", err)

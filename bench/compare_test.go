@@ -65,6 +65,34 @@ func TestCompareAtRate(t *testing.T) {
 	}
 }
 
+// TestComparePacedDuration: a paced run produces for PacedDuration at its
+// rate, not the peak run's records, and leaves its first PacedWarmUp out
+// of its latencies; the peak run is untouched.
+func TestComparePacedDuration(t *testing.T) {
+	runs, err := Compare(context.Background(), CompareConfig{
+		Systems: []string{SystemUnilog}, Flushes: []string{"async"}, Partitions: []int{2},
+		Load: Load{MessageSize: 32, Records: 400, Duration: time.Minute, Producers: 2}, Acks: 1, Rate: 4000,
+		PacedDuration: 300 * time.Millisecond, PacedWarmUp: 100 * time.Millisecond,
+		Dir: t.TempDir(), FileSize: 8 << 20,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(runs) != 2 {
+		t.Fatalf("runs %+v", runs)
+	}
+	peak, paced := runs[0], runs[1]
+	if peak.Error != "" || peak.Records != 400 || peak.WholeRun != nil || peak.LatencyAfterS != 0 {
+		t.Errorf("peak run: %+v", peak)
+	}
+	if paced.Error != "" || paced.Records != 1200 || paced.Consume == nil || paced.Consume.Records != 1200 {
+		t.Errorf("paced run: %d records produced (want 4000/s for 300 ms: 1200), error %q, read back %+v", paced.Records, paced.Error, paced.Consume)
+	}
+	if paced.LatencyAfterS != 0.1 || paced.WholeRun == nil {
+		t.Errorf("paced run: latency after %v s, whole run %v; want 0.1 and the whole run's", paced.LatencyAfterS, paced.WholeRun)
+	}
+}
+
 // TestCompareTransactional runs unilog with plain and transactional
 // producers, interleaved: both runs produce and read back every record,
 // the transactional one past its markers with read_committed.
@@ -153,6 +181,8 @@ func TestCompareRejects(t *testing.T) {
 		{"no dir", func(c *CompareConfig) { c.Dir = "" }},
 		{"negative rate", func(c *CompareConfig) { c.Rate = -1 }},
 		{"negative warm-up", func(c *CompareConfig) { c.WarmRecords = -1 }},
+		{"negative paced duration", func(c *CompareConfig) { c.PacedDuration = -time.Second }},
+		{"paced warm-up the whole run", func(c *CompareConfig) { c.PacedDuration, c.PacedWarmUp = time.Second, time.Second }},
 	} {
 		cfg := ok
 		c.edit(&cfg)

@@ -21,6 +21,11 @@ type TailRow struct {
 
 	RecordsPerS Spread `json:"records_per_s"`
 	P99Ms       Spread `json:"p99_ms"`
+	// WholeRunP99Ms is the p99 with the run's latency warm-up
+	// (Load.LatencyAfter) counted, over the trials that had one,
+	// WarmedUp of them.
+	WholeRunP99Ms Spread `json:"whole_run_p99_ms"`
+	WarmedUp      int    `json:"warmed_up"`
 	// LateToSendP99Ms is the pacing lag: from a record's due time until
 	// the producer called Send.
 	LateToSendP99Ms Spread `json:"late_to_send_p99_ms"`
@@ -55,8 +60,11 @@ func TailRows(runs []CompareRun) []TailRow {
 			InFlightP99Ms:      pick(func(r *CompareRun) float64 { return r.Breakdown.InFlight.P99Ms }),
 			WaitingForCPUP99Ms: pick(func(r *CompareRun) float64 { return r.Breakdown.BenchWaitingForCPU.P99Ms }),
 		}
-		var trips, broker []float64
+		var trips, broker, whole []float64
 		for _, r := range rs {
+			if r.WholeRun != nil {
+				whole = append(whole, r.WholeRun.P99Ms)
+			}
 			if q := r.Breakdown.Requests; q != nil && q.Requests > 0 {
 				trips = append(trips, q.RoundTripPerKiB.P99Ms)
 			}
@@ -64,6 +72,7 @@ func TailRows(runs []CompareRun) []TailRow {
 				broker = append(broker, *p)
 			}
 		}
+		row.WholeRunP99Ms, row.WarmedUp = spreadOf(whole), len(whole)
 		row.RoundTripP99Ms, row.RoundTrips = spreadOf(trips), len(trips)
 		row.BrokerP99Ms, row.BrokerTimed = spreadOf(broker), len(broker)
 		rows = append(rows, row)
@@ -73,18 +82,21 @@ func TailRows(runs []CompareRun) []TailRow {
 
 // tailColumns heads the cells of tailCells.
 var tailColumns = []string{"system", "flush", "partitions", "load", "trials", "records/s", "p99 ms",
-	"late to send, p99 ms", "in flight, p99 ms", "request round trip, p99 ms", "broker's own time, p99 ms",
+	"p99 ms with the warm-up", "late to send, p99 ms", "in flight, p99 ms", "request round trip, p99 ms", "broker's own time, p99 ms",
 	"load generator waiting for a CPU, p99 ms"}
 
 func tailCells(r *TailRow) []string {
-	trip, broker := "-", "-"
+	whole, trip, broker := "-", "-", "-"
+	if r.WarmedUp > 0 {
+		whole = r.WholeRunP99Ms.format(2)
+	}
 	if r.RoundTrips > 0 {
 		trip = r.RoundTripP99Ms.format(2)
 	}
 	if r.BrokerTimed > 0 {
 		broker = r.BrokerP99Ms.format(2)
 	}
-	return append(r.cells(), r.RecordsPerS.format(0), r.P99Ms.format(2), r.LateToSendP99Ms.format(2), r.InFlightP99Ms.format(2),
+	return append(r.cells(), r.RecordsPerS.format(0), r.P99Ms.format(2), whole, r.LateToSendP99Ms.format(2), r.InFlightP99Ms.format(2),
 		trip, broker, r.WaitingForCPUP99Ms.format(2))
 }
 
@@ -96,7 +108,7 @@ func writeTailMarkdown(b *bytes.Buffer, runs []CompareRun) {
 		return
 	}
 	fmt.Fprintf(b, "\nWhere the paced rows' p99 goes (each run's `breakdown` in the JSON, bench/breakdown.go), per record from "+
-		"its due time: *late to send* until the producer called Send (the load generator's scheduling, or its previous Send "+
+		"its due time, over the run after its latency warm-up where it had one (*p99 with the warm-up* counts the whole run): *late to send* until the producer called Send (the load generator's scheduling, or its previous Send "+
 		"blocked on a full buffer); *in flight* from Send to the acknowledgement (the client's linger and buffer, the request, "+
 		"the broker). *Request round trip* is franz-go's, from writing a produce request to reading its response whole (the "+
 		"network, the broker, the client's reader), weighted by the request's bytes so that its p99 is over records "+

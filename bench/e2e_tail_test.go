@@ -25,6 +25,12 @@ func pacedRun(system, load string, trial int, p99, late, flight, trip, cpu float
 	return r
 }
 
+// warmedUp is r with a latency warm-up whose whole run had p99 whole.
+func warmedUp(r CompareRun, whole float64) CompareRun {
+	r.LatencyAfterS, r.WholeRun = 1, &Latencies{P99Ms: whole}
+	return r
+}
+
 // TestTailRows: only the paced rows are taken apart, each part the median
 // of its trials with their range, and a client without request timings
 // (JetStream) has no round trip.
@@ -34,8 +40,8 @@ func TestTailRows(t *testing.T) {
 		pacedRun(SystemUnilog, LoadHalfPeak, 1, 200, 120, 180, 8, 3),
 		pacedRun(SystemJetStream, "50000/s", 1, 150, 2, 148, 0, 1),
 		pacedRun(SystemUnilog, LoadPeak, 2, 310, 0, 300, 21, 1),
-		pacedRun(SystemUnilog, LoadHalfPeak, 2, 100, 60, 90, 12, 5),
-		pacedRun(SystemUnilog, LoadHalfPeak, 3, 150, 80, 140, 10, 4),
+		warmedUp(pacedRun(SystemUnilog, LoadHalfPeak, 2, 100, 60, 90, 12, 5), 400),
+		warmedUp(pacedRun(SystemUnilog, LoadHalfPeak, 3, 150, 80, 140, 10, 4), 300),
 		pacedRun(SystemJetStream, "50000/s", 2, 170, 4, 160, 0, 2),
 	}
 	rows := TailRows(runs)
@@ -51,6 +57,7 @@ func TestTailRows(t *testing.T) {
 		got, want Spread
 	}{
 		{"p99", u.P99Ms, Spread{150, 100, 200}},
+		{"p99 with the warm-up", u.WholeRunP99Ms, Spread{350, 300, 400}},
 		{"late to send", u.LateToSendP99Ms, Spread{80, 60, 120}},
 		{"in flight", u.InFlightP99Ms, Spread{140, 90, 180}},
 		{"round trip", u.RoundTripP99Ms, Spread{10, 8, 12}},
@@ -61,6 +68,9 @@ func TestTailRows(t *testing.T) {
 		if c.got != c.want {
 			t.Errorf("%s: %+v, want %+v", c.name, c.got, c.want)
 		}
+	}
+	if u.WarmedUp != 2 || js.WarmedUp != 0 {
+		t.Errorf("warmed up in %d and %d trials, want 2 and 0", u.WarmedUp, js.WarmedUp)
 	}
 	if u.RoundTrips != 3 || js.RoundTrips != 0 || u.BrokerTimed != 3 || js.BrokerTimed != 0 {
 		t.Errorf("round trips timed in %d and %d trials, the broker in %d and %d, want 3 and 0 each", u.RoundTrips, js.RoundTrips, u.BrokerTimed, js.BrokerTimed)
@@ -79,7 +89,7 @@ func TestTailRows(t *testing.T) {
 func TestWriteCompareMarkdownTail(t *testing.T) {
 	paced := []CompareRun{
 		pacedRun(SystemUnilog, LoadPeak, 1, 300, 0, 290, 20, 1),
-		pacedRun(SystemUnilog, LoadHalfPeak, 1, 200, 120, 180, 8, 3),
+		warmedUp(pacedRun(SystemUnilog, LoadHalfPeak, 1, 200, 120, 180, 8, 3), 250),
 		pacedRun(SystemJetStream, LoadHalfPeak, 1, 150, 2, 148, 0, 1),
 	}
 	for _, c := range []struct {
@@ -89,8 +99,8 @@ func TestWriteCompareMarkdownTail(t *testing.T) {
 	}{
 		{"paced", paced, []string{
 			"| " + strings.Join(tailColumns, " | ") + " |",
-			"| unilog | async | 100 | half-peak | 1 | 1000 | 200.00 | 120.00 | 180.00 | 8.00 | 4.00 | 3.00 |",
-			"| jetstream | async | 100 | half-peak | 1 | 1000 | 150.00 | 2.00 | 148.00 | - | - | 1.00 |",
+			"| unilog | async | 100 | half-peak | 1 | 1000 | 200.00 | 250.00 | 120.00 | 180.00 | 8.00 | 4.00 | 3.00 |",
+			"| jetstream | async | 100 | half-peak | 1 | 1000 | 150.00 | - | 2.00 | 148.00 | - | - | 1.00 |",
 		}},
 		{"peak only", paced[:1], nil},
 	} {

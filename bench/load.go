@@ -19,8 +19,21 @@ type Load struct {
 	// Rate is records per second over all producers (0: as fast as the
 	// system acknowledges). Latency is measured from when each record was
 	// due, so a system that cannot keep the rate shows it in the latency.
-	Rate     float64
-	Progress bool // a progress bar on stderr
+	Rate float64
+	// LatencyAfter leaves the records due in a paced run's first
+	// LatencyAfter out of its latencies and their breakdown (they are
+	// sent and acknowledged like the rest; WholeRun keeps them), as a
+	// benchmark's warm-up phase does. At the start of a run fresh clients
+	// connect, fill their buffers and grow their heap beside a fresh
+	// broker: at 400,000 records/s that put the load generator 100 ms
+	// behind its schedule in the first 50 ms, and 300 ms passed before it
+	// caught up, so a run of a second had that start for its p99 whatever
+	// the system did after it. Unpaced runs ignore it.
+	LatencyAfter time.Duration
+	Progress     bool // a progress bar on stderr
+	// atMeasure, when set, is called once LatencyAfter has passed, before
+	// produce returns: where a caller resets measurements of its own.
+	atMeasure func()
 }
 
 func (l Load) validate() error {
@@ -29,8 +42,8 @@ func (l Load) validate() error {
 		return fmt.Errorf("bench: partitions %d", l.Partitions)
 	case l.MessageSize < minValueSize:
 		return fmt.Errorf("bench: message size %d below the %d-byte time stamp", l.MessageSize, minValueSize)
-	case l.Records < 0 || l.Duration < 0 || l.Rate < 0:
-		return errors.New("bench: negative records, duration or rate")
+	case l.Records < 0 || l.Duration < 0 || l.Rate < 0 || l.LatencyAfter < 0:
+		return errors.New("bench: negative records, duration, rate or latency warm-up")
 	case l.Records == 0 && l.Duration == 0:
 		return errors.New("bench: need --records or --duration")
 	case l.Producers < 1:
@@ -63,23 +76,35 @@ type ProduceResult struct {
 	RecordsPerS float64 `json:"records_per_s"`
 	MBPerS      float64 `json:"mb_per_s"`
 	Latencies
-	Breakdown Breakdown `json:"breakdown"`
-	hist      latency   // the whole distribution, for WriteLatencyPlot
+	// LatencyAfterS is the start of the run left out of Latencies and
+	// Breakdown (Load.LatencyAfter), and WholeRun the latencies with it.
+	LatencyAfterS float64    `json:"latency_after_s,omitempty"`
+	WholeRun      *Latencies `json:"whole_run,omitempty"`
+	Breakdown     Breakdown  `json:"breakdown"`
+	hist          latency    // the whole distribution, for WriteLatencyPlot
 }
 
 // syncLatency is the histograms fed from client callbacks, which may run
 // on several goroutines: l from the record's due time, flight from its
-// Send being called.
+// Send being called. In a run with a latency warm-up, records due before
+// from go only into all, which every record goes into.
 type syncLatency struct {
 	mu        sync.Mutex
 	l, flight latency
+	from      time.Time
+	all       *latency
 }
 
 func (s *syncLatency) record(due, called time.Time) {
 	now := time.Now()
 	s.mu.Lock()
-	s.l.record(now.Sub(due))
-	s.flight.record(now.Sub(called))
+	if s.all != nil {
+		s.all.record(now.Sub(due))
+	}
+	if !due.Before(s.from) {
+		s.l.record(now.Sub(due))
+		s.flight.record(now.Sub(called))
+	}
 	s.mu.Unlock()
 }
 
@@ -125,6 +150,19 @@ func produce(ctx context.Context, t target, load Load) (ProduceResult, error) {
 	bar := load.progress(run.acked.Load)
 	rt0 := readRuntimeHistograms()
 	start := time.Now()
+	var warm *latencyWarmUp
+	if load.Rate > 0 && load.LatencyAfter > 0 {
+		all := newLatency()
+		run.hist.from, run.hist.all = start.Add(load.LatencyAfter), &all
+		warm = startLatencyWarmUp(load.LatencyAfter, func() {
+			if timed {
+				hooks.requestHooks().reset()
+			}
+			if load.atMeasure != nil {
+				load.atMeasure()
+			}
+		})
+	}
 	for i, s := range senders {
 		lags[i], blocked[i] = newLatency(), newLatency()
 		wg.Add(1)
@@ -161,11 +199,16 @@ func produce(ctx context.Context, t target, load Load) (ProduceResult, error) {
 					called = time.Now()
 				}
 				rec.called = called
-				lags[i].record(called.Sub(due))
+				measured := !due.Before(run.hist.from)
+				if measured {
+					lags[i].record(called.Sub(due))
+				}
 				// The records outlive sendCtx: a run that ends waits
 				// for them instead of failing them.
 				err := s.Send(ctx, int32(n%int64(load.Partitions)), rec.value, rec)
-				blocked[i].record(time.Since(called))
+				if measured {
+					blocked[i].record(time.Since(called))
+				}
 				if err != nil {
 					break
 				}
@@ -180,6 +223,12 @@ func produce(ctx context.Context, t target, load Load) (ProduceResult, error) {
 	wg.Wait()
 	elapsed := time.Since(start)
 	bar.finish()
+	if warm != nil {
+		if !warm.stop() {
+			return ProduceResult{}, fmt.Errorf("bench: the run ended within its latency warm-up of %v: nothing measured", load.LatencyAfter)
+		}
+		rt0 = warm.rt0
+	}
 	r := ProduceResult{Records: run.acked.Load(), Errors: run.failed.Load(), Seconds: elapsed.Seconds(), hist: run.hist.l}
 	if e, ok := run.firstErr.Load().(string); ok {
 		r.FirstError = e
@@ -190,6 +239,10 @@ func produce(ctx context.Context, t target, load Load) (ProduceResult, error) {
 		r.MBPerS = float64(r.Bytes) / r.Seconds / 1e6
 	}
 	r.Latencies = latenciesOf(run.hist.l)
+	if warm != nil {
+		whole := latenciesOf(*run.hist.all)
+		r.LatencyAfterS, r.WholeRun = load.LatencyAfter.Seconds(), &whole
+	}
 	r.Breakdown = breakdownOf(lags, blocked, run.hist.flight, rt0)
 	if timed {
 		r.Breakdown.Requests = hooks.requestHooks().times()
@@ -272,4 +325,32 @@ func consume(ctx context.Context, t target, partitions int, want int64, maxWait 
 	}
 	r.EndToEnd = latenciesOf(lat)
 	return r, nil
+}
+
+// latencyWarmUp ends a run's latency warm-up (Load.LatencyAfter): then it
+// calls reset and reads the runtime's histograms the breakdown starts from.
+type latencyWarmUp struct {
+	timer *time.Timer
+	done  chan struct{}
+	rt0   runtimeHistograms
+}
+
+func startLatencyWarmUp(after time.Duration, reset func()) *latencyWarmUp {
+	w := &latencyWarmUp{done: make(chan struct{})}
+	w.timer = time.AfterFunc(after, func() {
+		defer close(w.done)
+		reset()
+		w.rt0 = readRuntimeHistograms()
+	})
+	return w
+}
+
+// stop reports whether the warm-up ended before the run did, and if so
+// waits for its reset to finish.
+func (w *latencyWarmUp) stop() bool {
+	if w.timer.Stop() {
+		return false
+	}
+	<-w.done
+	return true
 }

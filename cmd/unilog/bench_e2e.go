@@ -47,6 +47,7 @@ func benchProduceCommand() *cli.Command {
 		Flags: append([]cli.Flag{
 			&cli.StringFlag{Name: "brokers", Aliases: []string{"b"}, Value: defaultBrokers, Usage: "seed brokers, `HOST:PORT,...`"},
 			&cli.StringFlag{Name: "topic", Value: "bench", Usage: "topic, created with --partitions when missing"},
+			&cli.DurationFlag{Name: "latency-warm-up", Usage: "with --rate, leave the records due in the run's first `DURATION` out of its latencies (sent and acknowledged as usual; the JSON keeps the whole run's under whole_run)"},
 		}, loadFlags(&cli.IntFlag{Name: "partitions", Value: 1, Usage: "partitions of the topic"})...),
 		Action: runBenchProduce,
 	}
@@ -97,6 +98,7 @@ func runBenchProduce(c *cli.Context) error {
 	if err != nil {
 		return fmt.Errorf("bench produce: %w", err)
 	}
+	load.LatencyAfter = c.Duration("latency-warm-up")
 	load.Partitions = c.Int("partitions")
 	res, err := bench.RunProduce(c.Context, kc, load)
 	if err != nil {
@@ -168,6 +170,8 @@ func benchCompareCommand() *cli.Command {
 			&cli.StringFlag{Name: "systems", Value: "unilog,unilog-kafka-layout,jetstream", Usage: "systems, comma separated: " + strings.Join(bench.Systems, ", ")},
 			&cli.StringFlag{Name: "flush", Value: "async,sync", Usage: "flush settings, comma separated: async, sync"},
 			&cli.BoolFlag{Name: "half-peak", Usage: "rerun each configuration at half the rate it reached in the same trial, for latency at a sustainable load"},
+			&cli.DurationFlag{Name: "paced-duration", Usage: "make every paced run (--half-peak, --rate) produce for this long at its rate instead of --records (bounded, with its read-back, by --duration raised to three times this)"},
+			&cli.DurationFlag{Name: "paced-warm-up", Usage: "leave the records due in each paced run's first `DURATION` out of its latencies (the client's and the broker's own), as a benchmark's warm-up phase: they are sent and acknowledged as usual, and the JSON keeps the whole run's under whole_run"},
 			&cli.IntFlag{Name: "trials", Value: 3, Usage: "runs of every configuration, interleaved; the table shows the median and min–max, --json every trial"},
 			&cli.BoolFlag{Name: "warm-up", Value: true, Usage: "run the first configuration once before the trials and report nothing of it (--warm-up=false to see the first-run bias)"},
 			&cli.BoolFlag{Name: "warm", Usage: "write one record to every partition before each measured run, so that it does not pay for creating per-partition files"},
@@ -220,7 +224,8 @@ func runBenchCompare(c *cli.Context) error {
 		Systems: splitList(c.String("systems")), Flushes: splitList(c.String("flush")), Partitions: parts,
 		Load: load, Acks: kc.Acks, Linger: kc.Linger, BatchBytes: kc.BatchBytes, MaxInFlight: kc.MaxInFlight, Compression: kc.Compression,
 		Transactional: txns, CommitInterval: c.Duration("commit-interval"),
-		Warm: c.Bool("warm"), WarmRecords: c.Int64("warm-records"), HalfPeak: c.Bool("half-peak"), Rate: rate, Trials: c.Int("trials"), WarmUp: c.Bool("warm-up"),
+		Warm: c.Bool("warm"), WarmRecords: c.Int64("warm-records"), HalfPeak: c.Bool("half-peak"), Rate: rate,
+		PacedDuration: c.Duration("paced-duration"), PacedWarmUp: c.Duration("paced-warm-up"), Trials: c.Int("trials"), WarmUp: c.Bool("warm-up"),
 		Dir: c.String("dir"), FileSize: fileSize, StopWait: c.Duration("stop-wait"),
 	}
 	if c.String("json") == "" {

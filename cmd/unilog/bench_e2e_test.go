@@ -203,7 +203,7 @@ func TestBenchCompareTrials(t *testing.T) {
 	common := []string{"--flush", "async", "--records", "200", "--message-size", "64", "--producers", "2", "--linger", "1ms",
 		"--file-size", "8MiB", "--dir", filepath.Join(dir, "data")}
 	runBenchApp(t, append([]string{"compare", "--systems", "unilog,kfake", "--partitions", "2", "--trials", "2", "--half-peak",
-		"--json", js, "--markdown", md}, common...)...)
+		"--paced-duration", "400ms", "--paced-warm-up", "100ms", "--json", js, "--markdown", md}, common...)...)
 	runBenchApp(t, append([]string{"compare", "--systems", "kfake", "--partitions", "5", "--trials", "1", "--warm-up=false",
 		"--section", "End to end: wide", "--markdown", md}, common...)...)
 
@@ -215,6 +215,9 @@ func TestBenchCompareTrials(t *testing.T) {
 		trials[key] = append(trials[key], r["trial"].(float64))
 		if e, ok := r["error"]; ok {
 			t.Errorf("%s trial %v failed: %v", key, r["trial"], e)
+		}
+		if after, whole := r["latency_after_s"], r["whole_run"]; r["load"] == "half-peak" && (after != 0.1 || whole == nil) {
+			t.Errorf("%s trial %v: latency after %v s, whole run %v; want 0.1 and the whole run's", key, r["trial"], after, whole)
 		}
 	}
 	for _, k := range []string{"unilog/peak", "unilog/half-peak", "kfake/peak", "kfake/half-peak"} {
@@ -231,7 +234,7 @@ func TestBenchCompareTrials(t *testing.T) {
 	}
 	s := string(text)
 	for _, want := range []string{hand + "\n# End to end\n", "| unilog | async | 2 | peak | 2 | ", "| unilog | async | 2 | half-peak | 2 | ",
-		"| late to send, p99 ms | in flight, p99 ms | request round trip, p99 ms | broker's own time, p99 ms |",
+		"| p99 ms with the warm-up | late to send, p99 ms | in flight, p99 ms | request round trip, p99 ms | broker's own time, p99 ms |",
 		"| kfake | memory | 2 | peak | 2 | ", "runs 2 times, interleaved", "\n# End to end: wide\n", "| kfake | memory | 5 | peak | 1 | "} {
 		if !strings.Contains(s, want) {
 			t.Errorf("markdown lacks %q:\n%s", want, s)
