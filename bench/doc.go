@@ -63,5 +63,9 @@
 // set; franz-go's own default is 10 ms): a partition's first record may
 // wait that long for more before its batch is sent. JetStream's
 // asynchronous publishes do not linger. The broker's own share is in
-// unilog_produce_stage_seconds on its admin port.
+// unilog_produce_stage_seconds on its admin port. A paced run may leave
+// the records due in its first Load.LatencyAfter out (they are sent and
+// acknowledged all the same; the whole run's figures stay in WholeRun):
+// the start of a run is fresh clients beside a fresh system, not the
+// load the run is paced at.
 package bench
