@@ -137,7 +137,7 @@ func WriteCompareMarkdown(path string, runs []CompareRun, info CompareInfo) erro
 		fmt.Fprintf(&b, " The records due in a paced run's first %v are sent and acknowledged like the others but left out of its "+
 			"latencies, the client's and the broker's own, as in a benchmark's warm-up phase: at a run's start fresh clients "+
 			"connect, fill their buffers and grow their heap beside a fresh system (at 400,000 records/s that put the load "+
-			"generator 100 ms behind its schedule within 50 ms, and it caught up 300 ms later, so a paced run of a second had "+
+			"generator 100 ms behind its schedule within 65 ms, and it caught up 250 ms later, so a paced run of a second had "+
 			"its start for its p99). The tail table gives each paced row's p99 with the warm-up beside it.", c.PacedWarmUp)
 	}
 	fmt.Fprintf(&b, "\n\n| %s |\n|%s\n", strings.Join(compareColumns, " | "), strings.Repeat("---:|", len(compareColumns)))

@@ -26,9 +26,9 @@ type Load struct {
 	// benchmark's warm-up phase does. At the start of a run fresh clients
 	// connect, fill their buffers and grow their heap beside a fresh
 	// broker: at 400,000 records/s that put the load generator 100 ms
-	// behind its schedule in the first 50 ms, and 300 ms passed before it
-	// caught up, so a run of a second had that start for its p99 whatever
-	// the system did after it. Unpaced runs ignore it.
+	// behind its schedule within 65 ms, and it caught up 250 ms later, so
+	// a run of a second had that start for its p99 whatever the system did
+	// after it. Unpaced runs ignore it.
 	LatencyAfter time.Duration
 	Progress     bool // a progress bar on stderr
 	// atMeasure, when set, is called once LatencyAfter has passed, before
