@@ -108,7 +108,8 @@ func writeTailMarkdown(b *bytes.Buffer, runs []CompareRun) {
 		return
 	}
 	fmt.Fprintf(b, "\nWhere the paced rows' p99 goes (each run's `breakdown` in the JSON, bench/breakdown.go), per record from "+
-		"its due time, over the run after its latency warm-up where it had one (*p99 with the warm-up* counts the whole run): *late to send* until the producer called Send (the load generator's scheduling, or its previous Send "+
+		"its due time, over the run after its latency warm-up where it had one (*p99 with the warm-up* counts the whole "+
+		"run): *late to send* until the producer called Send (the load generator's scheduling, or its previous Send "+
 		"blocked on a full buffer); *in flight* from Send to the acknowledgement (the client's linger and buffer, the request, "+
 		"the broker). *Request round trip* is franz-go's, from writing a produce request to reading its response whole (the "+
 		"network, the broker, the client's reader), weighted by the request's bytes so that its p99 is over records "+

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -99,6 +100,9 @@ func runBenchProduce(c *cli.Context) error {
 		return fmt.Errorf("bench produce: %w", err)
 	}
 	load.LatencyAfter = c.Duration("latency-warm-up")
+	if load.LatencyAfter > 0 && load.Rate == 0 {
+		return errors.New("bench produce: --latency-warm-up needs --rate: an unpaced run's records are due when sent")
+	}
 	load.Partitions = c.Int("partitions")
 	res, err := bench.RunProduce(c.Context, kc, load)
 	if err != nil {

@@ -244,3 +244,14 @@ func TestBenchCompareTrials(t *testing.T) {
 		t.Errorf("sections out of place:\n%s", s)
 	}
 }
+
+// TestBenchProduceLatencyWarmUpNeedsRate: a latency warm-up without --rate
+// is refused before any broker is dialled, not ignored.
+func TestBenchProduceLatencyWarmUpNeedsRate(t *testing.T) {
+	var out bytes.Buffer
+	app := &cli.App{Name: "unilog", Commands: []*cli.Command{benchCommand()}, Writer: &out, ErrWriter: &out}
+	err := app.Run([]string{"unilog", "bench", "produce", "-b", "127.0.0.1:1", "--records", "10", "--latency-warm-up", "1s"})
+	if err == nil || !strings.Contains(err.Error(), "--latency-warm-up needs --rate") {
+		t.Errorf("error %v, want one naming --latency-warm-up and --rate", err)
+	}
+}
