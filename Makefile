@@ -130,12 +130,13 @@ bench:
 ## rate for 5 s, then by one at 50,000 records/s for 5 s (one load for every
 ## system), the first second of each paced run left out of its latencies (the
 ## clients' start: `bench compare --paced-duration`, `--paced-warm-up`). A trial
-## was ~6.5 min before those paced runs (estimated now ~13), 3 of them at 10,000
-## partitions (timed: the Kafka layout's four runs 2 min, JetStream's four 35 s),
-## where the Kafka layout reaches ~1,200 records/s async and ~450 sync: each of its runs lasts the duration,
-## drains the records in flight and does not stop within BENCH_E2E_STOP_WAIT (its
-## shutdown flushes 10,000 partitions; the row says it was killed); JetStream sync
-## reaches ~2,000 records/s.
+## is ~16.5 min (timed: 49m43s for three at 0804609; ~6.5 min before those paced
+## runs), 3 of them at 10,000 partitions (timed before them: the Kafka layout's
+## four runs 2 min, JetStream's four 35 s), where the Kafka layout reaches ~1,200
+## records/s async and ~450 sync: each of its runs lasts the duration, drains the
+## records in flight and does not stop within BENCH_E2E_STOP_WAIT (its shutdown
+## flushes 10,000 partitions; the row says it was killed); JetStream sync reaches
+## ~2,000 records/s.
 ##
 ## Part 3, end to end at high partition counts (`bench compare --section`),
 ## BENCH_EST_WIDE minutes: BENCH_WIDE_RECORDS 100-byte records produced into a new
@@ -167,7 +168,7 @@ BENCH_WIDE_RECORDS         ?= 200000
 BENCH_WIDE_DURATION        ?= 60s
 BENCH_WIDE_FLAGS           ?= --trials 3
 BENCH_EST_STORAGE          ?= 20
-BENCH_EST_E2E              ?= 40
+BENCH_EST_E2E              ?= 50
 BENCH_EST_WIDE             ?= 3
 
 bench-report: build
