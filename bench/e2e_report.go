@@ -129,11 +129,12 @@ func WriteCompareMarkdown(path string, runs []CompareRun, info CompareInfo) erro
 	if c.Rate > 0 {
 		fmt.Fprintf(&b, " Every configuration is also run paced at %s (the same rate for every system), for latencies compared at one load.", loadAtRate(c.Rate))
 	}
-	if (c.HalfPeak || c.Rate > 0) && c.PacedDuration > 0 {
+	paced := c.HalfPeak || c.Rate > 0
+	if paced && c.PacedDuration > 0 {
 		fmt.Fprintf(&b, " A paced run produces for %v at its rate instead of the peak run's record count, so that a fast system's "+
 			"paced run is not over in a second.", c.PacedDuration)
 	}
-	if (c.HalfPeak || c.Rate > 0) && c.PacedWarmUp > 0 {
+	if paced && c.PacedWarmUp > 0 {
 		fmt.Fprintf(&b, " The records due in a paced run's first %v are sent and acknowledged like the others but left out of its "+
 			"latencies, the client's and the broker's own, as in a benchmark's warm-up phase: at a run's start fresh clients "+
 			"connect, fill their buffers and grow their heap beside a fresh system (at 400,000 records/s that put the load "+
