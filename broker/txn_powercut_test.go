@@ -26,6 +26,7 @@ const (
 	pcPartitions = 4
 	pcProducers  = 2
 	pcTxns       = 16
+	pcTxnsMax    = 16 * pcTxns // a run cutting by step goes on to at most this
 	pcRecords    = 8
 )
 
@@ -166,15 +167,15 @@ func TestTxnPowerCut(t *testing.T) {
 			for _, at := range []string{"before-decision", "after-decision", "before-complete"} {
 				t.Run(at, func(t *testing.T) { runTxnPowerCut(t, mode.flush, 0, at) })
 			}
-			// Async flushes few times in so short a workload: there may
-			// be fewer steps to cut at, or none.
+			// Async flushes few times in so short a workload, and how
+			// many varies with the machine's timing (2 to 17 seen): the
+			// cuts spread over at least cuts+1 steps, and a run whose
+			// workload ends first goes on until its cut.
 			const cuts = 3
-			var last int64
+			steps := max(total, cuts+1)
 			for i := int64(1); i <= cuts; i++ {
-				if step := total * i / (cuts + 1); step > last {
-					last = step
-					t.Run(fmt.Sprintf("step-%d-of-%d", step, total), func(t *testing.T) { runTxnPowerCut(t, mode.flush, step, "") })
-				}
+				step := steps * i / (cuts + 1)
+				t.Run(fmt.Sprintf("step-%d-of-%d", step, total), func(t *testing.T) { runTxnPowerCut(t, mode.flush, step, "") })
 			}
 		})
 	}
@@ -238,9 +239,19 @@ func runTxnPowerCut(t *testing.T, flush commitlog.FlushMode, step int64, endTxn 
 	}
 	wg.Wait()
 	total := pc.steps()
-	if step > total || (cutter != nil && !pc.Frozen()) {
-		// Flushes vary from run to run; the cut is after the workload.
-		t.Logf("the workload ended before the cut (%d durability calls, cut at %d, EndTxn cut %q)", total, step, endTxn)
+	// Flushes vary from run to run: a workload that ended before its cut
+	// by step goes on, one transaction of each producer at a time, until
+	// the cut, so that every such run cuts where it says.
+	for n := pcTxns; step > 0 && !pc.Frozen(); n++ {
+		if n == pcTxnsMax {
+			t.Fatalf("no cut at durability call %d after %d transactions of each producer (%d calls)", step, n, pc.steps())
+		}
+		for p, pr := range producers {
+			outcomes[p] = append(outcomes[p], pcTransact(ctx, t, pr, p, n, pc))
+		}
+	}
+	if cutter != nil && !pc.Frozen() {
+		t.Fatalf("the workload ended before the EndTxn cut %q", endTxn)
 	}
 	img := t.TempDir()
 	if err := pc.Image(img, false, uint64(step)); err != nil {
@@ -317,11 +328,11 @@ func checkTxnPowerCut(t *testing.T, addr string, flush commitlog.FlushMode, outc
 	}
 	visible := make([][]int, pcProducers)
 	for p := range visible {
-		visible[p] = make([]int, pcTxns)
+		visible[p] = make([]int, len(outcomes[p]))
 	}
 	for v, k := range seen {
 		var p, n, r int
-		if _, err := fmt.Sscanf(v, "%d/%d/%d", &p, &n, &r); err != nil || p >= pcProducers || n >= pcTxns {
+		if _, err := fmt.Sscanf(v, "%d/%d/%d", &p, &n, &r); err != nil || p < 0 || p >= pcProducers || n < 0 || n >= len(visible[p]) {
 			t.Errorf("read_committed returned %q, not a record of the workload", v)
 			continue
 		}
