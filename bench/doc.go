@@ -39,7 +39,9 @@
 // trial's peak, run right after it; TailRows take the paced rows' p99
 // apart with each run's Breakdown (late to send, in flight, the request's
 // round trip), so that the report says how much of a tail was the load
-// generator's. A CompareInfo.Section title lets
+// generator's; RatioRows divide unilog's peak records/s and broker CPU
+// by each other system's trial by trial, so that a claimed ratio comes
+// with how far one pair of runs swings. A CompareInfo.Section title lets
 // several compares keep their own sections of one Markdown file.
 //
 // Record value format: every end-to-end value is MessageSize bytes whose

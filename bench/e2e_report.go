@@ -14,8 +14,8 @@ import (
 )
 
 // WriteCompareTable prints one line per configuration and load: the
-// median and min–max of its trials; then, when some runs were paced, the
-// tail table of those.
+// median and min–max of its trials; then the tail table of the paced runs
+// and unilog's ratios to the systems beside it, where there are any.
 func WriteCompareTable(w io.Writer, runs []CompareRun) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, strings.Join(compareColumns, "\t"))
@@ -27,6 +27,13 @@ func WriteCompareTable(w io.Writer, runs []CompareRun) error {
 		fmt.Fprintln(tw, strings.Join(tailColumns, "\t"))
 		for _, r := range tails {
 			fmt.Fprintln(tw, strings.Join(tailCells(&r), "\t"))
+		}
+	}
+	if ratios := RatioRows(runs); len(ratios) > 0 {
+		fmt.Fprintln(tw)
+		fmt.Fprintln(tw, strings.Join(ratioColumns, "\t"))
+		for _, r := range ratios {
+			fmt.Fprintln(tw, strings.Join(ratioCells(&r), "\t"))
 		}
 	}
 	return tw.Flush()
@@ -150,6 +157,7 @@ func WriteCompareMarkdown(path string, runs []CompareRun, info CompareInfo) erro
 		fmt.Fprintf(&b, "| %s |\n", strings.Join(cells, " | "))
 	}
 	writeTailMarkdown(&b, runs)
+	writeRatioMarkdown(&b, runs)
 	if info.Plot != "" {
 		fmt.Fprintf(&b, "\n![end-to-end produce throughput vs partition count](%s)\n", info.Plot)
 	}
