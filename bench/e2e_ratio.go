@@ -1,10 +1,8 @@
 package bench
 
 import (
-	"bytes"
 	"fmt"
 	"slices"
-	"strings"
 )
 
 // What a reader of the end-to-end table asks of it is a ratio: unilog
@@ -105,17 +103,8 @@ func ratioCells(r *RatioRow) []string {
 		r.RecordsPerS.format(2) + "x", r.BrokerCPUSPerGB.format(2) + "x"}
 }
 
-func writeRatioMarkdown(b *bytes.Buffer, runs []CompareRun) {
-	rows := RatioRows(runs)
-	if len(rows) == 0 {
-		return
-	}
-	fmt.Fprintf(b, "\nunilog against each other system at peak load, paired by trial: each trial's unilog figure divided by the other "+
-		"system's figure of the same trial, which ran in the same pass over the configurations, then the median of those ratios "+
-		"with their range. A ratio of the medians above can differ from it; the range says how far one pair can swing on this machine. "+
-		"Records/s above 1: unilog carried more. Broker CPU below 1: unilog's broker spent less per GB produced.\n\n")
-	fmt.Fprintf(b, "| %s |\n|%s\n", strings.Join(ratioColumns, " | "), strings.Repeat("---:|", len(ratioColumns)))
-	for _, r := range rows {
-		fmt.Fprintf(b, "| %s |\n", strings.Join(ratioCells(&r), " | "))
-	}
-}
+// ratioIntro heads the ratio table in the Markdown section.
+const ratioIntro = "unilog against each other system at peak load, paired by trial: each trial's unilog figure divided by the other " +
+	"system's figure of the same trial, which ran in the same pass over the configurations, then the median of those ratios " +
+	"with their range. A ratio of the medians above can differ from it; the range says how far one pair can swing on this machine. " +
+	"Records/s above 1: unilog carried more. Broker CPU below 1: unilog's broker spent less per GB produced."

@@ -22,21 +22,41 @@ func WriteCompareTable(w io.Writer, runs []CompareRun) error {
 	for _, r := range AggregateCompare(runs) {
 		fmt.Fprintln(tw, strings.Join(compareCells(&r), "\t"))
 	}
-	if tails := TailRows(runs); len(tails) > 0 {
-		fmt.Fprintln(tw)
-		fmt.Fprintln(tw, strings.Join(tailColumns, "\t"))
-		for _, r := range tails {
-			fmt.Fprintln(tw, strings.Join(tailCells(&r), "\t"))
+	for _, t := range []struct {
+		columns []string
+		cells   [][]string
+	}{{tailColumns, cellsOf(TailRows(runs), tailCells)}, {ratioColumns, cellsOf(RatioRows(runs), ratioCells)}} {
+		if len(t.cells) == 0 {
+			continue
 		}
-	}
-	if ratios := RatioRows(runs); len(ratios) > 0 {
 		fmt.Fprintln(tw)
-		fmt.Fprintln(tw, strings.Join(ratioColumns, "\t"))
-		for _, r := range ratios {
-			fmt.Fprintln(tw, strings.Join(ratioCells(&r), "\t"))
+		fmt.Fprintln(tw, strings.Join(t.columns, "\t"))
+		for _, c := range t.cells {
+			fmt.Fprintln(tw, strings.Join(c, "\t"))
 		}
 	}
 	return tw.Flush()
+}
+
+// cellsOf is a table's cells, a row of cells of each of rows.
+func cellsOf[T any](rows []T, cells func(*T) []string) [][]string {
+	out := make([][]string, len(rows))
+	for i := range rows {
+		out[i] = cells(&rows[i])
+	}
+	return out
+}
+
+// writeMarkdownTable writes intro as a paragraph and then a table of
+// right-aligned columns, a row of cells each; nothing without cells.
+func writeMarkdownTable(b *bytes.Buffer, intro string, columns []string, cells [][]string) {
+	if len(cells) == 0 {
+		return
+	}
+	fmt.Fprintf(b, "\n%s\n\n| %s |\n|%s\n", intro, strings.Join(columns, " | "), strings.Repeat("---:|", len(columns)))
+	for _, c := range cells {
+		fmt.Fprintf(b, "| %s |\n", strings.Join(c, " | "))
+	}
 }
 
 // writeJSONFile writes v indented, with a final newline.
@@ -156,8 +176,8 @@ func WriteCompareMarkdown(path string, runs []CompareRun, info CompareInfo) erro
 		}
 		fmt.Fprintf(&b, "| %s |\n", strings.Join(cells, " | "))
 	}
-	writeTailMarkdown(&b, runs)
-	writeRatioMarkdown(&b, runs)
+	writeMarkdownTable(&b, tailIntro, tailColumns, cellsOf(TailRows(runs), tailCells))
+	writeMarkdownTable(&b, ratioIntro, ratioColumns, cellsOf(RatioRows(runs), ratioCells))
 	if info.Plot != "" {
 		fmt.Fprintf(&b, "\n![end-to-end produce throughput vs partition count](%s)\n", info.Plot)
 	}

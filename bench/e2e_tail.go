@@ -1,11 +1,5 @@
 package bench
 
-import (
-	"bytes"
-	"fmt"
-	"strings"
-)
-
 // The end-to-end table's p99 counts from when a record was due, so it
 // holds the load generator's delays as well as the broker's: on a machine
 // where the clients share the cores with the system, a paced run's tail
@@ -100,29 +94,18 @@ func tailCells(r *TailRow) []string {
 		trip, broker, r.WaitingForCPUP99Ms.format(2))
 }
 
-// writeTailMarkdown writes the tail table of runs' paced rows to b, or
-// nothing when no run was paced.
-func writeTailMarkdown(b *bytes.Buffer, runs []CompareRun) {
-	rows := TailRows(runs)
-	if len(rows) == 0 {
-		return
-	}
-	fmt.Fprintf(b, "\nWhere the paced rows' p99 goes (each run's `breakdown` in the JSON, bench/breakdown.go), per record from "+
-		"its due time, over the run after its latency warm-up where it had one (*p99 with the warm-up* counts the whole "+
-		"run): *late to send* until the producer called Send (the load generator's scheduling, or its previous Send "+
-		"blocked on a full buffer); *in flight* from Send to the acknowledgement (the client's linger and buffer, the request, "+
-		"the broker). *Request round trip* is franz-go's, from writing a produce request to reading its response whole (the "+
-		"network, the broker, the client's reader), weighted by the request's bytes so that its p99 is over records "+
-		"(Kafka clients only); *the broker's own time* is unilog's histogram of its produces over the run, from a "+
-		"request's frame read off the socket to its response written (`unilog_produce_seconds`, interpolated within its "+
-		"bucket; unilog's broker over either layout only); *waiting for a CPU* is the load generator's goroutines' time "+
-		"runnable but not running (runtime/metrics). A record's p99 far above the round trip's was spent in the load "+
-		"generator (late, or in its buffer behind other records), not in a request. A round trip holds more than the "+
-		"broker's own time: franz-go pipelines up to 5 produce requests on a connection and a broker answers them in "+
-		"order, so a request also waits in the socket while the broker serves the ones before it, and then for both "+
-		"processes' schedulers. Medians of the trials with their range.\n\n")
-	fmt.Fprintf(b, "| %s |\n|%s\n", strings.Join(tailColumns, " | "), strings.Repeat("---:|", len(tailColumns)))
-	for _, r := range rows {
-		fmt.Fprintf(b, "| %s |\n", strings.Join(tailCells(&r), " | "))
-	}
-}
+// tailIntro heads the tail table in the Markdown section.
+const tailIntro = "Where the paced rows' p99 goes (each run's `breakdown` in the JSON, bench/breakdown.go), per record from " +
+	"its due time, over the run after its latency warm-up where it had one (*p99 with the warm-up* counts the whole " +
+	"run): *late to send* until the producer called Send (the load generator's scheduling, or its previous Send " +
+	"blocked on a full buffer); *in flight* from Send to the acknowledgement (the client's linger and buffer, the request, " +
+	"the broker). *Request round trip* is franz-go's, from writing a produce request to reading its response whole (the " +
+	"network, the broker, the client's reader), weighted by the request's bytes so that its p99 is over records " +
+	"(Kafka clients only); *the broker's own time* is unilog's histogram of its produces over the run, from a " +
+	"request's frame read off the socket to its response written (`unilog_produce_seconds`, interpolated within its " +
+	"bucket; unilog's broker over either layout only); *waiting for a CPU* is the load generator's goroutines' time " +
+	"runnable but not running (runtime/metrics). A record's p99 far above the round trip's was spent in the load " +
+	"generator (late, or in its buffer behind other records), not in a request. A round trip holds more than the " +
+	"broker's own time: franz-go pipelines up to 5 produce requests on a connection and a broker answers them in " +
+	"order, so a request also waits in the socket while the broker serves the ones before it, and then for both " +
+	"processes' schedulers. Medians of the trials with their range."
