@@ -34,58 +34,47 @@ type RatioRow struct {
 
 // RatioRows pairs each peak configuration of unilog with every other
 // system's of the same partition count and flush (kfake's "memory" pairs
-// with each flush), the systems in the order they first appear.
+// with each flush), the systems in the order they first appear; a trial
+// that failed on either side leaves its pair out.
 func RatioRows(runs []CompareRun) []RatioRow {
-	type key struct {
-		system, flush string
-		partitions    int
-		txn           bool
-	}
-	trials := map[key]map[int]*CompareRun{}
-	var order []key
+	peaks := map[compareID][]CompareRun{}
+	var unilog []compareID
 	var systems []string
-	for i := range runs {
-		r := &runs[i]
-		if r.Load != LoadPeak || r.Error != "" {
+	for _, rs := range groupCompare(runs) {
+		id := idOf(rs)
+		if id.Load != LoadPeak {
 			continue
 		}
-		k := key{r.System, r.Flush, r.Partitions, r.Transactional}
-		if trials[k] == nil {
-			trials[k] = map[int]*CompareRun{}
-			order = append(order, k)
+		id.Trials = 0
+		peaks[id] = rs
+		if id.System == SystemUnilog {
+			unilog = append(unilog, id)
+		} else if !slices.Contains(systems, id.System) {
+			systems = append(systems, id.System)
 		}
-		if !slices.Contains(systems, r.System) {
-			systems = append(systems, r.System)
-		}
-		trials[k][r.Trial] = r
 	}
 	var rows []RatioRow
-	for _, u := range order {
-		if u.system != SystemUnilog {
-			continue
-		}
+	for _, u := range unilog {
 		for _, sys := range systems {
-			o := key{sys, u.flush, u.partitions, u.txn}
-			if _, ok := trials[o]; !ok {
-				o.flush = "memory"
-			}
-			if sys == SystemUnilog || trials[o] == nil {
-				continue
+			o := u
+			o.System = sys
+			if _, ok := peaks[o]; !ok {
+				o.Flush = "memory"
 			}
 			var rps, cpu []float64
-			for t, ur := range trials[u] {
-				or, ok := trials[o][t]
-				if !ok || or.RecordsPerS == 0 || or.BrokerCPUSPerGB == 0 {
-					continue
+			for _, ur := range peaks[u] {
+				for _, or := range peaks[o] {
+					if or.Trial != ur.Trial || ur.Error != "" || or.Error != "" || or.RecordsPerS == 0 || or.BrokerCPUSPerGB == 0 {
+						continue
+					}
+					rps = append(rps, ur.RecordsPerS/or.RecordsPerS)
+					cpu = append(cpu, ur.BrokerCPUSPerGB/or.BrokerCPUSPerGB)
 				}
-				rps = append(rps, ur.RecordsPerS/or.RecordsPerS)
-				cpu = append(cpu, ur.BrokerCPUSPerGB/or.BrokerCPUSPerGB)
 			}
-			if len(rps) == 0 {
-				continue
+			if len(rps) > 0 {
+				rows = append(rows, RatioRow{Flush: u.Flush, Partitions: u.Partitions, Transactional: u.Transactional, Other: sys,
+					Pairs: len(rps), RecordsPerS: spreadOf(rps), BrokerCPUSPerGB: spreadOf(cpu)})
 			}
-			rows = append(rows, RatioRow{Flush: u.flush, Partitions: u.partitions, Transactional: u.txn, Other: o.system,
-				Pairs: len(rps), RecordsPerS: spreadOf(rps), BrokerCPUSPerGB: spreadOf(cpu)})
 		}
 	}
 	return rows
