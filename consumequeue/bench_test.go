@@ -277,7 +277,7 @@ func BenchmarkPromoteBurst(b *testing.B) {
 			var worst, total, cpu time.Duration
 			for b.Loop() {
 				b.StopTimer()
-				s, err := Open(Options{Dir: b.TempDir(), PromoteSpread: bc.spread, Logger: quietLogger()})
+				s, err := Open(Options{Dir: b.TempDir(), SmallEntries: DefaultSmallEntries, PromoteSpread: bc.spread, Logger: quietLogger()})
 				if err != nil {
 					b.Fatal(err)
 				}

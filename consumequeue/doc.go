@@ -7,8 +7,10 @@
 //
 // A queue starts small: its entries live in memory and in one journal
 // shared by every queue of the store (see "Small queues"), so creating a
-// partition costs no file at all. Once it holds Options.SmallEntries
-// entries (default 64) it is promoted to files of its own:
+// partition costs no file at all. Once it holds Options.SmallEntriesMax
+// entries (default 4,096), or Options.SmallEntries (default 64) while the
+// small queues together hold more than Options.SmallBudget, it is
+// promoted to files of its own:
 //
 // One directory per queue, <Dir>/<topic>/<partition>/, holding files of
 // fixed-size entry slots. A file is named by the logical offset of its slot
@@ -55,7 +57,7 @@
 // partitions spent 4-16 s creating files. RocketMQ met the same wall with
 // many small consume-queue files (RIP-66 moved them into one shared store);
 // here a new queue keeps its entries in a slice in memory (24 bytes an
-// entry, so 100,000 queues of 64 entries hold at most 154 MB) and appends a
+// entry) and appends a
 // record per change to <Dir>/@journal/<20-digit sequence>, one append-only
 // file for the whole store written with write(2) (page cache, no mapping,
 // no file per queue). Records are built in a buffer under the journal's
@@ -69,9 +71,22 @@
 // access. A small queue maps no file, so MaxMapped counts promoted queues
 // only.
 //
-// A queue is promoted at a point between SmallEntries-PromoteSpread and
-// SmallEntries (default 32 to 64 entries) that a hash of its ID fixes, so
-// a producer writing round robin over a new topic, which fills every queue
+// A queue is promoted past SmallEntriesMax entries, or past SmallEntries
+// while the small queues' records (what a compaction would write, 41
+// bytes an entry) take more than SmallBudget (default 32 MiB, about
+// 800,000 entries). The budget bounds their memory (100,000 queues short
+// of 64 entries hold at most 154 MB, and entries past that are promoted
+// while the budget is spent), what a compaction copies under the
+// journal's lock and what a restart replays; within it, a queue pays for
+// its files only once it has taken thousands of entries. The files of a
+// queue, a directory and a file, are two inodes, and on the machine of
+// docs/BENCHMARKS.md (ext4) they cost 150-500 µs of CPU: with queues promoted at
+// 32-64 entries, producing 300 records to each of 1,000 partitions cost
+// the broker 1.7-2.4 times the CPU it does with them kept in the journal
+// (issue 19). Each point is lowered by a share fixed by a hash of the
+// queue's ID (SmallEntries by up to PromoteSpread, default 32 to 64;
+// SmallEntriesMax by as large a share of it, 2,048 to 4,096), so a
+// producer writing round robin over a new topic, which fills every queue
 // at the same pace, does not ask for them all in the same pass of the
 // dispatcher. Where a queue is promoted changes nothing on disk but when
 // its files appear.

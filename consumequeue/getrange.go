@@ -16,14 +16,7 @@ func (q *Queue) GetRange(dst []Entry, from, to int64) []Entry {
 		return dst
 	}
 	if q.small.Load() {
-		for off := from; off < to; off++ {
-			e, ok := q.sq.get(off)
-			if !ok {
-				break
-			}
-			dst = append(dst, e)
-		}
-		return dst
+		return q.sq.getRange(dst, from, to)
 	}
 	f := fileFor(q.snapshot(), from, q.epf)
 	if f == nil {

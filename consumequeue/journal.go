@@ -227,14 +227,16 @@ func (j *journal) declare(id ID) *smallQueue {
 	return sq
 }
 
-// add appends an entry to a small queue and its record to the journal.
-func (j *journal) add(sq *smallQueue, off int64, e Entry) error {
+// add appends an entry to a small queue and its record to the journal,
+// and reports whether the small queues hold more than SmallBudget now.
+func (j *journal) add(sq *smallQueue, off int64, e Entry) (over bool, err error) {
 	j.mu.Lock()
 	if err := sq.add(off, e); err != nil {
 		j.mu.Unlock()
-		return err
+		return false, err
 	}
 	j.liveBytes += entryRecordSize
+	over = j.liveBytes > j.s.opts.SmallBudget
 	j.physEnd = max(j.physEnd, e.PhysOffset+1)
 	full := false
 	if j.recording() {
@@ -248,7 +250,7 @@ func (j *journal) add(sq *smallQueue, off int64, e Entry) error {
 			_ = j.s.fail(err)
 		}
 	}
-	return nil
+	return over, nil
 }
 
 // holdsFrom reports whether a small queue may hold an entry pointing at

@@ -495,11 +495,11 @@ func TestPromotionSpread(t *testing.T) {
 			// A queue still in the journal at a restart keeps its point.
 			opts.Dir = t.TempDir()
 			s = mustOpen(t, opts)
-			want := s.promoteAt(ID{Topic: "t", Partition: 7})
+			wantAt, wantMost := s.promotePoints(ID{Topic: "t", Partition: 7})
 			appendRange(t, mustQueue(t, s, "t", 7), 0, 1)
 			s = reopen(t, s)
-			if got := mustQueue(t, s, "t", 7).promoteAt; got != want {
-				t.Fatalf("promotion point %d after a restart, %d before", got, want)
+			if q := mustQueue(t, s, "t", 7); q.promoteAt != wantAt || q.promoteMost != wantMost {
+				t.Fatalf("promotion points %d, %d after a restart, %d, %d before", q.promoteAt, q.promoteMost, wantAt, wantMost)
 			}
 		})
 	}

@@ -38,12 +38,14 @@ type Queue struct {
 	// sq is the queue's state in the journal, nil for a queue that had
 	// files when it was opened. small is true while sq holds the entries;
 	// promotion to files clears it once the files hold them all, which
-	// Append asks the promoter for when sq holds promoteAt entries;
+	// Append asks the promoter for when sq holds promoteMost entries, or
+	// promoteAt while the small queues hold more than SmallBudget;
 	// promoting is set while the request is queued or under way.
-	sq        *smallQueue
-	small     atomic.Bool
-	promoteAt int64
-	promoting atomic.Bool
+	sq          *smallQueue
+	small       atomic.Bool
+	promoteAt   int64
+	promoteMost int64
+	promoting   atomic.Bool
 
 	// tail is the last of files, and next the address the next entry
 	// goes to, its slot in the mapping or in the file's tail (tail.go), 0
@@ -250,11 +252,12 @@ func (q *Queue) lastTimestamp(hi int64) (int64, error) {
 // the queue holds no entry. Caller holds mu.
 func (q *Queue) store(offset, count int64, e Entry, lo int64, empty bool) (int64, error) {
 	if q.small.Load() {
-		if offset-lo >= q.promoteAt {
-			q.s.promoter.request(q)
-		}
-		if err := q.s.journal.add(q.sq, offset, e); err != nil {
+		over, err := q.s.journal.add(q.sq, offset, e)
+		if err != nil {
 			return 0, fmt.Errorf("consumequeue: append %s/%d: %w", q.id.Topic, q.id.Partition, err)
+		}
+		if n := offset - lo; n >= q.promoteMost || n >= q.promoteAt && over {
+			q.s.promoter.request(q)
 		}
 		return 1, nil
 	}

@@ -67,6 +67,23 @@ func (sq *smallQueue) get(off int64) (Entry, bool) {
 	return sq.ents[i], true
 }
 
+// getRange appends the entries at offsets [from, to) that it holds, up to
+// the first it does not, under one lock: since queues stay small for
+// thousands of entries, a fetch's run of them comes from here as often as
+// from a file.
+func (sq *smallQueue) getRange(dst []Entry, from, to int64) []Entry {
+	sq.mu.Lock()
+	defer sq.mu.Unlock()
+	if from < sq.start {
+		return dst
+	}
+	lo, hi := from-sq.start, min(to-sq.start, int64(len(sq.ents)))
+	if lo >= hi {
+		return dst
+	}
+	return append(dst, sq.ents[lo:hi]...)
+}
+
 // add appends e at off, which must be the next offset, or any later one
 // while the queue is empty (as Queue.Append allows).
 func (sq *smallQueue) add(off int64, e Entry) error {

@@ -106,12 +106,15 @@ func Open(opts Options) (*Store, error) {
 	return s, nil
 }
 
-// promoteAt is the number of entries at which the small queue id gets
-// files: SmallEntries less a share of PromoteSpread picked by an FNV-1a
-// hash of the id, the same in every run.
-func (s *Store) promoteAt(id ID) int64 {
+// promotePoints are the numbers of entries past which the small queue id
+// gets files: while the small queues hold more than SmallBudget (at) and
+// in any case (most). Each is its option less a share of it picked by an
+// FNV-1a hash of the id, the same in every run: up to PromoteSpread
+// entries of SmallEntries, and as large a share of SmallEntriesMax.
+func (s *Store) promotePoints(id ID) (at, most int64) {
+	at, most = int64(s.opts.SmallEntries), int64(s.opts.SmallEntriesMax)
 	if s.opts.PromoteSpread <= 0 {
-		return int64(s.opts.SmallEntries)
+		return at, most
 	}
 	spread := uint32(s.opts.PromoteSpread)
 	h := uint32(2166136261)
@@ -121,7 +124,8 @@ func (s *Store) promoteAt(id ID) int64 {
 	for shift := 0; shift < 32; shift += 8 {
 		h = (h ^ uint32(id.Partition)>>shift&0xff) * 16777619
 	}
-	return int64(s.opts.SmallEntries) - int64(h%(spread+1))
+	d := int64(h % (spread + 1))
+	return at - d, most - d*most/at
 }
 
 // addSmall registers the queue whose entries sq holds. Caller holds mu.
@@ -136,7 +140,7 @@ func (s *Store) initSmall(sq *smallQueue) *Queue {
 	q := &sq.q
 	s.initQueue(q, sq.q.id)
 	q.sq = sq
-	q.promoteAt = s.promoteAt(sq.q.id)
+	q.promoteAt, q.promoteMost = s.promotePoints(sq.q.id)
 	q.small.Store(true)
 	return q
 }

@@ -67,7 +67,7 @@ func BenchmarkDispatchPass(b *testing.B) {
 					}
 				}
 			}
-			qs := openQueues(b, b.TempDir())
+			qs := openQueuesWith(b, consumequeue.Options{Dir: b.TempDir(), SmallEntries: consumequeue.DefaultSmallEntries})
 			d := New(Options{Log: l, Queues: qs, Logger: quietLogger()})
 			d.cursor = l.Cursor(0)
 			defer d.cursor.Close()

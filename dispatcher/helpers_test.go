@@ -15,7 +15,14 @@ func quietLogger() logrus.FieldLogger { l, _ := logtest.NewNullLogger(); return 
 // it, if the test did not.
 func openQueues(tb testing.TB, dir string) *consumequeue.Store {
 	tb.Helper()
-	qs, err := consumequeue.Open(consumequeue.Options{Dir: dir, Logger: quietLogger()})
+	return openQueuesWith(tb, consumequeue.Options{Dir: dir})
+}
+
+// openQueuesWith opens a store with opts, quiet.
+func openQueuesWith(tb testing.TB, opts consumequeue.Options) *consumequeue.Store {
+	tb.Helper()
+	opts.Logger = quietLogger()
+	qs, err := consumequeue.Open(opts)
 	if err != nil {
 		tb.Fatal(err)
 	}

@@ -22,7 +22,9 @@ func TestIndexManyQueuesRoundTrip(t *testing.T) {
 	dir := t.TempDir()
 	open := func() (*consumequeue.Store, *Dispatcher) {
 		t.Helper()
-		qs := openQueues(t, dir)
+		// SmallEntries alone: promotion at 32-64 entries whatever the
+		// journal holds.
+		qs := openQueuesWith(t, consumequeue.Options{Dir: dir, SmallEntries: consumequeue.DefaultSmallEntries})
 		return qs, New(Options{Queues: qs, Logger: quietLogger()})
 	}
 
