@@ -77,6 +77,12 @@ func newMetrics(b *Broker) *metrics {
 			Namespace: "unilog", Name: "dispatcher_lag_seconds", Help: "Age of the oldest record not yet indexed.",
 		}, func() float64 { return b.st.Stats().LagTime.Seconds() }),
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Namespace: "unilog", Name: "consume_queues_small", Help: "Partitions whose consume queue is kept in memory and the shared journal, not yet in files of its own.",
+		}, func() float64 { return float64(b.st.Stats().SmallQueues) }),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Namespace: "unilog", Name: "consume_queue_journal_bytes", Help: "Bytes of the small consume queues' records in the shared journal; past 32 MiB a queue gets its files at 32-64 entries instead of 2,048-4,096.",
+		}, func() float64 { return float64(b.st.Stats().SmallQueueBytes) }),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 			Namespace: "unilog", Name: "log_write_failed", Help: "1 once a flush of the commit log or consume queues failed: produce is refused until a restart.",
 		}, func() float64 {
 			if b.st.Stats().WriteFailed {

@@ -10,7 +10,9 @@ import (
 
 // TestTopicFetchedBytes: unilog_topic_fetched_bytes_total counts what
 // fetches serve of each topic, adds up to unilog_fetched_bytes_total, and
-// goes with its topic; unilog_commitlog_files counts the log's files.
+// goes with its topic; unilog_commitlog_files counts the log's files, and
+// the small consume queues' gauges count the three partitions written,
+// whose queues (30 entries in all) are in the journal.
 func TestTopicFetchedBytes(t *testing.T) {
 	b := startBroker(t, testConfig(t, t.TempDir()))
 	cl := newClient(t, b.Addr())
@@ -34,6 +36,12 @@ func TestTopicFetchedBytes(t *testing.T) {
 	}
 	if n := num("unilog_commitlog_files"); n < 1 {
 		t.Errorf("unilog_commitlog_files %v", n)
+	}
+	if n := num("unilog_consume_queues_small"); n < 3 {
+		t.Errorf("unilog_consume_queues_small %v, want at least the 3 partitions written", n)
+	}
+	if n := num("unilog_consume_queue_journal_bytes"); n < 30*41 {
+		t.Errorf("unilog_consume_queue_journal_bytes %v, want at least the 30 entries' records", n)
 	}
 
 	if _, err := kadm.NewClient(cl).DeleteTopics(testCtx(t), "tf-a"); err != nil {

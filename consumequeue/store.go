@@ -399,6 +399,16 @@ func (s *Store) failure() error {
 	return nil
 }
 
+// SmallStats reports the queues that live in the journal (see "Small
+// queues" in the package doc) and the bytes of their records, which past
+// Options.SmallBudget promote them at SmallEntries rather than
+// SmallEntriesMax.
+func (s *Store) SmallStats() (queues int, bytes int64) {
+	s.journal.mu.Lock()
+	defer s.journal.mu.Unlock()
+	return len(s.journal.live), s.journal.liveBytes
+}
+
 // FlushFailed reports whether a Flush has failed (see Flush).
 func (s *Store) FlushFailed() bool { return s.failure() != nil }
 

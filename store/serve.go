@@ -70,6 +70,11 @@ type Stats struct {
 	// refused (ErrReadOnly) until a restart.
 	WriteFailed bool
 	Watchers    int64 // partition registrations of live long polls
+	// SmallQueues are the partitions whose consume queues live in the
+	// shared journal, SmallQueueBytes the size of their records there
+	// (consumequeue.Store.SmallStats).
+	SmallQueues     int
+	SmallQueueBytes int64
 }
 
 // The texts are those clients and logs saw when the broker defined them.
@@ -274,6 +279,7 @@ func (s *Store) ScanRecords(from int64, fn func(topic string, id commitlog.Topic
 // Stats reports sizes for the metrics.
 func (s *Store) Stats() Stats {
 	lag := s.Lag()
+	small, smallBytes := s.queues.SmallStats()
 	return Stats{
 		LogBytes: s.log.WriteOffset() - s.log.MinOffset(),
 		LogFiles: len(s.log.Files()),
@@ -282,6 +288,9 @@ func (s *Store) Stats() Stats {
 
 		WriteFailed: s.log.Stats().FlushFailed || s.queues.FlushFailed(),
 		Watchers:    s.Watchers(),
+
+		SmallQueues:     small,
+		SmallQueueBytes: smallBytes,
 	}
 }
 
