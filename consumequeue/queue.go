@@ -38,14 +38,14 @@ type Queue struct {
 	// sq is the queue's state in the journal, nil for a queue that had
 	// files when it was opened. small is true while sq holds the entries;
 	// promotion to files clears it once the files hold them all, which
-	// Append asks the promoter for when sq holds promoteMost entries, or
-	// promoteAt while the small queues hold more than SmallBudget;
-	// promoting is set while the request is queued or under way.
-	sq          *smallQueue
-	small       atomic.Bool
-	promoteAt   int64
-	promoteMost int64
-	promoting   atomic.Bool
+	// Append asks the promoter for when sq holds promoteAt entries while
+	// the small queues hold more than SmallBudget, or Store.promoteMost
+	// of it in any case; promoting is set while the request is queued or
+	// under way.
+	sq        *smallQueue
+	small     atomic.Bool
+	promoteAt int64
+	promoting atomic.Bool
 
 	// tail is the last of files, and next the address the next entry
 	// goes to, its slot in the mapping or in the file's tail (tail.go), 0
@@ -256,7 +256,7 @@ func (q *Queue) store(offset, count int64, e Entry, lo int64, empty bool) (int64
 		if err != nil {
 			return 0, fmt.Errorf("consumequeue: append %s/%d: %w", q.id.Topic, q.id.Partition, err)
 		}
-		if n := offset - lo; n >= q.promoteMost || n >= q.promoteAt && over {
+		if n := offset - lo; n >= q.promoteAt && (over || n >= q.s.promoteMost(q.promoteAt)) {
 			q.s.promoter.request(q)
 		}
 		return 1, nil

@@ -106,15 +106,13 @@ func Open(opts Options) (*Store, error) {
 	return s, nil
 }
 
-// promotePoints are the numbers of entries past which the small queue id
-// gets files: while the small queues hold more than SmallBudget (at) and
-// in any case (most). Each is its option less a share of it picked by an
-// FNV-1a hash of the id, the same in every run: up to PromoteSpread
-// entries of SmallEntries, and as large a share of SmallEntriesMax.
-func (s *Store) promotePoints(id ID) (at, most int64) {
-	at, most = int64(s.opts.SmallEntries), int64(s.opts.SmallEntriesMax)
+// promoteAt is the number of entries past which the small queue id gets
+// files while the small queues hold more than SmallBudget: SmallEntries
+// less a share of PromoteSpread picked by an FNV-1a hash of the id, the
+// same in every run.
+func (s *Store) promoteAt(id ID) int64 {
 	if s.opts.PromoteSpread <= 0 {
-		return at, most
+		return int64(s.opts.SmallEntries)
 	}
 	spread := uint32(s.opts.PromoteSpread)
 	h := uint32(2166136261)
@@ -124,8 +122,16 @@ func (s *Store) promotePoints(id ID) (at, most int64) {
 	for shift := 0; shift < 32; shift += 8 {
 		h = (h ^ uint32(id.Partition)>>shift&0xff) * 16777619
 	}
-	d := int64(h % (spread + 1))
-	return at - d, most - d*most/at
+	return int64(s.opts.SmallEntries) - int64(h%(spread+1))
+}
+
+// promoteMost is the number of entries past which a small queue whose
+// promoteAt is at gets files however little the small queues hold:
+// SmallEntriesMax less the share of it that at is short of SmallEntries.
+// Derived rather than kept, as a million small queues would keep it.
+func (s *Store) promoteMost(at int64) int64 {
+	small, most := int64(s.opts.SmallEntries), int64(s.opts.SmallEntriesMax)
+	return most - (small-at)*most/small
 }
 
 // addSmall registers the queue whose entries sq holds. Caller holds mu.
@@ -140,7 +146,7 @@ func (s *Store) initSmall(sq *smallQueue) *Queue {
 	q := &sq.q
 	s.initQueue(q, sq.q.id)
 	q.sq = sq
-	q.promoteAt, q.promoteMost = s.promotePoints(sq.q.id)
+	q.promoteAt = s.promoteAt(sq.q.id)
 	q.small.Store(true)
 	return q
 }
