@@ -203,12 +203,18 @@ func TestThreeRoutedNodes(t *testing.T) {
 	for range nodes {
 		<-started
 	}
+	// Stopped together: one at a time, the last nodes' JetStream lost its
+	// quorum under them and each stop waited out its calls (14 s here).
 	defer func() {
+		for _, nd := range nodes {
+			if nd.stop != nil {
+				nd.stop()
+			}
+		}
 		for i, nd := range nodes {
 			if nd.stop == nil {
 				continue
 			}
-			nd.stop()
 			if r := <-nd.done; r.err != nil {
 				t.Errorf("node %d: %v\n%s", i+1, r.err, r.stderr)
 			}

@@ -23,7 +23,9 @@ func TestReplicationTLS(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer srv.Shutdown()
+	// After the brokers (cleanups run last first): a broker stopping without
+	// its control plane waits out its NATS calls before it exits.
+	t.Cleanup(srv.Shutdown)
 	ca := tlstest.NewCA(t, "cluster")
 	base := t.TempDir()
 	start := func(id int, cn string) *brokerProcess {
