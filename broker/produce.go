@@ -342,6 +342,13 @@ func (b *Broker) prepareBatch(sc *produceScratch, meta TopicMeta, limits produce
 	})
 }
 
+// flushHolder is a Storage whose log can leave the flush of several
+// appends to the last (store.Store under --flush sync).
+type flushHolder interface {
+	HoldFlushes()
+	ReleaseFlushes()
+}
+
 // appendProduced applies the idempotence checks of the request's pending
 // batches, appends the accepted ones with one Storage.Append and records
 // them in the producer state, all under appendMu and every partition's
@@ -357,6 +364,11 @@ func (b *Broker) appendProduced(sc *produceScratch) (end int64, nbytes int) {
 	}
 	b.appendMu.Lock()
 	defer b.appendMu.Unlock()
+	if h, ok := b.st.(flushHolder); ok && len(sc.pending) > maxAppendGroup {
+		// One flush for the request's groups, not one started by each.
+		h.HoldFlushes()
+		defer h.ReleaseFlushes()
+	}
 	for start := 0; start < len(sc.pending); {
 		// A partition named twice in one request (no client does it) ends
 		// the group before its second batch, which is then checked

@@ -146,8 +146,10 @@
 // fdatasyncs each file [FlushedOffset, WriteOffset) spans (only the pages
 // written since the last flush are dirty). FlushAsync flushes every
 // FlushInterval and on Close. FlushSync starts a flush as soon as records
-// are appended; appends made while one flush runs are covered by the next,
-// so WaitDurable callers share one fdatasync (group commit). A file found
+// are appended (or, between HoldFlushes and ReleaseFlushes, when the
+// appender's last append is done); appends made while one flush runs are
+// covered by the next, so WaitDurable callers share one fdatasync (group
+// commit). A file found
 // shorter than the log made it was cut under the log: the flush fails
 // (ErrIO) rather than call the hole where its records were durable. In both modes WaitDurable(ctx, end)
 // returns once FlushedOffset >= end, asking for a flush if needed.

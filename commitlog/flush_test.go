@@ -130,3 +130,66 @@ func TestParseFlushMode(t *testing.T) {
 		}
 	}
 }
+
+// TestHoldFlushes: under FlushSync appends between HoldFlushes and the
+// last ReleaseFlushes start no flush, the release starts one for all of
+// them, and a WaitDurable meanwhile is not held up.
+func TestHoldFlushes(t *testing.T) {
+	opts := testOptions(t, "", 256<<10)
+	opts.FlushMode = FlushSync
+	opts.FlushInterval = time.Hour // only appends, releases and WaitDurable flush
+	l := openLog(t, opts)
+	defer l.Close()
+	appendOne := func(i int) Position {
+		m := testMessage(i, 100)
+		p, err := l.Append(&m)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	// The flush counter moves just after the flushed offset.
+	flushed := func(n int64) {
+		t.Helper()
+		poll.True(t, fmt.Sprintf("%d flushes", n), func() bool { return l.Stats().Flushes >= n })
+		if f, w := l.FlushedOffset(), l.WriteOffset(); f != w {
+			t.Fatalf("flushed %d of %d", f, w)
+		}
+	}
+
+	l.HoldFlushes()
+	l.HoldFlushes() // nested
+	for i := range 3 {
+		appendOne(i)
+		// Time for a flush started by the append to have run.
+		time.Sleep(20 * time.Millisecond)
+	}
+	if s := l.Stats(); s.Flushes != 0 || l.FlushedOffset() == l.WriteOffset() {
+		t.Fatalf("held: %d flushes, flushed %d of %d", s.Flushes, l.FlushedOffset(), l.WriteOffset())
+	}
+	l.ReleaseFlushes()
+	time.Sleep(20 * time.Millisecond)
+	if s := l.Stats(); s.Flushes != 0 {
+		t.Fatalf("one of two holds released: %d flushes", s.Flushes)
+	}
+	l.ReleaseFlushes()
+	flushed(1)
+	time.Sleep(20 * time.Millisecond)
+	if s := l.Stats(); s.Flushes != 1 {
+		t.Fatalf("released: %d flushes, want one for the three appends", s.Flushes)
+	}
+
+	l.HoldFlushes()
+	p := appendOne(3)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := l.WaitDurable(ctx, p.End()); err != nil {
+		t.Fatalf("WaitDurable under a hold: %v", err)
+	}
+	flushed(2)
+	l.ReleaseFlushes()
+	time.Sleep(20 * time.Millisecond)
+	if s := l.Stats(); s.Flushes != 2 {
+		t.Fatalf("after a waited append: %d flushes, want 2", s.Flushes)
+	}
+}

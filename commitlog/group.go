@@ -56,7 +56,7 @@ func (l *Log) appendQueued(dst []Position, ms []Message, size, inline int64) ([]
 
 	if wrote {
 		l.notifyAppended()
-		if l.opts.FlushMode == FlushSync {
+		if l.opts.FlushMode == FlushSync && l.flushHolds.Load() == 0 {
 			l.kickFlush()
 		}
 	}

@@ -77,6 +77,7 @@ type Log struct {
 	genMu      sync.Mutex
 	gen        *flushGen
 	flushKick  chan struct{}
+	flushHolds atomic.Int32 // HoldFlushes minus ReleaseFlushes
 
 	retMu  sync.Mutex // guards retFns, floors and liveStart
 	retFns []func(newMin int64)

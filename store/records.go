@@ -29,6 +29,14 @@ func (s *Store) AppendMessages(dst []commitlog.Position, ms []commitlog.Message)
 	return s.log.AppendBatchTo(dst, ms)
 }
 
+// HoldFlushes and ReleaseFlushes bracket the appends of one answer under
+// --flush sync, so that the log starts one flush for all of them
+// (commitlog.Log.HoldFlushes).
+func (s *Store) HoldFlushes() { s.log.HoldFlushes() }
+
+// ReleaseFlushes ends HoldFlushes.
+func (s *Store) ReleaseFlushes() { s.log.ReleaseFlushes() }
+
 // ReadRecords calls fn with the partition's records from offset on, up to
 // about maxBytes, and returns the offset after the last one delivered.
 // The record is valid only during the call.
