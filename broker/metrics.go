@@ -61,38 +61,9 @@ func newMetrics(b *Broker) *metrics {
 		produceStages: newProduceStages(),
 	}
 	m.reg.MustRegister(m.requests, m.latency, m.connections, m.bytesIn, m.bytesOut,
-		m.producedBytes, m.producedRecords, m.fetchedBytes, m.topicFetched, m.produceStages.vec, m.produceStages.total, newGroupCollector(b), newTxnCollector(b),
+		m.producedBytes, m.producedRecords, m.fetchedBytes, m.topicFetched, m.produceStages.vec, m.produceStages.total, newGroupCollector(b), newTxnCollector(b), newStoreCollector(b),
 		newGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
-		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
-			Namespace: "unilog", Name: "commitlog_bytes", Help: "Bytes held by the commit log (write offset minus retained start).",
-		}, func() float64 { return float64(b.st.Stats().LogBytes) }),
-		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
-			Namespace: "unilog", Name: "commitlog_files", Help: "Commit-log files on disk (for the Kafka layout of the benchmark, 0).",
-		}, func() float64 { return float64(b.st.Stats().LogFiles) }),
-		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
-			Namespace: "unilog", Name: "dispatcher_lag_bytes", Help: "Commit log bytes not yet indexed by the consume queues.",
-		}, func() float64 { return float64(b.st.Stats().LagBytes) }),
-		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
-			Namespace: "unilog", Name: "dispatcher_lag_seconds", Help: "Age of the oldest record not yet indexed.",
-		}, func() float64 { return b.st.Stats().LagTime.Seconds() }),
-		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
-			Namespace: "unilog", Name: "consume_queues_small", Help: "Partitions whose consume queue is kept in memory and the shared journal, not yet in files of its own.",
-		}, func() float64 { return float64(b.st.Stats().SmallQueues) }),
-		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
-			Namespace: "unilog", Name: "consume_queue_journal_bytes", Help: "Bytes of the small consume queues' records in the shared journal; past 32 MiB a queue gets its files at 32-64 entries instead of 2,048-4,096.",
-		}, func() float64 { return float64(b.st.Stats().SmallQueueBytes) }),
-		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
-			Namespace: "unilog", Name: "log_write_failed", Help: "1 once a flush of the commit log or consume queues failed: produce is refused until a restart.",
-		}, func() float64 {
-			if b.st.Stats().WriteFailed {
-				return 1
-			}
-			return 0
-		}),
-		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
-			Namespace: "unilog", Name: "fetch_watchers", Help: "Partitions registered by long-polling fetches waiting for data.",
-		}, func() float64 { return float64(b.st.Stats().Watchers) }),
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 			Namespace: "unilog", Name: "partition_move_steps", Help: "Partition move steps this node runs: copying into its group, or stopping produce in it.",
 		}, func() float64 { return float64(b.moves.steps()) }),
