@@ -316,13 +316,21 @@ func (f *fetchState) watch(w Waiter) {
 func (f *fetchState) readBatches(p fetchPartition, h PartitionReader, hi int64, budget int, first bool) (int, *kerr.Error) {
 	size := 0
 	pf, _ := h.(prefetcher)
-	var warm int64 // offsets below it are prefetched
+	var warm int64 // offsets below it are prefetched into f.sc.run
 	for offset := p.fetchOffset; offset < hi; {
-		if pf != nil && offset >= warm {
-			warm = min(offset+store.PrefetchRun, hi)
-			pf.Prefetch(offset, warm)
+		var (
+			v   store.BatchView
+			err error
+		)
+		if pf != nil {
+			if offset >= warm {
+				warm = min(offset+store.PrefetchRun, hi)
+				pf.Prefetch(&f.sc.run, offset, warm)
+			}
+			v, err = pf.ViewRun(&f.sc.run, offset)
+		} else {
+			v, err = h.ViewBatch(offset)
 		}
-		v, err := h.ViewBatch(offset)
 		if err != nil {
 			if size > 0 {
 				break
@@ -355,10 +363,12 @@ func (f *fetchState) readBatches(p fetchPartition, h PartitionReader, hi int64, 
 	return size, nil
 }
 
-// prefetcher is a PartitionReader that can warm the records of a run of
-// offsets before they are viewed one by one (the store's partitions).
+// prefetcher is a PartitionReader that can read the entries of a run of
+// offsets and warm their records before they are viewed one by one (the
+// store's partitions).
 type prefetcher interface {
-	Prefetch(from, to int64)
+	Prefetch(run *store.Run, from, to int64)
+	ViewRun(run *store.Run, offset int64) (store.BatchView, error)
 }
 
 // response assembles the answer: every partition read, or for an

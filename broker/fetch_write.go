@@ -67,6 +67,7 @@ type fetchScratch struct {
 	spans   []span
 	idle    []int
 	resp    []kmsg.FetchResponseTopicPartition
+	run     store.Run // the entries of the partition being read, a run at a time
 }
 
 var fetchScratchPool = sync.Pool{New: func() any { return new(fetchScratch) }}

@@ -161,8 +161,12 @@ func (h *partition) ViewBatch(offset int64) (BatchView, error) {
 	if err := h.read(offset, &v); err != nil {
 		return BatchView{}, err
 	}
+	return batchView(&v), nil
+}
+
+func batchView(v *commitlog.View) BatchView {
 	r := v.Record()
-	return BatchView{Bytes: r.Body, Base: r.QueueOffset, Next: r.QueueOffset + int64(r.Count), pin: v.Pin()}, nil
+	return BatchView{Bytes: r.Body, Base: r.QueueOffset, Next: r.QueueOffset + int64(r.Count), pin: v.Pin()}
 }
 
 // read reads into v the record holding offset, checked to be the
@@ -181,6 +185,12 @@ func (h *partition) read(offset int64, v *commitlog.View) error {
 		}
 		return fmt.Errorf("store: %s/%d offset %d: %w", h.topic, h.partition, offset, err)
 	}
+	return h.readEntry(offset, e, v)
+}
+
+// readEntry reads into v the record that e, the consume queue's entry of
+// offset, points at, checked as read says.
+func (h *partition) readEntry(offset int64, e consumequeue.Entry, v *commitlog.View) error {
 	v.Expect(h.topic)
 	if err := h.s.log.ReadInto(e.PhysOffset, v); err != nil {
 		if errors.Is(err, commitlog.ErrOutOfRange) {
