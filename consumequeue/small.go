@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"sort"
 	"sync"
+	"sync/atomic"
+	"unsafe"
 
 	"github.com/unilog/unilog/internal/intern"
 	"github.com/unilog/unilog/internal/slab"
@@ -29,6 +31,10 @@ type smallQueue struct {
 	// cuts counts truncations and retention cuts, so that a promotion
 	// prepared from a snapshot can tell the entries it copied still hold.
 	cuts uint64
+	// next is the address add writes the next entry to, or 0 when ents
+	// must grow first: a hint for Queue.Prefetch, which may find it stale
+	// (the array since grown and freed), harmless for a prefetch.
+	next atomic.Uintptr
 
 	// q is the Queue that serves this small queue, allocated with it: at
 	// a million partitions a replay made a million of each, and fewer
@@ -104,6 +110,11 @@ func (sq *smallQueue) add(off int64, e Entry) error {
 		sq.ents = make([]Entry, 0, 2)
 	}
 	sq.ents = append(sq.ents, e)
+	var at uintptr
+	if n := len(sq.ents); n < cap(sq.ents) {
+		at = uintptr(unsafe.Pointer(unsafe.SliceData(sq.ents))) + uintptr(n)*unsafe.Sizeof(Entry{})
+	}
+	sq.next.Store(at)
 	sq.mu.Unlock()
 	return nil
 }

@@ -45,46 +45,64 @@ func BenchmarkIndex(b *testing.B) {
 }
 
 // BenchmarkDispatchPass indexes one-record messages round robin over many
-// partitions whose queues already have their files, through a whole pass
-// (the cursor, the read-ahead and Index), as the dispatcher runs beside a
-// producer's linger. One op is one record.
+// partitions through a whole pass (the cursor, the read-ahead and Index),
+// as the dispatcher runs beside a producer's linger: into queues that
+// already have their files, and into queues still in the journal (those
+// of a topic of 10,000 partitions that bench produce fills, 30 entries
+// each). One op is one record.
 func BenchmarkDispatchPass(b *testing.B) {
-	for _, parts := range []int32{1_000, 10_000} {
-		b.Run(fmt.Sprintf("partitions=%d", parts), func(b *testing.B) {
-			l, err := commitlog.Open(commitlog.Options{Dir: b.TempDir(), FileSize: 64 << 20, Logger: quietLogger(), RetentionAge: -1})
-			if err != nil {
+	for _, small := range []bool{false, true} {
+		for _, parts := range []int32{1_000, 10_000} {
+			b.Run(fmt.Sprintf("small=%t/partitions=%d", small, parts), func(b *testing.B) {
+				benchDispatchPass(b, parts, small)
+			})
+		}
+	}
+}
+
+func benchDispatchPass(b *testing.B, parts int32, small bool) {
+	l, err := commitlog.Open(commitlog.Options{Dir: b.TempDir(), FileSize: 64 << 20, Logger: quietLogger(), RetentionAge: -1})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer l.Close()
+	if _, err := l.Recover(0, nil); err != nil {
+		b.Fatal(err)
+	}
+	body := make([]byte, 100)
+	appendN := func(n int) {
+		for i := range n {
+			if _, err := l.Append(&commitlog.Message{Topic: "t", Partition: int32(i) % parts, Count: 1, Body: body}); err != nil {
 				b.Fatal(err)
 			}
-			defer l.Close()
-			if _, err := l.Recover(0, nil); err != nil {
-				b.Fatal(err)
-			}
-			body := make([]byte, 100)
-			appendN := func(n int) {
-				for i := range n {
-					if _, err := l.Append(&commitlog.Message{Topic: "t", Partition: int32(i) % parts, Count: 1, Body: body}); err != nil {
-						b.Fatal(err)
-					}
-				}
-			}
-			qs := openQueuesWith(b, consumequeue.Options{Dir: b.TempDir(), SmallEntries: consumequeue.DefaultSmallEntries})
-			d := New(Options{Log: l, Queues: qs, Logger: quietLogger()})
-			d.cursor = l.Cursor(0)
-			defer d.cursor.Close()
-			// Every queue past its promotion point, and promoted.
-			appendN(int(parts) * consumequeue.DefaultSmallEntries)
-			if err := d.DispatchTo(l.WriteOffset()); err != nil {
-				b.Fatal(err)
-			}
-			if err := qs.WaitPromotions(context.Background()); err != nil {
-				b.Fatal(err)
-			}
-			appendN(b.N)
-			b.ReportAllocs()
-			b.ResetTimer()
-			if err := d.DispatchTo(l.WriteOffset()); err != nil {
-				b.Fatal(err)
-			}
-		})
+		}
+	}
+	opts := consumequeue.Options{Dir: b.TempDir(), SmallEntries: consumequeue.DefaultSmallEntries}
+	if small {
+		// No queue reaches its promotion point, however long the run.
+		opts.SmallEntries, opts.SmallEntriesMax, opts.SmallBudget = 1<<30, 1<<30, 1<<40
+	}
+	qs := openQueuesWith(b, opts)
+	d := New(Options{Log: l, Queues: qs, Logger: quietLogger()})
+	d.cursor = l.Cursor(0)
+	defer d.cursor.Close()
+	// Every queue declared; unless small, past its promotion point and
+	// promoted.
+	warm := int(parts)
+	if !small {
+		warm *= consumequeue.DefaultSmallEntries
+	}
+	appendN(warm)
+	if err := d.DispatchTo(l.WriteOffset()); err != nil {
+		b.Fatal(err)
+	}
+	if err := qs.WaitPromotions(context.Background()); err != nil {
+		b.Fatal(err)
+	}
+	appendN(b.N)
+	b.ReportAllocs()
+	b.ResetTimer()
+	if err := d.DispatchTo(l.WriteOffset()); err != nil {
+		b.Fatal(err)
 	}
 }
