@@ -2,13 +2,25 @@ package commitlog
 
 import "sort"
 
-// Touch loads the first byte of the record at each physical offset in
-// phys, ignoring any the log does not hold, so that a reader about to read
-// records scattered through the log (a fetch reading one partition's
-// batches among those of 10,000 others: one every few megabytes) takes
-// their cache and TLB misses together, overlapped by the CPU, instead of
-// one per Read. It only warms: what it loads is discarded, a fault (a
-// media error) is left for the Read that follows to report.
+// touchSpan is how much of a record Touch warms: what a Read decodes
+// before the body, the fixed header (fixedSize, 70 bytes), a topic name
+// of up to 16 bytes and the key, header count and body lengths. It spans
+// two or three cache lines. Warming only the first (the record's first
+// byte) left the decode a miss on the next: reading back 300,000 1 KiB
+// records from 10,000 partitions, the broker's ticks over four read-backs
+// were 152 (144-176) with the first line, 145 (139-148) with all of them,
+// six runs each, interleaved; with every line of the body too, more than
+// either (the copy to the socket takes those).
+const touchSpan = 96
+
+// Touch loads the lines of the first touchSpan bytes of the record at
+// each physical offset in phys, ignoring any the log does not hold, so
+// that a reader about to read records scattered through the log (a fetch
+// reading one partition's batches among those of 10,000 others: one every
+// few megabytes) takes their cache and TLB misses together, overlapped by
+// the CPU, instead of one per Read. It only warms: what it loads is
+// discarded, a fault (a media error) is left for the Read that follows to
+// report.
 func (l *Log) Touch(phys []int64) {
 	if len(phys) == 0 || l.closed.Load() {
 		return
@@ -41,7 +53,11 @@ func (l *Log) Touch(phys []int64) {
 				}
 				s = segs[i]
 			}
-			sum += s.ro[p-s.base]
+			o := p - s.base
+			sum += s.ro[o]
+			if last := o + touchSpan - 1; last < int64(len(s.ro)) {
+				sum += s.ro[o+64] + s.ro[last]
+			}
 		}
 	})
 }
