@@ -11,13 +11,7 @@ import (
 // batches ViewBatch does, and neither allocates (a read-back at 10,000
 // partitions views one batch per record).
 func TestViewBatchPrefetch(t *testing.T) {
-	id := commitlog.TopicID{1}
-	d := mustOpen(t, incarnationOptions(t.TempDir(), &liveTopics{ids: map[string]commitlog.TopicID{"t": id}}))
-	defer func() {
-		if err := d.Close(); err != nil {
-			t.Error(err)
-		}
-	}()
+	d, id := openTopicT(t)
 	want := []string{"a", "bb", "ccc", "dddd"}
 	appendTo(t, d, "t", id, want...)
 
@@ -61,13 +55,7 @@ func TestViewBatchPrefetch(t *testing.T) {
 // by another partition serves none of the other partition's records: its
 // stale entries read as errors, its entries below the cut as before.
 func TestViewRunStale(t *testing.T) {
-	id := commitlog.TopicID{1}
-	d := mustOpen(t, incarnationOptions(t.TempDir(), &liveTopics{ids: map[string]commitlog.TopicID{"t": id}}))
-	defer func() {
-		if err := d.Close(); err != nil {
-			t.Error(err)
-		}
-	}()
+	d, id := openTopicT(t)
 	appendTo(t, d, "t", id, "a", "bb", "ccc", "dddd")
 	h := d.partition("t", 0)
 	var run Run
@@ -100,4 +88,17 @@ func TestViewRunStale(t *testing.T) {
 			t.Fatalf("offset %d, cut away: served %q from a stale entry", off, v.Bytes)
 		}
 	}
+}
+
+// openTopicT opens a store in which topic "t" is live, closed when the
+// test ends.
+func openTopicT(t *testing.T) (*Store, commitlog.TopicID) {
+	id := commitlog.TopicID{1}
+	d := mustOpen(t, incarnationOptions(t.TempDir(), &liveTopics{ids: map[string]commitlog.TopicID{"t": id}}))
+	t.Cleanup(func() {
+		if err := d.Close(); err != nil {
+			t.Error(err)
+		}
+	})
+	return d, id
 }
