@@ -13,6 +13,9 @@ import "sort"
 // either (the copy to the socket takes those).
 const touchSpan = 96
 
+// cacheLine is the line size Touch steps by (x86-64's and most arm64's).
+const cacheLine = 64
+
 // Touch loads the lines of the first touchSpan bytes of the record at
 // each physical offset in phys, ignoring any the log does not hold, so
 // that a reader about to read records scattered through the log (a fetch
@@ -56,7 +59,7 @@ func (l *Log) Touch(phys []int64) {
 			o := p - s.base
 			sum += s.ro[o]
 			if last := o + touchSpan - 1; last < int64(len(s.ro)) {
-				sum += s.ro[o+64] + s.ro[last]
+				sum += s.ro[o+cacheLine] + s.ro[last]
 			}
 		}
 	})

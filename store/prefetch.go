@@ -18,7 +18,6 @@ type Run struct {
 	ents [PrefetchRun]consumequeue.Entry
 	from int64 // the offset of ents[0]
 	n    int
-	phys [PrefetchRun]int64
 }
 
 // entry returns the run's entry for offset, if it holds it.
@@ -44,7 +43,8 @@ func (h *partition) Prefetch(run *Run, from, to int64) {
 	}
 	ents := h.q.GetRange(run.ents[:0], from, min(to, from+PrefetchRun))
 	run.from, run.n = from, len(ents)
-	phys := run.phys[:0]
+	var pbuf [PrefetchRun]int64
+	phys := pbuf[:0]
 	for _, e := range ents {
 		// The offsets of one batch share its record.
 		if n := len(phys); n == 0 || phys[n-1] != e.PhysOffset {
