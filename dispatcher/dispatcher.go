@@ -29,9 +29,8 @@ type Options struct {
 	// Notify hears of the partitions that grew after each pass; nil if
 	// nobody waits.
 	Notify Notifier
-	// AfterPass runs after each pass that did not fail, on the goroutine
-	// that ran it and outside the pass; it must not block (the store asks
-	// for an early checkpoint from it).
+	// AfterPass runs on the dispatching goroutine after each pass; it must
+	// not block (the store asks for an early checkpoint from it).
 	AfterPass func()
 	Logger    logrus.FieldLogger
 }
@@ -57,14 +56,6 @@ type Dispatcher struct {
 	progressMu sync.Mutex
 	progress   chan struct{} // closed and replaced when dispatched grows
 
-	// pass is held by whoever dispatches: the dispatching goroutine for
-	// each pass and each request (Do), or a producer indexing its own
-	// appends (WaitDispatched). running is set from Start to Stop, and
-	// failing while the goroutine waits to retry a failed pass.
-	pass    sync.Mutex
-	running atomic.Bool
-	failing atomic.Bool
-
 	retention atomic.Int64 // newest log minimum not yet applied to the queues; -1 if none
 	kick      chan struct{}
 	requests  chan func()
@@ -73,8 +64,8 @@ type Dispatcher struct {
 	stopOnce  sync.Once
 	stopErr   error
 
-	// Used only with pass held (and by its owner before Start and after
-	// Stop).
+	// Used only by the dispatching goroutine (and by its owner before
+	// Start and after Stop).
 	cursor *commitlog.Cursor // at the dispatched offset between passes
 	cache  queueCache
 	live   liveCache
@@ -112,7 +103,6 @@ func New(opts Options) *Dispatcher {
 func (d *Dispatcher) Start(at int64) {
 	d.publish(at)
 	d.cursor = d.log.HeaderCursor(at)
-	d.running.Store(true)
 	go d.run()
 }
 
@@ -120,16 +110,8 @@ func (d *Dispatcher) Start(at int64) {
 func (d *Dispatcher) Dispatched() int64 { return d.dispatched.Load() }
 
 // WaitDispatched blocks until every record before phys is dispatched.
-// When no pass runs it indexes what is appended itself, on the caller's
-// goroutine (dispatchOwn).
 func (d *Dispatcher) WaitDispatched(ctx context.Context, phys int64) error {
 	for {
-		if d.dispatched.Load() >= phys {
-			return nil
-		}
-		if d.dispatchOwn() {
-			continue
-		}
 		d.progressMu.Lock()
 		ch := d.progress
 		d.progressMu.Unlock()
@@ -149,32 +131,9 @@ func (d *Dispatcher) WaitDispatched(ctx context.Context, phys int64) error {
 	}
 }
 
-// dispatchOwn runs a pass up to the log's write offset on the caller's
-// goroutine if none runs and the last one did not fail, and reports
-// whether it dispatched anything. A producer waiting for its records is
-// then answered without two hand-offs, to the dispatching goroutine and
-// back, each of which waited for a core: 164 of the 523 ms that runnable
-// goroutines waited in a half-peak produce at 1,000 partitions were the
-// dispatcher's, after the append woke it (docs/BENCHMARKS.md). The
-// dispatching goroutine, woken by the same append, then finds nothing
-// left; a pass that fails here is left to it, which logs and retries.
-func (d *Dispatcher) dispatchOwn() bool {
-	if !d.running.Load() || d.failing.Load() || !d.pass.TryLock() {
-		return false
-	}
-	pos := d.dispatched.Load()
-	limit := min(d.log.WriteOffset(), pos+dispatchChunk)
-	ok := d.running.Load() && limit > pos && d.DispatchTo(limit) == nil
-	d.pass.Unlock()
-	if ok && d.opts.AfterPass != nil {
-		d.opts.AfterPass()
-	}
-	return d.dispatched.Load() > pos
-}
-
-// Do runs f on the dispatching goroutine, with no other pass running, and
-// returns its error; ctx bounds the wait (a run already queued still
-// completes). f may call DispatchTo, Rewind, ResumeAt and Forget.
+// Do runs f on the dispatching goroutine and returns its error; ctx
+// bounds the wait (a run already queued still completes). f may call
+// DispatchTo, Rewind, ResumeAt and Forget.
 func (d *Dispatcher) Do(ctx context.Context, what string, f func() error) error {
 	errc := make(chan error, 1)
 	select {
@@ -196,7 +155,7 @@ func (d *Dispatcher) Do(ctx context.Context, what string, f func() error) error 
 
 // Rewind moves the dispatched offset back to to, if it is past it: the
 // owner is about to cut the queues and the log there (a follower's
-// truncation). In Do only.
+// truncation). On the dispatching goroutine only.
 func (d *Dispatcher) Rewind(to int64) {
 	if d.dispatched.Load() > to {
 		d.publish(to)
@@ -204,7 +163,7 @@ func (d *Dispatcher) Rewind(to int64) {
 }
 
 // ResumeAt moves the cursor, and the dispatched offset, to pos once the log
-// was cut or restarted there. In Do only.
+// was cut or restarted there. On the dispatching goroutine only.
 func (d *Dispatcher) ResumeAt(pos int64) {
 	d.cursor.Reset(pos)
 	if d.dispatched.Load() != pos {
@@ -213,7 +172,8 @@ func (d *Dispatcher) ResumeAt(pos int64) {
 }
 
 // Forget drops what the dispatcher remembers of the queues of one topic
-// incarnation, whose queues its owner deletes. In Do, or before Start.
+// incarnation, whose queues its owner deletes. On the dispatching
+// goroutine, or before Start.
 func (d *Dispatcher) Forget(topic string, id commitlog.TopicID) {
 	name := QueueName(topic, id)
 	d.cache.forget(topic, id)
@@ -248,9 +208,6 @@ func (d *Dispatcher) Stop() error {
 	d.stopOnce.Do(func() {
 		close(d.stop)
 		<-d.done
-		d.pass.Lock()
-		defer d.pass.Unlock()
-		d.running.Store(false)
 		d.applyRetention()
 		d.stopErr = d.DispatchTo(d.log.WriteOffset())
 		d.cursor.Close()

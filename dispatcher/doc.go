@@ -16,11 +16,8 @@
 // record: physical offset, size, and its batch's max timestamp, which the
 // queue raises to the largest so far). It reads records a window of 16 at
 // a time and touches their queues before indexing them, so that the cache
-// misses of many partitions' queues overlap. A producer that waits for
-// its records (WaitDispatched) runs the pass itself when none is running,
-// so that its answer needs no hand-off to the goroutine and back; a mutex
-// keeps passes one at a time, so the consume queues still have one writer
-// at a time and need no writer lock of their own; retention of
+// misses of many partitions' queues overlap. It is the only writer of the
+// consume queues, so they need no writer lock of their own; retention of
 // log files is handed to it as well (OnRetention), and it deletes the
 // consume-queue files that index only deleted log files. After each pass
 // it publishes the dispatched offset (WaitDispatched) and tells its

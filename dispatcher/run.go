@@ -15,16 +15,14 @@ const publishEvery = 4096
 // closedCh makes the run loop go round again at once while a backlog remains.
 var closedCh = func() chan struct{} { c := make(chan struct{}); close(c); return c }()
 
-// run is the dispatching goroutine. Once Open has returned it and
-// dispatchOwn are the only writers of the consume queues, one at a time
-// (pass).
+// run is the dispatching goroutine: the only writer of the consume queues
+// once Open has returned.
 func (d *Dispatcher) run() {
 	defer close(d.done)
 	var retry <-chan time.Time
 	for {
 		appended := d.log.Appended()
 		caughtUp := true
-		d.pass.Lock()
 		if retry == nil {
 			pos, wo := d.dispatched.Load(), d.log.WriteOffset()
 			limit := min(wo, pos+dispatchChunk)
@@ -33,14 +31,12 @@ func (d *Dispatcher) run() {
 				d.logger.WithError(err).Error("dispatch failed; retrying in 1s")
 				retry = time.After(time.Second)
 			}
-			d.failing.Store(retry != nil)
 			caughtUp = limit == wo
+			if d.opts.AfterPass != nil {
+				d.opts.AfterPass()
+			}
 		}
 		d.applyRetention()
-		d.pass.Unlock()
-		if d.opts.AfterPass != nil && retry == nil {
-			d.opts.AfterPass()
-		}
 		if !caughtUp && retry == nil {
 			appended = closedCh
 		}
@@ -50,18 +46,15 @@ func (d *Dispatcher) run() {
 			retry = nil
 		case <-d.kick:
 		case req := <-d.requests:
-			d.pass.Lock()
 			req()
-			d.pass.Unlock()
 		case <-d.stop:
 			return
 		}
 	}
 }
 
-// DispatchTo indexes every record that starts before limit. It runs with
-// the pass held (a pass of the dispatching goroutine, Do or dispatchOwn)
-// or when the dispatcher is not running.
+// DispatchTo indexes every record that starts before limit. It runs on the
+// dispatching goroutine (Do) or when it is not running.
 func (d *Dispatcher) DispatchTo(limit int64) error {
 	start := d.dispatched.Load()
 	pos := start

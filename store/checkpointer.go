@@ -55,8 +55,8 @@ func (s *Store) armCheckpoint() (clock.Timer, <-chan struct{}) {
 }
 
 // kickCheckpoint asks for an early checkpoint once CheckpointBytes have
-// been dispatched since the last one. It runs after each dispatch pass
-// (dispatcher.Options.AfterPass) and never blocks it.
+// been dispatched since the last one. It runs on the dispatching goroutine
+// after each pass and never blocks it.
 func (s *Store) kickCheckpoint() {
 	if s.opts.CheckpointBytes <= 0 || s.d.Dispatched()-s.cpFrom.Load() < s.opts.CheckpointBytes {
 		return
