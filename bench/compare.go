@@ -144,7 +144,13 @@ type CompareRun struct {
 	// (broker_time.go); nil for a system that does not time them.
 	BrokerProduceP99Ms *float64 `json:"broker_produce_p99_ms,omitempty"`
 	CPUSource          string   `json:"cpu_source"`
-	Error              string   `json:"error,omitempty"`
+	// CachePageUS is what a new page of the page cache cost right after
+	// the run, in µs (a 32 MiB file written in the benchmark's directory):
+	// some hosts charge ten times more for it at times, whatever runs
+	// (docs/BENCHMARKS.md, "A host that charges for the page cache"), so a
+	// run's CPU figures read against it. 0 when the probe failed.
+	CachePageUS float64 `json:"cache_page_us,omitempty"`
+	Error       string  `json:"error,omitempty"`
 	// produced is set when every record was acknowledged: the run has a
 	// peak to pace a half-peak rerun by even if reading back or stopping
 	// failed afterwards (the Kafka layout at 10,000 partitions does not
@@ -280,6 +286,9 @@ func Compare(ctx context.Context, cfg CompareConfig) (_ []CompareRun, err error)
 	var runs []CompareRun
 	report := func(r CompareRun, t int) {
 		r.Trial = t
+		if d, err := probeCachePage(cfg.Dir, runProbeRegion); err == nil {
+			r.CachePageUS = float64(d) / float64(time.Microsecond)
+		}
 		runs = append(runs, r)
 		fmt.Fprintf(cfg.Notes, "trial %d/%d, %s: %s\n", t, trials, p.step(), r.summary())
 	}
@@ -342,6 +351,9 @@ func (r *CompareRun) summary() string {
 		s += fmt.Sprintf(", clients %.1f", r.ClientCPU.SPerGB)
 	}
 	s += fmt.Sprintf(", %.2f cores", r.CoresUsed)
+	if r.CachePageUS > 0 {
+		s += fmt.Sprintf("; a new page-cache page then %.2f µs", r.CachePageUS)
+	}
 	if r.Error != "" {
 		s += "; " + r.Error
 	}

@@ -33,6 +33,9 @@ func TestCompareHalfPeakInProcess(t *testing.T) {
 		if r.Error != "" || r.Records != 400 || r.Consume == nil || r.Consume.Records != 400 || r.CPUSource != CPUSelf {
 			t.Errorf("%s run: %+v", r.Load, r)
 		}
+		if r.CachePageUS <= 0 {
+			t.Errorf("%s run: no page-cache probe after it", r.Load)
+		}
 	}
 	if got, want := runs[1].Rate, runs[0].RecordsPerS/2; got != want || got <= 0 {
 		t.Errorf("half-peak rate %v, want %v", got, want)

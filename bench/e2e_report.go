@@ -178,6 +178,9 @@ func WriteCompareMarkdown(path string, runs []CompareRun, info CompareInfo) erro
 	}
 	writeMarkdownTable(&b, tailIntro, tailColumns, cellsOf(TailRows(runs), tailCells))
 	writeMarkdownTable(&b, ratioIntro, ratioColumns, cellsOf(RatioRows(runs), ratioCells))
+	if text := cachePageText(runs); text != "" {
+		fmt.Fprintf(&b, "\n%s\n", text)
+	}
 	if info.Plot != "" {
 		fmt.Fprintf(&b, "\n![end-to-end produce throughput vs partition count](%s)\n", info.Plot)
 	}

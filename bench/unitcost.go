@@ -49,6 +49,10 @@ const (
 	// cacheRegion is the new file CachePage writes once: a round after
 	// another would reuse the pages the one before freed.
 	cacheRegion = 256 << 20
+	// runProbeRegion is the new file a compare writes after each run
+	// (ProbeCachePage): small, because the run after it reuses the pages
+	// it frees, which would spare that run the charge being measured.
+	runProbeRegion = 32 << 20
 )
 
 // ProbeUnitCosts measures UnitCosts, using a scratch file in dir (the
@@ -57,7 +61,7 @@ const (
 func ProbeUnitCosts(dir string) (UnitCosts, error) {
 	var u UnitCosts
 	var err error
-	if u.CachePage, err = probeCachePage(dir); err != nil {
+	if u.CachePage, err = probeCachePage(dir, cacheRegion); err != nil {
 		return u, err
 	}
 	u.Syscall = medianOf(func() (time.Duration, error) {
@@ -111,18 +115,18 @@ func probeAnonPage() (time.Duration, error) {
 	return time.Since(start) / (unitRegion / unitPageBytes), nil
 }
 
-// probeCachePage writes a new file of cacheRegion bytes in dir and
-// returns the time per 4 KiB page; the file is removed.
-func probeCachePage(dir string) (time.Duration, error) {
+// probeCachePage writes a new file of size bytes in dir and returns the
+// time per 4 KiB page; the file is removed.
+func probeCachePage(dir string, size int64) (time.Duration, error) {
 	start := time.Now()
-	f, err := writeScratchFile(dir, cacheRegion)
+	f, err := writeScratchFile(dir, size)
 	if err != nil {
 		return 0, err
 	}
 	d := time.Since(start)
 	f.Close()
 	os.Remove(f.Name())
-	return d / (cacheRegion / unitPageBytes), nil
+	return d / time.Duration(size/unitPageBytes), nil
 }
 
 // cachedScratchFile writes unitRegion bytes to a new file in dir, so that
