@@ -41,6 +41,12 @@ func (q *Queue) Prefetch() int64 {
 	return v
 }
 
+// PrefetchBounds asks the CPU for the line of the queue's bounds
+// (MinOffset, MaxOffset) without waiting for it: a reader about to read
+// the bounds of many queues asks for all of them first, so that their
+// misses overlap.
+func (q *Queue) PrefetchBounds() { prefetch.Read(uintptr(unsafe.Pointer(&q.min))) }
+
 // nextAddr is where the entry of slot, the one after the file's last,
 // goes: into the tail's buffer while the file has a tail (tail.go), else
 // slotAddr. Without a lock, so a hint that may be stale.

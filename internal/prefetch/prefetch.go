@@ -1,5 +1,5 @@
 // Package prefetch asks the CPU to bring a line of memory into its cache
-// ahead of a write, without waiting for it.
+// ahead of a write (Write) or a read (Read), without waiting for it.
 //
 // A plain load to warm memory waits for the miss like the access it warms,
 // and with a few hundred instructions between two such loads the core

@@ -7,10 +7,10 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// TestWriteNeverFaults: a prefetch of memory that is not mapped, is gone
-// or is mapped read-only does nothing, as callers that load an address
-// without a lock rely on.
-func TestWriteNeverFaults(t *testing.T) {
+// TestNeverFaults: a prefetch, for a write or a read, of memory that is
+// not mapped, is gone or is mapped read-only does nothing, as callers
+// that load an address without a lock rely on.
+func TestNeverFaults(t *testing.T) {
 	page := unix.Getpagesize()
 	base, err := unix.MmapPtr(-1, 0, nil, uintptr(2*page), unix.PROT_READ|unix.PROT_WRITE, unix.MAP_PRIVATE|unix.MAP_ANON)
 	if err != nil {
@@ -35,7 +35,10 @@ func TestWriteNeverFaults(t *testing.T) {
 		{"read-only", readOnly},
 		{"heap", unsafe.Pointer(&local[1])},
 	} {
-		t.Run(tc.name, func(t *testing.T) { Write(uintptr(tc.p)) })
+		t.Run(tc.name, func(t *testing.T) {
+			Write(uintptr(tc.p))
+			Read(uintptr(tc.p))
+		})
 	}
 	if m[8] != 0 {
 		t.Fatalf("a prefetch changed memory: %d", m[8])

@@ -4,3 +4,6 @@ package prefetch
 
 // Write does nothing where no prefetch instruction is wired up.
 func Write(uintptr) {}
+
+// Read does nothing where no prefetch instruction is wired up.
+func Read(uintptr) {}

@@ -7,3 +7,9 @@ TEXT ·Write(SB), NOSPLIT|NOFRAME, $0-8
 	// it (before Broadwell) execute it as a no-op.
 	BYTE $0x0F; BYTE $0x0D; BYTE $0x08
 	RET
+
+// func Read(addr uintptr)
+TEXT ·Read(SB), NOSPLIT|NOFRAME, $0-8
+	MOVQ addr+0(FP), AX
+	PREFETCHT0 (AX)
+	RET
