@@ -446,7 +446,9 @@ func (b *Broker) appendGroup(sc *produceScratch, group []pendingBatch) (end int6
 		}
 	}
 	sc.out = out
-	var records int
+	// changed is added to producerChanges once a group: a locked add a
+	// batch was 39% of appendGroup's own samples at 10,000 partitions.
+	var records, changed int
 	for j, a := range out {
 		if a.Base < 0 {
 			continue
@@ -458,11 +460,14 @@ func (b *Broker) appendGroup(sc *produceScratch, group []pendingBatch) (end int6
 			if pb.bi.transactional() {
 				pb.p.BeginTxn(pb.bi.producerID, a.Base)
 			}
-			b.producerChanges.Add(1)
+			changed++
 		}
 		records += int(pb.bi.numRecords)
 		end = max(end, a.End)
 		nbytes += len(pb.sb.Records)
+	}
+	if changed > 0 {
+		b.producerChanges.Add(int64(changed))
 	}
 	b.metrics.producedRecords.Add(float64(records))
 	return end, nbytes
