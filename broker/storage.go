@@ -142,6 +142,18 @@ func partitionsOf(st Storage, topic string) func(partition int32) PartitionReade
 	return func(p int32) PartitionReader { return st.Partition(topic, p) }
 }
 
+// boundsAheadOf returns st's hint that the bounds of a partition of topic
+// are about to be read (store.Store.PrefetchBoundsOf), or one that does
+// nothing for a storage without it.
+func boundsAheadOf(st Storage, topic string) func(partition int32) {
+	if bp, ok := st.(interface {
+		PrefetchBoundsOf(topic string) func(int32)
+	}); ok {
+		return bp.PrefetchBoundsOf(topic)
+	}
+	return func(int32) {}
+}
+
 // PartitionReader reads one partition: its bounds, its batches
 // (ErrStorageRange when an offset is not stored) and where its records end
 // in the log (false when not stored, or the storage has no physical

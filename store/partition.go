@@ -56,6 +56,25 @@ func (s *Store) PartitionsOf(topic string) func(p int32) Partition {
 	return func(p int32) Partition { return th.partition(p) }
 }
 
+// PrefetchBoundsOf returns a hint for the partitions of the live
+// incarnation of topic: it asks the CPU for the line of a partition's
+// bounds without waiting for it, for a reader about to read the bounds of
+// many partitions (a fetch over thousands), whose misses then overlap. It
+// only looks at kept handles, so a partition never read or written costs
+// it a table load, and any partition number is harmless.
+func (s *Store) PrefetchBoundsOf(topic string) func(p int32) {
+	return s.topicHandles(topic).prefetchBounds
+}
+
+func (th topicHandles) prefetchBounds(p int32) {
+	if th.hs == nil || p < 0 {
+		return
+	}
+	if h := th.hs.Load(p); h != nil && h.q != nil {
+		h.q.PrefetchBounds()
+	}
+}
+
 func (s *Store) partition(topic string, p int32) *partition {
 	return s.topicHandles(topic).partition(p)
 }

@@ -102,3 +102,23 @@ func openTopicT(t *testing.T) (*Store, commitlog.TopicID) {
 	})
 	return d, id
 }
+
+// TestPrefetchBoundsOfAnyPartition: the bounds hint takes any partition
+// number, of a topic with or without a live incarnation, without a fault,
+// an allocation or a handle kept for a partition never read.
+func TestPrefetchBoundsOfAnyPartition(t *testing.T) {
+	d, id := openTopicT(t)
+	appendTo(t, d, "t", id, "a")
+	d.partition("t", 0).Bounds() // keeps partition 0's handle
+	for _, topic := range []string{"t", "unknown"} {
+		ahead := d.PrefetchBoundsOf(topic)
+		for _, p := range []int32{0, 1, 7, -1, -1 << 31, 1<<31 - 1} {
+			if n := testing.AllocsPerRun(10, func() { ahead(p) }); n != 0 {
+				t.Errorf("%s partition %d: %v allocations, want 0", topic, p, n)
+			}
+		}
+	}
+	if hs := d.handleTable("t", id); hs.Load(7) != nil {
+		t.Error("the hint kept a handle for partition 7, never read")
+	}
+}
