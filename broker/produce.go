@@ -284,7 +284,6 @@ type produceScratch struct {
 	// txnElsewhere: the id's coordinator is another node (txn_produce.go).
 	txnElsewhere bool
 	txnRefused   *pendingBatch // the first batch checkTxnBatch refused
-	warm         int64         // what appendGroup read ahead of the checks, kept
 }
 
 var produceScratchPool = sync.Pool{New: func() any { return new(produceScratch) }}
@@ -377,6 +376,7 @@ func (b *Broker) appendProduced(sc *produceScratch) (end int64, nbytes int) {
 		for ; n < len(sc.pending) && n-start < maxAppendGroup && !sc.pending[n].p.inRequest; n++ {
 			sc.pending[n].p.inRequest = true
 			sc.pending[n].p.mu.Lock()
+			sc.pending[n].p.PrefetchProducers()
 		}
 		e, nb := b.appendGroup(sc, sc.pending[start:n])
 		for i := start; i < n; i++ {
@@ -396,7 +396,7 @@ func (b *Broker) appendGroup(sc *produceScratch, group []pendingBatch) (end int6
 	sc.batches, sc.refs = sc.batches[:0], sc.refs[:0]
 	for i := range group {
 		if pb := &group[i]; pb.bi.producerID >= 0 {
-			sc.warm += pb.p.Warm(pb.bi.producerID)
+			pb.p.Warm(pb.bi.producerID)
 		}
 	}
 	for i := range group {

@@ -88,19 +88,28 @@ func TestRecordAllocations(t *testing.T) {
 	}
 }
 
-// TestWarm: Warm reads the checked producer's batches (their bases'
-// sum), nothing for a producer the partition does not have.
+// TestWarm: the hints ahead of Check (PrefetchProducers, Warm) take any
+// producer id, on a partition with producers or none, allocate nothing and
+// change nothing.
 func TestWarm(t *testing.T) {
-	var p Partition
+	var p, empty Partition
 	p.Record(Batch{ProducerID: 4, Records: 1}, 10, 11)
 	p.Record(Batch{ProducerID: 4, FirstSeq: 1, Records: 1}, 20, 21)
 	p.Record(Batch{ProducerID: 9, Records: 1}, 30, 31)
-	for _, tc := range []struct {
-		id   int64
-		want int64
-	}{{4, 30}, {9, 30}, {5, 0}, {-1, 0}} {
-		if got := p.Warm(tc.id); got != tc.want {
-			t.Errorf("Warm(%d) = %d, want %d", tc.id, got, tc.want)
+	before := slices.Clone(p.Producers)
+	for _, q := range []*Partition{&p, &empty} {
+		for _, id := range []int64{4, 9, 5, -1} {
+			if n := testing.AllocsPerRun(10, func() { q.PrefetchProducers(); q.Warm(id) }); n != 0 {
+				t.Errorf("hints for producer %d: %v allocations, want 0", id, n)
+			}
+		}
+	}
+	if len(empty.Producers) != 0 || len(p.Producers) != len(before) {
+		t.Fatalf("the hints changed the producers: %+v, %+v", p.Producers, empty.Producers)
+	}
+	for i := range before {
+		if p.Producers[i].ID != before[i].ID || !slices.Equal(p.Producers[i].Batches, before[i].Batches) {
+			t.Fatalf("producer %d after the hints: %+v, before %+v", i, p.Producers[i], before[i])
 		}
 	}
 }

@@ -9,3 +9,14 @@
 // address that is not mapped is dropped), so several misses overlap and a
 // stale address is harmless.
 package prefetch
+
+// lineSize is the cache line the hints step by (x86-64 and most arm64).
+const lineSize = 64
+
+// ReadRange hints that the n bytes from addr are about to be read: Read
+// of each line they touch.
+func ReadRange(addr, n uintptr) {
+	for a := addr &^ (lineSize - 1); a < addr+n; a += lineSize {
+		Read(a)
+	}
+}

@@ -38,6 +38,8 @@ func TestNeverFaults(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			Write(uintptr(tc.p))
 			Read(uintptr(tc.p))
+			ReadRange(uintptr(tc.p), 200)
+			ReadRange(uintptr(tc.p), 0)
 		})
 	}
 	if m[8] != 0 {
