@@ -98,11 +98,14 @@ func TestComparePacedDuration(t *testing.T) {
 
 // TestCompareTransactional runs unilog with plain and transactional
 // producers, interleaved: both runs produce and read back every record,
-// the transactional one past its markers with read_committed.
+// the transactional one past its markers with read_committed. The load's
+// Duration bounds the read-back, so a record that never becomes visible
+// fails the test instead of holding it until the binary's timeout (once,
+// in .ci/run, a read_committed read-back waited 16 minutes).
 func TestCompareTransactional(t *testing.T) {
 	runs, err := Compare(context.Background(), CompareConfig{
 		Systems: []string{SystemUnilog}, Flushes: []string{"async"}, Partitions: []int{2},
-		Load: Load{MessageSize: 32, Records: 400, Producers: 2}, Acks: -1, Transactional: []bool{false, true},
+		Load: Load{MessageSize: 32, Records: 400, Producers: 2, Duration: time.Minute}, Acks: -1, Transactional: []bool{false, true},
 		CommitInterval: time.Millisecond, Trials: 2, Dir: t.TempDir(), FileSize: 8 << 20,
 	})
 	if err != nil {
