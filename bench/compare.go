@@ -499,9 +499,16 @@ func compareOne(ctx context.Context, cfg *CompareConfig, ret *retirement, c comp
 			return r
 		}
 	}
-	// Offsets count the transactions' markers too: read the records.
+	// Offsets count the transactions' markers too: read the records. A
+	// transactional run whose produce failed has no count to read back:
+	// its last transaction was aborted (EndTransaction with TryCommit
+	// aborts after an error), so read_committed never sees records it
+	// acknowledged, and a read-back waiting for them waited for good.
 	var want int64
 	if c.txn {
+		if !r.produced {
+			return r
+		}
 		want = r.Records + r.WarmRecords
 	}
 	cr, err := consume(ctx, t, parts, want, load.Duration, false)
