@@ -50,7 +50,7 @@ const (
 	// another would reuse the pages the one before freed.
 	cacheRegion = 256 << 20
 	// runProbeRegion is the new file a compare writes after each run
-	// (ProbeCachePage): small, because the run after it reuses the pages
+	// (probeCachePage): small, because the run after it reuses the pages
 	// it frees, which would spare that run the charge being measured.
 	runProbeRegion = 32 << 20
 )

@@ -70,7 +70,15 @@ func (th topicHandles) prefetchBounds(p int32) {
 	if th.hs == nil || p < 0 {
 		return
 	}
-	if h := th.hs.Load(p); h != nil && h.q != nil {
+	if h := th.hs.Load(p); h != nil {
+		h.prefetchBounds()
+	}
+}
+
+// prefetchBounds asks the CPU for the line of the partition's bounds, if
+// it has a queue.
+func (h *partition) prefetchBounds() {
+	if h.q != nil {
 		h.q.PrefetchBounds()
 	}
 }

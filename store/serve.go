@@ -102,7 +102,7 @@ var (
 type appendScratch struct {
 	msgs    []commitlog.Message
 	pos     []commitlog.Position
-	handles []*partition // of msgs' partitions, nil where none is kept yet
+	handles []*partition // of msgs' partitions
 }
 
 var appendScratchPool = sync.Pool{New: func() any { return new(appendScratch) }}
@@ -164,14 +164,9 @@ func (s *Store) Append(dst []Appended, batches []Batch) ([]Appended, error) {
 		}
 	}
 	for i, p := range sc.pos {
-		m := &sc.msgs[i]
 		a := Appended{Base: p.QueueOffset, End: p.End()}
-		h := sc.handles[i]
-		if h == nil {
-			h = s.handle(s.handleTable(m.Topic, m.TopicID), m.Topic, m.TopicID, m.Partition)
-		}
 		// Not queued yet (the dispatcher runs behind): [0, 0), as Bounds.
-		if h.q != nil {
+		if h := sc.handles[i]; h.q != nil {
 			a.LogStart = h.q.MinOffset()
 		}
 		dst = append(dst, a)
@@ -188,9 +183,9 @@ func (s *Store) Append(dst []Appended, batches []Batch) ([]Appended, error) {
 	}
 }
 
-// prefetchHandles appends to dst the kept handle of each message's
-// partition (nil where none is kept yet), and asks the CPU for the
-// handles' lines and then their queues' bounds, which Append reads after
+// prefetchHandles appends to dst the handle of each message's partition,
+// and asks the CPU for the handles' lines and then their queues' bounds,
+// which Append reads after
 // the log's append for each batch's log start. The handles are kept in a
 // table per topic indexed by partition (the queue store's map by name and
 // partition missed the cache for every batch of a request to 10,000
@@ -206,16 +201,12 @@ func (s *Store) prefetchHandles(dst []*partition, msgs []commitlog.Message) []*p
 		if i == 0 || m.Topic != msgs[i-1].Topic {
 			hs = s.handleTable(m.Topic, m.TopicID)
 		}
-		h := hs.Load(m.Partition)
-		if h != nil {
-			prefetch.Read(uintptr(unsafe.Pointer(h)))
-		}
+		h := s.handle(hs, m.Topic, m.TopicID, m.Partition)
+		prefetch.Read(uintptr(unsafe.Pointer(h)))
 		dst = append(dst, h)
 	}
 	for _, h := range dst[len(dst)-len(msgs):] {
-		if h != nil && h.q != nil {
-			h.q.PrefetchBounds()
-		}
+		h.prefetchBounds()
 	}
 	return dst
 }
